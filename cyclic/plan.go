@@ -1,0 +1,167 @@
+package cyclic
+
+import "fmt"
+
+// Piece is a rectangle of the global matrix held by one device: global rows
+// [Row, Row+Rows) and columns [Col, Col+Cols), stored in that device's shard
+// from local row LocalRow and local column LocalCol on.
+type Piece struct {
+	Dev                int
+	Row, Col           int
+	Rows, Cols         int
+	LocalRow, LocalCol int
+}
+
+// Pieces lists the rectangles that make up the shards of a rows×cols matrix
+// in layout l over ndev devices. For Replicated it lists one whole-matrix
+// piece per device.
+func Pieces(l Layout, rows, cols, ndev int) []Piece {
+	var ps []Piece
+	switch l.Kind {
+	case Replicated:
+		for d := range ndev {
+			ps = append(ps, Piece{Dev: d, Rows: rows, Cols: cols})
+		}
+	case RowBlocks:
+		for d := range ndev {
+			r0, r1 := BlockStart(rows, ndev, d), BlockStart(rows, ndev, d+1)
+			if r1 > r0 {
+				ps = append(ps, Piece{Dev: d, Row: r0, Rows: r1 - r0, Cols: cols})
+			}
+		}
+	case ColBlocks:
+		for d := range ndev {
+			c0, c1 := BlockStart(cols, ndev, d), BlockStart(cols, ndev, d+1)
+			if c1 > c0 {
+				ps = append(ps, Piece{Dev: d, Col: c0, Rows: rows, Cols: c1 - c0})
+			}
+		}
+	case ColCyclic:
+		for g := range NumTiles(cols, l.Tile) {
+			ps = append(ps, Piece{
+				Dev: Owner(g, ndev), Col: g * l.Tile, Rows: rows, Cols: TileWidth(cols, l.Tile, g),
+				LocalCol: LocalOffset(g, l.Tile, ndev),
+			})
+		}
+	}
+	return ps
+}
+
+// Move copies a Rows×Cols rectangle from local position (SrcRow, SrcCol) of
+// device SrcDev's shard to local position (DstRow, DstCol) of device DstDev's
+// shard.
+type Move struct {
+	SrcDev, SrcRow, SrcCol int
+	DstDev, DstRow, DstCol int
+	Rows, Cols             int
+}
+
+// Plan is the list of moves that turns one layout of a matrix into another.
+// Every element of every destination shard is written by exactly one move.
+type Plan struct {
+	Rows, Cols, NDev int
+	From, To         Layout
+	Moves            []Move
+}
+
+// NewPlan computes the moves that redistribute a rows×cols matrix over ndev
+// devices from layout from to layout to.
+func NewPlan(rows, cols, ndev int, from, to Layout) (*Plan, error) {
+	if rows < 1 || cols < 1 {
+		return nil, fmt.Errorf("cyclic: matrix shape %d×%d must be at least 1×1", rows, cols)
+	}
+	if ndev < 1 {
+		return nil, fmt.Errorf("cyclic: need at least one device, got %d", ndev)
+	}
+	if err := from.Validate(); err != nil {
+		return nil, err
+	}
+	if err := to.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Plan{Rows: rows, Cols: cols, NDev: ndev, From: from, To: to}
+	src := Pieces(from, rows, cols, ndev)
+	for _, dp := range Pieces(to, rows, cols, ndev) {
+		for _, sp := range src {
+			if from.Kind == Replicated && sp.Dev != dp.Dev {
+				continue // every device reads its own replica
+			}
+			r0, r1 := max(sp.Row, dp.Row), min(sp.Row+sp.Rows, dp.Row+dp.Rows)
+			c0, c1 := max(sp.Col, dp.Col), min(sp.Col+sp.Cols, dp.Col+dp.Cols)
+			if r0 >= r1 || c0 >= c1 {
+				continue
+			}
+			p.Moves = append(p.Moves, Move{
+				SrcDev: sp.Dev, SrcRow: sp.LocalRow + r0 - sp.Row, SrcCol: sp.LocalCol + c0 - sp.Col,
+				DstDev: dp.Dev, DstRow: dp.LocalRow + r0 - dp.Row, DstCol: dp.LocalCol + c0 - dp.Col,
+				Rows: r1 - r0, Cols: c1 - c0,
+			})
+		}
+	}
+	p.Moves = mergeColumns(p.Moves)
+	return p, nil
+}
+
+// mergeColumns joins moves that continue each other column-wise (adjacent
+// tiles of the same pair of devices), so that a run of tiles that is
+// contiguous on both sides becomes one copy.
+func mergeColumns(ms []Move) []Move {
+	var out []Move
+	for _, m := range ms {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if last.SrcDev == m.SrcDev && last.DstDev == m.DstDev && last.Rows == m.Rows &&
+				last.SrcRow == m.SrcRow && last.DstRow == m.DstRow &&
+				last.SrcCol+last.Cols == m.SrcCol && last.DstCol+last.Cols == m.DstCol {
+				last.Cols += m.Cols
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// LocalShape is the shape of device d's shard in the plan's source (to=false)
+// or destination (to=true) layout.
+func (p *Plan) LocalShape(d int, to bool) (int, int) {
+	l := p.From
+	if to {
+		l = p.To
+	}
+	return LocalShape(l, p.Rows, p.Cols, p.NDev, d)
+}
+
+// ExecuteHost runs the plan on host memory: src[d] and dst[d] are device d's
+// shards, column-major with leading dimension equal to their local row count.
+// Each move is one copy when it is contiguous on both sides (whole local
+// columns), one copy per column otherwise.
+func ExecuteHost[T any](p *Plan, src, dst [][]T) error {
+	if len(src) != p.NDev || len(dst) != p.NDev {
+		return fmt.Errorf("cyclic: plan for %d devices got %d source and %d destination shards", p.NDev, len(src), len(dst))
+	}
+	srcLD, dstLD := make([]int, p.NDev), make([]int, p.NDev)
+	for d := range p.NDev {
+		sr, sc := p.LocalShape(d, false)
+		dr, dc := p.LocalShape(d, true)
+		if len(src[d]) < sr*sc || len(dst[d]) < dr*dc {
+			return fmt.Errorf("cyclic: shard %d too small: have %d and %d elements, need %d and %d", d, len(src[d]), len(dst[d]), sr*sc, dr*dc)
+		}
+		srcLD[d], dstLD[d] = sr, dr
+	}
+	for _, m := range p.Moves {
+		s, t := src[m.SrcDev], dst[m.DstDev]
+		sld, dld := srcLD[m.SrcDev], dstLD[m.DstDev]
+		if m.Rows == sld && m.Rows == dld {
+			n := m.Rows * m.Cols
+			copy(t[m.DstCol*dld:m.DstCol*dld+n], s[m.SrcCol*sld:m.SrcCol*sld+n])
+			continue
+		}
+		for j := range m.Cols {
+			so := m.SrcRow + (m.SrcCol+j)*sld
+			do := m.DstRow + (m.DstCol+j)*dld
+			copy(t[do:do+m.Rows], s[so:so+m.Rows])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package sharding
+
+import (
+	"fmt"
+
+	"github.com/mgla/mgla/cyclic"
+	"gorgonia.org/tensor"
+)
+
+// backend moves shard memory for the devices of one kind.
+type backend interface {
+	alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error)
+	free(b Buffer)
+	zero(b Buffer)
+	put(t *Tensor, host any) error    // row-major host slice → shards
+	gather(t *Tensor, host any) error // shards → row-major host slice
+	execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error
+}
+
+// HostBuffer is a shard in host memory: a []float32, []float64, []complex64
+// or []complex128.
+type HostBuffer struct {
+	dev  Device
+	data any
+}
+
+func (b *HostBuffer) Device() Device { return b.dev }
+func (b *HostBuffer) Len() int {
+	switch s := b.data.(type) {
+	case []float32:
+		return len(s)
+	case []float64:
+		return len(s)
+	case []complex64:
+		return len(s)
+	case []complex128:
+		return len(s)
+	}
+	return 0
+}
+
+// Data is the shard's typed slice.
+func (b *HostBuffer) Data() any { return b.data }
+
+// HostShards returns the typed shard slices of a tensor on a CPU mesh.
+func HostShards[T any](t *Tensor) ([][]T, error) {
+	out := make([][]T, len(t.shards))
+	for i, b := range t.shards {
+		hb, ok := b.(*HostBuffer)
+		if !ok {
+			return nil, fmt.Errorf("sharding: shard %d is in %v memory, not host memory", i, b.Device().Kind)
+		}
+		if out[i], ok = hb.data.([]T); !ok {
+			return nil, fmt.Errorf("sharding: shard %d holds %T, not %T", i, hb.data, out[i])
+		}
+	}
+	return out, nil
+}
+
+type hostBackend struct{}
+
+func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error) {
+	var data any
+	switch dt {
+	case tensor.Float32:
+		data = make([]float32, n)
+	case tensor.Float64:
+		data = make([]float64, n)
+	case tensor.Complex64:
+		data = make([]complex64, n)
+	case tensor.Complex128:
+		data = make([]complex128, n)
+	default:
+		return nil, CheckDtype(dt)
+	}
+	return &HostBuffer{dev: dev, data: data}, nil
+}
+
+func (hostBackend) free(Buffer) {}
+
+func (hostBackend) zero(b Buffer) {
+	switch s := b.(*HostBuffer).data.(type) {
+	case []float32:
+		clear(s)
+	case []float64:
+		clear(s)
+	case []complex64:
+		clear(s)
+	case []complex128:
+		clear(s)
+	}
+}
+
+func (hostBackend) put(t *Tensor, host any) error {
+	return withHost(t, host, func(sh any, g any) error {
+		switch s := sh.(type) {
+		case [][]float32:
+			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]float32), t.Cols(), true, s)
+		case [][]float64:
+			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]float64), t.Cols(), true, s)
+		case [][]complex64:
+			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]complex64), t.Cols(), true, s)
+		case [][]complex128:
+			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]complex128), t.Cols(), true, s)
+		}
+		return nil
+	})
+}
+
+func (hostBackend) gather(t *Tensor, host any) error {
+	return withHost(t, host, func(sh any, g any) error {
+		switch s := sh.(type) {
+		case [][]float32:
+			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]float32), t.Cols(), true)
+		case [][]float64:
+			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]float64), t.Cols(), true)
+		case [][]complex64:
+			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]complex64), t.Cols(), true)
+		case [][]complex128:
+			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]complex128), t.Cols(), true)
+		}
+		return nil
+	})
+}
+
+// withHost checks that host is a slice of t's dtype and size and hands fn the
+// typed shard slices and the host slice.
+func withHost(t *Tensor, host any, fn func(shards any, host any) error) error {
+	var sh any
+	var n int
+	var err error
+	switch h := host.(type) {
+	case []float32:
+		n = len(h)
+		sh, err = HostShards[float32](t)
+	case []float64:
+		n = len(h)
+		sh, err = HostShards[float64](t)
+	case []complex64:
+		n = len(h)
+		sh, err = HostShards[complex64](t)
+	case []complex128:
+		n = len(h)
+		sh, err = HostShards[complex128](t)
+	default:
+		return fmt.Errorf("sharding: unsupported host data %T", host)
+	}
+	if err != nil {
+		return err
+	}
+	if n < t.Size() {
+		return fmt.Errorf("sharding: host data has %d elements, want %d", n, t.Size())
+	}
+	return fn(sh, host)
+}
+
+func (hostBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
+	s := &Tensor{shards: src}
+	d := &Tensor{shards: dst}
+	switch dt {
+	case tensor.Float32:
+		return executeHost[float32](p, s, d)
+	case tensor.Float64:
+		return executeHost[float64](p, s, d)
+	case tensor.Complex64:
+		return executeHost[complex64](p, s, d)
+	case tensor.Complex128:
+		return executeHost[complex128](p, s, d)
+	}
+	return CheckDtype(dt)
+}
+
+func executeHost[T any](p *cyclic.Plan, src, dst *Tensor) error {
+	s, err := HostShards[T](src)
+	if err != nil {
+		return err
+	}
+	d, err := HostShards[T](dst)
+	if err != nil {
+		return err
+	}
+	return cyclic.ExecuteHost(p, s, d)
+}

@@ -1,0 +1,135 @@
+package sharding
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"gorgonia.org/tensor"
+)
+
+// DeviceKind is the kind of the devices of a mesh.
+type DeviceKind int
+
+const (
+	// CPU is a virtual device in host memory.
+	CPU DeviceKind = iota
+	// GPU is an NVIDIA GPU (cuda build tag).
+	GPU
+)
+
+func (k DeviceKind) String() string {
+	if k == GPU {
+		return "gpu"
+	}
+	return "cpu"
+}
+
+// Device is one device of a mesh: its kind and its ordinal (the CUDA device
+// ordinal for GPUs, the index for virtual CPU devices).
+type Device struct {
+	Kind DeviceKind
+	ID   int
+}
+
+func (d Device) String() string { return fmt.Sprintf("%v:%d", d.Kind, d.ID) }
+
+// ErrNoGPU is returned when a GPU mesh is asked for and no GPU (or no CUDA
+// backend) is available.
+var ErrNoGPU = errors.New("sharding: no GPU available")
+
+// ErrMeshMismatch is returned when values on different meshes meet.
+var ErrMeshMismatch = errors.New("sharding: mesh mismatch")
+
+// Mesh is an ordered set of devices of one kind that shard a matrix.
+type Mesh struct {
+	id      uint64
+	devices []Device
+	mem     backend
+}
+
+var meshIDs atomic.Uint64
+
+// CPUMesh returns a mesh of n virtual CPU devices.
+func CPUMesh(n int) (*Mesh, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("sharding: a CPU mesh needs at least one device, got %d", n)
+	}
+	devs := make([]Device, n)
+	for i := range devs {
+		devs[i] = Device{Kind: CPU, ID: i}
+	}
+	return newMesh(devs, hostBackend{}), nil
+}
+
+func newMesh(devs []Device, mem backend) *Mesh {
+	return &Mesh{id: meshIDs.Add(1), devices: devs, mem: mem}
+}
+
+// defaultGPUMesh is set by the cuda build to a function returning a mesh of
+// every visible GPU (or ErrNoGPU).
+var defaultGPUMesh func() (*Mesh, error)
+
+// DefaultMesh is every visible GPU when the CUDA backend is built and a GPU is
+// present, otherwise a CPU mesh of one device.
+func DefaultMesh() (*Mesh, error) {
+	if defaultGPUMesh != nil {
+		if m, err := defaultGPUMesh(); err == nil {
+			return m, nil
+		}
+	}
+	return CPUMesh(1)
+}
+
+// Size is the number of devices.
+func (m *Mesh) Size() int { return len(m.devices) }
+
+// Kind is the kind of the mesh's devices.
+func (m *Mesh) Kind() DeviceKind { return m.devices[0].Kind }
+
+// Devices returns a copy of the device list.
+func (m *Mesh) Devices() []Device { return append([]Device(nil), m.devices...) }
+
+// Device returns the i-th device of the mesh.
+func (m *Mesh) Device(i int) Device { return m.devices[i] }
+
+// Same reports whether two meshes hold the same devices in the same order.
+func (m *Mesh) Same(o *Mesh) bool {
+	if m == o {
+		return true
+	}
+	if m == nil || o == nil || len(m.devices) != len(o.devices) {
+		return false
+	}
+	for i := range m.devices {
+		if m.devices[i] != o.devices[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Mesh) String() string {
+	parts := make([]string, len(m.devices))
+	for i, d := range m.devices {
+		parts[i] = d.String()
+	}
+	return "mesh[" + strings.Join(parts, ",") + "]"
+}
+
+// Key identifies the mesh in caches (stable for the mesh's lifetime).
+func (m *Mesh) Key() uint64 { return m.id }
+
+// Dtypes are the element types sharded tensors support.
+var Dtypes = []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128}
+
+// CheckDtype reports an error for element types other than Dtypes.
+func CheckDtype(dt tensor.Dtype) error {
+	for _, d := range Dtypes {
+		if d == dt {
+			return nil
+		}
+	}
+	return fmt.Errorf("sharding: unsupported dtype %v (want float32, float64, complex64 or complex128)", dt)
+}

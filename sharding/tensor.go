@@ -1,0 +1,243 @@
+package sharding
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/cyclic"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Layout is how a matrix is spread over a mesh (see package cyclic).
+type Layout = cyclic.Layout
+
+// Replicated, RowBlocks, ColBlocks and Cyclic build layouts.
+func Replicated() Layout  { return Layout{Kind: cyclic.Replicated} }
+func RowBlocks() Layout   { return Layout{Kind: cyclic.RowBlocks} }
+func ColBlocks() Layout   { return Layout{Kind: cyclic.ColBlocks} }
+func Cyclic(t int) Layout { return cyclic.Cyclic(t) }
+
+// Buffer is the storage of one shard on one device.
+type Buffer interface {
+	Device() Device
+	Len() int // elements
+}
+
+// Tensor is a matrix (or a vector, held as an n×1 matrix) sharded over a mesh.
+// Each shard is column-major with its local row count as leading dimension.
+type Tensor struct {
+	mesh   *Mesh
+	layout Layout
+	shape  tensor.Shape
+	dtype  tensor.Dtype
+	shards []Buffer
+}
+
+var _ gorgonia.Value = (*Tensor)(nil)
+
+func matrixShape(shape tensor.Shape) (rows, cols int, err error) {
+	switch len(shape) {
+	case 1:
+		rows, cols = shape[0], 1
+	case 2:
+		rows, cols = shape[0], shape[1]
+	default:
+		return 0, 0, fmt.Errorf("sharding: want a matrix or a vector, got shape %v", shape)
+	}
+	if rows < 1 || cols < 1 {
+		return 0, 0, fmt.Errorf("sharding: empty shape %v", shape)
+	}
+	return rows, cols, nil
+}
+
+// New allocates a zeroed sharded tensor.
+func New(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tensor, error) {
+	if mesh == nil {
+		return nil, fmt.Errorf("sharding: nil mesh")
+	}
+	if err := CheckDtype(dt); err != nil {
+		return nil, err
+	}
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	rows, cols, err := matrixShape(shape)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{mesh: mesh, layout: layout, shape: shape.Clone(), dtype: dt, shards: make([]Buffer, mesh.Size())}
+	for d := range t.shards {
+		lr, lc := cyclic.LocalShape(layout, rows, cols, mesh.Size(), d)
+		if t.shards[d], err = mesh.mem.alloc(mesh.devices[d], dt, lr*lc); err != nil {
+			t.Free()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Reuse returns prev when it matches mesh, shape, dtype and layout (so an op
+// can write its output into last run's buffers), and a new tensor otherwise.
+func Reuse(prev *Tensor, mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tensor, error) {
+	if prev != nil && prev.mesh == mesh && prev.shape.Eq(shape) && prev.dtype == dt && prev.layout == layout && prev.shards != nil {
+		return prev, nil
+	}
+	return New(mesh, shape, dt, layout)
+}
+
+// Put copies a host tensor onto mesh in the given layout.
+func Put(host tensor.Tensor, mesh *Mesh, layout Layout) (*Tensor, error) {
+	d, ok := tensor.Materialize(host).(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("sharding: Put needs a *tensor.Dense, got %T", host)
+	}
+	t, err := New(mesh, d.Shape(), d.Dtype(), layout)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Load(d); err != nil {
+		t.Free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Load overwrites t's shards with the row-major host tensor d of the same
+// shape and dtype.
+func (t *Tensor) Load(d *tensor.Dense) error {
+	if !d.Shape().Eq(t.shape) || d.Dtype() != t.dtype {
+		return fmt.Errorf("sharding: cannot load %v %v into %v %v", d.Shape(), d.Dtype(), t.shape, t.dtype)
+	}
+	if d.DataOrder().IsColMajor() {
+		return fmt.Errorf("sharding: column-major host tensors are not supported")
+	}
+	return t.mesh.mem.put(t, d.Data())
+}
+
+// Gather copies the sharded tensor into a new row-major host tensor.
+func (t *Tensor) Gather() (*tensor.Dense, error) {
+	out := tensor.New(tensor.Of(t.dtype), tensor.WithShape(t.shape.Clone()...))
+	if err := t.mesh.mem.gather(t, out.Data()); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Relayout returns a new tensor with the same values in layout to.
+func (t *Tensor) Relayout(to Layout) (*Tensor, error) {
+	out, err := New(t.mesh, t.shape, t.dtype, to)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.RelayoutInto(out); err != nil {
+		out.Free()
+		return nil, err
+	}
+	return out, nil
+}
+
+// RelayoutInto copies t's values into dst, which must have the same mesh,
+// shape and dtype and may have another layout.
+func (t *Tensor) RelayoutInto(dst *Tensor) error {
+	if !t.mesh.Same(dst.mesh) {
+		return fmt.Errorf("%w: %v and %v", ErrMeshMismatch, t.mesh, dst.mesh)
+	}
+	if !t.shape.Eq(dst.shape) || t.dtype != dst.dtype {
+		return fmt.Errorf("sharding: relayout of %v %v into %v %v", t.shape, t.dtype, dst.shape, dst.dtype)
+	}
+	p, err := cyclic.NewPlan(t.Rows(), t.Cols(), t.mesh.Size(), t.layout, dst.layout)
+	if err != nil {
+		return err
+	}
+	return t.mesh.mem.execute(p, t.dtype, t.shards, dst.shards)
+}
+
+// Free releases device memory now (GPU meshes); the tensor must not be used
+// afterwards. Host shards are left to the garbage collector.
+func (t *Tensor) Free() {
+	for i, b := range t.shards {
+		if b != nil {
+			t.mesh.mem.free(b)
+			t.shards[i] = nil
+		}
+	}
+}
+
+// Mesh is the mesh the tensor lives on.
+func (t *Tensor) Mesh() *Mesh { return t.mesh }
+
+// Layout is the tensor's layout.
+func (t *Tensor) Layout() Layout { return t.layout }
+
+// Rows and Cols are the global matrix dimensions (a vector has one column).
+func (t *Tensor) Rows() int { r, _, _ := matrixShape(t.shape); return r }
+func (t *Tensor) Cols() int { _, c, _ := matrixShape(t.shape); return c }
+
+// LocalShape is the shape of device d's shard.
+func (t *Tensor) LocalShape(d int) (rows, cols int) {
+	return cyclic.LocalShape(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), d)
+}
+
+// Shard is device d's buffer.
+func (t *Tensor) Shard(d int) Buffer { return t.shards[d] }
+
+// Shape, Size, Dtype and Data make *Tensor a gorgonia.Value. Data returns the
+// shard buffers.
+func (t *Tensor) Shape() tensor.Shape { return t.shape.Clone() }
+func (t *Tensor) Size() int           { return t.shape.TotalSize() }
+func (t *Tensor) Dtype() tensor.Dtype { return t.dtype }
+func (t *Tensor) Data() interface{}   { return t.shards }
+
+// Uintptr, MemSize and Pointer identify the value (they do not point at
+// element memory, which is spread over devices).
+func (t *Tensor) Uintptr() uintptr        { return uintptr(unsafe.Pointer(t)) }
+func (t *Tensor) MemSize() uintptr        { return uintptr(t.Size()) * uintptr(t.dtype.Size()) }
+func (t *Tensor) Pointer() unsafe.Pointer { return unsafe.Pointer(t) }
+
+// Type is a Gorgonia tensor type, so that graph nodes holding sharded values
+// type-check like host matrices.
+func (t *Tensor) Type() hm.Type { return gorgonia.TensorType{Dims: len(t.shape), Of: t.dtype} }
+
+// Clone returns a deep copy on the same mesh and layout.
+func (t *Tensor) Clone() (interface{}, error) {
+	out, err := New(t.mesh, t.shape, t.dtype, t.layout)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.RelayoutInto(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Zero sets every element to zero.
+func (t *Tensor) Zero() {
+	for _, b := range t.shards {
+		t.mesh.mem.zero(b)
+	}
+}
+
+// ZeroValue zeroes t and returns it (gorgonia.ZeroValuer).
+func (t *Tensor) ZeroValue() gorgonia.Value { t.Zero(); return t }
+
+func (t *Tensor) String() string {
+	return fmt.Sprintf("sharded %v %v on %v (%v)", t.shape, t.dtype, t.mesh, t.layout)
+}
+
+// Format prints the description; with %+v or %#v it also gathers and prints
+// the values.
+func (t *Tensor) Format(s fmt.State, c rune) {
+	fmt.Fprint(s, t.String())
+	if (s.Flag('+') || s.Flag('#')) && t.shards != nil {
+		if d, err := t.Gather(); err == nil {
+			fmt.Fprintf(s, "\n%v", d)
+		}
+	}
+}
+
+// Same reports whether two sharded tensors share mesh, shape, dtype and layout.
+func (t *Tensor) Same(o *Tensor) bool {
+	return t.mesh.Same(o.mesh) && t.shape.Eq(o.shape) && t.dtype == o.dtype && t.layout == o.layout
+}
