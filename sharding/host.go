@@ -15,6 +15,7 @@ type backend interface {
 	put(t *Tensor, host any) error    // row-major host slice → shards
 	gather(t *Tensor, host any) error // shards → row-major host slice
 	execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error
+	axpy(alpha float64, x, y Buffer) error // y += alpha·x
 }
 
 // HostBuffer is a shard in host memory: a []float32, []float64, []complex64

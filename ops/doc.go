@@ -1,0 +1,28 @@
+// Package ops holds the sharded-level Gorgonia ops of mgla: moving a matrix
+// onto a mesh (Shard), between layouts (Relayout) and back to the host
+// (Gather), and the dense kernels (Cholesky, CholSolve, Potrs, Potri, LogDet,
+// Eigen) that run on matrices in the 1-D column block-cyclic layout.
+//
+// Every op here produces a *sharding.Tensor (except Gather and the scalar and
+// eigenvalue outputs, which are host values), so a matrix placed on a mesh
+// once can feed several solves, an inverse and an eigensolve without
+// returning to the host. Ops never overwrite their inputs; an op reuses its own
+// output buffers from one run of a machine to the next, so a sharded node's
+// value is valid until the machine runs again.
+//
+// Gradients. Every op is an SDOp (gorgonia.Grad + TapeMachine) and an ADOp
+// (LispMachine). The gradient of Shard is Gather, of Gather is Shard, of
+// Relayout the inverse Relayout, and the kernels' backward passes are sharded
+// ops on the same mesh. One rule comes from Gorgonia itself: when a node has
+// several consumers, gorgonia.Grad sums their gradients with its own Add, which
+// only accepts host tensors (tensor.Tensor). A sharded value cannot be a
+// tensor.Tensor: Gorgonia's tensor code and its CloneValue treat every
+// tensor.Tensor as one host slab (we tried an engine-backed wrapper; the
+// LispMachine then panics in CloneValue). So when a sharded node has more than
+// one consumer, the symbolic gradients its consumers send it are gathered to
+// the host first (Gather), summed by Gorgonia, and the gradient ops of Shard
+// and Relayout accept such host gradients. The O(N³) backward kernels still
+// run sharded; only the N×N results are gathered. A sharded node with one
+// consumer keeps its gradient on the mesh. The LispMachine accumulates dual
+// values in place and never needs this.
+package ops

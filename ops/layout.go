@@ -1,0 +1,203 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// moveOp puts its input (host or sharded) on a placement: Shard when the input
+// is a host node, Relayout when it is a sharded node.
+type moveOp struct {
+	base
+	to  Placement
+	out *sharding.Tensor
+}
+
+// Shard places a host (or sharded) matrix or vector node on mesh in layout.
+func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
+	if x == nil {
+		return nil, fmt.Errorf("ops: Shard of a nil node")
+	}
+	if mesh == nil {
+		return nil, fmt.Errorf("ops: Shard onto a nil mesh")
+	}
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	if x.Dims() < 1 || x.Dims() > 2 {
+		return nil, fmt.Errorf("ops: Shard needs a matrix or a vector, %v has %d dimensions", x.Name(), x.Dims())
+	}
+	if err := sharding.CheckDtype(x.Dtype()); err != nil {
+		return nil, err
+	}
+	if p, ok := PlacementOf(x); ok && p.Mesh.Same(mesh) && p.Layout == layout {
+		return x, nil
+	}
+	name := "Shard"
+	if IsSharded(x) {
+		name = "Relayout"
+	}
+	return gorgonia.ApplyOp(&moveOp{base: base{name: fmt.Sprintf("%s(%v)", name, layout)}, to: Placement{mesh, layout}}, x)
+}
+
+// Relayout moves a sharded node to another layout on its mesh.
+func Relayout(x *gorgonia.Node, layout sharding.Layout) (*gorgonia.Node, error) {
+	p, ok := PlacementOf(x)
+	if !ok {
+		return nil, fmt.Errorf("ops: Relayout needs a sharded node; %v is a host node (use Shard)", x)
+	}
+	return Shard(x, p.Mesh, layout)
+}
+
+func (o *moveOp) Placement() Placement { return o.to }
+func (o *moveOp) Arity() int           { return 1 }
+func (o *moveOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (o *moveOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (o *moveOp) WriteHash(h hash.Hash) {
+	fmt.Fprint(h, "move")
+	writePlacement(h, o.to)
+}
+func (o *moveOp) Hashcode() uint32 { return hashOf(o) }
+
+func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	out, err := sharding.Reuse(o.out, o.to.Mesh, vals[0].Shape(), vals[0].Dtype(), o.to.Layout)
+	if err != nil {
+		return nil, err
+	}
+	switch x := vals[0].(type) {
+	case *sharding.Tensor:
+		err = x.RelayoutInto(out)
+	case tensor.Tensor:
+		d, ok := tensor.Materialize(x).(*tensor.Dense)
+		if !ok {
+			return nil, fmt.Errorf("ops: %v: unsupported host tensor %T", o, x)
+		}
+		err = out.Load(d)
+	default:
+		err = fmt.Errorf("ops: %v: unsupported value %T", o, vals[0])
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.out = out
+	return out, nil
+}
+
+func (o *moveOp) DiffWRT(int) []bool { return []bool{true} }
+
+// SymDiff: the gradient of Shard is Gather; of Relayout, the inverse Relayout.
+func (o *moveOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	var g *gorgonia.Node
+	var err error
+	if p, ok := PlacementOf(in[0]); ok {
+		g, err = Shard(grad, p.Mesh, p.Layout)
+		if err == nil {
+			g, err = gradFor(in[0], g)
+		}
+	} else {
+		g, err = Gather(grad)
+	}
+	return gorgonia.Nodes{g}, err
+}
+
+func (o *moveOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	og, err := gradOf(out)
+	if err != nil {
+		return err
+	}
+	ig, err := gradOf(in[0])
+	if err != nil {
+		return err
+	}
+	return accumulate(ig, og)
+}
+
+// gatherOp brings a sharded value back to the host.
+type gatherOp struct {
+	base
+}
+
+// Gather brings a sharded node back to the host as a row-major *tensor.Dense.
+// A host node is returned unchanged.
+func Gather(x *gorgonia.Node) (*gorgonia.Node, error) {
+	if x == nil {
+		return nil, fmt.Errorf("ops: Gather of a nil node")
+	}
+	if !IsSharded(x) {
+		return x, nil
+	}
+	return gorgonia.ApplyOp(&gatherOp{base: base{name: "Gather"}}, x)
+}
+
+func (o *gatherOp) Arity() int { return 1 }
+func (o *gatherOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (o *gatherOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (o *gatherOp) WriteHash(h hash.Hash)                                    { fmt.Fprint(h, "gather") }
+func (o *gatherOp) Hashcode() uint32                                         { return hashOf(o) }
+
+func (o *gatherOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	switch x := vals[0].(type) {
+	case *sharding.Tensor:
+		return x.Gather()
+	case tensor.Tensor:
+		return x.Clone().(*tensor.Dense), nil // a host gradient reaching Gather
+	}
+	return nil, fmt.Errorf("ops: Gather: unsupported value %T", vals[0])
+}
+
+func (o *gatherOp) DiffWRT(int) []bool { return []bool{true} }
+
+// SymDiff: the gradient of Gather is Shard back onto the input's placement.
+func (o *gatherOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	p, _ := PlacementOf(in[0])
+	g, err := Shard(grad, p.Mesh, p.Layout)
+	if err != nil {
+		return nil, err
+	}
+	g, err = gradFor(in[0], g)
+	return gorgonia.Nodes{g}, err
+}
+
+func (o *gatherOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	og, err := gradOf(out)
+	if err != nil {
+		return err
+	}
+	ig, err := gradOf(in[0])
+	if err != nil {
+		return err
+	}
+	return accumulate(ig, og)
+}
+
+// accumulate adds src into the gradient accumulator dst in place; either may
+// be a sharded tensor or a host tensor.
+func accumulate(dst, src gorgonia.Value) error {
+	switch d := dst.(type) {
+	case *sharding.Tensor:
+		s, err := asSharded(src, Placement{d.Mesh(), d.Layout()})
+		if err != nil {
+			return err
+		}
+		return d.AddScaled(1, s)
+	case tensor.Tensor:
+		s, err := toHost(src)
+		if err != nil {
+			return err
+		}
+		_, err = tensor.Add(d, s, tensor.UseUnsafe())
+		return err
+	}
+	return fmt.Errorf("ops: cannot accumulate a gradient into %T", dst)
+}

@@ -1,0 +1,152 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Placement is where a sharded node's value lives: its mesh and layout.
+type Placement struct {
+	Mesh   *sharding.Mesh
+	Layout sharding.Layout
+}
+
+func (p Placement) String() string { return fmt.Sprintf("%v %v", p.Mesh, p.Layout) }
+
+// placed is implemented by ops whose output is a sharded tensor.
+type placed interface {
+	Placement() Placement
+}
+
+// PlacementOf returns the placement of a node that holds a sharded value, and
+// false for host nodes.
+func PlacementOf(n *gorgonia.Node) (Placement, bool) {
+	if n == nil || n.Op() == nil {
+		return Placement{}, false
+	}
+	p, ok := n.Op().(placed)
+	if !ok {
+		return Placement{}, false
+	}
+	return p.Placement(), true
+}
+
+// IsSharded reports whether n's value is a sharded tensor.
+func IsSharded(n *gorgonia.Node) bool { _, ok := PlacementOf(n); return ok }
+
+// base implements the bookkeeping methods every op shares.
+type base struct {
+	name string
+}
+
+func (b base) ReturnsPtr() bool     { return false }
+func (b base) CallsExtern() bool    { return false }
+func (b base) OverwritesInput() int { return -1 }
+func (b base) String() string       { return b.name }
+
+func hashOf(o interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	o.WriteHash(h)
+	return h.Sum32()
+}
+
+func writePlacement(h hash.Hash, p Placement) {
+	fmt.Fprintf(h, "|mesh%d|%v", p.Mesh.Key(), p.Layout)
+}
+
+func matType(dt tensor.Dtype) gorgonia.TensorType { return gorgonia.TensorType{Dims: 2, Of: dt} }
+
+// realOf is the real dtype of the same precision.
+func realOf(dt tensor.Dtype) tensor.Dtype {
+	switch dt {
+	case tensor.Complex64, tensor.Float32:
+		return tensor.Float32
+	}
+	return tensor.Float64
+}
+
+func isComplex(dt tensor.Dtype) bool { return dt == tensor.Complex64 || dt == tensor.Complex128 }
+
+func shapeOf(d gorgonia.DimSizer) (tensor.Shape, error) {
+	s, ok := d.(tensor.Shape)
+	if !ok {
+		return nil, fmt.Errorf("ops: expected a tensor.Shape, got %T", d)
+	}
+	return s.Clone(), nil
+}
+
+// asSharded returns v as a sharded tensor on placement p, moving host values
+// and other layouts there. It never modifies v; moved reports whether a new
+// tensor was made.
+func asSharded(v gorgonia.Value, p Placement) (t *sharding.Tensor, err error) {
+	switch x := v.(type) {
+	case *sharding.Tensor:
+		if !x.Mesh().Same(p.Mesh) {
+			return nil, fmt.Errorf("%w: value on %v, op on %v", sharding.ErrMeshMismatch, x.Mesh(), p.Mesh)
+		}
+		if x.Layout() == p.Layout {
+			return x, nil
+		}
+		return x.Relayout(p.Layout)
+	case tensor.Tensor:
+		return sharding.Put(x, p.Mesh, p.Layout)
+	case gorgonia.Scalar:
+		return nil, fmt.Errorf("ops: expected a matrix, got the scalar %v", v)
+	}
+	return nil, fmt.Errorf("ops: unsupported value %T", v)
+}
+
+// toHost returns v as a host tensor (gathering sharded values).
+func toHost(v gorgonia.Value) (*tensor.Dense, error) {
+	switch x := v.(type) {
+	case *sharding.Tensor:
+		return x.Gather()
+	case *tensor.Dense:
+		return x, nil
+	case tensor.Tensor:
+		d, ok := tensor.Materialize(x).(*tensor.Dense)
+		if ok {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("ops: unsupported value %T", v)
+}
+
+// consumers is the number of distinct nodes that take n as an input.
+func consumers(n *gorgonia.Node) int {
+	return n.Graph().To(n.ID()).Len()
+}
+
+// gradFor adapts a gradient node computed for input in: when in is a sharded
+// node with several consumers, the gradient is gathered so that Gorgonia's Add
+// can sum it (see the package doc).
+func gradFor(in, grad *gorgonia.Node) (*gorgonia.Node, error) {
+	if grad == nil || !IsSharded(in) || !IsSharded(grad) || consumers(in) < 2 {
+		return grad, nil
+	}
+	return Gather(grad)
+}
+
+// typeOf is the Gorgonia type of a node with the given shape and dtype.
+func typeOf(shape tensor.Shape, dt tensor.Dtype) hm.Type {
+	if len(shape) == 0 || shape.IsScalar() {
+		return dt
+	}
+	return gorgonia.TensorType{Dims: len(shape), Of: dt}
+}
+
+// gradOf returns the gradient accumulator value of a node during
+// LispMachine's backward pass.
+func gradOf(n *gorgonia.Node) (gorgonia.Value, error) {
+	g, err := n.Grad()
+	if err != nil {
+		return nil, fmt.Errorf("ops: no gradient for %v: %w", n, err)
+	}
+	return g, nil
+}
