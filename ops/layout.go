@@ -54,8 +54,8 @@ func Relayout(x *gorgonia.Node, layout sharding.Layout) (*gorgonia.Node, error) 
 	return Shard(x, p.Mesh, layout)
 }
 
-func (o *moveOp) Placement() Placement { return o.to }
-func (o *moveOp) Arity() int           { return 1 }
+func (o *moveOp) Placement() (Placement, bool) { return o.to, true }
+func (o *moveOp) Arity() int                   { return 1 }
 func (o *moveOp) Type() hm.Type {
 	a := hm.TypeVariable('a')
 	return hm.NewFnType(a, a)

@@ -19,9 +19,9 @@ type Placement struct {
 
 func (p Placement) String() string { return fmt.Sprintf("%v %v", p.Mesh, p.Layout) }
 
-// placed is implemented by ops whose output is a sharded tensor.
+// placed is implemented by ops whose output may be a sharded tensor.
 type placed interface {
-	Placement() Placement
+	Placement() (Placement, bool)
 }
 
 // PlacementOf returns the placement of a node that holds a sharded value, and
@@ -34,7 +34,7 @@ func PlacementOf(n *gorgonia.Node) (Placement, bool) {
 	if !ok {
 		return Placement{}, false
 	}
-	return p.Placement(), true
+	return p.Placement()
 }
 
 // IsSharded reports whether n's value is a sharded tensor.

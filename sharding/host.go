@@ -16,6 +16,8 @@ type backend interface {
 	gather(t *Tensor, host any) error // shards → row-major host slice
 	execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error
 	axpy(alpha float64, x, y Buffer) error // y += alpha·x
+	diagonal(t *Tensor) (any, error)
+	zeroRange(b Buffer, off, n int) error // n elements from off
 }
 
 // HostBuffer is a shard in host memory: a []float32, []float64, []complex64

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"gorgonia.org/tensor"
@@ -71,15 +72,26 @@ func newMesh(devs []Device, mem backend) *Mesh {
 // every visible GPU (or ErrNoGPU).
 var defaultGPUMesh func() (*Mesh, error)
 
+var (
+	defaultOnce sync.Once
+	defaultMesh *Mesh
+	defaultErr  error
+)
+
 // DefaultMesh is every visible GPU when the CUDA backend is built and a GPU is
-// present, otherwise a CPU mesh of one device.
+// present, otherwise a CPU mesh of one device. It is made once per process,
+// so solver handles cached for it are reused by every graph.
 func DefaultMesh() (*Mesh, error) {
-	if defaultGPUMesh != nil {
-		if m, err := defaultGPUMesh(); err == nil {
-			return m, nil
+	defaultOnce.Do(func() {
+		if defaultGPUMesh != nil {
+			if m, err := defaultGPUMesh(); err == nil {
+				defaultMesh = m
+				return
+			}
 		}
-	}
-	return CPUMesh(1)
+		defaultMesh, defaultErr = CPUMesh(1)
+	})
+	return defaultMesh, defaultErr
 }
 
 // Size is the number of devices.

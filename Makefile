@@ -1,0 +1,56 @@
+# mgla — the two commands: `make demo` (the main example on the embedded CPU
+# default) and `make test` (everything CI runs).
+GO        ?= go
+PKGS      := ./...
+RACE_PKGS := ./cyclic/ ./sharding/ ./ops/
+OPENBLAS_LDFLAGS := -llapacke -lopenblas
+GPU_BIN   := gpu-bin
+
+.PHONY: demo test fmt-check vet unit race openblas cuda-vet deps cuda-deps gpu-bin bench
+
+demo:
+	$(GO) run ./examples/gp
+
+test: fmt-check vet unit race openblas cuda-vet
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# The real kernels through LAPACKE + OpenBLAS (Debian libopenblas-dev, liblapacke-dev).
+openblas:
+	CGO_LDFLAGS='$(OPENBLAS_LDFLAGS)' $(GO) test -count=1 -tags openblas ./kernels/ ./ops/ .
+
+# Compile and vet the mglacuda-tagged code (no GPU needed; headers from `make cuda-deps`).
+cuda-vet:
+	$(GO) vet -tags mglacuda $(PKGS)
+	$(GO) test -tags mglacuda -run '^$$' -count=1 ./kernels/cusolver/ >/dev/null
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/ ./ops/ .
+
+# Debian packages for the openblas tag.
+deps:
+	./scripts/install-deps.sh openblas
+
+# CUDA 11.8 headers from Debian (contrib non-free) for compiling the cuda tag;
+# the binaries then run against CUDA 12/13 runtimes because nothing links cuSolverMg.
+cuda-deps:
+	./scripts/install-deps.sh cuda
+
+# mglacuda-tagged test and benchmark binaries, for a GPU machine without Go.
+gpu-bin:
+	mkdir -p $(GPU_BIN)
+	$(GO) test -c -tags mglacuda -o $(GPU_BIN)/cusolver.test ./kernels/cusolver/
+	$(GO) test -c -tags mglacuda -o $(GPU_BIN)/mgla.test .
+	$(GO) test -c -tags mglacuda -o $(GPU_BIN)/ops.test ./ops/
+	cp scripts/run-gpu-tests.sh $(GPU_BIN)/

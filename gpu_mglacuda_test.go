@@ -1,0 +1,179 @@
+//go:build mglacuda
+
+package mgla_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/kernels/cusolver"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// gpuMeshes are the GPU subsets to test: 1, 2, 3 and 4 devices where present.
+func gpuMeshes(t *testing.T) [][]int {
+	n, err := cusolver.DeviceCount()
+	require.NoError(t, err)
+	require.Greater(t, n, 0, "no GPU")
+	var out [][]int
+	for k := 1; k <= min(n, 4); k++ {
+		ids := make([]int, k)
+		for i := range ids {
+			ids[i] = i
+		}
+		out = append(out, ids)
+	}
+	return out
+}
+
+// TestGPUAgainstCPU runs every op on GPU meshes and on a CPU mesh and
+// compares, for all four dtypes, with N not a multiple of the tile.
+func TestGPUAgainstCPU(t *testing.T) {
+	rng := newRNG(t, 7)
+	const n, k, tile = 1537, 5, 512
+	cpu, _ := sharding.CPUMesh(1)
+	for _, ids := range gpuMeshes(t) {
+		gpu, err := sharding.GPUMesh(ids...)
+		require.NoError(t, err)
+		for _, dt := range sharding.Dtypes {
+			full, junk := hpd(rng, n, isComplex(dt))
+			_ = full
+			b := randomMatrix(rng, n, k, isComplex(dt))
+			results := map[string][][]complex128{}
+			for _, mesh := range []*sharding.Mesh{cpu, gpu} {
+				g := G.NewGraph()
+				a := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(dt, junk, n, n)))
+				bn := G.NewMatrix(g, dt, G.WithShape(n, k), G.WithName("B"), G.WithValue(toDense(dt, b, n, k)))
+				opts := []mgla.Option{mgla.WithMesh(mesh), mgla.WithTile(tile)}
+				x := must(mgla.Potrs(a, bn, opts...))
+				inv := must(mgla.Potri(a, opts...))
+				l := must(mgla.Cholesky(a, opts...))
+				ld := must(mgla.LogDet(a, opts...))
+				w, _, err := mgla.Syevd(a, append(opts, mgla.EigenvaluesOnly())...)
+				require.NoError(t, err)
+				start := time.Now()
+				require.NoError(t, run(t, g, false), "%v %v", mesh, dt)
+				t.Logf("%v %v: graph ran in %v", mesh, dt, time.Since(start))
+				for _, nd := range []*G.Node{x, inv, l, ld, w} {
+					results[nd.Name()] = append(results[nd.Name()], fromValue(t, nd.Value()))
+				}
+			}
+			for name, r := range results {
+				require.Less(t, relDiff(r[1], r[0]), tolerance(dt)*float64(n)*10, "%s on %v %v", name, gpu, dt)
+			}
+		}
+	}
+}
+
+// TestGPUSyevdVectors checks eigenvectors on 4 (or fewer) GPUs.
+func TestGPUSyevdVectors(t *testing.T) {
+	rng := newRNG(t, 8)
+	meshes := gpuMeshes(t)
+	gpu, err := sharding.GPUMesh(meshes[len(meshes)-1]...)
+	require.NoError(t, err)
+	const n = 700
+	for _, dt := range sharding.Dtypes {
+		full, junk := hpd(rng, n, isComplex(dt))
+		full = fromValue(t, toDense(dt, full, n, n))
+		g := G.NewGraph()
+		a := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(dt, junk, n, n)))
+		w, v, err := mgla.Syevd(a, mgla.WithMesh(gpu), mgla.WithTile(256))
+		require.NoError(t, err)
+		require.NoError(t, run(t, g, false))
+		wv, vv := fromValue(t, w.Value()), fromValue(t, v.Value())
+		vw := make([]complex128, n*n)
+		for i := range n {
+			for j := range n {
+				vw[i*n+j] = vv[i*n+j] * wv[j]
+			}
+		}
+		require.Less(t, relDiff(matmul(full, n, n, vv, n), vw), tolerance(dt)*float64(n), "%v", dt)
+	}
+}
+
+// TestGPUNotPD: the error names the minor, through Cause.
+func TestGPUNotPD(t *testing.T) {
+	gpu, err := sharding.GPUMesh(0)
+	require.NoError(t, err)
+	const n = 600
+	a := make([]complex128, n*n)
+	for i := range n {
+		a[i*n+i] = 1
+	}
+	a[300*n+300] = -1
+	g := G.NewGraph()
+	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(tensor.Float64, a, n, n)))
+	_, err = mgla.Cholesky(an, mgla.WithMesh(gpu), mgla.WithTile(128))
+	require.NoError(t, err)
+	err = run(t, g, false)
+	require.ErrorIs(t, mgla.Cause(err), mgla.ErrNotPositiveDefinite)
+	require.Contains(t, err.Error(), "order 301")
+}
+
+// TestGPUManyPotrsFlat: 1000 Potrs runs keep device memory and goroutines flat.
+func TestGPUManyPotrsFlat(t *testing.T) {
+	meshes := gpuMeshes(t)
+	gpu, err := sharding.GPUMesh(meshes[len(meshes)-1]...)
+	require.NoError(t, err)
+	rng := newRNG(t, 9)
+	const n = 2048
+	_, junk := hpd(rng, n, false)
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(tensor.Float64, junk, n, n)))
+	b := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("b"), G.WithInit(G.Ones()))
+	_, err = mgla.Potrs(a, b, mgla.WithMesh(gpu), mgla.WithTile(512))
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	var free0 int
+	var gor0 int
+	start := time.Now()
+	for i := range 1000 {
+		require.NoError(t, m.RunAll())
+		m.Reset()
+		if i == 10 {
+			free0, _, _ = cusolver.MemGetInfo(0)
+			gor0 = runtime.NumGoroutine()
+		}
+	}
+	free1, _, _ := cusolver.MemGetInfo(0)
+	t.Logf("1000 Potrs N=%d on %v: %v; free memory on gpu 0 %d → %d bytes; goroutines %d → %d",
+		n, gpu, time.Since(start), free0, free1, gor0, runtime.NumGoroutine())
+	require.Less(t, free0-free1, 64<<20, "device memory grew")
+	require.LessOrEqual(t, runtime.NumGoroutine(), gor0+2)
+}
+
+// TestGPUDisjointMeshes: two graphs on disjoint GPU subsets in one process.
+func TestGPUDisjointMeshes(t *testing.T) {
+	meshes := gpuMeshes(t)
+	if len(meshes) < 2 {
+		t.Skip("needs 2 GPUs")
+	}
+	m0, err := sharding.GPUMesh(0)
+	require.NoError(t, err)
+	m1, err := sharding.GPUMesh(1)
+	require.NoError(t, err)
+	for i, mesh := range []*sharding.Mesh{m0, m1} {
+		g := G.NewGraph()
+		a := G.NewMatrix(g, tensor.Float64, G.WithShape(64, 64), G.WithName(fmt.Sprint("A", i)), G.WithInit(G.Ones()))
+		eye := G.NewMatrix(g, tensor.Float64, G.WithShape(64, 64), G.WithName("I"), G.WithValue(tensor.New(tensor.WithShape(64, 64), tensor.WithBacking(identity(64)))))
+		spd := G.Must(G.Add(a, G.Must(G.Mul(G.NewConstant(64.0), eye))))
+		x := must(mgla.Potrs(spd, G.NewVector(g, tensor.Float64, G.WithShape(64), G.WithName("b"), G.WithInit(G.Ones())), mgla.WithMesh(mesh), mgla.WithTile(16)))
+		require.NoError(t, run(t, g, false))
+		require.InDelta(t, 1.0/128, x.Value().Data().([]float64)[0], 1e-12)
+	}
+}
+
+func identity(n int) []float64 {
+	d := make([]float64, n*n)
+	for i := range n {
+		d[i*n+i] = 1
+	}
+	return d
+}

@@ -1,0 +1,720 @@
+package mgla_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Gradient tests: every op's gradient through gorgonia.Grad + TapeMachine and
+// through the LispMachine, against central finite differences (a fourth-order
+// stencil, in float64) along random symmetric directions of A and random
+// directions of B.
+
+// grSeed is fresh each run and printed, so that a failure can be replayed.
+var grSeed = uint64(time.Now().UnixNano())
+
+func grRNG(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
+	t.Logf("gradient test seed %d (stream %d)", grSeed, stream)
+	return rand.New(rand.NewPCG(grSeed, stream))
+}
+
+// grMat is a row-major float64 matrix (a vector when cols is 0).
+type grMat struct {
+	rows, cols int
+	data       []float64
+}
+
+func (m grMat) shape() []int {
+	if m.cols == 0 {
+		return []int{m.rows}
+	}
+	return []int{m.rows, m.cols}
+}
+
+func (m grMat) dense(dt tensor.Dtype) *tensor.Dense {
+	if dt == tensor.Float32 {
+		s := make([]float32, len(m.data))
+		for i, v := range m.data {
+			s[i] = float32(v)
+		}
+		return tensor.New(tensor.WithShape(m.shape()...), tensor.WithBacking(s))
+	}
+	return tensor.New(tensor.WithShape(m.shape()...), tensor.WithBacking(append([]float64(nil), m.data...)))
+}
+
+// plus is m + h·d.
+func (m grMat) plus(h float64, d grMat) grMat {
+	out := grMat{m.rows, m.cols, make([]float64, len(m.data))}
+	for i := range out.data {
+		out.data[i] = m.data[i] + h*d.data[i]
+	}
+	return out
+}
+
+func (m grMat) node(g *G.ExprGraph, dt tensor.Dtype, name string) *G.Node {
+	if m.cols == 0 {
+		return G.NewVector(g, dt, G.WithShape(m.rows), G.WithName(name), G.WithValue(m.dense(dt)))
+	}
+	return G.NewMatrix(g, dt, G.WithShape(m.rows, m.cols), G.WithName(name), G.WithValue(m.dense(dt)))
+}
+
+func grRandom(rng *rand.Rand, rows, cols int) grMat {
+	m := grMat{rows, cols, make([]float64, rows*max(cols, 1))}
+	for i := range m.data {
+		m.data[i] = rng.NormFloat64()
+	}
+	return m
+}
+
+// grUnit scales m to unit Frobenius norm.
+func grUnit(m grMat) grMat {
+	var s float64
+	for _, v := range m.data {
+		s += v * v
+	}
+	s = math.Sqrt(s)
+	for i := range m.data {
+		m.data[i] /= s
+	}
+	return m
+}
+
+// grSymDirection is a random symmetric unit direction.
+func grSymDirection(rng *rand.Rand, n int) grMat {
+	m := grRandom(rng, n, n)
+	for i := range n {
+		for j := range i {
+			m.data[j*n+i] = m.data[i*n+j]
+		}
+	}
+	return grUnit(m)
+}
+
+// grLowerDirection is a random lower triangular unit direction.
+func grLowerDirection(rng *rand.Rand, n int) grMat {
+	m := grRandom(rng, n, n)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			m.data[i*n+j] = 0
+		}
+	}
+	return grUnit(m)
+}
+
+// grSPD is a random well conditioned SPD matrix: M·Mᵀ/n + I.
+func grSPD(rng *rand.Rand, n int) grMat {
+	m := grRandom(rng, n, n)
+	a := grMat{n, n, make([]float64, n*n)}
+	for i := range n {
+		for j := range n {
+			var s float64
+			for k := range n {
+				s += m.data[i*n+k] * m.data[j*n+k]
+			}
+			a.data[i*n+j] = s / float64(n)
+		}
+		a.data[i*n+i] += 1
+	}
+	return a
+}
+
+// grSpectral is Q·diag(λ)·Qᵀ for a random orthogonal Q and eigenvalues
+// λ_i ≈ 1 + i, separated by at least 0.8.
+func grSpectral(rng *rand.Rand, n int) grMat {
+	var qr mat.QR
+	qr.Factorize(mat.NewDense(n, n, grRandom(rng, n, n).data))
+	var q mat.Dense
+	qr.QTo(&q)
+	a := grMat{n, n, make([]float64, n*n)}
+	lam := make([]float64, n)
+	for i := range lam {
+		lam[i] = 1 + float64(i) + 0.2*rng.Float64()
+	}
+	for i := range n {
+		for j := range n {
+			var s float64
+			for k := range n {
+				s += q.At(i, k) * lam[k] * q.At(j, k)
+			}
+			a.data[i*n+j] = s
+		}
+	}
+	for i := range n { // exactly symmetric
+		for j := range i {
+			a.data[j*n+i] = a.data[i*n+j]
+		}
+	}
+	return a
+}
+
+// grLowerFactor is a well conditioned lower triangular matrix with a
+// positive diagonal and junk in its strict upper triangle (not read).
+func grLowerFactor(rng *rand.Rand, n int) grMat {
+	l := grRandom(rng, n, n)
+	for i := range n {
+		l.data[i*n+i] = 2 + math.Abs(l.data[i*n+i])
+		for j := range n {
+			if j < i {
+				l.data[i*n+j] *= 0.3
+			}
+		}
+	}
+	return l
+}
+
+func grValue(t *testing.T, v G.Value) []float64 {
+	t.Helper()
+	switch x := v.Data().(type) {
+	case []float64:
+		return append([]float64(nil), x...)
+	case []float32:
+		out := make([]float64, len(x))
+		for i, f := range x {
+			out[i] = float64(f)
+		}
+		return out
+	case float64:
+		return []float64{x}
+	case float32:
+		return []float64{float64(x)}
+	}
+	t.Fatalf("unexpected value %T", v)
+	return nil
+}
+
+func grDot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func grNorm(a []float64) float64 { return math.Sqrt(grDot(a, a)) }
+
+// grWeights are the fixed random weights that reduce an op's outputs to a
+// scalar cost.
+type grWeights struct {
+	w  grMat // n×n, for matrix outputs
+	wk grMat // like B, for solves
+	u  grMat // n, for eigenvalues
+	s  float64
+}
+
+func (w grWeights) sum(a, b *G.Node) *G.Node {
+	return G.Must(G.Sum(G.Must(G.HadamardProd(a, b))))
+}
+
+// grCase is one op reduced to a scalar cost.
+type grCase struct {
+	name     string
+	withB    bool // has a right-hand side
+	spectral bool // A with well separated eigenvalues
+	lower    bool // the matrix input is a lower triangular factor
+	cost     func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error)
+}
+
+func grWeight(g *G.ExprGraph, dt tensor.Dtype, m grMat, name string) *G.Node {
+	return m.node(g, dt, name)
+}
+
+func grCases() []grCase {
+	return []grCase{
+		{name: "Potrs", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			x, err := mgla.Potrs(a, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(x, grWeight(a.Graph(), a.Dtype(), w.wk, "Wk")), nil
+		}},
+		{name: "CholSolve(L)", withB: true, lower: true, cost: func(l, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			x, err := mgla.CholSolve(l, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(x, grWeight(l.Graph(), l.Dtype(), w.wk, "Wk")), nil
+		}},
+		{name: "CholSolve(Cholesky(A))", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			l, err := mgla.Cholesky(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			x, err := mgla.CholSolve(l, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(x, grWeight(a.Graph(), a.Dtype(), w.wk, "Wk")), nil
+		}},
+		{name: "Cholesky", cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			l, err := mgla.Cholesky(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(l, grWeight(a.Graph(), a.Dtype(), w.w, "W")), nil
+		}},
+		{name: "Potri", cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			c, err := mgla.Potri(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(c, grWeight(a.Graph(), a.Dtype(), w.w, "W")), nil
+		}},
+		{name: "LogDet", cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			ld, err := mgla.LogDet(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			s := G.NewScalar(a.Graph(), a.Dtype(), G.WithName("s"), G.WithValue(grScalar(a.Dtype(), w.s)))
+			return G.Mul(ld, s)
+		}},
+		{name: "Potrs+LogDet+Potri", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			// One factor, three consumers of the sharded A.
+			x, err := mgla.Potrs(a, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			ld, err := mgla.LogDet(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			c, err := mgla.Potri(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			g, dt := a.Graph(), a.Dtype()
+			s := G.NewScalar(g, dt, G.WithName("s"), G.WithValue(grScalar(dt, w.s)))
+			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), G.Must(G.Mul(ld, s))))
+			return G.Add(cost, w.sum(c, grWeight(g, dt, w.w, "W")))
+		}},
+		{name: "Syevd values", spectral: true, cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			ev, _, err := mgla.Syevd(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(ev, grWeight(a.Graph(), ev.Dtype(), w.u, "u")), nil
+		}},
+		{name: "Syevd values only", spectral: true, cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			ev, _, err := mgla.Syevd(a, append(opts, mgla.EigenvaluesOnly())...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(ev, grWeight(a.Graph(), ev.Dtype(), w.u, "u")), nil
+		}},
+		{name: "Syevd vectors", spectral: true, cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			// Σ W∘(V∘V) does not depend on the eigenvectors' signs.
+			_, v, err := mgla.Syevd(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return w.sum(G.Must(G.HadamardProd(v, v)), grWeight(a.Graph(), a.Dtype(), w.w, "W")), nil
+		}},
+		{name: "Syevd values+vectors", spectral: true, cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			ev, v, err := mgla.Syevd(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			g := a.Graph()
+			vv := w.sum(G.Must(G.HadamardProd(v, v)), grWeight(g, a.Dtype(), w.w, "W"))
+			return G.Add(vv, w.sum(ev, grWeight(g, ev.Dtype(), w.u, "u")))
+		}},
+	}
+}
+
+func grScalar(dt tensor.Dtype, v float64) any {
+	if dt == tensor.Float32 {
+		return float32(v)
+	}
+	return v
+}
+
+// grConfig is a mesh size with an N that is not a multiple of the tile.
+type grConfig struct {
+	ndev, n, tile, k int // k = 0: the right-hand side is a vector
+}
+
+var grConfigs = []grConfig{{1, 7, 3, 2}, {2, 11, 4, 3}, {3, 13, 2, 0}}
+
+// grProblem is one case's inputs and weights.
+type grProblem struct {
+	a, b grMat
+	w    grWeights
+}
+
+func grNewProblem(rng *rand.Rand, c grCase, cf grConfig) grProblem {
+	n := cf.n
+	var p grProblem
+	switch {
+	case c.spectral:
+		p.a = grSpectral(rng, n)
+	case c.lower:
+		p.a = grLowerFactor(rng, n)
+	default:
+		p.a = grSPD(rng, n)
+	}
+	p.b = grRandom(rng, n, cf.k)
+	p.w = grWeights{w: grRandom(rng, n, n), wk: grRandom(rng, n, cf.k), u: grRandom(rng, n, 0), s: 0.5 + rng.Float64()}
+	return p
+}
+
+// grForward evaluates the cost in float64 for finite differences.
+type grForward struct {
+	m    G.VM
+	a, b *G.Node
+	cost *G.Node
+}
+
+func grNewForward(t *testing.T, c grCase, p grProblem, opts []mgla.Option) *grForward {
+	g := G.NewGraph()
+	f := &grForward{a: p.a.node(g, tensor.Float64, "A")}
+	if c.withB {
+		f.b = p.b.node(g, tensor.Float64, "B")
+	}
+	var err error
+	f.cost, err = c.cost(f.a, f.b, p.w, opts)
+	require.NoError(t, err)
+	f.m = G.NewTapeMachine(g)
+	return f
+}
+
+func (f *grForward) eval(t *testing.T, a, b grMat) float64 {
+	require.NoError(t, G.Let(f.a, a.dense(tensor.Float64)))
+	if f.b != nil {
+		require.NoError(t, G.Let(f.b, b.dense(tensor.Float64)))
+	}
+	f.m.Reset()
+	require.NoError(t, f.m.RunAll(), "seed %d", grSeed)
+	return grValue(t, f.cost.Value())[0]
+}
+
+// fd is the directional derivative along (da, db), fourth order.
+func (f *grForward) fd(t *testing.T, a, b, da, db grMat, h float64) float64 {
+	at := func(s float64) float64 { return f.eval(t, a.plus(s*h, da), b.plus(s*h, db)) }
+	return (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
+}
+
+// grGrads runs the graph of the case with dtype dt on one machine and returns
+// the gradients of A and B. The TapeMachine runs the graph twice (Reset in
+// between) and the two runs must agree exactly.
+func grGrads(t *testing.T, c grCase, p grProblem, dt tensor.Dtype, opts []mgla.Option, lisp bool) (ga, gb []float64) {
+	t.Helper()
+	g := G.NewGraph()
+	a := p.a.node(g, dt, "A")
+	var b *G.Node
+	if c.withB {
+		b = p.b.node(g, dt, "B")
+	}
+	cost, err := c.cost(a, b, p.w, opts)
+	require.NoError(t, err)
+	read := func() {
+		gv, err := a.Grad()
+		require.NoError(t, err)
+		ga = grValue(t, gv)
+		gb = nil
+		if c.withB {
+			gv, err := b.Grad()
+			require.NoError(t, err)
+			gb = grValue(t, gv)
+		}
+	}
+	if lisp {
+		// The LispMachine wants one scalar root: run the cost's subgraph
+		// (an op's unused outputs, such as Syevd's w, are roots too).
+		m := G.NewLispMachine(g.SubgraphRoots(cost))
+		defer m.Close()
+		require.NoError(t, m.RunAll(), "seed %d", grSeed)
+		read()
+		return ga, gb
+	}
+	wrt := G.Nodes{a}
+	if c.withB {
+		wrt = append(wrt, b)
+	}
+	_, err = G.Grad(cost, wrt...)
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll(), "seed %d", grSeed)
+	read()
+	ga1, gb1 := ga, gb
+	m.Reset()
+	require.NoError(t, m.RunAll(), "seed %d", grSeed)
+	read()
+	require.Equal(t, ga1, ga, "second run, seed %d", grSeed)
+	require.Equal(t, gb1, gb, "second run, seed %d", grSeed)
+	return ga, gb
+}
+
+// grRelErr compares an analytic directional derivative with finite
+// differences; the floor keeps a direction that happens to be nearly
+// orthogonal to the gradient from dominating.
+func grRelErr(an, fd, gradNorm float64, n int) float64 {
+	return math.Abs(an-fd) / math.Max(math.Abs(fd), 0.1*gradNorm/float64(n))
+}
+
+func grTolerance(dt tensor.Dtype) float64 {
+	if dt == tensor.Float32 {
+		return 2e-3
+	}
+	return 1e-6
+}
+
+func TestGradientsAgainstFiniteDifferences(t *testing.T) {
+	rng := grRNG(t, 1)
+	for ci, c := range grCases() {
+		t.Run(c.name, func(t *testing.T) {
+			worst := map[tensor.Dtype]float64{}
+			for _, cf := range grConfigs {
+				mesh, err := sharding.CPUMesh(cf.ndev)
+				require.NoError(t, err)
+				opts := []mgla.Option{mgla.WithMesh(mesh), mgla.WithTile(cf.tile)}
+				p := grNewProblem(rng, c, cf)
+				n := cf.n
+				// Finite differences in float64 along two directions of A
+				// (symmetric, or lower triangular for a factor input) and one
+				// of B.
+				f := grNewForward(t, c, p, opts)
+				zeroB := grMat{p.b.rows, p.b.cols, make([]float64, len(p.b.data))}
+				zeroA := grMat{n, n, make([]float64, n*n)}
+				var dirs []grMat
+				var fdA []float64
+				for range 2 {
+					d := grSymDirection(rng, n)
+					if c.lower {
+						d = grLowerDirection(rng, n)
+					}
+					dirs = append(dirs, d)
+					fdA = append(fdA, f.fd(t, p.a, p.b, d, zeroB, 1e-3))
+				}
+				var db grMat
+				var fdB float64
+				if c.withB {
+					db = grUnit(grRandom(rng, p.b.rows, p.b.cols))
+					fdB = f.fd(t, p.a, p.b, zeroA, db, 1e-3)
+				}
+				f.m.Close()
+
+				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+					for _, lisp := range []bool{false, true} {
+						what := fmt.Sprintf("%s ndev=%d N=%d T=%d %v lisp=%v seed=%d", c.name, cf.ndev, n, cf.tile, dt, lisp, grSeed)
+						ga, gb := grGrads(t, c, p, dt, opts, lisp)
+						require.Len(t, ga, n*n, what)
+						na := grNorm(ga)
+						require.False(t, math.IsNaN(na), what)
+						require.Greater(t, na, 0.0, what)
+						tol := grTolerance(dt)
+						for i, d := range dirs {
+							e := grRelErr(grDot(ga, d.data), fdA[i], na, n)
+							worst[dt] = math.Max(worst[dt], e)
+							require.Less(t, e, tol, "%s: A direction %d: analytic %g, finite differences %g", what, i, grDot(ga, d.data), fdA[i])
+						}
+						if c.withB {
+							e := grRelErr(grDot(gb, db.data), fdB, grNorm(gb), n)
+							worst[dt] = math.Max(worst[dt], e)
+							require.Less(t, e, tol, "%s: B: analytic %g, finite differences %g", what, grDot(gb, db.data), fdB)
+						}
+						// The convention: Ā is symmetric (a factor's L̄ is
+						// lower triangular instead).
+						for i := range n {
+							for j := range i {
+								if c.lower {
+									require.Zero(t, ga[j*n+i], "%s: L̄ upper (%d,%d)", what, j, i)
+								} else {
+									require.InDelta(t, ga[i*n+j], ga[j*n+i], 1e-12*na, "%s: Ā not symmetric at (%d,%d)", what, i, j)
+								}
+							}
+						}
+					}
+				}
+			}
+			t.Logf("%s: worst relative error against finite differences: float64 %.2e, float32 %.2e", c.name, worst[tensor.Float64], worst[tensor.Float32])
+			_ = ci
+		})
+	}
+}
+
+// gpGraph builds cost(θ) = ½·yᵀA⁻¹y + ½·log det A for the Gaussian-process
+// covariance A(θ) = σ²·exp(−D/(2ℓ²)) + noise·I, θ = (log ℓ, log σ², log noise),
+// D the squared distances of fixed points.
+func gpGraph(t *testing.T, theta [3]float64, d, y grMat, opts []mgla.Option) (*G.ExprGraph, [3]*G.Node, *G.Node) {
+	g := G.NewGraph()
+	n := d.rows
+	var th [3]*G.Node
+	for i, name := range []string{"logLen", "logSignal", "logNoise"} {
+		th[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue(theta[i]))
+	}
+	dn := d.node(g, tensor.Float64, "D")
+	eye := grMat{n, n, make([]float64, n*n)}
+	for i := range n {
+		eye.data[i*n+i] = 1
+	}
+	in := eye.node(g, tensor.Float64, "I")
+	yn := y.node(g, tensor.Float64, "y")
+	// −1/(2ℓ²) = −½·exp(−2·log ℓ)
+	scale := G.Must(G.Mul(G.NewConstant(-0.5), G.Must(G.Exp(G.Must(G.Mul(G.NewConstant(-2.0), th[0]))))))
+	k := G.Must(G.Mul(G.Must(G.Exp(G.Must(G.Mul(dn, scale)))), G.Must(G.Exp(th[1]))))
+	a := G.Must(G.Add(k, G.Must(G.Mul(in, G.Must(G.Exp(th[2]))))))
+	x := must(mgla.Potrs(a, yn, opts...))
+	ld := must(mgla.LogDet(a, opts...))
+	quad := G.Must(G.Sum(G.Must(G.HadamardProd(yn, x))))
+	cost := G.Must(G.Mul(G.NewConstant(0.5), G.Must(G.Add(quad, ld))))
+	return g, th, cost
+}
+
+func TestGaussianProcessChain(t *testing.T) {
+	rng := grRNG(t, 2)
+	const n = 15
+	pts := grRandom(rng, n, 2)
+	d := grMat{n, n, make([]float64, n*n)}
+	for i := range n {
+		for j := range n {
+			dx, dy := pts.data[2*i]-pts.data[2*j], pts.data[2*i+1]-pts.data[2*j+1]
+			d.data[i*n+j] = dx*dx + dy*dy
+		}
+	}
+	y := grRandom(rng, n, 0)
+	theta := [3]float64{math.Log(0.8 + 0.4*rng.Float64()), math.Log(1 + rng.Float64()), math.Log(0.1 + 0.1*rng.Float64())}
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	opts := []mgla.Option{mgla.WithMesh(mesh), mgla.WithTile(4)}
+
+	// Grad + TapeMachine, run twice.
+	g, th, cost := gpGraph(t, theta, d, y, opts)
+	_, err = G.Grad(cost, th[:]...)
+	require.NoError(t, err)
+	tm := G.NewTapeMachine(g)
+	defer tm.Close()
+	var tape [2][3]float64
+	for run := range 2 {
+		tm.Reset()
+		require.NoError(t, tm.RunAll(), "seed %d", grSeed)
+		for i := range 3 {
+			gv, err := th[i].Grad()
+			require.NoError(t, err)
+			tape[run][i] = grValue(t, gv)[0]
+		}
+	}
+	require.Equal(t, tape[0], tape[1], "second run, seed %d", grSeed)
+
+	// LispMachine.
+	g2, th2, _ := gpGraph(t, theta, d, y, opts)
+	lm := G.NewLispMachine(g2)
+	defer lm.Close()
+	require.NoError(t, lm.RunAll(), "seed %d", grSeed)
+	var lisp [3]float64
+	for i := range 3 {
+		gv, err := th2[i].Grad()
+		require.NoError(t, err)
+		lisp[i] = grValue(t, gv)[0]
+	}
+
+	// Finite differences.
+	g3, th3, cost3 := gpGraph(t, theta, d, y, opts)
+	fm := G.NewTapeMachine(g3)
+	defer fm.Close()
+	eval := func(th [3]float64) float64 {
+		for i := range 3 {
+			require.NoError(t, G.Let(th3[i], th[i]))
+		}
+		fm.Reset()
+		require.NoError(t, fm.RunAll(), "seed %d", grSeed)
+		return grValue(t, cost3.Value())[0]
+	}
+	const h = 1e-3
+	for i := range 3 {
+		at := func(s float64) float64 {
+			p := theta
+			p[i] += s * h
+			return eval(p)
+		}
+		fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
+		scale := math.Max(math.Abs(fd), 1e-3)
+		t.Logf("θ%d: tape %.12g lisp %.12g finite differences %.12g (rel. err. %.1e, %.1e)", i, tape[0][i], lisp[i], fd,
+			math.Abs(tape[0][i]-fd)/scale, math.Abs(lisp[i]-fd)/scale)
+		require.Less(t, math.Abs(tape[0][i]-fd)/scale, 1e-6, "θ%d tape seed %d", i, grSeed)
+		require.Less(t, math.Abs(lisp[i]-fd)/scale, 1e-6, "θ%d lisp seed %d", i, grSeed)
+		require.Less(t, math.Abs(lisp[i]-tape[0][i])/scale, 1e-10, "θ%d lisp vs tape seed %d", i, grSeed)
+	}
+}
+
+// grCause is the op's error inside an error from Grad or a machine.
+// gorgonia.Grad returns an op's SymDiff error inside a SymDiffError, which
+// has no Unwrap; ops.UnwrapSymDiff reads it.
+func grCause(err error) error {
+	c := mgla.Cause(err)
+	if inner := ops.UnwrapSymDiff(c); inner != nil {
+		return mgla.Cause(inner)
+	}
+	return c
+}
+
+func TestComplexGradientsAreRejected(t *testing.T) {
+	const n = 5
+	mesh, _ := sharding.CPUMesh(2)
+	a := make([]complex128, n*n)
+	for i := range n {
+		a[i*n+i] = complex(float64(i+2), 0)
+	}
+	a[1*n+0] = complex(0.3, 0.2)
+	a[0*n+1] = complex(0.3, -0.2)
+	builders := map[string]func(an *G.Node) (*G.Node, error){
+		"LogDet": func(an *G.Node) (*G.Node, error) { return mgla.LogDet(an, mgla.WithMesh(mesh), mgla.WithTile(2)) },
+		"Syevd": func(an *G.Node) (*G.Node, error) {
+			w, _, err := mgla.Syevd(an, mgla.WithMesh(mesh), mgla.WithTile(2), mgla.EigenvaluesOnly())
+			if err != nil {
+				return nil, err
+			}
+			return G.Sum(w)
+		},
+	}
+	for name, build := range builders {
+		for _, dt := range []tensor.Dtype{tensor.Complex64, tensor.Complex128} {
+			mk := func() (*G.ExprGraph, *G.Node, *G.Node) {
+				g := G.NewGraph()
+				var v *tensor.Dense
+				if dt == tensor.Complex64 {
+					c := make([]complex64, len(a))
+					for i, z := range a {
+						c[i] = complex64(z)
+					}
+					v = tensor.New(tensor.WithShape(n, n), tensor.WithBacking(c))
+				} else {
+					v = tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]complex128(nil), a...)))
+				}
+				an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(v))
+				cost, err := build(an)
+				require.NoError(t, err)
+				return g, an, cost
+			}
+			_, an, cost := mk()
+			_, err := G.Grad(cost, an)
+			require.Error(t, err, "%s %v", name, dt)
+			require.True(t, errors.Is(grCause(err), ops.ErrComplexGradient), "%s %v: %v", name, dt, err)
+
+			g, _, _ := mk()
+			m := G.NewLispMachine(g)
+			err = m.RunAll()
+			m.Close()
+			require.Error(t, err, "%s %v lisp", name, dt)
+			require.True(t, errors.Is(grCause(err), ops.ErrComplexGradient), "%s %v lisp: %v", name, dt, err)
+
+			// The forward pass alone still works.
+			g, _, _ = mk()
+			m = G.NewLispMachine(g, G.ExecuteFwdOnly())
+			require.NoError(t, m.RunAll(), "%s %v forward", name, dt)
+			m.Close()
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package kernels
+
+import "fmt"
+
+// Potrf computes the Cholesky factorization A = L·Lᴴ of the n×n
+// Hermitian (real: symmetric) positive definite matrix A, column-major with
+// leading dimension lda, reading only its lower triangle (the strict upper
+// triangle may hold anything). On success the lower triangle of a holds L and
+// the strict upper triangle is set to zero.
+//
+// If A is not positive definite it returns a *NotPositiveDefiniteError
+// (errors.Is(err, ErrNotPositiveDefinite)) naming the 1-based order of the
+// first leading minor that is not; NaN or ±Inf in the lower triangle (or an
+// overflow to them) gives an error matching ErrNonFinite. On error the content
+// of a is unspecified.
+//
+// float32 and complex64 are factorized in float64/complex128 and rounded.
+func Potrf[T Scalar](n int, a []T, lda int) error {
+	checkMatrix("a", n, n, lda, len(a))
+	if n == 0 {
+		return nil
+	}
+	switch dtypeOf[T]() {
+	case dtFloat64:
+		return potrfF64(n, cast[float64](a), lda)
+	case dtFloat32:
+		af := cast[float32](a)
+		if err := checkFiniteF32(n, n, af, lda, true); err != nil {
+			return err
+		}
+		buf := make([]float64, n*n)
+		widenLowerF32(n, af, lda, buf, n)
+		if err := potrfF64(n, buf, n); err != nil {
+			return err
+		}
+		narrowF64(n, n, buf, n, af, lda) // upper triangle of buf is zero
+		return nil
+	case dtComplex128:
+		return potrfC128(n, cast[complex128](a), lda)
+	default:
+		ac := cast[complex64](a)
+		if err := CheckFinite(n, n, ac, lda, true); err != nil {
+			return err
+		}
+		buf := make([]complex128, n*n)
+		widenLowerC64(n, ac, lda, buf, n)
+		if err := potrfC128(n, buf, n); err != nil {
+			return err
+		}
+		narrowC128(n, n, buf, n, ac, lda)
+		return nil
+	}
+}
+
+func potrfC128(n int, a []complex128, lda int) error {
+	if err := CheckFinite(n, n, a, lda, true); err != nil {
+		return err
+	}
+	if info := zpotrf(n, a, lda); info > 0 {
+		if d := real(a[info-1+(info-1)*lda]); d != d {
+			return &NonFiniteError{Row: info - 1, Col: info - 1}
+		}
+		return &NotPositiveDefiniteError{Order: info}
+	}
+	for j := 1; j < n; j++ {
+		clear(a[j*lda : j*lda+j])
+	}
+	return CheckFinite(n, n, a, lda, true)
+}
+
+// Potrs solves A·X = B with A = L·Lᴴ given by the lower triangular factor L
+// from Potrf (n×n, leading dimension ldl; only its lower triangle is read).
+// B is n×nrhs with leading dimension ldb and is overwritten by X. A zero or
+// non-finite diagonal entry of L gives a *NotPositiveDefiniteError with
+// Order = its 1-based index, and b is left unchanged.
+//
+// float32 and complex64 are solved in float64/complex128 and rounded.
+func Potrs[T Scalar](n, nrhs int, l []T, ldl int, b []T, ldb int) error {
+	checkMatrix("l", n, n, ldl, len(l))
+	checkMatrix("b", n, nrhs, ldb, len(b))
+	if n == 0 {
+		return nil
+	}
+	switch dtypeOf[T]() {
+	case dtFloat64:
+		return potrsF64(n, nrhs, cast[float64](l), ldl, cast[float64](b), ldb)
+	case dtFloat32:
+		lf, bf := cast[float32](l), cast[float32](b)
+		for i := 0; i < n; i++ {
+			if d := lf[i+i*ldl]; d == 0 || !isFinite64(float64(d)) {
+				return &NotPositiveDefiniteError{Order: i + 1}
+			}
+		}
+		if nrhs == 0 {
+			return nil
+		}
+		lw := make([]float64, n*n)
+		widenLowerF32(n, lf, ldl, lw, n)
+		bw := make([]float64, n*nrhs)
+		widenF32(n, nrhs, bf, ldb, bw, n)
+		if err := potrsF64(n, nrhs, lw, n, bw, n); err != nil {
+			return err
+		}
+		narrowF64(n, nrhs, bw, n, bf, ldb)
+		return nil
+	case dtComplex128:
+		return potrsC(n, nrhs, cast[complex128](l), ldl, cast[complex128](b), ldb)
+	default:
+		lc, bc := cast[complex64](l), cast[complex64](b)
+		if err := checkCholDiagC(n, lc, ldl); err != nil {
+			return err
+		}
+		if nrhs == 0 {
+			return nil
+		}
+		// L is read widened inside the solver; B is solved in complex128.
+		bw := make([]complex128, n*nrhs)
+		widenC64(n, nrhs, bc, ldb, bw, n)
+		lw := make([]complex128, n*n)
+		widenLowerC64(n, lc, ldl, lw, n)
+		ztrsmLowerLeft(false, n, nrhs, lw, n, bw, n)
+		ztrsmLowerLeft(true, n, nrhs, lw, n, bw, n)
+		narrowC128(n, nrhs, bw, n, bc, ldb)
+		return nil
+	}
+}
+
+func checkCholDiagC[S complexStore](n int, l []S, ldl int) error {
+	for i := 0; i < n; i++ {
+		d := complex128(l[i+i*ldl])
+		if d == 0 || !isFinite128(d) {
+			return &NotPositiveDefiniteError{Order: i + 1}
+		}
+	}
+	return nil
+}
+
+func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error {
+	if err := checkCholDiagC(n, l, ldl); err != nil {
+		return err
+	}
+	// The solver reads full diagonal blocks of L: use a clean copy when the
+	// strict upper triangle is not zero.
+	if !strictUpperZero(n, l, ldl) {
+		lw := make([]complex128, n*n)
+		for j := 0; j < n; j++ {
+			copy(lw[j*n+j:(j+1)*n], l[j*ldl+j:j*ldl+n])
+		}
+		l, ldl = lw, n
+	}
+	ztrsmLowerLeft(false, n, nrhs, l, ldl, b, ldb)
+	ztrsmLowerLeft(true, n, nrhs, l, ldl, b, ldb)
+	return nil
+}
+
+// Potri overwrites the lower triangular factor L from Potrf (n×n, leading
+// dimension ldl; only the lower triangle is read) with the full inverse
+// A⁻¹ = (L·Lᴴ)⁻¹: both triangles are filled and the result is exactly
+// Hermitian (a[j,i] == conj(a[i,j]) bitwise, real diagonal). A zero or
+// non-finite diagonal entry of L gives a *NotPositiveDefiniteError and leaves
+// l unchanged.
+//
+// float32 and complex64 are computed in float64/complex128 and rounded.
+func Potri[T Scalar](n int, l []T, ldl int) error {
+	checkMatrix("l", n, n, ldl, len(l))
+	if n == 0 {
+		return nil
+	}
+	switch dtypeOf[T]() {
+	case dtFloat64:
+		return potriF64(n, cast[float64](l), ldl)
+	case dtFloat32:
+		lf := cast[float32](l)
+		for i := 0; i < n; i++ {
+			if d := lf[i+i*ldl]; d == 0 || !isFinite64(float64(d)) {
+				return &NotPositiveDefiniteError{Order: i + 1}
+			}
+		}
+		buf := make([]float64, n*n)
+		widenLowerF32(n, lf, ldl, buf, n)
+		if err := potriF64(n, buf, n); err != nil {
+			return err
+		}
+		narrowF64(n, n, buf, n, lf, ldl)
+		return nil
+	case dtComplex128:
+		return potriC128(n, cast[complex128](l), ldl)
+	default:
+		lc := cast[complex64](l)
+		if err := checkCholDiagC(n, lc, ldl); err != nil {
+			return err
+		}
+		buf := make([]complex128, n*n)
+		widenLowerC64(n, lc, ldl, buf, n)
+		if err := potriC128(n, buf, n); err != nil {
+			return err
+		}
+		narrowC128(n, n, buf, n, lc, ldl)
+		return nil
+	}
+}
+
+func potriC128(n int, l []complex128, ldl int) error {
+	if err := checkCholDiagC(n, l, ldl); err != nil {
+		return err
+	}
+	for j := 1; j < n; j++ {
+		clear(l[j*ldl : j*ldl+j])
+	}
+	tmp := make([]complex128, (n/2+1)*(n/2+1))
+	ztrtri(n, l, ldl, tmp)
+	zpotriFromInv(n, l, ldl)
+	return nil
+}
+
+func strictUpperZero[S complexStore](n int, a []S, lda int) bool {
+	for j := 1; j < n; j++ {
+		for _, v := range a[j*lda : j*lda+j] {
+			if v != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Syevd computes all eigenvalues, and optionally the eigenvectors, of the n×n
+// Hermitian (real: symmetric) matrix given by the lower triangle of the
+// column-major a (leading dimension lda; the strict upper triangle is not
+// read, imaginary parts of the diagonal are ignored). The eigenvalues are
+// returned in ascending order in w[:n]. With vectors, a is overwritten by the
+// orthonormal eigenvectors, column j belonging to w[j]; otherwise the content
+// of a is unspecified on return.
+//
+// R must be the real type of T: float32 for float32 and complex64, float64 for
+// float64 and complex128; a mismatch panics. NaN or ±Inf in the lower
+// triangle gives an error matching ErrNonFinite.
+//
+// float32 and complex64 are computed in float64/complex128 and rounded.
+func Syevd[T Scalar, R Float](n int, a []T, lda int, w []R, vectors bool) error {
+	checkMatrix("a", n, n, lda, len(a))
+	if len(w) < n {
+		panic(fmt.Sprintf("kernels: Syevd: len(w) = %d < n = %d", len(w), n))
+	}
+	dt := dtypeOf[T]()
+	rt := realDtypeOf[R]()
+	want := dtFloat64
+	if dt == dtFloat32 || dt == dtComplex64 {
+		want = dtFloat32
+	}
+	if rt != want {
+		panic(fmt.Sprintf("kernels: Syevd: eigenvalue type %v does not match matrix type %v (want %v)", rt, dt, want))
+	}
+	if n == 0 {
+		return nil
+	}
+	switch dt {
+	case dtFloat64:
+		return syevdF64(n, cast[float64](a), lda, cast[float64](w), vectors)
+	case dtComplex128:
+		return heevdC128(n, cast[complex128](a), lda, cast[float64](w), vectors)
+	case dtFloat32:
+		af := cast[float32](a)
+		if err := checkFiniteF32(n, n, af, lda, true); err != nil {
+			return err
+		}
+		buf := make([]float64, n*n)
+		widenLowerF32(n, af, lda, buf, n)
+		ww := make([]float64, n)
+		if err := syevdF64(n, buf, n, ww, vectors); err != nil {
+			return err
+		}
+		wf := cast[float32](w)
+		for i, v := range ww {
+			wf[i] = float32(v)
+		}
+		if vectors {
+			narrowF64(n, n, buf, n, af, lda)
+		}
+		return nil
+	default:
+		ac := cast[complex64](a)
+		if err := CheckFinite(n, n, ac, lda, true); err != nil {
+			return err
+		}
+		buf := make([]complex128, n*n)
+		widenLowerC64(n, ac, lda, buf, n)
+		ww := make([]float64, n)
+		if err := heevdC128(n, buf, n, ww, vectors); err != nil {
+			return err
+		}
+		wf := cast[float32](w)
+		for i, v := range ww {
+			wf[i] = float32(v)
+		}
+		if vectors {
+			narrowC128(n, n, buf, n, ac, lda)
+		}
+		return nil
+	}
+}
+
+// TrsmLowerLeft solves op(L)·X = B in place for X, where L is m×m lower
+// triangular with a non-unit diagonal (leading dimension ldl; only its lower
+// triangle is read) and B is m×n (leading dimension ldb). op(L) is L, or Lᴴ
+// (conjugate transpose; transpose for real types) when conjTrans is set. No
+// singularity check is made. float32 is solved in float32 by the BLAS
+// backend; complex64 accumulates in complex128.
+func TrsmLowerLeft[T Scalar](conjTrans bool, m, n int, l []T, ldl int, b []T, ldb int) {
+	checkMatrix("l", m, m, ldl, len(l))
+	checkMatrix("b", m, n, ldb, len(b))
+	if m == 0 || n == 0 {
+		return
+	}
+	switch dtypeOf[T]() {
+	case dtFloat64:
+		trsmLowerLeftF64(conjTrans, m, n, cast[float64](l), ldl, cast[float64](b), ldb)
+	case dtFloat32:
+		trsmLowerLeftF32(conjTrans, m, n, cast[float32](l), ldl, cast[float32](b), ldb)
+	case dtComplex128:
+		lc := cast[complex128](l)
+		if !strictUpperZero(m, lc, ldl) {
+			lw := make([]complex128, m*m)
+			for j := 0; j < m; j++ {
+				copy(lw[j*m+j:(j+1)*m], lc[j*ldl+j:j*ldl+m])
+			}
+			lc, ldl = lw, m
+		}
+		ztrsmLowerLeft(conjTrans, m, n, lc, ldl, cast[complex128](b), ldb)
+	default:
+		lc := cast[complex64](l)
+		if !strictUpperZero(m, lc, ldl) {
+			lw := make([]complex64, m*m)
+			for j := 0; j < m; j++ {
+				copy(lw[j*m+j:(j+1)*m], lc[j*ldl+j:j*ldl+m])
+			}
+			lc, ldl = lw, m
+		}
+		ztrsmLowerLeft(conjTrans, m, n, lc, ldl, cast[complex64](b), ldb)
+	}
+}
+
+// Symmetrize replaces the n×n column-major matrix a by its Hermitian part
+// (A + Aᴴ)/2 (real: (A + Aᵀ)/2). The result is exactly Hermitian:
+// a[j,i] == conj(a[i,j]) bitwise and the diagonal is real.
+func Symmetrize[T Scalar](n int, a []T, lda int) {
+	checkMatrix("a", n, n, lda, len(a))
+	switch dtypeOf[T]() {
+	case dtFloat64:
+		symmetrizeReal(n, cast[float64](a), lda)
+	case dtFloat32:
+		symmetrizeReal(n, cast[float32](a), lda)
+	case dtComplex128:
+		symmetrizeC128(n, cast[complex128](a), lda)
+	default:
+		symmetrizeC64(n, cast[complex64](a), lda)
+	}
+}
+
+func symmetrizeReal[F float32 | float64](n int, a []F, lda int) {
+	for j := 0; j < n; j++ {
+		for i := j + 1; i < n; i++ {
+			v := (a[i+j*lda] + a[j+i*lda]) / 2
+			a[i+j*lda] = v
+			a[j+i*lda] = v
+		}
+	}
+}
+
+func symmetrizeC128(n int, a []complex128, lda int) {
+	for j := 0; j < n; j++ {
+		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
+		for i := j + 1; i < n; i++ {
+			x, y := a[i+j*lda], a[j+i*lda]
+			re := (real(x) + real(y)) / 2
+			im := (imag(x) - imag(y)) / 2
+			a[i+j*lda] = complex(re, im)
+			a[j+i*lda] = complex(re, -im)
+		}
+	}
+}
+
+func symmetrizeC64(n int, a []complex64, lda int) {
+	for j := 0; j < n; j++ {
+		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
+		for i := j + 1; i < n; i++ {
+			x, y := a[i+j*lda], a[j+i*lda]
+			re := (real(x) + real(y)) / 2
+			im := (imag(x) - imag(y)) / 2
+			a[i+j*lda] = complex(re, im)
+			a[j+i*lda] = complex(re, -im)
+		}
+	}
+}

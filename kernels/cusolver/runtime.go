@@ -1,0 +1,176 @@
+//go:build mglacuda
+
+package cusolver
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// onDevice runs f on a locked OS thread whose current device is device.
+func onDevice(device int, f func() error) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(device))); err != nil {
+		return err
+	}
+	return f()
+}
+
+// DeviceCount returns the number of CUDA devices (0, not an error, when the
+// runtime reports no device).
+func DeviceCount() (int, error) {
+	if err := Load(); err != nil {
+		return 0, err
+	}
+	var n C.int
+	rc := C.mgla_cudaGetDeviceCount(&n)
+	if rc == cudaNoDevice {
+		C.mgla_cudaGetLastError()
+		return 0, nil
+	}
+	if err := cudaErr("cudaGetDeviceCount", rc); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// Versions returns the CUDA runtime and driver versions (e.g. 13000, 13000).
+func Versions() (runtimeVersion, driverVersion int, err error) {
+	if err := Load(); err != nil {
+		return 0, 0, err
+	}
+	var r, d C.int
+	if err := cudaErr("cudaRuntimeGetVersion", C.mgla_cudaRuntimeGetVersion(&r)); err != nil {
+		return 0, 0, err
+	}
+	if err := cudaErr("cudaDriverGetVersion", C.mgla_cudaDriverGetVersion(&d)); err != nil {
+		return 0, 0, err
+	}
+	return int(r), int(d), nil
+}
+
+// Malloc allocates bytes of device memory on device.
+func Malloc(device int, bytes int) (uintptr, error) {
+	if bytes < 0 {
+		return 0, fmt.Errorf("cusolver: Malloc: negative size %d", bytes)
+	}
+	var p C.uintptr_t
+	err := onDevice(device, func() error {
+		return cudaErr("cudaMalloc", C.mgla_cudaMalloc(&p, C.size_t(bytes)))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w (device %d, %d bytes)", err, device, bytes)
+	}
+	return uintptr(p), nil
+}
+
+// Free releases device memory obtained from Malloc on device. Free(d, 0) is a
+// no-op.
+func Free(device int, p uintptr) error {
+	if p == 0 {
+		return nil
+	}
+	return onDevice(device, func() error {
+		return cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(p)))
+	})
+}
+
+// MemcpyHtoD copies bytes from host memory src to device memory dst on
+// device. src must not point to memory holding Go pointers.
+func MemcpyHtoD(device int, dst uintptr, src unsafe.Pointer, bytes int) error {
+	if bytes == 0 {
+		return nil
+	}
+	return onDevice(device, func() error {
+		return cudaErr("cudaMemcpy(HostToDevice)", C.mgla_cudaMemcpyHtoD(C.uintptr_t(dst), src, C.size_t(bytes)))
+	})
+}
+
+// MemcpyDtoH copies bytes from device memory src on device to host memory
+// dst. dst must not point to memory holding Go pointers.
+func MemcpyDtoH(device int, dst unsafe.Pointer, src uintptr, bytes int) error {
+	if bytes == 0 {
+		return nil
+	}
+	return onDevice(device, func() error {
+		return cudaErr("cudaMemcpy(DeviceToHost)", C.mgla_cudaMemcpyDtoH(dst, C.uintptr_t(src), C.size_t(bytes)))
+	})
+}
+
+// Memset sets bytes of device memory at p on device to the byte value v.
+func Memset(device int, p uintptr, v byte, bytes int) error {
+	if bytes == 0 {
+		return nil
+	}
+	return onDevice(device, func() error {
+		if err := cudaErr("cudaMemset", C.mgla_cudaMemset(C.uintptr_t(p), C.int(v), C.size_t(bytes))); err != nil {
+			return err
+		}
+		return cudaErr("cudaDeviceSynchronize", C.mgla_cudaDeviceSynchronize())
+	})
+}
+
+// Synchronize waits for all work on device to finish.
+func Synchronize(device int) error {
+	return onDevice(device, func() error {
+		return cudaErr("cudaDeviceSynchronize", C.mgla_cudaDeviceSynchronize())
+	})
+}
+
+// MemGetInfo returns the free and total memory of device in bytes.
+func MemGetInfo(device int) (free, total int, err error) {
+	var f, t C.size_t
+	err = onDevice(device, func() error {
+		return cudaErr("cudaMemGetInfo", C.mgla_cudaMemGetInfo(&f, &t))
+	})
+	return int(f), int(t), err
+}
+
+// EnablePeerAccess enables peer access between every ordered pair of the
+// devices that can access each other (an already enabled pair is not an
+// error). It returns the pairs (i, j) for which cudaDeviceCanAccessPeer
+// reported no access.
+func EnablePeerAccess(devices []int) (noAccess [][2]int, err error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, i := range devices {
+		if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(i))); err != nil {
+			return nil, err
+		}
+		for _, j := range devices {
+			if i == j {
+				continue
+			}
+			var can C.int
+			if err := cudaErr("cudaDeviceCanAccessPeer", C.mgla_cudaDeviceCanAccessPeer(&can, C.int(i), C.int(j))); err != nil {
+				return nil, err
+			}
+			if can == 0 {
+				noAccess = append(noAccess, [2]int{i, j})
+				continue
+			}
+			rc := C.mgla_cudaDeviceEnablePeerAccess(C.int(j), 0)
+			if rc == peerAlreadyOn {
+				C.mgla_cudaGetLastError() // clear the non-sticky error
+				continue
+			}
+			if err := cudaErr("cudaDeviceEnablePeerAccess", rc); err != nil {
+				return nil, fmt.Errorf("%w (device %d -> peer %d)", err, i, j)
+			}
+		}
+	}
+	return noAccess, nil
+}

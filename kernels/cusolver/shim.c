@@ -1,0 +1,398 @@
+//go:build mglacuda
+
+// shim.c: function-pointer tables filled by dlsym, and the wrappers Go calls.
+// Nothing here links against CUDA; everything is resolved at run time.
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shim.h"
+
+typedef int st; /* cudaError_t / cusolverStatus_t */
+
+/* ---- function pointer types -------------------------------------------- */
+
+typedef st (*t_cudaGetDeviceCount)(int *);
+typedef st (*t_cudaSetDevice)(int);
+typedef st (*t_cudaGetDevice)(int *);
+typedef st (*t_cudaMalloc)(void **, size_t);
+typedef st (*t_cudaFree)(void *);
+typedef st (*t_cudaMemcpy)(void *, const void *, size_t, int);
+typedef st (*t_cudaMemset)(void *, int, size_t);
+typedef st (*t_cudaDeviceSynchronize)(void);
+typedef st (*t_cudaMemGetInfo)(size_t *, size_t *);
+typedef st (*t_cudaDeviceCanAccessPeer)(int *, int, int);
+typedef st (*t_cudaDeviceEnablePeerAccess)(int, unsigned int);
+typedef st (*t_cudaGetLastError)(void);
+typedef st (*t_cudaRuntimeGetVersion)(int *);
+typedef st (*t_cudaDriverGetVersion)(int *);
+typedef const char *(*t_cudaGetErrorString)(int);
+typedef const char *(*t_cudaGetErrorName)(int);
+
+typedef st (*t_cusolverMgCreate)(void **);
+typedef st (*t_cusolverMgDestroy)(void *);
+typedef st (*t_cusolverMgDeviceSelect)(void *, int, int *);
+typedef st (*t_cusolverMgCreateDeviceGrid)(void **, int32_t, int32_t, const int32_t *, int);
+typedef st (*t_cusolverMgDestroyGrid)(void *);
+typedef st (*t_cusolverMgCreateMatrixDesc)(void **, int64_t, int64_t, int64_t, int64_t, int,
+                                           void *);
+typedef st (*t_cusolverMgDestroyMatrixDesc)(void *);
+typedef st (*t_cusolverMgPotrf_bufferSize)(void *, int, int, void **, int, int, void *, int,
+                                           int64_t *);
+typedef st (*t_cusolverMgPotrf)(void *, int, int, void **, int, int, void *, int, void **,
+                                int64_t, int *);
+typedef st (*t_cusolverMgPotrs_bufferSize)(void *, int, int, int, void **, int, int, void *,
+                                           void **, int, int, void *, int, int64_t *);
+typedef st (*t_cusolverMgPotrs)(void *, int, int, int, void **, int, int, void *, void **, int,
+                                int, void *, int, void **, int64_t, int *);
+typedef st (*t_cusolverMgPotri_bufferSize)(void *, int, int, void **, int, int, void *, int,
+                                           int64_t *);
+typedef st (*t_cusolverMgPotri)(void *, int, int, void **, int, int, void *, int, void **,
+                                int64_t, int *);
+typedef st (*t_cusolverMgSyevd_bufferSize)(void *, int, int, int, void **, int, int, void *,
+                                           void *, int, int, int64_t *);
+typedef st (*t_cusolverMgSyevd)(void *, int, int, int, void **, int, int, void *, void *, int,
+                                int, void **, int64_t, int *);
+
+typedef st (*t_cusolverDnCreate)(void **);
+typedef st (*t_cusolverDnDestroy)(void *);
+typedef st (*t_cusolverDnCreateParams)(void **);
+typedef st (*t_cusolverDnDestroyParams)(void *);
+typedef st (*t_cusolverDnXpotrf_bufferSize)(void *, void *, int, int64_t, int, const void *,
+                                            int64_t, int, size_t *, size_t *);
+typedef st (*t_cusolverDnXpotrf)(void *, void *, int, int64_t, int, void *, int64_t, int,
+                                 void *, size_t, void *, size_t, int *);
+typedef st (*t_cusolverDnXpotrs)(void *, void *, int, int64_t, int64_t, int, const void *,
+                                 int64_t, int, void *, int64_t, int *);
+typedef st (*t_cusolverDnXsyevd_bufferSize)(void *, void *, int, int, int64_t, int,
+                                            const void *, int64_t, int, const void *, int,
+                                            size_t *, size_t *);
+typedef st (*t_cusolverDnXsyevd)(void *, void *, int, int, int64_t, int, void *, int64_t, int,
+                                 void *, int, void *, size_t, void *, size_t, int *);
+/* The typed potri functions all have this shape (element pointers as void*). */
+typedef st (*t_potri_bufferSize)(void *, int, int, void *, int, int *);
+typedef st (*t_potri)(void *, int, int, void *, int, void *, int, int *);
+typedef t_potri_bufferSize t_cusolverDnSpotri_bufferSize;
+typedef t_potri_bufferSize t_cusolverDnDpotri_bufferSize;
+typedef t_potri_bufferSize t_cusolverDnCpotri_bufferSize;
+typedef t_potri_bufferSize t_cusolverDnZpotri_bufferSize;
+typedef t_potri t_cusolverDnSpotri;
+typedef t_potri t_cusolverDnDpotri;
+typedef t_potri t_cusolverDnCpotri;
+typedef t_potri t_cusolverDnZpotri;
+
+/* ---- symbol table (X-macro) -------------------------------------------- */
+
+#define MGLA_SYMBOLS(X)                                                                      \
+    X(MGLA_LIB_CUDART, cudaGetDeviceCount)                                                   \
+    X(MGLA_LIB_CUDART, cudaSetDevice)                                                        \
+    X(MGLA_LIB_CUDART, cudaGetDevice)                                                        \
+    X(MGLA_LIB_CUDART, cudaMalloc)                                                           \
+    X(MGLA_LIB_CUDART, cudaFree)                                                             \
+    X(MGLA_LIB_CUDART, cudaMemcpy)                                                           \
+    X(MGLA_LIB_CUDART, cudaMemset)                                                           \
+    X(MGLA_LIB_CUDART, cudaDeviceSynchronize)                                                \
+    X(MGLA_LIB_CUDART, cudaMemGetInfo)                                                       \
+    X(MGLA_LIB_CUDART, cudaDeviceCanAccessPeer)                                              \
+    X(MGLA_LIB_CUDART, cudaDeviceEnablePeerAccess)                                           \
+    X(MGLA_LIB_CUDART, cudaGetLastError)                                                     \
+    X(MGLA_LIB_CUDART, cudaRuntimeGetVersion)                                                \
+    X(MGLA_LIB_CUDART, cudaDriverGetVersion)                                                 \
+    X(MGLA_LIB_CUDART, cudaGetErrorString)                                                   \
+    X(MGLA_LIB_CUDART, cudaGetErrorName)                                                     \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgCreate)                                                 \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgDestroy)                                                \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgDeviceSelect)                                           \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgCreateDeviceGrid)                                       \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgDestroyGrid)                                            \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgCreateMatrixDesc)                                       \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgDestroyMatrixDesc)                                      \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgPotrf_bufferSize)                                       \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgPotrf)                                                  \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgPotrs_bufferSize)                                       \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgPotrs)                                                  \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgPotri_bufferSize)                                       \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgPotri)                                                  \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgSyevd_bufferSize)                                       \
+    X(MGLA_LIB_CUSOLVERMG, cusolverMgSyevd)                                                  \
+    X(MGLA_LIB_CUSOLVER, cusolverDnCreate)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnDestroy)                                                  \
+    X(MGLA_LIB_CUSOLVER, cusolverDnCreateParams)                                             \
+    X(MGLA_LIB_CUSOLVER, cusolverDnDestroyParams)                                            \
+    X(MGLA_LIB_CUSOLVER, cusolverDnXpotrf_bufferSize)                                        \
+    X(MGLA_LIB_CUSOLVER, cusolverDnXpotrf)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnXpotrs)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnXsyevd_bufferSize)                                        \
+    X(MGLA_LIB_CUSOLVER, cusolverDnXsyevd)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnSpotri_bufferSize)                                        \
+    X(MGLA_LIB_CUSOLVER, cusolverDnDpotri_bufferSize)                                        \
+    X(MGLA_LIB_CUSOLVER, cusolverDnCpotri_bufferSize)                                        \
+    X(MGLA_LIB_CUSOLVER, cusolverDnZpotri_bufferSize)                                        \
+    X(MGLA_LIB_CUSOLVER, cusolverDnSpotri)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnDpotri)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnCpotri)                                                   \
+    X(MGLA_LIB_CUSOLVER, cusolverDnZpotri)
+
+#define DECLARE(lib, name) static t_##name p_##name;
+MGLA_SYMBOLS(DECLARE)
+#undef DECLARE
+
+typedef struct {
+    int lib;
+    const char *name;
+    void **slot;
+} sym_entry;
+
+#define ENTRY(lib, name) {lib, #name, (void **)&p_##name},
+static sym_entry syms[] = {MGLA_SYMBOLS(ENTRY)};
+#undef ENTRY
+
+static void *libs[MGLA_NLIBS];
+
+int mgla_open(int lib, const char *path, char *err, size_t errlen) {
+    if (lib < 0 || lib >= MGLA_NLIBS) {
+        snprintf(err, errlen, "bad library slot %d", lib);
+        return -1;
+    }
+    dlerror();
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        snprintf(err, errlen, "%s", e ? e : "dlopen failed");
+        return -1;
+    }
+    libs[lib] = h;
+    return 0;
+}
+
+void mgla_resolve(int lib) {
+    if (lib < 0 || lib >= MGLA_NLIBS || libs[lib] == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+        if (syms[i].lib == lib) {
+            dlerror();
+            *syms[i].slot = dlsym(libs[lib], syms[i].name);
+        }
+    }
+}
+
+int mgla_nsyms(void) { return (int)(sizeof(syms) / sizeof(syms[0])); }
+const char *mgla_sym_name(int i) { return syms[i].name; }
+int mgla_sym_lib(int i) { return syms[i].lib; }
+int mgla_sym_present(int i) { return *syms[i].slot != NULL; }
+
+/* ---- helpers ----------------------------------------------------------- */
+
+#define CALL(name, ...) (p_##name ? p_##name(__VA_ARGS__) : MGLA_NOSYM)
+
+static void to_ptrs(void **dst, const uintptr_t *src, int n) {
+    for (int i = 0; i < n; i++) {
+        dst[i] = (void *)src[i];
+    }
+}
+
+/* ---- CUDA runtime ------------------------------------------------------ */
+
+enum { memcpyHostToDevice = 1, memcpyDeviceToHost = 2 };
+
+int mgla_cudaGetDeviceCount(int *n) { return CALL(cudaGetDeviceCount, n); }
+int mgla_cudaSetDevice(int d) { return CALL(cudaSetDevice, d); }
+int mgla_cudaGetDevice(int *d) { return CALL(cudaGetDevice, d); }
+int mgla_cudaMalloc(uintptr_t *p, size_t bytes) {
+    void *q = NULL;
+    int rc = CALL(cudaMalloc, &q, bytes);
+    *p = (uintptr_t)q;
+    return rc;
+}
+int mgla_cudaFree(uintptr_t p) { return CALL(cudaFree, (void *)p); }
+int mgla_cudaMemcpyHtoD(uintptr_t dst, const void *src, size_t bytes) {
+    return CALL(cudaMemcpy, (void *)dst, src, bytes, memcpyHostToDevice);
+}
+int mgla_cudaMemcpyDtoH(void *dst, uintptr_t src, size_t bytes) {
+    return CALL(cudaMemcpy, dst, (const void *)src, bytes, memcpyDeviceToHost);
+}
+int mgla_cudaMemset(uintptr_t p, int v, size_t bytes) {
+    return CALL(cudaMemset, (void *)p, v, bytes);
+}
+int mgla_cudaDeviceSynchronize(void) { return CALL(cudaDeviceSynchronize); }
+int mgla_cudaMemGetInfo(size_t *free_b, size_t *total_b) {
+    return CALL(cudaMemGetInfo, free_b, total_b);
+}
+int mgla_cudaDeviceCanAccessPeer(int *can, int d, int peer) {
+    return CALL(cudaDeviceCanAccessPeer, can, d, peer);
+}
+int mgla_cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+    return CALL(cudaDeviceEnablePeerAccess, peer, flags);
+}
+int mgla_cudaGetLastError(void) { return CALL(cudaGetLastError); }
+int mgla_cudaRuntimeGetVersion(int *v) { return CALL(cudaRuntimeGetVersion, v); }
+int mgla_cudaDriverGetVersion(int *v) { return CALL(cudaDriverGetVersion, v); }
+const char *mgla_cudaGetErrorString(int e) {
+    return p_cudaGetErrorString ? p_cudaGetErrorString(e) : NULL;
+}
+const char *mgla_cudaGetErrorName(int e) {
+    return p_cudaGetErrorName ? p_cudaGetErrorName(e) : NULL;
+}
+
+/* ---- cuSolverMg -------------------------------------------------------- */
+
+int mgla_mgCreate(void **h) { return CALL(cusolverMgCreate, h); }
+int mgla_mgDestroy(void *h) { return CALL(cusolverMgDestroy, h); }
+int mgla_mgDeviceSelect(void *h, int ndev, const int *devs) {
+    int d[MGLA_MAX_DEVICES];
+    if (ndev > MGLA_MAX_DEVICES) {
+        return 3; /* CUSOLVER_STATUS_INVALID_VALUE */
+    }
+    memcpy(d, devs, sizeof(int) * (size_t)ndev);
+    return CALL(cusolverMgDeviceSelect, h, ndev, d);
+}
+int mgla_mgCreateDeviceGrid(void **grid, int rows, int cols, const int *devs, int mapping) {
+    return CALL(cusolverMgCreateDeviceGrid, grid, rows, cols, (const int32_t *)devs, mapping);
+}
+int mgla_mgDestroyGrid(void *grid) { return CALL(cusolverMgDestroyGrid, grid); }
+int mgla_mgCreateMatrixDesc(void **desc, int64_t rows, int64_t cols, int64_t rowBlock,
+                            int64_t colBlock, int dtype, void *grid) {
+    return CALL(cusolverMgCreateMatrixDesc, desc, rows, cols, rowBlock, colBlock, dtype, grid);
+}
+int mgla_mgDestroyMatrixDesc(void *desc) { return CALL(cusolverMgDestroyMatrixDesc, desc); }
+
+#define PTRS(var, src, n)                                                                    \
+    void *var[MGLA_MAX_DEVICES];                                                             \
+    if ((n) > MGLA_MAX_DEVICES) return 3;                                                    \
+    to_ptrs(var, src, n)
+
+int mgla_mgPotrf_bufferSize(void *h, int uplo, int n, const uintptr_t *a, int ndev,
+                            void *descA, int ctype, int64_t *lwork) {
+    PTRS(pa, a, ndev);
+    return CALL(cusolverMgPotrf_bufferSize, h, uplo, n, pa, 1, 1, descA, ctype, lwork);
+}
+
+int mgla_mgPotrf(void *h, int uplo, int n, const uintptr_t *a, int ndev, void *descA,
+                 int ctype, const uintptr_t *work, int64_t lwork, int *info) {
+    PTRS(pa, a, ndev);
+    PTRS(pw, work, ndev);
+    return CALL(cusolverMgPotrf, h, uplo, n, pa, 1, 1, descA, ctype, pw, lwork, info);
+}
+
+int mgla_mgPotrs_bufferSize(void *h, int uplo, int n, int nrhs, const uintptr_t *a,
+                            void *descA, const uintptr_t *b, void *descB, int ndev,
+                            int ctype, int64_t *lwork) {
+    PTRS(pa, a, ndev);
+    PTRS(pb, b, ndev);
+    return CALL(cusolverMgPotrs_bufferSize, h, uplo, n, nrhs, pa, 1, 1, descA, pb, 1, 1,
+                descB, ctype, lwork);
+}
+
+int mgla_mgPotrs(void *h, int uplo, int n, int nrhs, const uintptr_t *a, void *descA,
+                 const uintptr_t *b, void *descB, int ndev, int ctype,
+                 const uintptr_t *work, int64_t lwork, int *info) {
+    PTRS(pa, a, ndev);
+    PTRS(pb, b, ndev);
+    PTRS(pw, work, ndev);
+    return CALL(cusolverMgPotrs, h, uplo, n, nrhs, pa, 1, 1, descA, pb, 1, 1, descB, ctype,
+                pw, lwork, info);
+}
+
+int mgla_mgPotri_bufferSize(void *h, int uplo, int n, const uintptr_t *a, int ndev,
+                            void *descA, int ctype, int64_t *lwork) {
+    PTRS(pa, a, ndev);
+    return CALL(cusolverMgPotri_bufferSize, h, uplo, n, pa, 1, 1, descA, ctype, lwork);
+}
+
+int mgla_mgPotri(void *h, int uplo, int n, const uintptr_t *a, int ndev, void *descA,
+                 int ctype, const uintptr_t *work, int64_t lwork, int *info) {
+    PTRS(pa, a, ndev);
+    PTRS(pw, work, ndev);
+    return CALL(cusolverMgPotri, h, uplo, n, pa, 1, 1, descA, ctype, pw, lwork, info);
+}
+
+int mgla_mgSyevd_bufferSize(void *h, int jobz, int uplo, int n, const uintptr_t *a,
+                            int ndev, void *descA, void *w, int wtype, int ctype,
+                            int64_t *lwork) {
+    PTRS(pa, a, ndev);
+    return CALL(cusolverMgSyevd_bufferSize, h, jobz, uplo, n, pa, 1, 1, descA, w, wtype, ctype,
+                lwork);
+}
+
+int mgla_mgSyevd(void *h, int jobz, int uplo, int n, const uintptr_t *a, int ndev,
+                 void *descA, void *w, int wtype, int ctype, const uintptr_t *work,
+                 int64_t lwork, int *info) {
+    PTRS(pa, a, ndev);
+    PTRS(pw, work, ndev);
+    return CALL(cusolverMgSyevd, h, jobz, uplo, n, pa, 1, 1, descA, w, wtype, ctype, pw, lwork,
+                info);
+}
+
+/* ---- cuSOLVER dense ---------------------------------------------------- */
+
+int mgla_dnCreate(void **h) { return CALL(cusolverDnCreate, h); }
+int mgla_dnDestroy(void *h) { return CALL(cusolverDnDestroy, h); }
+int mgla_dnCreateParams(void **p) { return CALL(cusolverDnCreateParams, p); }
+int mgla_dnDestroyParams(void *p) { return CALL(cusolverDnDestroyParams, p); }
+
+int mgla_dnXpotrf_bufferSize(void *h, void *params, int uplo, int64_t n, int dtype,
+                             uintptr_t a, int64_t lda, int ctype, size_t *dbytes,
+                             size_t *hbytes) {
+    return CALL(cusolverDnXpotrf_bufferSize, h, params, uplo, n, dtype, (const void *)a, lda,
+                ctype, dbytes, hbytes);
+}
+
+int mgla_dnXpotrf(void *h, void *params, int uplo, int64_t n, int dtype, uintptr_t a,
+                  int64_t lda, int ctype, uintptr_t dwork, size_t dbytes, void *hwork,
+                  size_t hbytes, uintptr_t dinfo) {
+    return CALL(cusolverDnXpotrf, h, params, uplo, n, dtype, (void *)a, lda, ctype,
+                (void *)dwork, dbytes, hwork, hbytes, (int *)dinfo);
+}
+
+int mgla_dnXpotrs(void *h, void *params, int uplo, int64_t n, int64_t nrhs, int dtype,
+                  uintptr_t a, int64_t lda, uintptr_t b, int64_t ldb, uintptr_t dinfo) {
+    return CALL(cusolverDnXpotrs, h, params, uplo, n, nrhs, dtype, (const void *)a, lda, dtype,
+                (void *)b, ldb, (int *)dinfo);
+}
+
+int mgla_dnXsyevd_bufferSize(void *h, void *params, int jobz, int uplo, int64_t n,
+                             int dtype, uintptr_t a, int64_t lda, int wtype, uintptr_t w,
+                             int ctype, size_t *dbytes, size_t *hbytes) {
+    return CALL(cusolverDnXsyevd_bufferSize, h, params, jobz, uplo, n, dtype, (const void *)a,
+                lda, wtype, (const void *)w, ctype, dbytes, hbytes);
+}
+
+int mgla_dnXsyevd(void *h, void *params, int jobz, int uplo, int64_t n, int dtype,
+                  uintptr_t a, int64_t lda, int wtype, uintptr_t w, int ctype,
+                  uintptr_t dwork, size_t dbytes, void *hwork, size_t hbytes,
+                  uintptr_t dinfo) {
+    return CALL(cusolverDnXsyevd, h, params, jobz, uplo, n, dtype, (void *)a, lda, wtype,
+                (void *)w, ctype, (void *)dwork, dbytes, hwork, hbytes, (int *)dinfo);
+}
+
+int mgla_dnPotri_bufferSize(int kind, void *h, int uplo, int n, uintptr_t a, int lda,
+                            int *lwork) {
+    switch (kind) {
+    case 0: return CALL(cusolverDnSpotri_bufferSize, h, uplo, n, (void *)a, lda, lwork);
+    case 1: return CALL(cusolverDnDpotri_bufferSize, h, uplo, n, (void *)a, lda, lwork);
+    case 2: return CALL(cusolverDnCpotri_bufferSize, h, uplo, n, (void *)a, lda, lwork);
+    case 3: return CALL(cusolverDnZpotri_bufferSize, h, uplo, n, (void *)a, lda, lwork);
+    }
+    return 3; /* CUSOLVER_STATUS_INVALID_VALUE */
+}
+
+int mgla_dnPotri(int kind, void *h, int uplo, int n, uintptr_t a, int lda, uintptr_t work,
+                 int lwork, uintptr_t dinfo) {
+    switch (kind) {
+    case 0:
+        return CALL(cusolverDnSpotri, h, uplo, n, (void *)a, lda, (void *)work, lwork,
+                    (int *)dinfo);
+    case 1:
+        return CALL(cusolverDnDpotri, h, uplo, n, (void *)a, lda, (void *)work, lwork,
+                    (int *)dinfo);
+    case 2:
+        return CALL(cusolverDnCpotri, h, uplo, n, (void *)a, lda, (void *)work, lwork,
+                    (int *)dinfo);
+    case 3:
+        return CALL(cusolverDnZpotri, h, uplo, n, (void *)a, lda, (void *)work, lwork,
+                    (int *)dinfo);
+    }
+    return 3; /* CUSOLVER_STATUS_INVALID_VALUE */
+}

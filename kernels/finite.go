@@ -1,0 +1,140 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrNonFinite reports NaN or ±Inf entries in an input matrix (or an overflow
+// to them during a factorization). Errors are wrapped with the position, so
+// test with errors.Is(err, ErrNonFinite).
+var ErrNonFinite = errors.New("matrix has NaN or Inf entries")
+
+// NonFiniteError gives the (0-based) position of the first non-finite entry
+// found. It matches ErrNonFinite under errors.Is.
+type NonFiniteError struct {
+	Row, Col int
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("%v: entry (%d,%d)", ErrNonFinite, e.Row, e.Col)
+}
+
+// Is makes errors.Is(err, ErrNonFinite) hold.
+func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
+
+// CheckFinite returns a *NonFiniteError (matching ErrNonFinite) for the first
+// NaN or Inf entry of the column-major rows×cols matrix a with leading
+// dimension lda, scanning column by column. With lowerOnly only the lower
+// triangle (i ≥ j, diagonal included) is inspected. It returns nil when all
+// inspected entries are finite.
+func CheckFinite[T Scalar](rows, cols int, a []T, lda int, lowerOnly bool) error {
+	checkMatrix("a", rows, cols, lda, len(a))
+	switch dtypeOf[T]() {
+	case dtFloat32:
+		return checkFiniteF32(rows, cols, cast[float32](a), lda, lowerOnly)
+	case dtFloat64:
+		return checkFiniteF64(rows, cols, cast[float64](a), lda, lowerOnly)
+	case dtComplex64:
+		// A complex64 is two float32s: scan them as a real 2·rows × cols matrix.
+		f := parts[float32](a)
+		for j := 0; j < cols; j++ {
+			i0 := 0
+			if lowerOnly {
+				i0 = j
+			}
+			if i0 >= rows {
+				break
+			}
+			col := f[2*(j*lda+i0) : 2*(j*lda+rows)]
+			if k := firstNonFinite32(col); k >= 0 {
+				return &NonFiniteError{Row: i0 + k/2, Col: j}
+			}
+		}
+		return nil
+	default:
+		f := parts[float64](a)
+		for j := 0; j < cols; j++ {
+			i0 := 0
+			if lowerOnly {
+				i0 = j
+			}
+			if i0 >= rows {
+				break
+			}
+			col := f[2*(j*lda+i0) : 2*(j*lda+rows)]
+			if k := firstNonFinite64(col); k >= 0 {
+				return &NonFiniteError{Row: i0 + k/2, Col: j}
+			}
+		}
+		return nil
+	}
+}
+
+func checkFiniteF64(rows, cols int, a []float64, lda int, lowerOnly bool) error {
+	for j := 0; j < cols; j++ {
+		i0 := 0
+		if lowerOnly {
+			i0 = j
+		}
+		if i0 >= rows {
+			break
+		}
+		if k := firstNonFinite64(a[j*lda+i0 : j*lda+rows]); k >= 0 {
+			return &NonFiniteError{Row: i0 + k, Col: j}
+		}
+	}
+	return nil
+}
+
+func checkFiniteF32(rows, cols int, a []float32, lda int, lowerOnly bool) error {
+	for j := 0; j < cols; j++ {
+		i0 := 0
+		if lowerOnly {
+			i0 = j
+		}
+		if i0 >= rows {
+			break
+		}
+		if k := firstNonFinite32(a[j*lda+i0 : j*lda+rows]); k >= 0 {
+			return &NonFiniteError{Row: i0 + k, Col: j}
+		}
+	}
+	return nil
+}
+
+// firstNonFinite64 returns the index of the first NaN/Inf in s, or -1.
+// x-x is 0 for finite x and NaN for NaN and ±Inf; the sum of a block of such
+// differences is NaN iff the block holds a non-finite value.
+func firstNonFinite64(s []float64) int {
+	const blk = 8
+	i := 0
+	for ; i+blk <= len(s); i += blk {
+		b := s[i : i+blk : i+blk]
+		t := (b[0] - b[0]) + (b[1] - b[1]) + (b[2] - b[2]) + (b[3] - b[3]) +
+			(b[4] - b[4]) + (b[5] - b[5]) + (b[6] - b[6]) + (b[7] - b[7])
+		if t != 0 || t != t {
+			for k, v := range b {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return i + k
+				}
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		if math.IsNaN(s[i]) || math.IsInf(s[i], 0) {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstNonFinite32(s []float32) int {
+	for i, v := range s {
+		if v-v != 0 {
+			return i
+		}
+	}
+	return -1
+}

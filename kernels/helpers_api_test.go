@@ -1,0 +1,181 @@
+package kernels
+
+import (
+	"errors"
+	"math"
+	"math/cmplx"
+	"testing"
+)
+
+func TestGemm(t *testing.T) {
+	forAllTypes(t, testGemm[float32], testGemm[float64], testGemm[complex64], testGemm[complex128])
+}
+
+func testGemm[T Scalar](t *testing.T) {
+	rnd := newRand(t, 6)
+	cplx := isComplexT[T]()
+	tol := 16 * epsT[T]()
+	if !isSingleT[T]() {
+		tol = 1e-13
+	}
+	// Sizes cover the unpacked path, the packed path with ragged edges and
+	// the parallel split in both directions.
+	for _, sz := range [][3]int{{1, 1, 1}, {3, 5, 7}, {0, 4, 3}, {4, 0, 3}, {5, 4, 0}, {37, 41, 29}, {130, 129, 100}, {3, 400, 300}, {400, 3, 300}, {1, 777, 513}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				ar, ac := m, k
+				if tA {
+					ar, ac = k, m
+				}
+				br, bc := k, n
+				if tB {
+					br, bc = n, k
+				}
+				A := roundTo[T](randDense(rnd, ar, ac, cplx))
+				B := roundTo[T](randDense(rnd, br, bc, cplx))
+				C := roundTo[T](randDense(rnd, m, n, cplx))
+				lda, ldb, ldc := max(1, ar+1), max(1, br+2), max(1, m+3)
+				a := store[T](A, lda, nil)
+				b := store[T](B, ldb, nil)
+				c := store[T](C, ldc, nil)
+				alpha, beta := complex(0.75, 0), complex(-0.5, 0)
+				if cplx {
+					alpha, beta = complex(0.75, -0.25), complex(-0.5, 0.125)
+				}
+				Gemm(tA, tB, m, n, k, fromC[T](alpha), a, lda, b, ldb, fromC[T](beta), c, ldc)
+				opA, opB := A, B
+				if tA {
+					opA = adjoint(A)
+				}
+				if tB {
+					opB = adjoint(B)
+				}
+				want := mul(opA, opB)
+				for i := range want.v {
+					want.v[i] = alpha*want.v[i] + beta*C.v[i]
+				}
+				got := denseOf(m, n, c, ldc)
+				scale := (fnorm(A)*fnorm(B) + fnorm(C) + 1)
+				if e := fnorm(sub(got, want)) / scale; !(e <= tol) {
+					t.Errorf("seed %d %v tA=%v tB=%v: rel err %.3g", testSeed, sz, tA, tB, e)
+				}
+				// beta = 0 must ignore NaN in C.
+				if m > 0 && n > 0 {
+					cn := store[T](C, ldc, nil)
+					for i := range cn {
+						cn[i] = fromC[T](complex(math.NaN(), 0))
+					}
+					Gemm(tA, tB, m, n, k, fromC[T](1), a, lda, b, ldb, fromC[T](0), cn, ldc)
+					got := denseOf(m, n, cn, ldc)
+					want := mul(opA, opB)
+					if e := fnorm(sub(got, want)) / (fnorm(A)*fnorm(B) + 1); !(e <= tol) {
+						t.Errorf("seed %d %v beta=0 with NaN C: err %.3g", testSeed, sz, e)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestTrsmLowerLeft(t *testing.T) {
+	forAllTypes(t, testTrsm[float32], testTrsm[float64], testTrsm[complex64], testTrsm[complex128])
+}
+
+func testTrsm[T Scalar](t *testing.T) {
+	rnd := newRand(t, 7)
+	cplx := isComplexT[T]()
+	tol := tolT[T]()
+	for _, m := range []int{1, 5, 64, 65, 130} {
+		for _, n := range []int{1, 3, 70} {
+			L := randDense(rnd, m, m, cplx)
+			for j := 0; j < m; j++ {
+				for i := 0; i < j; i++ {
+					L.set(i, j, 0)
+				}
+				for i := j + 1; i < m; i++ {
+					L.set(i, j, L.at(i, j)/complex(float64(m), 0))
+				}
+				L.set(j, j, L.at(j, j)+complex(3, 0))
+			}
+			L = roundTo[T](L)
+			junk := complex(1e30, math.NaN())
+			if !cplx {
+				junk = complex(math.NaN(), 0)
+			}
+			l := store[T](L, m+1, &junk)
+			for _, ct := range []bool{false, true} {
+				B := roundTo[T](randDense(rnd, m, n, cplx))
+				b := store[T](B, m+2, nil)
+				TrsmLowerLeft(ct, m, n, l, m+1, b, m+2)
+				X := denseOf(m, n, b, m+2)
+				opL := L
+				if ct {
+					opL = adjoint(L)
+				}
+				if e := fnorm(sub(mul(opL, X), B)) / (fnorm(L)*fnorm(X) + fnorm(B)); !(e <= tol) {
+					t.Errorf("seed %d m=%d n=%d conjTrans=%v: residual %.3g", testSeed, m, n, ct, e)
+				}
+			}
+		}
+	}
+}
+
+func TestSymmetrize(t *testing.T) {
+	forAllTypes(t, testSymmetrize[float32], testSymmetrize[float64], testSymmetrize[complex64], testSymmetrize[complex128])
+}
+
+func testSymmetrize[T Scalar](t *testing.T) {
+	rnd := newRand(t, 8)
+	for _, n := range []int{1, 4, 33} {
+		A := roundTo[T](randDense(rnd, n, n, isComplexT[T]()))
+		a := store[T](A, n+1, nil)
+		Symmetrize(n, a, n+1)
+		for j := 0; j < n; j++ {
+			if imag(toC(a[j+j*(n+1)])) != 0 {
+				t.Fatalf("diagonal %d not real", j)
+			}
+			for i := 0; i < n; i++ {
+				got := toC(a[i+j*(n+1)])
+				if got != cmplx.Conj(toC(a[j+i*(n+1)])) {
+					t.Fatalf("not exactly Hermitian at (%d,%d)", i, j)
+				}
+				want := (A.at(i, j) + cmplx.Conj(A.at(j, i))) / 2
+				if cmplx.Abs(got-want) > 4*epsT[T]()*cmplx.Abs(want) {
+					t.Fatalf("(%d,%d) = %v, want %v", i, j, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestCheckFinite(t *testing.T) {
+	a := []float64{1, 2, 3, math.Inf(1), 5, 6} // 3×2, (0,1) = Inf
+	if err := CheckFinite(3, 2, a, 3, true); err != nil {
+		t.Fatalf("lowerOnly: %v", err)
+	}
+	err := CheckFinite(3, 2, a, 3, false)
+	var nf *NonFiniteError
+	if !errors.Is(err, ErrNonFinite) || !errors.As(err, &nf) || nf.Row != 0 || nf.Col != 1 {
+		t.Fatalf("full: %v", err)
+	}
+	long := make([]float64, 100)
+	long[77] = math.NaN()
+	if err := CheckFinite(100, 1, long, 100, false); !errors.As(err, &nf) || nf.Row != 77 {
+		t.Fatalf("long column: %v", err)
+	}
+	c := []complex64{1, complex(0, float32(math.NaN())), 3, 4}
+	if err := CheckFinite(2, 2, c, 2, true); !errors.As(err, &nf) || nf.Row != 1 || nf.Col != 0 {
+		t.Fatalf("complex64: %v", err)
+	}
+	z := []complex128{1, 2, complex(math.Inf(-1), 0), 4}
+	if err := CheckFinite(2, 2, z, 2, true); err != nil {
+		t.Fatalf("complex128 lowerOnly: %v", err)
+	}
+	if err := CheckFinite(2, 2, z, 2, false); !errors.As(err, &nf) || nf.Row != 0 || nf.Col != 1 {
+		t.Fatalf("complex128 full: %v", err)
+	}
+	if err := CheckFinite(0, 0, []float32(nil), 1, false); err != nil {
+		t.Fatal(err)
+	}
+}

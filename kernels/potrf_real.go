@@ -1,0 +1,128 @@
+package kernels
+
+import (
+	"gonum.org/v1/gonum/blas"
+)
+
+// Real (float64) Cholesky kernels on column-major storage through the
+// row-major backend. The row-major view of a column-major matrix is its
+// transpose, so the column-major lower triangle is the row-major upper one and
+// the backend is called with blas.Upper.
+
+func potrfF64(n int, a []float64, lda int) error {
+	if err := checkFiniteF64(n, n, a, lda, true); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
+		return potrfFailure(n, a, lda)
+	}
+	zeroStrictUpperF64(n, a, lda)
+	// A finite input can still overflow (entries near MaxFloat64).
+	return checkFiniteF64(n, n, a, lda, true)
+}
+
+// potrfFailure locates the failing leading minor after an unsuccessful
+// Dpotrf. Columns that were factorized hold sqrt(·) > 0 on the diagonal; the
+// failing one holds the non-positive (or NaN) pivot that stopped the
+// factorization, so it is the first diagonal entry that is not > 0.
+func potrfFailure(n int, a []float64, lda int) error {
+	for j := 0; j < n; j++ {
+		d := a[j+j*lda]
+		if d != d {
+			return &NonFiniteError{Row: j, Col: j}
+		}
+		if !(d > 0) {
+			return &NotPositiveDefiniteError{Order: j + 1}
+		}
+	}
+	return &NotPositiveDefiniteError{Order: n}
+}
+
+func zeroStrictUpperF64(n int, a []float64, lda int) {
+	for j := 1; j < n; j++ {
+		clear(a[j*lda : j*lda+j])
+	}
+}
+
+// checkCholDiag returns NotPositiveDefiniteError{i+1} for the first diagonal
+// entry of a Cholesky factor that is zero or not finite.
+func checkCholDiagF64(n int, l []float64, ldl int) error {
+	for i := 0; i < n; i++ {
+		d := l[i+i*ldl]
+		if d == 0 || !isFinite64(d) {
+			return &NotPositiveDefiniteError{Order: i + 1}
+		}
+	}
+	return nil
+}
+
+func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
+	if err := checkCholDiagF64(n, l, ldl); err != nil {
+		return err
+	}
+	if n == 0 || nrhs == 0 {
+		return nil
+	}
+	trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
+	trsmLowerLeftF64(true, n, nrhs, l, ldl, b, ldb)
+	return nil
+}
+
+// trsmLowerLeftF64 solves L·X = B (or Lᵀ·X = B) in place. In the row-major
+// view this is Xᵀ·U = Bᵀ (or Xᵀ·Uᵀ = Bᵀ) with U = Lᵀ the row-major upper
+// triangle, a right-side solve.
+func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, ldb int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	blasImpl.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+}
+
+func trsmLowerLeftF32(trans bool, m, n int, l []float32, ldl int, b []float32, ldb int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	blasImpl.Strsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+}
+
+func potriF64(n int, l []float64, ldl int) error {
+	if err := checkCholDiagF64(n, l, ldl); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
+		// Dtrtri found an exactly zero diagonal entry: excluded above, but
+		// keep the contract if the backend disagrees.
+		return checkCholDiagF64(n, l, ldl)
+	}
+	mirrorLowerF64(n, l, ldl)
+	return nil
+}
+
+// mirrorLowerF64 copies the strict lower triangle into the strict upper one.
+func mirrorLowerF64(n int, a []float64, lda int) {
+	const bs = 64 // blocked transpose copy for cache friendliness
+	for jb := 0; jb < n; jb += bs {
+		for ib := jb; ib < n; ib += bs {
+			for j := jb; j < min(jb+bs, n); j++ {
+				for i := max(ib, j+1); i < min(ib+bs, n); i++ {
+					a[j+i*lda] = a[i+j*lda]
+				}
+			}
+		}
+	}
+}
+
+// transposeSquare transposes the n×n matrix a in place.
+func transposeSquare(n int, a []float64, lda int) {
+	for j := 0; j < n; j++ {
+		for i := j + 1; i < n; i++ {
+			a[i+j*lda], a[j+i*lda] = a[j+i*lda], a[i+j*lda]
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package kernels
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+)
+
+// syevdF64 is the float64 symmetric eigensolver on the lower triangle of the
+// column-major a: tridiagonal reduction (dsytrd), then dsterf for values only
+// or the divide and conquer tridiagonal solver (tridiagEig) and the blocked
+// back-transformation (dormqr). With the openblas tag the whole computation is
+// LAPACK's dsyevd instead.
+func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
+	if err := checkFiniteF64(n, n, a, lda, true); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if n == 1 {
+		w[0] = a[0]
+		if vectors {
+			a[0] = 1
+		}
+		return nil
+	}
+	// Scale a matrix with a norm far from 1 into a safe range (as dsyev).
+	anrm := 0.0
+	for j := 0; j < n; j++ {
+		for _, v := range a[j*lda+j : j*lda+n] {
+			anrm = max(anrm, math.Abs(v))
+		}
+	}
+	const (
+		safmin = 0x1p-1022
+		eps    = dlamchE
+	)
+	rmin := math.Sqrt(safmin / eps)
+	rmax := math.Sqrt(1 / (safmin / eps))
+	scale := 1.0
+	if anrm > 0 && anrm < rmin {
+		scale = rmin / anrm
+	} else if anrm > rmax {
+		scale = rmax / anrm
+	}
+	if scale != 1 {
+		for j := 0; j < n; j++ {
+			for i := j; i < n; i++ {
+				a[i+j*lda] *= scale
+			}
+		}
+	}
+	err := syevdF64Scaled(n, a, lda, w, vectors)
+	if scale != 1 {
+		for i := range w[:n] {
+			w[i] /= scale
+		}
+	}
+	return err
+}
+
+func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) error {
+	if handled, err := syevdNative(n, a, lda, w, vectors); handled {
+		return err
+	}
+	d := make([]float64, n)
+	e := make([]float64, n-1)
+	tau := make([]float64, n-1)
+	dsytrdLower(n, a, lda, d, e, tau)
+	if !vectors {
+		if !lapackImpl.Dsterf(n, d, e) {
+			return ErrNoConvergence
+		}
+		copy(w, d)
+		return nil
+	}
+	z := make([]float64, n*n)
+	if err := tridiagEig(n, d, e, z, n); err != nil {
+		return err
+	}
+	// V = Q·Z. In the row-major view z is Zᵀ and the reflectors stored in the
+	// columns of a are rows, the layout of an LQ factorization, whose
+	// Q_lq = H(n-2)···H(0) = Qᵀ. So Vᵀ = Zᵀ·Qᵀ = Zᵀ·Q_lq (dormlq, right side)
+	// acting on columns 1..n-1.
+	work := make([]float64, 1)
+	lapackImpl.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, -1)
+	work = make([]float64, max(1, int(work[0])))
+	lapackImpl.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, len(work))
+	for j := 0; j < n; j++ {
+		copy(a[j*lda:j*lda+n], z[j*n:(j+1)*n])
+	}
+	copy(w, d)
+	return nil
+}

@@ -1,0 +1,363 @@
+package kernels
+
+import (
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+func TestSyevd(t *testing.T) {
+	forAllTypes(t, testSyevd[float32, float32], testSyevd[float64, float64], testSyevd[complex64, float32], testSyevd[complex128, float64])
+}
+
+type eigCase struct {
+	name string
+	a    dense
+}
+
+// eigCases returns random and clustered Hermitian test matrices.
+func eigCases[T Scalar](rnd *rand.Rand) []eigCase {
+	cplx := isComplexT[T]()
+	var cases []eigCase
+	for _, n := range testSizes {
+		m := randDense(rnd, n, n, cplx)
+		h := newDense(n, n)
+		for j := 0; j < n; j++ {
+			for i := 0; i < n; i++ {
+				h.set(i, j, (m.at(i, j)+cmplx.Conj(m.at(j, i)))/2)
+			}
+		}
+		cases = append(cases, eigCase{"random", h})
+	}
+	pert := 1e-14
+	if isSingleT[T]() {
+		pert = 1e-6
+	}
+	for _, n := range []int{17, 65, 200} {
+		// Identity plus a tiny Hermitian perturbation.
+		m := randDense(rnd, n, n, cplx)
+		h := eye(n)
+		for j := 0; j < n; j++ {
+			for i := 0; i < n; i++ {
+				h.add(i, j, complex(pert, 0)*(m.at(i, j)+cmplx.Conj(m.at(j, i)))/2)
+			}
+		}
+		cases = append(cases, eigCase{"identity+tiny", h})
+		// Diagonal with repeated entries.
+		d := newDense(n, n)
+		for i := 0; i < n; i++ {
+			d.set(i, i, complex(float64(i%3), 0))
+		}
+		cases = append(cases, eigCase{"diag-repeated", d})
+		// Q·diag(1,1,1,2,2,3,…)·Qᴴ with a random unitary Q.
+		q := randUnitary(rnd, n, cplx)
+		lam := newDense(n, n)
+		v, cnt := 1.0, 0
+		for i := 0; i < n; i++ {
+			lam.set(i, i, complex(v, 0))
+			cnt++
+			if cnt >= max(1, 4-int(v)) && i%7 != 3 {
+				v++
+				cnt = 0
+			}
+		}
+		cases = append(cases, eigCase{"Q·clustered·Qᴴ", mul(mul(q, lam), adjoint(q))})
+		// Zero matrix and a Wilkinson-like tridiagonal with pairs of close eigenvalues.
+		cases = append(cases, eigCase{"zero", newDense(n, n)})
+		wk := newDense(n, n)
+		for i := 0; i < n; i++ {
+			wk.set(i, i, complex(math.Abs(float64(i-n/2)), 0))
+			if i+1 < n {
+				wk.set(i+1, i, 1)
+				wk.set(i, i+1, 1)
+			}
+		}
+		cases = append(cases, eigCase{"wilkinson", wk})
+	}
+	// One case large enough for several divide and conquer levels and the
+	// blocked reduction.
+	m := randDense(rnd, 300, 300, cplx)
+	h := newDense(300, 300)
+	for j := 0; j < 300; j++ {
+		for i := 0; i < 300; i++ {
+			h.set(i, j, (m.at(i, j)+cmplx.Conj(m.at(j, i)))/2)
+		}
+	}
+	cases = append(cases, eigCase{"random", h})
+	return cases
+}
+
+// refEigenvalues computes reference eigenvalues independently: gonum's
+// EigenSym on A (real) or on the real 2n×2n embedding [Re −Im; Im Re] of a
+// complex Hermitian A (whose eigenvalues are those of A, each twice).
+func refEigenvalues(a dense, cplx bool) []float64 {
+	n := a.r
+	if n == 0 {
+		return nil
+	}
+	if !cplx {
+		s := mat.NewSymDense(n, nil)
+		for j := 0; j < n; j++ {
+			for i := 0; i <= j; i++ {
+				s.SetSym(i, j, real(a.at(i, j)))
+			}
+		}
+		var es mat.EigenSym
+		if !es.Factorize(s, false) {
+			panic("EigenSym failed")
+		}
+		return es.Values(nil)
+	}
+	s := mat.NewSymDense(2*n, nil)
+	for j := 0; j < n; j++ {
+		for i := 0; i < n; i++ {
+			z := a.at(i, j)
+			s.SetSym(i, j, real(z))
+			s.SetSym(i+n, j+n, real(z))
+			s.SetSym(i+n, j, imag(z))
+		}
+	}
+	var es mat.EigenSym
+	if !es.Factorize(s, false) {
+		panic("EigenSym failed")
+	}
+	v := es.Values(nil)
+	sort.Float64s(v)
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = (v[2*i] + v[2*i+1]) / 2
+	}
+	return out
+}
+
+func testSyevd[T Scalar, R Float](t *testing.T) {
+	rnd := newRand(t, 4)
+	single := isSingleT[T]()
+	var maxRes, maxOrth, maxVal, maxValsOnly float64
+	for _, c := range eigCases[T](rnd) {
+		A := roundTo[T](c.a)
+		n := A.r
+		lda := n + 2
+		junkBig := complex(1e30, 1e30)
+		junkNaN := complex(math.NaN(), math.NaN())
+		a1 := store[T](A, lda, &junkBig)
+		a2 := store[T](A, lda, &junkNaN)
+		w1 := make([]R, n)
+		w2 := make([]R, n)
+		if err := Syevd(n, a1, lda, w1, true); err != nil {
+			t.Fatalf("seed %d %s n=%d: %v", testSeed, c.name, n, err)
+		}
+		if err := Syevd(n, a2, lda, w2, true); err != nil {
+			t.Fatalf("seed %d %s n=%d (NaN junk): %v", testSeed, c.name, n, err)
+		}
+		for i := 0; i < n; i++ {
+			if w1[i] != w2[i] {
+				t.Fatalf("seed %d %s n=%d: junk above the diagonal changed w[%d]", testSeed, c.name, n, i)
+			}
+			if i > 0 && w1[i] < w1[i-1] {
+				t.Fatalf("seed %d %s n=%d: eigenvalues not ascending at %d", testSeed, c.name, n, i)
+			}
+		}
+		for j := 0; j < n; j++ {
+			for i := 0; i < n; i++ {
+				if toC(a1[i+j*lda]) != toC(a2[i+j*lda]) {
+					t.Fatalf("seed %d %s n=%d: junk above the diagonal changed the eigenvectors", testSeed, c.name, n)
+				}
+			}
+		}
+		V := denseOf(n, n, a1, lda)
+		L := newDense(n, n)
+		for i := 0; i < n; i++ {
+			L.set(i, i, complex(float64(w1[i]), 0))
+		}
+		anorm := fnorm(A)
+		if anorm == 0 {
+			anorm = 1
+		}
+		res := fnorm(sub(mul(A, V), mul(V, L))) / anorm
+		orth := fnorm(sub(mul(adjoint(V), V), eye(n)))
+		maxRes = max(maxRes, res/float64(n))
+		maxOrth = max(maxOrth, orth/float64(n))
+		resTol, orthTol := 1e-12*float64(n), 1e-10*float64(n)
+		if single {
+			resTol, orthTol = 1e-5*float64(n), 1e-4*float64(n)
+		}
+		if !(res <= resTol) || !(orth <= orthTol) {
+			t.Errorf("seed %d %s n=%d: ‖AV−VΛ‖/‖A‖ = %.3g (tol %.3g), ‖VᴴV−I‖ = %.3g (tol %.3g)",
+				testSeed, c.name, n, res, resTol, orth, orthTol)
+		}
+		// Reference eigenvalues.
+		ref := refEigenvalues(A, isComplexT[T]())
+		var dv float64
+		for i := range ref {
+			dv = max(dv, math.Abs(float64(w1[i])-ref[i]))
+		}
+		dv /= anorm
+		maxVal = max(maxVal, dv)
+		valTol := 1e-12 * float64(n)
+		if single {
+			valTol = 1e-6
+		}
+		if !(dv <= valTol) {
+			t.Errorf("seed %d %s n=%d: max|λ−λref|/‖A‖ = %.3g", testSeed, c.name, n, dv)
+		}
+		// Values only.
+		a3 := store[T](A, lda, &junkNaN)
+		w3 := make([]R, n)
+		if err := Syevd(n, a3, lda, w3, false); err != nil {
+			t.Fatalf("seed %d %s n=%d values only: %v", testSeed, c.name, n, err)
+		}
+		var dvo float64
+		for i := range w3 {
+			dvo = max(dvo, math.Abs(float64(w3[i]-w1[i])))
+		}
+		dvo /= anorm
+		maxValsOnly = max(maxValsOnly, dvo)
+		if !(dvo <= valTol) {
+			t.Errorf("seed %d %s n=%d: values-only differs from with-vectors by %.3g·‖A‖", testSeed, c.name, n, dvo)
+		}
+	}
+	t.Logf("%s accuracy: ‖AV−VΛ‖/(‖A‖·n) ≤ %.2g, ‖VᴴV−I‖/n ≤ %.2g, |λ−λref|/‖A‖ ≤ %.2g, values-only vs vectors ≤ %.2g",
+		dtName[T](), maxRes, maxOrth, maxVal, maxValsOnly)
+}
+
+func TestSyevdSmallExact(t *testing.T) {
+	// 2×2 complex Hermitian [[2, i],[−i, 2]] has eigenvalues 1 and 3.
+	a := []complex128{2, -1i, 99, 2}
+	w := make([]float64, 2)
+	if err := Syevd(2, a, 2, w, true); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(w[0]-1) > 1e-15 || math.Abs(w[1]-3) > 1e-15 {
+		t.Fatalf("w = %v, want [1 3]", w)
+	}
+	// 1×1 with an imaginary part on the diagonal (ignored).
+	b := []complex64{complex(5, 7)}
+	wf := make([]float32, 1)
+	if err := Syevd(1, b, 1, wf, true); err != nil || wf[0] != 5 || b[0] != 1 {
+		t.Fatalf("1×1: err %v, w %v, v %v", err, wf, b)
+	}
+	// n = 0.
+	if err := Syevd(0, []float64(nil), 1, []float64(nil), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyevdTypeMismatchPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for float32 eigenvalues of a float64 matrix")
+		}
+	}()
+	_ = Syevd(2, make([]float64, 4), 2, make([]float32, 2), false)
+}
+
+// Defined types over the dtypes work like the dtypes themselves.
+type myFloat float64
+type myComplex complex64
+
+func TestDefinedTypes(t *testing.T) {
+	a := []myFloat{4, 2, 0, 3}
+	if err := Potrf(2, a, 2); err != nil {
+		t.Fatal(err)
+	}
+	if a[0] != 2 || a[1] != 1 || a[2] != 0 || math.Abs(float64(a[3])-math.Sqrt(2)) > 1e-15 {
+		t.Fatalf("L = %v", a)
+	}
+	c := []myComplex{2, -1i, 0, 2}
+	w := make([]float32, 2)
+	if err := Syevd(2, c, 2, w, false); err != nil || math.Abs(float64(w[0])-1) > 1e-6 || math.Abs(float64(w[1])-3) > 1e-6 {
+		t.Fatalf("w = %v, err %v", w, err)
+	}
+}
+
+func TestTridiagDivideAndConquer(t *testing.T) {
+	// Direct tests of the tridiagonal solver on hard spectra: glued
+	// Wilkinson matrices (very close pairs), constant diagonals (huge
+	// deflation) and graded off-diagonals.
+	rnd := newRand(t, 5)
+	type tc struct {
+		name string
+		d, e []float64
+	}
+	var cases []tc
+	for _, n := range []int{26, 51, 100, 333} {
+		d := make([]float64, n)
+		e := make([]float64, n-1)
+		for i := range d {
+			d[i] = math.Abs(float64(i%21) - 10)
+		}
+		for i := range e {
+			e[i] = 1
+			if i%21 == 20 {
+				e[i] = 1e-9
+			}
+		}
+		cases = append(cases, tc{"glued-wilkinson", d, e})
+		d2 := make([]float64, n)
+		e2 := make([]float64, n-1)
+		for i := range d2 {
+			d2[i] = 1
+		}
+		for i := range e2 {
+			e2[i] = 1e-10 * rnd.NormFloat64()
+		}
+		cases = append(cases, tc{"constant+tiny", d2, e2})
+		d3 := make([]float64, n)
+		e3 := make([]float64, n-1)
+		for i := range d3 {
+			d3[i] = math.Pow(10, -12*float64(i)/float64(n))
+		}
+		for i := range e3 {
+			e3[i] = math.Sqrt(d3[i]*d3[i+1]) * 0.5
+		}
+		cases = append(cases, tc{"graded", d3, e3})
+		d4 := make([]float64, n)
+		e4 := make([]float64, n-1)
+		for i := range d4 {
+			d4[i] = 2
+		}
+		for i := range e4 {
+			e4[i] = -1
+		}
+		cases = append(cases, tc{"laplacian", d4, e4})
+	}
+	for _, c := range cases {
+		n := len(c.d)
+		T := newDense(n, n)
+		for i := 0; i < n; i++ {
+			T.set(i, i, complex(c.d[i], 0))
+			if i+1 < n {
+				T.set(i+1, i, complex(c.e[i], 0))
+				T.set(i, i+1, complex(c.e[i], 0))
+			}
+		}
+		d := append([]float64(nil), c.d...)
+		e := append([]float64(nil), c.e...)
+		z := make([]float64, n*n)
+		if err := tridiagEig(n, d, e, z, n); err != nil {
+			t.Fatalf("%s n=%d: %v", c.name, n, err)
+		}
+		V := denseOf(n, n, z, n)
+		L := newDense(n, n)
+		for i := 0; i < n; i++ {
+			L.set(i, i, complex(d[i], 0))
+		}
+		res := fnorm(sub(mul(T, V), mul(V, L))) / fnorm(T)
+		orth := fnorm(sub(mul(adjoint(V), V), eye(n)))
+		if !(res <= 1e-13*float64(n)) || !(orth <= 1e-12*float64(n)) {
+			t.Errorf("seed %d %s n=%d: res %.3g orth %.3g", testSeed, c.name, n, res, orth)
+		}
+		ref := refEigenvalues(T, false)
+		for i := range ref {
+			if math.Abs(ref[i]-d[i]) > 1e-13*float64(n)*fnorm(T) {
+				t.Errorf("%s n=%d: λ[%d] = %v, ref %v", c.name, n, i, d[i], ref[i])
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package ops_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/sharding"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// BenchmarkPotrsBackward times, on the same graph, a forward-only run
+// (cost = Σ w∘Potrs(A, y), N = 1000, float64, one-device CPU mesh) and a
+// forward+backward run (gorgonia.Grad wrt A and y, TapeMachine). The backward
+// pass reuses the forward factor (B̄ = CholSolve(L, X̄), Ā = −½(B̄Xᵀ + XB̄ᵀ)),
+// so it costs O(N²) next to the forward's O(N³) factorisation.
+//
+// Metrics: bwd/fwd is the backward pass alone over the forward pass,
+// ((fwd+bwd) − fwd)/fwd; fwd+bwd/fwd is the whole gradient run over the
+// forward run (a refactorisation in the backward pass would make it ≈ 2).
+func BenchmarkPotrsBackward(b *testing.B) {
+	const n = 1000
+	mesh, err := sharding.CPUMesh(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	// A diagonally dominant SPD matrix.
+	a := make([]float64, n*n)
+	for i := range n {
+		for j := range i {
+			v := rng.Float64()*2 - 1
+			a[i*n+j], a[j*n+i] = v, v
+		}
+		a[i*n+i] = float64(n)
+	}
+	y := make([]float64, n)
+	w := make([]float64, n)
+	for i := range y {
+		y[i], w[i] = rng.NormFloat64(), rng.NormFloat64()
+	}
+	g := G.NewGraph()
+	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
+	yn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"),
+		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(y))))
+	wn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("w"),
+		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(w))))
+	x, err := mgla.Potrs(an, yn, mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cost := G.Must(G.Sum(G.Must(G.HadamardProd(x, wn))))
+	if _, err := G.Grad(cost, an, yn); err != nil {
+		b.Fatal(err)
+	}
+	fwd := G.NewTapeMachine(g.SubgraphRoots(cost)) // the forward nodes of the same graph
+	defer fwd.Close()
+	full := G.NewTapeMachine(g)
+	defer full.Close()
+	run := func(m G.VM) time.Duration {
+		m.Reset()
+		t0 := time.Now()
+		if err := m.RunAll(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	run(fwd) // warm up: allocate the ops' reused buffers
+	run(full)
+	var tf, tfb time.Duration
+	b.ResetTimer()
+	for range b.N {
+		tf += run(fwd)
+		tfb += run(full)
+	}
+	b.ReportMetric(float64(tf.Milliseconds())/float64(b.N), "fwd-ms")
+	b.ReportMetric(float64(tfb.Milliseconds())/float64(b.N), "fwd+bwd-ms")
+	b.ReportMetric(float64(tfb-tf)/float64(tf), "bwd/fwd")
+	b.ReportMetric(float64(tfb)/float64(tf), "fwd+bwd/fwd")
+}

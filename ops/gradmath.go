@@ -1,0 +1,429 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// This file holds the sharded math of the kernels' backward passes (see
+// linalg_grad.go for the formulas and where each is used). Each computation is
+// a Gorgonia op whose output is an N×N *sharding.Tensor placed like the matrix
+// it is the gradient of, so the symbolic backward graph stays on the mesh; the
+// LispMachine's DoDiff runs the same computations directly (runGrad).
+//
+// Execution. On a CPU mesh the computation assembles the global column-major
+// operands from the shards (no copy on a one-device mesh), runs the host
+// kernels of package kernels (Gemm, triangular solves) and scatters the result
+// into the output's shards: that is the CPU mesh's execution, as for the
+// forward kernels. On a GPU mesh the same code currently gathers the operands
+// through the host and loads the result back (colMajor/storeColMajor); correct,
+// and acceptable for now, but the O(N³) products should move to the devices
+// (cuBLAS-Mg or per-device gemms on the cyclic panels) when the GPU backward
+// path is tuned.
+//
+// Operands may be sharded (any layout on the op's mesh) or host values (a
+// gradient Gorgonia summed on the host); scalars and the eigenvalue gradient
+// are host values. Only float32 and float64 are supported: gradients of
+// complex ops are rejected before these ops are built (ErrComplexGradient).
+
+// gradKind names the backward computations.
+type gradKind int
+
+const (
+	gSymOuter   gradKind = iota // (P, Q) → −½(P·Qᵀ + Q·Pᵀ): Potrs' Ā with P = B̄, Q = X
+	gCholSolveL                 // (B̄, X, L) → −tril((B̄·Xᵀ + X·B̄ᵀ)·tril(L)): CholSolve's L̄
+	gSandwich                   // (C, C̄) → −C·sym(C̄)·C: Potri's Ā
+	gScale                      // (C, ḡ) → ḡ·C: LogDet's Ā with C = A⁻¹
+	gCholesky                   // (L, L̄) → sym(L⁻ᵀ·Φ(Lᵀ·tril(L̄))·L⁻¹): Cholesky's Ā
+	gEigValues                  // (E, w̄) → V·diag(w̄)·Vᵀ: the eigenvalues' share of Ā
+	gEigVectors                 // (E, V̄) → sym(V·(F∘(Vᵀ·V̄))·Vᵀ): the eigenvectors' share of Ā
+)
+
+var gradNames = [...]string{"PotrsGrad", "CholSolveGradL", "PotriGrad", "LogDetGrad", "CholeskyGrad", "EigenValuesGrad", "EigenVectorsGrad"}
+
+var gradArity = [...]int{2, 3, 2, 2, 2, 2, 2}
+
+// gradOp is one backward computation; its n×n output is placed on pl and its
+// buffers are reused from one run of a machine to the next.
+type gradOp struct {
+	base
+	kind gradKind
+	dt   tensor.Dtype
+	pl   Placement
+	n    int
+	out  *sharding.Tensor
+}
+
+// gradNode applies the backward computation kind to ins; the result is an n×n
+// sharded node on pl of dtype dt.
+func gradNode(kind gradKind, pl Placement, dt tensor.Dtype, n int, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
+	if len(ins) != gradArity[kind] {
+		return nil, fmt.Errorf("ops: %s takes %d inputs, got %d", gradNames[kind], gradArity[kind], len(ins))
+	}
+	if isComplex(dt) {
+		return nil, fmt.Errorf("ops: %s: %w", gradNames[kind], ErrComplexGradient)
+	}
+	o := &gradOp{base: base{name: gradNames[kind]}, kind: kind, dt: dt, pl: pl, n: n}
+	return gorgonia.ApplyOp(o, ins...)
+}
+
+func (o *gradOp) Placement() (Placement, bool) { return o.pl, true }
+func (o *gradOp) Arity() int                   { return gradArity[o.kind] }
+
+// Type: the inputs are matrices, vectors or scalars depending on the kind;
+// each gets its own type variable (not 'b', which Gorgonia's inference uses
+// for the result). The output is a matrix of the op's dtype.
+func (o *gradOp) Type() hm.Type {
+	ts := make([]hm.Type, 0, o.Arity()+1)
+	for i := range o.Arity() {
+		ts = append(ts, hm.TypeVariable(rune('x'+i)))
+	}
+	return hm.NewFnType(append(ts, matType(o.dt))...)
+}
+
+func (o *gradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{o.n, o.n}, nil
+}
+
+func (o *gradOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "%s|%v|%d", o.name, o.dt, o.n)
+	writePlacement(h, o.pl)
+}
+func (o *gradOp) Hashcode() uint32 { return hashOf(o) }
+
+func (o *gradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	out, err := sharding.Reuse(o.out, o.pl.Mesh, tensor.Shape{o.n, o.n}, o.dt, o.pl.Layout)
+	if err != nil {
+		return nil, err
+	}
+	o.out = out
+	if err := runGrad(o.kind, out, vals...); err != nil {
+		return nil, fmt.Errorf("ops: %s: %w", o.name, err)
+	}
+	return out, nil
+}
+
+// Second-order gradients are not supported: the backward ops are not
+// differentiable (DiffWRT is all false, so building further gradients over a
+// graph that holds them still works; they are simply not traversed).
+func (o *gradOp) DiffWRT(n int) []bool { return make([]bool, n) }
+
+func (o *gradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+	return nil, fmt.Errorf("ops: %s: second-order gradients are not supported", o.name)
+}
+
+// runGrad computes the backward computation kind of vals into out (n×n).
+func runGrad(kind gradKind, out *sharding.Tensor, vals ...gorgonia.Value) error {
+	if len(vals) != gradArity[kind] {
+		return fmt.Errorf("want %d inputs, got %d", gradArity[kind], len(vals))
+	}
+	switch out.Dtype() {
+	case tensor.Float64:
+		return gradHost[float64](kind, out, vals)
+	case tensor.Float32:
+		return gradHost[float32](kind, out, vals)
+	case tensor.Complex64, tensor.Complex128:
+		return ErrComplexGradient
+	}
+	return sharding.CheckDtype(out.Dtype())
+}
+
+// gradReal is the element type of the backward computations.
+type gradReal interface{ float32 | float64 }
+
+func gradHost[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.Value) error {
+	n := out.Rows()
+	if out.Cols() != n {
+		return fmt.Errorf("output %v is not square", out.Shape())
+	}
+	// Read every operand before dst is taken: dst may be out's own shard.
+	var err error
+	mats := make([][]T, len(vals))
+	cols := make([]int, len(vals))
+	for i, v := range vals {
+		if (kind == gScale || kind == gEigValues) && i == 1 {
+			continue // a scalar or the eigenvalue gradient, read below
+		}
+		if mats[i], cols[i], err = gMatrixOf[T](v, n); err != nil {
+			return fmt.Errorf("input %d: %w", i, err)
+		}
+	}
+	dst := writable[T](out)
+	switch kind {
+	case gSymOuter:
+		p, q, k := mats[0], mats[1], cols[0]
+		if cols[1] != k {
+			return fmt.Errorf("operands with %d and %d columns", k, cols[1])
+		}
+		kernels.Gemm(false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n)
+		kernels.Gemm(false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)
+		gSymmetrize(n, dst)
+
+	case gCholSolveL:
+		// (B̄Xᵀ + XB̄ᵀ)·L = B̄·(LᵀX)ᵀ + X·(LᵀB̄)ᵀ: O(N²K), no N×N×N product.
+		bbar, x, k := mats[0], mats[1], cols[0]
+		if cols[1] != k || cols[2] != n {
+			return fmt.Errorf("operands with %d, %d and %d columns", k, cols[1], cols[2])
+		}
+		l := gLowerCopy(n, mats[2])
+		u := make([]T, n*k)
+		w := make([]T, n*k)
+		kernels.Gemm(true, false, n, k, n, 1, l, n, x, n, 0, u, n)
+		kernels.Gemm(true, false, n, k, n, 1, l, n, bbar, n, 0, w, n)
+		kernels.Gemm(false, true, n, n, k, -1, bbar, n, u, n, 0, dst, n)
+		kernels.Gemm(false, true, n, n, k, -1, x, n, w, n, 1, dst, n)
+		gZeroStrictUpper(n, dst)
+
+	case gSandwich:
+		c, cbar := mats[0], mats[1]
+		if cols[0] != n || cols[1] != n {
+			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+		s := append([]T(nil), cbar...)
+		gSymmetrize(n, s)
+		t := make([]T, n*n)
+		kernels.Gemm(false, false, n, n, n, 1, c, n, s, n, 0, t, n)
+		kernels.Gemm(false, false, n, n, n, -1, t, n, c, n, 0, dst, n)
+		gSymmetrize(n, dst)
+
+	case gScale:
+		g, err := gScalarOf(vals[1])
+		if err != nil {
+			return err
+		}
+		c := mats[0]
+		if cols[0] != n {
+			return fmt.Errorf("operand with %d columns", cols[0])
+		}
+		a := T(g)
+		for i, v := range c {
+			dst[i] = a * v
+		}
+
+	case gCholesky:
+		if cols[0] != n || cols[1] != n {
+			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+		l := gLowerCopy(n, mats[0])
+		lbar := gLowerCopy(n, mats[1]) // L's strict upper triangle is structurally zero
+		// P = Φ(Lᵀ·L̄): the lower triangle with the diagonal halved.
+		p := make([]T, n*n)
+		kernels.Gemm(true, false, n, n, n, 1, l, n, lbar, n, 0, p, n)
+		for j := range n {
+			clear(p[j*n : j*n+j])
+			p[j+j*n] /= 2
+		}
+		// S = L⁻ᵀ·P·L⁻¹: Y = L⁻ᵀP, then Sᵀ = L⁻ᵀYᵀ; Ā = sym(S) = sym(Sᵀ).
+		if err := gTrsmLowerT(n, n, l, p); err != nil {
+			return err
+		}
+		gTransposeInto(n, p, dst)
+		if err := gTrsmLowerT(n, n, l, dst); err != nil {
+			return err
+		}
+		gSymmetrize(n, dst)
+
+	case gEigValues:
+		v := mats[0]
+		if cols[0] != n {
+			return fmt.Errorf("eigenvectors with %d columns", cols[0])
+		}
+		wbar, err := gVectorOf[T](vals[1], n)
+		if err != nil {
+			return fmt.Errorf("eigenvalue gradient: %w", err)
+		}
+		t := make([]T, n*n)
+		for j := range n {
+			for i, x := range v[j*n : j*n+n] {
+				t[i+j*n] = x * wbar[j]
+			}
+		}
+		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
+		gSymmetrize(n, dst)
+
+	case gEigVectors:
+		e, ok := vals[0].(*eigenValue)
+		if !ok {
+			return fmt.Errorf("want the value of an Eigen node, got %T", vals[0])
+		}
+		v, vbar := mats[0], mats[1]
+		if cols[0] != n || cols[1] != n || len(e.w) != n {
+			return fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
+		}
+		m := make([]T, n*n)
+		kernels.Gemm(true, false, n, n, n, 1, v, n, vbar, n, 0, m, n)
+		for j := range n {
+			for i := range n {
+				if i == j {
+					m[i+j*n] = 0
+				} else {
+					// F_ij = 1/(w_j − w_i): unbounded as eigenvalues meet.
+					m[i+j*n] = T(float64(m[i+j*n]) / (e.w[j] - e.w[i]))
+				}
+			}
+		}
+		t := make([]T, n*n)
+		kernels.Gemm(false, false, n, n, n, 1, v, n, m, n, 0, t, n)
+		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
+		gSymmetrize(n, dst)
+
+	default:
+		return fmt.Errorf("unknown backward computation %d", kind)
+	}
+	return storeColMajor(dst, out)
+}
+
+// gMatrixOf returns the global column-major data of a sharded or host value
+// with the given number of rows (a vector is one column), and its columns.
+// The result may alias the value (read only).
+func gMatrixOf[T gradReal](v gorgonia.Value, rows int) ([]T, int, error) {
+	switch x := unwrapEigen(v).(type) {
+	case *sharding.Tensor:
+		if x.Rows() != rows {
+			return nil, 0, fmt.Errorf("%v has %d rows, want %d", x, x.Rows(), rows)
+		}
+		g, err := colMajor[T](x, true)
+		return g, x.Cols(), err
+	case tensor.Tensor:
+		d, err := toHost(x)
+		if err != nil {
+			return nil, 0, err
+		}
+		s := d.Shape()
+		data, ok := d.Data().([]T)
+		if !ok {
+			return nil, 0, fmt.Errorf("host value holds %T", d.Data())
+		}
+		switch {
+		case len(s) == 1 && s[0] == rows:
+			return data, 1, nil
+		case len(s) == 2 && s[0] == rows:
+			c := s[1]
+			if c == 1 {
+				return data, 1, nil
+			}
+			g := make([]T, rows*c)
+			for i := range rows {
+				for j, y := range data[i*c : i*c+c] {
+					g[i+j*rows] = y
+				}
+			}
+			return g, c, nil
+		}
+		return nil, 0, fmt.Errorf("host value of shape %v, want %d rows", s, rows)
+	}
+	return nil, 0, fmt.Errorf("unsupported value %T", v)
+}
+
+// gVectorOf returns a length-n host or sharded vector as a slice of T.
+func gVectorOf[T gradReal](v gorgonia.Value, n int) ([]T, error) {
+	if t, ok := v.(tensor.Tensor); ok {
+		d, err := toHost(t)
+		if err != nil {
+			return nil, err
+		}
+		switch x := d.Data().(type) {
+		case []float64:
+			return gConvertSlice[T](x, n)
+		case []float32:
+			return gConvertSlice[T](x, n)
+		}
+		return nil, fmt.Errorf("host vector holds %T", d.Data())
+	}
+	g, c, err := gMatrixOf[T](v, n)
+	if err != nil {
+		return nil, err
+	}
+	if c != 1 {
+		return nil, fmt.Errorf("want a vector, got %d columns", c)
+	}
+	return g, nil
+}
+
+func gConvertSlice[T, S gradReal](s []S, n int) ([]T, error) {
+	if len(s) != n {
+		return nil, fmt.Errorf("vector of length %d, want %d", len(s), n)
+	}
+	out := make([]T, n)
+	for i, x := range s {
+		out[i] = T(x)
+	}
+	return out, nil
+}
+
+// gScalarOf reads a real host scalar (*F64, *F32 or a one-element tensor).
+func gScalarOf(v gorgonia.Value) (float64, error) {
+	switch x := v.Data().(type) {
+	case float64:
+		return x, nil
+	case float32:
+		return float64(x), nil
+	case []float64:
+		if len(x) == 1 {
+			return x[0], nil
+		}
+	case []float32:
+		if len(x) == 1 {
+			return float64(x[0]), nil
+		}
+	}
+	return 0, fmt.Errorf("want a real scalar, got %T of shape %v", v, v.Shape())
+}
+
+// gLowerCopy is a copy of the lower triangle (diagonal included) of the n×n
+// column-major a, with a zero strict upper triangle.
+func gLowerCopy[T gradReal](n int, a []T) []T {
+	out := make([]T, n*n)
+	for j := range n {
+		copy(out[j*n+j:j*n+n], a[j*n+j:j*n+n])
+	}
+	return out
+}
+
+func gZeroStrictUpper[T gradReal](n int, a []T) {
+	for j := 1; j < n; j++ {
+		clear(a[j*n : j*n+j])
+	}
+}
+
+// gSymmetrize replaces the n×n column-major a by ½(a + aᵀ), in cache blocks.
+func gSymmetrize[T gradReal](n int, a []T) {
+	const bs = 64
+	for jb := 0; jb < n; jb += bs {
+		for ib := jb; ib < n; ib += bs {
+			for j := jb; j < min(jb+bs, n); j++ {
+				for i := max(ib, j+1); i < min(ib+bs, n); i++ {
+					s := (a[i+j*n] + a[j+i*n]) / 2
+					a[i+j*n], a[j+i*n] = s, s
+				}
+			}
+		}
+	}
+}
+
+// gTransposeInto writes the transpose of the n×n column-major src into dst.
+func gTransposeInto[T gradReal](n int, src, dst []T) {
+	const bs = 64
+	for jb := 0; jb < n; jb += bs {
+		for ib := 0; ib < n; ib += bs {
+			for j := jb; j < min(jb+bs, n); j++ {
+				for i := ib; i < min(ib+bs, n); i++ {
+					dst[j+i*n] = src[i+j*n]
+				}
+			}
+		}
+	}
+}
+
+// gTrsmLowerT solves Lᵀ·X = B in place for the n×k column-major B and the
+// lower triangular n×n L.
+func gTrsmLowerT[T gradReal](n, k int, l, b []T) error {
+	kernels.TrsmLowerLeft(true, n, k, l, n, b, n)
+	return nil
+}

@@ -1,0 +1,312 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// kernelKind names the dense kernels.
+type kernelKind int
+
+const (
+	kCholesky   kernelKind = iota // (A) → L
+	kCholSolve                    // (L, B) → (L·Lᴴ)⁻¹B
+	kPotrs                        // (A, L, B) → A⁻¹B, L = Cholesky(A)
+	kPotri                        // (A, L) → A⁻¹
+	kLogDet                       // (A, L) → log det A (host scalar)
+	kEigen                        // (A) → eigenvectors, carrying the eigenvalues
+	kEigValues                    // (A, E) → eigenvalues (host vector); (A) values only
+	kEigVectors                   // (A, E) → eigenvectors
+)
+
+var kernelNames = [...]string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Eigen", "EigenValues", "EigenVectors"}
+
+// kernelOp is one dense kernel on matrices in the column block-cyclic layout
+// of one mesh. Its gradients live in linalg_grad.go.
+type kernelOp struct {
+	base
+	kind  kernelKind
+	dt    tensor.Dtype
+	pl    Placement
+	arity int
+	out   *sharding.Tensor // reused across runs
+}
+
+// ErrNotCyclic is returned when a kernel gets a matrix that is not a sharded
+// node in the column block-cyclic layout.
+var ErrNotCyclic = errors.New("ops: kernels need sharded nodes in the column block-cyclic layout")
+
+func newKernel(kind kernelKind, ins ...*gorgonia.Node) (*kernelOp, error) {
+	for i, n := range ins {
+		if n == nil {
+			return nil, fmt.Errorf("ops: %s: input %d is nil", kernelNames[kind], i)
+		}
+		if n.Graph() != ins[0].Graph() {
+			return nil, fmt.Errorf("ops: %s: inputs from different graphs", kernelNames[kind])
+		}
+	}
+	a := ins[0]
+	p, ok := PlacementOf(a)
+	if !ok || p.Layout.Kind != cyclic.ColCyclic {
+		return nil, fmt.Errorf("%w: %s got %v", ErrNotCyclic, kernelNames[kind], a)
+	}
+	if err := sharding.CheckDtype(a.Dtype()); err != nil {
+		return nil, err
+	}
+	s := a.Shape()
+	if len(s) != 2 || s[0] != s[1] {
+		return nil, fmt.Errorf("ops: %s needs a square matrix, got shape %v", kernelNames[kind], s)
+	}
+	for _, n := range ins[1:] {
+		q, ok := PlacementOf(n)
+		if !ok || q.Layout.Kind != cyclic.ColCyclic {
+			return nil, fmt.Errorf("%w: %s got %v", ErrNotCyclic, kernelNames[kind], n)
+		}
+		if !q.Mesh.Same(p.Mesh) {
+			return nil, fmt.Errorf("%w: %s: %v and %v", sharding.ErrMeshMismatch, kernelNames[kind], p.Mesh, q.Mesh)
+		}
+		if n.Dtype() != a.Dtype() {
+			return nil, fmt.Errorf("ops: %s: dtype mismatch %v and %v", kernelNames[kind], a.Dtype(), n.Dtype())
+		}
+		if n.Shape()[0] != s[0] {
+			return nil, fmt.Errorf("ops: %s: %v has %d rows, the matrix has %d", kernelNames[kind], n, n.Shape()[0], s[0])
+		}
+	}
+	o := &kernelOp{base: base{name: kernelNames[kind]}, kind: kind, dt: a.Dtype(), pl: p, arity: len(ins)}
+	if kind == kCholSolve || kind == kPotrs {
+		b := ins[len(ins)-1]
+		o.pl, _ = PlacementOf(b)
+		if b.Dims() > 2 {
+			return nil, fmt.Errorf("ops: %s: right-hand side has rank %d", kernelNames[kind], b.Dims())
+		}
+	}
+	return o, nil
+}
+
+func apply(kind kernelKind, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
+	o, err := newKernel(kind, ins...)
+	if err != nil {
+		return nil, err
+	}
+	return gorgonia.ApplyOp(o, ins...)
+}
+
+// Cholesky factors a sharded Hermitian positive definite matrix: L lower
+// triangular with A = L·Lᴴ (only A's lower triangle is read).
+func Cholesky(a *gorgonia.Node) (*gorgonia.Node, error) { return apply(kCholesky, a) }
+
+// CholSolve solves (L·Lᴴ)X = B for a lower factor L; B and X share placement.
+func CholSolve(l, b *gorgonia.Node) (*gorgonia.Node, error) { return apply(kCholSolve, l, b) }
+
+// Potrs solves A·X = B given A and its factor L = Cholesky(A). The value
+// comes from L; the gradient flows to A directly (no refactorisation).
+func Potrs(a, l, b *gorgonia.Node) (*gorgonia.Node, error) { return apply(kPotrs, a, l, b) }
+
+// Potri is the full inverse of A (both triangles), given L = Cholesky(A).
+func Potri(a, l *gorgonia.Node) (*gorgonia.Node, error) { return apply(kPotri, a, l) }
+
+// LogDet is log det A (a host scalar of the real dtype), given L = Cholesky(A).
+func LogDet(a, l *gorgonia.Node) (*gorgonia.Node, error) { return apply(kLogDet, a, l) }
+
+// Eigen decomposes a sharded Hermitian matrix; the node's value holds the
+// eigenvectors and carries the eigenvalues for EigenValues.
+func Eigen(a *gorgonia.Node) (*gorgonia.Node, error) { return apply(kEigen, a) }
+
+// EigenValues are the ascending eigenvalues (host vector of the real dtype).
+// With e = Eigen(a) they are read from e; with e == nil only values are
+// computed.
+func EigenValues(a, e *gorgonia.Node) (*gorgonia.Node, error) {
+	if e == nil {
+		return apply(kEigValues, a)
+	}
+	return apply(kEigValues, a, e)
+}
+
+// EigenVectors are the eigenvectors of e = Eigen(a), in the columns.
+func EigenVectors(a, e *gorgonia.Node) (*gorgonia.Node, error) { return apply(kEigVectors, a, e) }
+
+func (o *kernelOp) Placement() (Placement, bool) {
+	switch o.kind {
+	case kLogDet, kEigValues:
+		return Placement{}, false
+	}
+	return o.pl, true
+}
+
+func (o *kernelOp) Arity() int { return o.arity }
+
+func (o *kernelOp) Type() hm.Type {
+	m := matType(o.dt)
+	b := hm.TypeVariable('b')
+	switch o.kind {
+	case kCholSolve:
+		return hm.NewFnType(m, b, b)
+	case kPotrs:
+		return hm.NewFnType(m, m, b, b)
+	case kLogDet:
+		return hm.NewFnType(m, m, realOf(o.dt))
+	case kEigValues:
+		v := gorgonia.TensorType{Dims: 1, Of: realOf(o.dt)}
+		if o.arity == 1 {
+			return hm.NewFnType(m, v)
+		}
+		return hm.NewFnType(m, m, v)
+	}
+	ts := make([]hm.Type, o.arity+1)
+	for i := range ts {
+		ts[i] = m
+	}
+	return hm.NewFnType(ts...)
+}
+
+func (o *kernelOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := shapeOf(in[0])
+	if err != nil {
+		return nil, err
+	}
+	switch o.kind {
+	case kCholSolve, kPotrs:
+		return shapeOf(in[len(in)-1])
+	case kLogDet:
+		return tensor.ScalarShape(), nil
+	case kEigValues:
+		return tensor.Shape{s[0]}, nil
+	}
+	return s, nil
+}
+
+func (o *kernelOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "%s|%v|%d", o.name, o.dt, o.arity)
+	writePlacement(h, o.pl)
+}
+func (o *kernelOp) Hashcode() uint32 { return hashOf(o) }
+
+// Do runs the kernel. Inputs are never modified.
+func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	ins := make([]*sharding.Tensor, len(vals))
+	for i, v := range vals {
+		t, err := asSharded(unwrapEigen(v), Placement{o.pl.Mesh, inputLayout(v, o.pl)})
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", o, err)
+		}
+		ins[i] = t
+	}
+	s := solverFor(o.pl.Mesh)
+	switch o.kind {
+	case kCholesky:
+		return o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.potrf(ins[0], out) })
+	case kCholSolve:
+		return o.output(ins[1].Shape(), func(out *sharding.Tensor) error { return s.potrs(ins[0], ins[1], out) })
+	case kPotrs:
+		return o.output(ins[2].Shape(), func(out *sharding.Tensor) error { return s.potrs(ins[1], ins[2], out) })
+	case kPotri:
+		return o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.potri(ins[1], out) })
+	case kLogDet:
+		return logDet(ins[1])
+	case kEigen:
+		w := make([]float64, ins[0].Rows())
+		v, err := o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.syevd(ins[0], w, out) })
+		if err != nil {
+			return nil, err
+		}
+		return &eigenValue{Tensor: v.(*sharding.Tensor), w: w}, nil
+	case kEigValues:
+		var w []float64
+		if e, ok := vals[len(vals)-1].(*eigenValue); ok && o.arity == 2 {
+			w = e.w
+		} else {
+			w = make([]float64, ins[0].Rows())
+			if err := s.syevd(ins[0], w, nil); err != nil {
+				return nil, fmt.Errorf("%v: %w", o, err)
+			}
+		}
+		return realVector(w, realOf(o.dt)), nil
+	case kEigVectors:
+		return ins[1], nil
+	}
+	return nil, fmt.Errorf("ops: unknown kernel %d", o.kind)
+}
+
+// output runs fill into this op's (reused) output tensor.
+func (o *kernelOp) output(shape tensor.Shape, fill func(*sharding.Tensor) error) (gorgonia.Value, error) {
+	out, err := sharding.Reuse(o.out, o.pl.Mesh, shape, o.dt, o.pl.Layout)
+	if err != nil {
+		return nil, err
+	}
+	o.out = out
+	if err := fill(out); err != nil {
+		return nil, fmt.Errorf("%v: %w", o, err)
+	}
+	return out, nil
+}
+
+// inputLayout keeps a sharded input's own cyclic layout (right-hand sides may
+// use their own tile) and places host values like the op's output.
+func inputLayout(v gorgonia.Value, p Placement) sharding.Layout {
+	if t, ok := unwrapEigen(v).(*sharding.Tensor); ok && t.Layout().Kind == cyclic.ColCyclic {
+		return t.Layout()
+	}
+	return p.Layout
+}
+
+// eigenValue is the value of an Eigen node: the eigenvectors, carrying the
+// eigenvalues.
+type eigenValue struct {
+	*sharding.Tensor
+	w []float64
+}
+
+func unwrapEigen(v gorgonia.Value) gorgonia.Value {
+	if e, ok := v.(*eigenValue); ok {
+		return e.Tensor
+	}
+	return v
+}
+
+func realVector(w []float64, dt tensor.Dtype) *tensor.Dense {
+	if dt == tensor.Float32 {
+		f := make([]float32, len(w))
+		for i, x := range w {
+			f[i] = float32(x)
+		}
+		return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(f))
+	}
+	return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(append([]float64(nil), w...)))
+}
+
+// logDet is 2·Σ log Re(L_ii) from the factor's diagonal.
+func logDet(l *sharding.Tensor) (gorgonia.Value, error) {
+	d, err := l.Diagonal()
+	if err != nil {
+		return nil, err
+	}
+	var sum float64
+	switch x := d.(type) {
+	case []float32:
+		for _, v := range x {
+			sum += logOf(float64(v))
+		}
+		return gorgonia.NewF32(float32(2 * sum)), nil
+	case []float64:
+		for _, v := range x {
+			sum += logOf(v)
+		}
+	case []complex64:
+		for _, v := range x {
+			sum += logOf(float64(real(v)))
+		}
+		return gorgonia.NewF32(float32(2 * sum)), nil
+	case []complex128:
+		for _, v := range x {
+			sum += logOf(real(v))
+		}
+	}
+	return gorgonia.NewF64(2 * sum), nil
+}

@@ -1,0 +1,257 @@
+package ops
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+var lgSeed = uint64(time.Now().UnixNano())
+
+func lgRNG(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
+	t.Logf("seed %d (stream %d)", lgSeed, stream)
+	return rand.New(rand.NewPCG(lgSeed, stream))
+}
+
+// lgSPD is a random SPD matrix M·Mᵀ/n + I, row-major.
+func lgSPD(rng *rand.Rand, n int) []float64 {
+	m := make([]float64, n*n)
+	for i := range m {
+		m[i] = rng.NormFloat64()
+	}
+	a := make([]float64, n*n)
+	for i := range n {
+		for j := range n {
+			for k := range n {
+				a[i*n+j] += m[i*n+k] * m[j*n+k] / float64(n)
+			}
+		}
+		a[i*n+i]++
+	}
+	return a
+}
+
+func lgRandom(rng *rand.Rand, n int) []float64 {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = rng.NormFloat64()
+	}
+	return d
+}
+
+func lgMatNode(g *G.ExprGraph, name string, n, k int, data []float64) *G.Node {
+	return G.NewMatrix(g, tensor.Float64, G.WithShape(n, k), G.WithName(name),
+		G.WithValue(tensor.New(tensor.WithShape(n, k), tensor.WithBacking(append([]float64(nil), data...)))))
+}
+
+func lgWeighted(x, w *G.Node) *G.Node { return G.Must(G.Sum(G.Must(G.HadamardProd(x, w)))) }
+
+// lgCountKernels counts the kernel nodes of each kind in g.
+func lgCountKernels(g *G.ExprGraph) map[kernelKind]int {
+	c := map[kernelKind]int{}
+	for _, n := range g.AllNodes() {
+		if o, ok := n.Op().(*kernelOp); ok {
+			c[o.kind]++
+		}
+	}
+	return c
+}
+
+// lgPotrsGraph: cost = Σ W∘Potrs(A, B) + LogDet(A), with one factor.
+func lgPotrsGraph(t *testing.T, rng *rand.Rand, mesh *sharding.Mesh, n, k int) (g *G.ExprGraph, a, b, cost *G.Node) {
+	g = G.NewGraph()
+	a = lgMatNode(g, "A", n, n, lgSPD(rng, n))
+	b = lgMatNode(g, "B", n, k, lgRandom(rng, n*k))
+	w := lgMatNode(g, "W", n, k, lgRandom(rng, n*k))
+	ac, err := Shard(a, mesh, sharding.Cyclic(3))
+	require.NoError(t, err)
+	bc, err := Shard(b, mesh, sharding.Cyclic(3))
+	require.NoError(t, err)
+	l, err := Cholesky(ac)
+	require.NoError(t, err)
+	x, err := Potrs(ac, l, bc)
+	require.NoError(t, err)
+	xh, err := Gather(x)
+	require.NoError(t, err)
+	ld, err := LogDet(ac, l)
+	require.NoError(t, err)
+	cost = G.Must(G.Add(lgWeighted(xh, w), ld))
+	return g, a, b, cost
+}
+
+func TestBackwardReusesTheFactor(t *testing.T) {
+	rng := lgRNG(t, 1)
+	mesh, _ := sharding.CPUMesh(2)
+	g, a, b, cost := lgPotrsGraph(t, rng, mesh, 10, 2)
+	before := lgCountKernels(g)
+	_, err := G.Grad(cost, a, b)
+	require.NoError(t, err)
+	after := lgCountKernels(g)
+	require.Equal(t, 1, before[kCholesky])
+	require.Equal(t, 1, after[kCholesky], "the backward pass must not factor A again")
+	require.Equal(t, 1, after[kPotri], "LogDet's gradient is Potri on the existing factor")
+	require.Equal(t, 1, after[kCholSolve], "Potrs' B̄ is one CholSolve on the existing factor")
+	require.Zero(t, after[kEigen])
+	// The backward kernels and gradient ops are sharded on the mesh.
+	for _, n := range g.AllNodes() {
+		if _, ok := n.Op().(*gradOp); ok {
+			p, ok := PlacementOf(n)
+			require.True(t, ok, "%v is not sharded", n)
+			require.True(t, p.Mesh.Same(mesh))
+		}
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	ga, err := a.Grad()
+	require.NoError(t, err)
+	require.IsType(t, &tensor.Dense{}, ga)
+}
+
+func TestGradOpReusesItsOutput(t *testing.T) {
+	rng := lgRNG(t, 2)
+	mesh, _ := sharding.CPUMesh(3)
+	g, a, b, cost := lgPotrsGraph(t, rng, mesh, 9, 1)
+	_, err := G.Grad(cost, a, b)
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	var first map[*G.Node]G.Value
+	for run := range 2 {
+		m.Reset()
+		require.NoError(t, m.RunAll())
+		vals := map[*G.Node]G.Value{}
+		for _, n := range g.AllNodes() {
+			if _, ok := n.Op().(*gradOp); ok {
+				vals[n] = n.Value()
+			}
+		}
+		require.NotEmpty(t, vals)
+		if run == 1 {
+			for n, v := range vals {
+				require.Same(t, first[n], v, "%v allocated a new output", n)
+			}
+		}
+		first = vals
+	}
+}
+
+// The eigenvector gradient at the ops level, with the eigenvalues unused and
+// the Eigen node consumed by EigenVectors only (it is not differentiated).
+func TestEigenVectorsOpsLevel(t *testing.T) {
+	rng := lgRNG(t, 3)
+	const n = 8
+	mesh, _ := sharding.CPUMesh(2)
+	// Well separated eigenvalues: A = diag(1..n) + a small symmetric part.
+	base := make([]float64, n*n)
+	for i := range n {
+		base[i*n+i] = float64(i + 1)
+		for j := range i {
+			v := 0.1 * rng.NormFloat64()
+			base[i*n+j], base[j*n+i] = v, v
+		}
+	}
+	w := lgRandom(rng, n*n)
+	build := func(data []float64) (*G.ExprGraph, *G.Node, *G.Node) {
+		g := G.NewGraph()
+		a := lgMatNode(g, "A", n, n, data)
+		ac, err := Shard(a, mesh, sharding.Cyclic(3))
+		require.NoError(t, err)
+		e, err := Eigen(ac)
+		require.NoError(t, err)
+		vs, err := EigenVectors(ac, e)
+		require.NoError(t, err)
+		v, err := Gather(vs)
+		require.NoError(t, err)
+		return g, a, lgWeighted(G.Must(G.HadamardProd(v, v)), lgMatNode(g, "W", n, n, w))
+	}
+	eval := func(data []float64) float64 {
+		g, _, cost := build(data)
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		require.NoError(t, m.RunAll())
+		return cost.Value().Data().(float64)
+	}
+	dir := make([]float64, n*n)
+	for i := range n {
+		for j := range i + 1 {
+			v := rng.NormFloat64()
+			dir[i*n+j], dir[j*n+i] = v, v
+		}
+	}
+	const h = 1e-4
+	at := func(s float64) float64 {
+		d := make([]float64, n*n)
+		for i := range d {
+			d[i] = base[i] + s*h*dir[i]
+		}
+		return eval(d)
+	}
+	fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
+	for _, lisp := range []bool{false, true} {
+		g, a, cost := build(base)
+		var m G.VM
+		if lisp {
+			m = G.NewLispMachine(g)
+		} else {
+			_, err := G.Grad(cost, a)
+			require.NoError(t, err)
+			m = G.NewTapeMachine(g)
+		}
+		require.NoError(t, m.RunAll())
+		ga, err := a.Grad()
+		require.NoError(t, err)
+		var an float64
+		for i, v := range ga.Data().([]float64) {
+			an += v * dir[i]
+		}
+		m.Close()
+		rel := math.Abs(an-fd) / math.Abs(fd)
+		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e", lisp, an, fd, rel)
+		require.Less(t, rel, 1e-6, "lisp=%v seed %d", lisp, lgSeed)
+	}
+}
+
+// UnwrapSymDiff pins the field of gorgonia.SymDiffError it reads.
+func TestUnwrapSymDiff(t *testing.T) {
+	mesh, _ := sharding.CPUMesh(1)
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Complex128, G.WithShape(3, 3), G.WithName("A"), G.WithInit(G.Zeroes()))
+	ac, err := Shard(a, mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	l, err := Cholesky(ac)
+	require.NoError(t, err)
+	ld, err := LogDet(ac, l)
+	require.NoError(t, err)
+	_, err = G.Grad(ld, a)
+	require.Error(t, err)
+	require.False(t, errors.Is(err, ErrComplexGradient), "Gorgonia started unwrapping: UnwrapSymDiff can go")
+	require.ErrorIs(t, UnwrapSymDiff(err), ErrComplexGradient)
+	require.Nil(t, UnwrapSymDiff(errors.New("plain")))
+	require.Nil(t, UnwrapSymDiff(nil))
+}
+
+func TestIsZeroGrad(t *testing.T) {
+	mesh, _ := sharding.CPUMesh(2)
+	z, err := sharding.New(mesh, tensor.Shape{4, 4}, tensor.Float64, sharding.Cyclic(1))
+	require.NoError(t, err)
+	require.True(t, isZeroGrad(z))
+	require.True(t, isZeroGrad(&eigenValue{Tensor: z}))
+	nz, err := sharding.Put(tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16))), mesh, sharding.Cyclic(1))
+	require.NoError(t, err)
+	one := tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16)))
+	one.Data().([]float64)[7] = 1
+	require.NoError(t, nz.Load(one))
+	require.False(t, isZeroGrad(nz))
+	require.False(t, isZeroGrad(one))
+	require.True(t, isZeroGrad(G.NewF32(0)))
+	require.False(t, isZeroGrad(G.NewF64(2)))
+}

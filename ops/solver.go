@@ -1,0 +1,181 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/tensor"
+)
+
+// meshSolver runs the forward dense kernels on the devices of a mesh, on
+// tensors in the column block-cyclic layout. Inputs are never modified.
+type meshSolver interface {
+	potrf(a, l *sharding.Tensor) error                               // l ← lower Cholesky factor of a
+	potrs(l, b, x *sharding.Tensor) error                            // x ← (L·Lᴴ)⁻¹b
+	potri(l, c *sharding.Tensor) error                               // c ← (L·Lᴴ)⁻¹, both triangles
+	syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error // v == nil: values only
+}
+
+// solvers by device kind; the cuda build registers the GPU one.
+var solvers = map[sharding.DeviceKind]meshSolver{sharding.CPU: hostSolver{}}
+
+func solverFor(m *sharding.Mesh) meshSolver {
+	if s, ok := solvers[m.Kind()]; ok {
+		return s
+	}
+	return hostSolver{}
+}
+
+func logOf(x float64) float64 {
+	if x <= 0 {
+		return math.NaN()
+	}
+	return math.Log(x)
+}
+
+// hostSolver runs the kernels of package kernels on the host: it assembles
+// the global column-major matrix from the shards (no copy on a one-device
+// mesh), factors or solves it, and scatters the result.
+type hostSolver struct{}
+
+func (hostSolver) potrf(a, l *sharding.Tensor) error {
+	switch a.Dtype() {
+	case tensor.Float32:
+		return potrfHost[float32](a, l)
+	case tensor.Float64:
+		return potrfHost[float64](a, l)
+	case tensor.Complex64:
+		return potrfHost[complex64](a, l)
+	case tensor.Complex128:
+		return potrfHost[complex128](a, l)
+	}
+	return sharding.CheckDtype(a.Dtype())
+}
+
+func potrfHost[T kernels.Scalar](a, l *sharding.Tensor) error {
+	n := a.Rows()
+	src, err := colMajor[T](a, true)
+	if err != nil {
+		return err
+	}
+	if err := kernels.CheckFinite(n, n, src, n, true); err != nil {
+		return err
+	}
+	dst := writable[T](l)
+	copy(dst, src)
+	if err := kernels.Potrf(n, dst, n); err != nil {
+		return err
+	}
+	return storeColMajor(dst, l)
+}
+
+func (hostSolver) potrs(l, b, x *sharding.Tensor) error {
+	switch l.Dtype() {
+	case tensor.Float32:
+		return potrsHost[float32](l, b, x)
+	case tensor.Float64:
+		return potrsHost[float64](l, b, x)
+	case tensor.Complex64:
+		return potrsHost[complex64](l, b, x)
+	case tensor.Complex128:
+		return potrsHost[complex128](l, b, x)
+	}
+	return sharding.CheckDtype(l.Dtype())
+}
+
+func potrsHost[T kernels.Scalar](l, b, x *sharding.Tensor) error {
+	n, k := l.Rows(), b.Cols()
+	lg, err := colMajor[T](l, true)
+	if err != nil {
+		return err
+	}
+	bg, err := colMajor[T](b, true)
+	if err != nil {
+		return err
+	}
+	if err := kernels.CheckFinite(n, k, bg, n, false); err != nil {
+		return fmt.Errorf("right-hand side: %w", err)
+	}
+	if err := kernels.CheckFinite(n, n, lg, n, true); err != nil {
+		return fmt.Errorf("factor: %w", err)
+	}
+	xg := writable[T](x)
+	copy(xg, bg)
+	if err := kernels.Potrs(n, k, lg, n, xg, n); err != nil {
+		return err
+	}
+	return storeColMajor(xg, x)
+}
+
+func (hostSolver) potri(l, c *sharding.Tensor) error {
+	switch l.Dtype() {
+	case tensor.Float32:
+		return potriHost[float32](l, c)
+	case tensor.Float64:
+		return potriHost[float64](l, c)
+	case tensor.Complex64:
+		return potriHost[complex64](l, c)
+	case tensor.Complex128:
+		return potriHost[complex128](l, c)
+	}
+	return sharding.CheckDtype(l.Dtype())
+}
+
+func potriHost[T kernels.Scalar](l, c *sharding.Tensor) error {
+	n := l.Rows()
+	lg, err := colMajor[T](l, true)
+	if err != nil {
+		return err
+	}
+	cg := writable[T](c)
+	copy(cg, lg)
+	if err := kernels.Potri(n, cg, n); err != nil {
+		return err
+	}
+	return storeColMajor(cg, c)
+}
+
+func (hostSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
+	switch a.Dtype() {
+	case tensor.Float32:
+		return syevdHost[float32, float32](a, w, v)
+	case tensor.Float64:
+		return syevdHost[float64, float64](a, w, v)
+	case tensor.Complex64:
+		return syevdHost[complex64, float32](a, w, v)
+	case tensor.Complex128:
+		return syevdHost[complex128, float64](a, w, v)
+	}
+	return sharding.CheckDtype(a.Dtype())
+}
+
+func syevdHost[T kernels.Scalar, R float32 | float64](a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
+	n := a.Rows()
+	src, err := colMajor[T](a, true)
+	if err != nil {
+		return err
+	}
+	if err := kernels.CheckFinite(n, n, src, n, true); err != nil {
+		return err
+	}
+	var work []T
+	if v != nil {
+		work = writable[T](v)
+	} else {
+		work = make([]T, n*n)
+	}
+	copy(work, src)
+	wr := make([]R, n)
+	if err := kernels.Syevd(n, work, n, wr, v != nil); err != nil {
+		return err
+	}
+	for i, x := range wr {
+		w[i] = float64(x)
+	}
+	if v == nil {
+		return nil
+	}
+	return storeColMajor(work, v)
+}
