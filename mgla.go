@@ -39,6 +39,10 @@ var ErrNotPositiveDefinite = kernels.ErrNotPositiveDefinite
 // ErrNonFinite is matched by the run-time error for NaN or Inf inputs.
 var ErrNonFinite = kernels.ErrNonFinite
 
+// ErrComplexGradient is matched by the error for a gradient through a
+// complex-valued op (complex dtypes are forward only).
+var ErrComplexGradient = ops.ErrComplexGradient
+
 // ErrMeshMismatch is returned when nodes or options name different meshes.
 var ErrMeshMismatch = sharding.ErrMeshMismatch
 
@@ -53,6 +57,10 @@ var ErrBadInput = errors.New("mgla: bad input")
 // is none.
 func Cause(err error) error {
 	for err != nil {
+		if inner := ops.UnwrapSymDiff(err); inner != nil && inner != err {
+			err = inner
+			continue
+		}
 		switch e := err.(type) {
 		case interface{ Err() error }:
 			if inner := e.Err(); inner != nil && inner != err {

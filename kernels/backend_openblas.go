@@ -13,6 +13,8 @@ package kernels
 import (
 	"fmt"
 
+	"gonum.org/v1/gonum/blas"
+
 	"gonum.org/v1/netlib/blas/netlib"
 	"gonum.org/v1/netlib/lapack/lapacke"
 	lapacknetlib "gonum.org/v1/netlib/lapack/netlib"
@@ -50,4 +52,21 @@ func syevdNative(n int, a []float64, lda int, w []float64, vectors bool) (handle
 		transposeSquare(n, a, lda)
 	}
 	return true, nil
+}
+
+// zgemmNative runs complex128 products through OpenBLAS's zgemm (row-major
+// cblas: Cᵀ = op(B)ᵀ·op(A)ᵀ, where op(X)ᵀ of a conjugate transpose is the
+// conjugate transpose of the row-major view).
+func zgemmNative(tA, tB bool, m, n, k int, alpha complex128, a []complex128, lda int, b []complex128, ldb int, beta complex128, c []complex128, ldc int) bool {
+	if m*n*k < zgemmSmall {
+		return false
+	}
+	ct := func(t bool) blas.Transpose {
+		if t {
+			return blas.ConjTrans
+		}
+		return blas.NoTrans
+	}
+	netlib.Implementation{}.Zgemm(ct(tB), ct(tA), n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
+	return true
 }

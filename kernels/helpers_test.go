@@ -77,11 +77,11 @@ type dense struct {
 	v    []complex128
 }
 
-func newDense(r, c int) dense                     { return dense{r, c, make([]complex128, r*c)} }
-func (d dense) at(i, j int) complex128            { return d.v[i+j*d.r] }
-func (d dense) set(i, j int, z complex128)        { d.v[i+j*d.r] = z }
-func (d dense) add(i, j int, z complex128)        { d.v[i+j*d.r] += z }
-func (d dense) String() string                    { return fmt.Sprintf("%d×%d", d.r, d.c) }
+func newDense(r, c int) dense              { return dense{r, c, make([]complex128, r*c)} }
+func (d dense) at(i, j int) complex128     { return d.v[i+j*d.r] }
+func (d dense) set(i, j int, z complex128) { d.v[i+j*d.r] = z }
+func (d dense) add(i, j int, z complex128) { d.v[i+j*d.r] += z }
+func (d dense) String() string             { return fmt.Sprintf("%d×%d", d.r, d.c) }
 func denseOf[T Scalar](r, c int, a []T, lda int) dense {
 	d := newDense(r, c)
 	for j := 0; j < c; j++ {

@@ -73,12 +73,35 @@ func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
 
 // trsmLowerLeftF64 solves L·X = B (or Lᵀ·X = B) in place. In the row-major
 // view this is Xᵀ·U = Bᵀ (or Xᵀ·Uᵀ = Bᵀ) with U = Lᵀ the row-major upper
-// triangle, a right-side solve.
+// triangle, a right-side solve. With many right-hand sides the solve is
+// blocked: diagonal blocks by the backend's trsm and the updates by gemm, so
+// that L is streamed once per block instead of once per right-hand side.
 func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, ldb int) {
 	if m == 0 || n == 0 {
 		return
 	}
-	blasImpl.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+	const nb = 128
+	if n < 8 || m <= nb {
+		blasImpl.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+		return
+	}
+	if !trans {
+		for i0 := 0; i0 < m; i0 += nb {
+			ib := min(nb, m-i0)
+			blasImpl.Dtrsm(blas.Right, blas.Upper, blas.NoTrans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+			if i0+ib < m {
+				dgemmCol(false, false, m-i0-ib, n, ib, -1, l[i0+ib+i0*ldl:], ldl, b[i0:], ldb, 1, b[i0+ib:], ldb)
+			}
+		}
+		return
+	}
+	for i0 := (m - 1) / nb * nb; i0 >= 0; i0 -= nb {
+		ib := min(nb, m-i0)
+		blasImpl.Dtrsm(blas.Right, blas.Upper, blas.Trans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+		if i0 > 0 {
+			dgemmCol(true, false, i0, n, ib, -1, l[i0:], ldl, b[i0:], ldb, 1, b, ldb)
+		}
+	}
 }
 
 func trsmLowerLeftF32(trans bool, m, n int, l []float32, ldl int, b []float32, ldb int) {

@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 
@@ -25,7 +26,8 @@ var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")
 // and is where almost all of the time goes.
 
 const (
-	dcLeaf = 25 // subproblems up to this size are solved with QR iterations (dsteqr)
+	dcLeaf     = 25  // subproblems up to this size are solved with QR iterations (dsteqr)
+	dcParallel = 400 // subproblems from this size solve their halves concurrently
 
 	dlamchE = 1.0 / (1 << 53) // relative machine precision (LAPACK dlamch('E'))
 )
@@ -176,11 +178,28 @@ func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) error {
 	beta := e[m1-1]
 	d[m1-1] -= math.Abs(beta)
 	d[m1] -= math.Abs(beta)
-	if err := w.solve(m1, d[:m1], e[:m1-1], q, ldq); err != nil {
-		return err
-	}
-	if err := w.solve(m-m1, d[m1:], e[m1:], q[m1+m1*ldq:], ldq); err != nil {
-		return err
+	if m >= dcParallel && runtime.GOMAXPROCS(0) > 1 {
+		// The halves are independent: solve the second one concurrently
+		// with its own workspace.
+		var err2 error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w2 := &dcWork{}
+			err2 = w2.solve(m-m1, d[m1:], e[m1:], q[m1+m1*ldq:], ldq)
+		}()
+		err1 := w.solve(m1, d[:m1], e[:m1-1], q, ldq)
+		<-done
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+	} else {
+		if err := w.solve(m1, d[:m1], e[:m1-1], q, ldq); err != nil {
+			return err
+		}
+		if err := w.solve(m-m1, d[m1:], e[m1:], q[m1+m1*ldq:], ldq); err != nil {
+			return err
+		}
 	}
 	return w.merge(m, m1, d, beta, q, ldq)
 }

@@ -34,6 +34,13 @@ func zgemm[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a []S, ld
 	if m == 0 || n == 0 {
 		return
 	}
+	if k > 0 && alpha != 0 {
+		if a128, ok := any(a).([]complex128); ok {
+			if zgemmNative(tA, tB, m, n, k, alpha, a128, lda, any(b).([]complex128), ldb, beta, any(c).([]complex128), ldc) {
+				return
+			}
+		}
+	}
 	if beta != 1 {
 		for j := 0; j < n; j++ {
 			cc := c[j*ldc : j*ldc+m]

@@ -160,10 +160,21 @@ func ztrtri(n int, a []complex128, lda int, tmp []complex128) {
 	n2 := n - n1
 	ztrtri(n1, a, lda, tmp)
 	ztrtri(n2, a[n1+n1*lda:], lda, tmp)
-	// B := -inv(C)·B·inv(A): tmp = B·inv(A), then B = -inv(C)·tmp.
+	// B := -inv(C)·B·inv(A): tmp = B·inv(A), then B = -inv(C)·tmp. Both
+	// products skip the zero blocks above the diagonal of the triangles.
 	t := tmp[:n2*n1]
-	zgemm(false, false, n2, n1, n1, 1, a[n1:], lda, a, lda, 0, t, n2)
-	zgemm(false, false, n2, n1, n2, -1, a[n1+n1*lda:], lda, t, n2, 0, a[n1:], lda)
+	const bs = 96
+	for j0 := 0; j0 < n1; j0 += bs {
+		jb := min(bs, n1-j0)
+		// tmp[:, J] = B[:, j0:] · inv(A)[j0:, J]
+		zgemm(false, false, n2, jb, n1-j0, 1, a[n1+j0*lda:], lda, a[j0+j0*lda:], lda, 0, t[j0*n2:], n2)
+	}
+	c := a[n1+n1*lda:]
+	for i0 := 0; i0 < n2; i0 += bs {
+		ib := min(bs, n2-i0)
+		// B[I, :] = -inv(C)[I, 0:i0+ib] · tmp[0:i0+ib, :]
+		zgemm(false, false, ib, n1, i0+ib, -1, c[i0:], lda, t, n2, 0, a[n1+i0:], lda)
+	}
 }
 
 // zpotriFromInv forms inv(A) = Mᴴ·M from M = inv(L) (lower, strict upper

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // pass reuses the forward factor (B̄ = CholSolve(L, X̄), Ā = −½(B̄Xᵀ + XB̄ᵀ)),
 // so it costs O(N²) next to the forward's O(N³) factorisation.
 //
-// Metrics: bwd/fwd is the backward pass alone over the forward pass,
+// Metrics (medians over the iterations): bwd/fwd is the backward pass alone over the forward pass,
 // ((fwd+bwd) − fwd)/fwd; fwd+bwd/fwd is the whole gradient run over the
 // forward run (a refactorisation in the backward pass would make it ≈ 2).
 func BenchmarkPotrsBackward(b *testing.B) {
@@ -70,14 +71,27 @@ func BenchmarkPotrsBackward(b *testing.B) {
 	}
 	run(fwd) // warm up: allocate the ops' reused buffers
 	run(full)
-	var tf, tfb time.Duration
+	// Medians over the iterations: the machine may be shared, and a burst
+	// of load during one run should not decide the ratio.
+	tf := make([]time.Duration, 0, b.N)
+	tfb := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
-		tf += run(fwd)
-		tfb += run(full)
+		tf = append(tf, run(fwd))
+		tfb = append(tfb, run(full))
 	}
-	b.ReportMetric(float64(tf.Milliseconds())/float64(b.N), "fwd-ms")
-	b.ReportMetric(float64(tfb.Milliseconds())/float64(b.N), "fwd+bwd-ms")
-	b.ReportMetric(float64(tfb-tf)/float64(tf), "bwd/fwd")
-	b.ReportMetric(float64(tfb)/float64(tf), "fwd+bwd/fwd")
+	mf, mfb := median(tf), median(tfb)
+	b.ReportMetric(mf.Seconds()*1e3, "fwd-ms")
+	b.ReportMetric(mfb.Seconds()*1e3, "fwd+bwd-ms")
+	b.ReportMetric(float64(mfb-mf)/float64(mf), "bwd/fwd")
+	b.ReportMetric(float64(mfb)/float64(mf), "fwd+bwd/fwd")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

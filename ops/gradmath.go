@@ -15,7 +15,11 @@ import (
 // linalg_grad.go for the formulas and where each is used). Each computation is
 // a Gorgonia op whose output is an N×N *sharding.Tensor placed like the matrix
 // it is the gradient of, so the symbolic backward graph stays on the mesh; the
-// LispMachine's DoDiff runs the same computations directly (runGrad).
+// LispMachine's DoDiff runs the same computations directly (runGrad). When
+// that matrix is a sharded node with several consumers, Gorgonia needs its
+// gradient on the host (see gradFor and the package doc): the op then writes
+// its result straight into a reused row-major host tensor instead of into
+// shards that a Gather would copy out again.
 //
 // Execution. On a CPU mesh the computation assembles the global column-major
 // operands from the shards (no copy on a one-device mesh), runs the host
@@ -49,31 +53,48 @@ var gradNames = [...]string{"PotrsGrad", "CholSolveGradL", "PotriGrad", "LogDetG
 
 var gradArity = [...]int{2, 3, 2, 2, 2, 2, 2}
 
-// gradOp is one backward computation; its n×n output is placed on pl and its
-// buffers are reused from one run of a machine to the next.
+// gradOp is one backward computation; its n×n output is placed on pl, or is
+// a row-major host tensor when host is set, and its buffers are reused from
+// one run of a machine to the next.
 type gradOp struct {
 	base
-	kind gradKind
-	dt   tensor.Dtype
-	pl   Placement
-	n    int
-	out  *sharding.Tensor
+	kind    gradKind
+	dt      tensor.Dtype
+	pl      Placement
+	n       int
+	host    bool
+	out     *sharding.Tensor
+	hostOut *tensor.Dense
 }
 
-// gradNode applies the backward computation kind to ins; the result is an n×n
-// sharded node on pl of dtype dt.
-func gradNode(kind gradKind, pl Placement, dt tensor.Dtype, n int, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
+// gradNode applies the backward computation kind to ins; the result is the
+// n×n gradient of the sharded node of, of dtype dt, placed like of. When of
+// has several consumers its gradient must reach Gorgonia as a host value (see
+// gradFor); the result is then written straight into a host tensor, which
+// saves a sharded copy and a Gather of N×N values.
+func gradNode(kind gradKind, of *gorgonia.Node, dt tensor.Dtype, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
 	if len(ins) != gradArity[kind] {
 		return nil, fmt.Errorf("ops: %s takes %d inputs, got %d", gradNames[kind], gradArity[kind], len(ins))
 	}
 	if isComplex(dt) {
 		return nil, fmt.Errorf("ops: %s: %w", gradNames[kind], ErrComplexGradient)
 	}
-	o := &gradOp{base: base{name: gradNames[kind]}, kind: kind, dt: dt, pl: pl, n: n}
+	pl, ok := PlacementOf(of)
+	if !ok {
+		return nil, fmt.Errorf("ops: %s: %v is not sharded", gradNames[kind], of)
+	}
+	s := of.Shape()
+	if len(s) != 2 || s[0] != s[1] {
+		return nil, fmt.Errorf("ops: %s: %v is not square", gradNames[kind], of)
+	}
+	o := &gradOp{base: base{name: gradNames[kind]}, kind: kind, dt: dt, pl: pl, n: s[0], host: consumers(of) > 1}
+	if o.host {
+		o.name += "→host"
+	}
 	return gorgonia.ApplyOp(o, ins...)
 }
 
-func (o *gradOp) Placement() (Placement, bool) { return o.pl, true }
+func (o *gradOp) Placement() (Placement, bool) { return o.pl, !o.host }
 func (o *gradOp) Arity() int                   { return gradArity[o.kind] }
 
 // Type: the inputs are matrices, vectors or scalars depending on the kind;
@@ -92,12 +113,21 @@ func (o *gradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 }
 
 func (o *gradOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d", o.name, o.dt, o.n)
+	fmt.Fprintf(h, "%s|%v|%d|%t", o.name, o.dt, o.n, o.host)
 	writePlacement(h, o.pl)
 }
 func (o *gradOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *gradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	if o.host {
+		if o.hostOut == nil || o.hostOut.Dtype() != o.dt {
+			o.hostOut = tensor.New(tensor.Of(o.dt), tensor.WithShape(o.n, o.n))
+		}
+		if err := runGradHost(o.kind, o.hostOut, vals...); err != nil {
+			return nil, fmt.Errorf("ops: %s: %w", o.name, err)
+		}
+		return o.hostOut, nil
+	}
 	out, err := sharding.Reuse(o.out, o.pl.Mesh, tensor.Shape{o.n, o.n}, o.dt, o.pl.Layout)
 	if err != nil {
 		return nil, err
@@ -118,52 +148,136 @@ func (o *gradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgon
 	return nil, fmt.Errorf("ops: %s: second-order gradients are not supported", o.name)
 }
 
-// runGrad computes the backward computation kind of vals into out (n×n).
+// runGrad computes the backward computation kind of vals into the sharded
+// n×n out.
 func runGrad(kind gradKind, out *sharding.Tensor, vals ...gorgonia.Value) error {
-	if len(vals) != gradArity[kind] {
-		return fmt.Errorf("want %d inputs, got %d", gradArity[kind], len(vals))
-	}
 	switch out.Dtype() {
 	case tensor.Float64:
-		return gradHost[float64](kind, out, vals)
+		return gradSharded[float64](kind, out, vals)
 	case tensor.Float32:
-		return gradHost[float32](kind, out, vals)
+		return gradSharded[float32](kind, out, vals)
 	case tensor.Complex64, tensor.Complex128:
 		return ErrComplexGradient
 	}
 	return sharding.CheckDtype(out.Dtype())
 }
 
-// gradReal is the element type of the backward computations.
-type gradReal interface{ float32 | float64 }
+// runGradHost computes the backward computation kind of vals into the
+// row-major host n×n out.
+func runGradHost(kind gradKind, out *tensor.Dense, vals ...gorgonia.Value) error {
+	switch out.Dtype() {
+	case tensor.Float64:
+		return gradDense[float64](kind, out, vals)
+	case tensor.Float32:
+		return gradDense[float32](kind, out, vals)
+	case tensor.Complex64, tensor.Complex128:
+		return ErrComplexGradient
+	}
+	return sharding.CheckDtype(out.Dtype())
+}
 
-func gradHost[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.Value) error {
+func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.Value) error {
 	n := out.Rows()
 	if out.Cols() != n {
 		return fmt.Errorf("output %v is not square", out.Shape())
 	}
-	// Read every operand before dst is taken: dst may be out's own shard.
-	var err error
-	mats := make([][]T, len(vals))
-	cols := make([]int, len(vals))
+	mats, cols, err := gradOperands[T](kind, n, vals)
+	if err != nil {
+		return err
+	}
+	// The operands are read: dst may now be out's own shard.
+	dst := writable[T](out)
+	if err := gradCompute(kind, n, mats, cols, vals, dst); err != nil {
+		return err
+	}
+	return storeColMajor(dst, out)
+}
+
+func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Value) error {
+	s := out.Shape()
+	if len(s) != 2 || s[0] != s[1] {
+		return fmt.Errorf("output of shape %v is not square", s)
+	}
+	n := s[0]
+	data, ok := out.Data().([]T)
+	if !ok {
+		return fmt.Errorf("output holds %T", out.Data())
+	}
+	mats, cols, err := gradOperands[T](kind, n, vals)
+	if err != nil {
+		return err
+	}
+	if kind != gCholSolveL {
+		// Exactly symmetric results: column-major is row-major.
+		return gradCompute(kind, n, mats, cols, vals, data)
+	}
+	tmp := make([]T, n*n)
+	if err := gradCompute(kind, n, mats, cols, vals, tmp); err != nil {
+		return err
+	}
+	gTransposeInto(n, tmp, data)
+	return nil
+}
+
+// gradOperands reads the matrix operands of vals (n rows each) in global
+// column-major order, with their column counts; the entries for a scalar or
+// the eigenvalue gradient are left empty (gradCompute reads those).
+func gradOperands[T gradReal](kind gradKind, n int, vals []gorgonia.Value) (mats [][]T, cols []int, err error) {
+	if len(vals) != gradArity[kind] {
+		return nil, nil, fmt.Errorf("want %d inputs, got %d", gradArity[kind], len(vals))
+	}
+	mats, cols = make([][]T, len(vals)), make([]int, len(vals))
 	for i, v := range vals {
 		if (kind == gScale || kind == gEigValues) && i == 1 {
-			continue // a scalar or the eigenvalue gradient, read below
+			continue
 		}
 		if mats[i], cols[i], err = gMatrixOf[T](v, n); err != nil {
-			return fmt.Errorf("input %d: %w", i, err)
+			return nil, nil, fmt.Errorf("input %d: %w", i, err)
 		}
 	}
-	dst := writable[T](out)
+	return mats, cols, nil
+}
+
+// symOuterDirect is the most right-hand sides for which PotrsGrad uses a
+// direct loop rather than two gemms and a symmetrisation pass.
+const symOuterDirect = 8
+
+// gradReal is the element type of the backward computations.
+type gradReal interface{ float32 | float64 }
+
+// gradCompute writes the n×n column-major result of the backward
+// computation kind into dst, which no operand aliases.
+func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
 	switch kind {
 	case gSymOuter:
 		p, q, k := mats[0], mats[1], cols[0]
 		if cols[1] != k {
 			return fmt.Errorf("operands with %d and %d columns", k, cols[1])
 		}
-		kernels.Gemm(false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n)
-		kernels.Gemm(false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)
-		gSymmetrize(n, dst)
+		if k > symOuterDirect {
+			kernels.Gemm(false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n)
+			kernels.Gemm(false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)
+			gSymmetrize(n, dst)
+			break
+		}
+		// Few right-hand sides: one pass over dst. Each entry sums the same
+		// products as its mirror image, so the result is exactly symmetric.
+		for j := range n {
+			col := dst[j*n : j*n+n]
+			for l := range k {
+				pj, qj := -p[j+l*n]/2, -q[j+l*n]/2
+				pl, ql := p[l*n:l*n+n], q[l*n:l*n+n]
+				if l == 0 {
+					for i := range col {
+						col[i] = T(pl[i]*qj) + T(ql[i]*pj) // conversions: no FMA
+					}
+					continue
+				}
+				for i := range col {
+					col[i] += T(pl[i]*qj) + T(ql[i]*pj)
+				}
+			}
+		}
 
 	case gCholSolveL:
 		// (B̄Xᵀ + XB̄ᵀ)·L = B̄·(LᵀX)ᵀ + X·(LᵀB̄)ᵀ: O(N²K), no N×N×N product.
@@ -220,13 +334,10 @@ func gradHost[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.V
 			p[j+j*n] /= 2
 		}
 		// S = L⁻ᵀ·P·L⁻¹: Y = L⁻ᵀP, then Sᵀ = L⁻ᵀYᵀ; Ā = sym(S) = sym(Sᵀ).
-		if err := gTrsmLowerT(n, n, l, p); err != nil {
-			return err
-		}
+		// (L has a positive diagonal: it comes from a successful Potrf.)
+		kernels.TrsmLowerLeft(true, n, n, l, n, p, n)
 		gTransposeInto(n, p, dst)
-		if err := gTrsmLowerT(n, n, l, dst); err != nil {
-			return err
-		}
+		kernels.TrsmLowerLeft(true, n, n, l, n, dst, n)
 		gSymmetrize(n, dst)
 
 	case gEigValues:
@@ -276,7 +387,7 @@ func gradHost[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.V
 	default:
 		return fmt.Errorf("unknown backward computation %d", kind)
 	}
-	return storeColMajor(dst, out)
+	return nil
 }
 
 // gMatrixOf returns the global column-major data of a sharded or host value
@@ -419,11 +530,4 @@ func gTransposeInto[T gradReal](n int, src, dst []T) {
 			}
 		}
 	}
-}
-
-// gTrsmLowerT solves Lᵀ·X = B in place for the n×k column-major B and the
-// lower triangular n×n L.
-func gTrsmLowerT[T gradReal](n, k int, l, b []T) error {
-	kernels.TrsmLowerLeft(true, n, k, l, n, b, n)
-	return nil
 }

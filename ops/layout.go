@@ -147,7 +147,7 @@ func (o *gatherOp) WriteHash(h hash.Hash)                                    { f
 func (o *gatherOp) Hashcode() uint32                                         { return hashOf(o) }
 
 func (o *gatherOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	switch x := vals[0].(type) {
+	switch x := unwrapEigen(vals[0]).(type) {
 	case *sharding.Tensor:
 		return x.Gather()
 	case tensor.Tensor:

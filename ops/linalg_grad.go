@@ -92,16 +92,11 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 	if len(in) != o.arity {
 		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(in), o.arity)
 	}
-	pa, ok := PlacementOf(in[0])
-	if !ok {
-		return nil, fmt.Errorf("%w: %v: %v", ErrNotCyclic, o, in[0])
-	}
-	n := in[0].Shape()[0]
 	res := make(gorgonia.Nodes, len(in))
 	var err error
 	switch o.kind {
 	case kCholesky:
-		res[0], err = gradNode(gCholesky, pa, o.dt, n, out, grad)
+		res[0], err = gradNode(gCholesky, in[0], o.dt, out, grad)
 	case kCholSolve:
 		var xbar, bbar *gorgonia.Node
 		if xbar, err = Shard(grad, o.pl.Mesh, o.pl.Layout); err != nil {
@@ -111,7 +106,7 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 			break
 		}
 		res[1] = bbar
-		res[0], err = gradNode(gCholSolveL, pa, o.dt, n, bbar, out, in[0])
+		res[0], err = gradNode(gCholSolveL, in[0], o.dt, bbar, out, in[0])
 	case kPotrs:
 		var xbar, bbar *gorgonia.Node
 		if xbar, err = Shard(grad, o.pl.Mesh, o.pl.Layout); err != nil {
@@ -121,17 +116,17 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 			break
 		}
 		res[2] = bbar
-		res[0], err = gradNode(gSymOuter, pa, o.dt, n, bbar, out)
+		res[0], err = gradNode(gSymOuter, in[0], o.dt, bbar, out)
 	case kPotri:
-		res[0], err = gradNode(gSandwich, pa, o.dt, n, out, grad)
+		res[0], err = gradNode(gSandwich, in[0], o.dt, out, grad)
 	case kLogDet:
 		var inv *gorgonia.Node
 		if inv, err = Potri(in[0], in[1]); err != nil {
 			break
 		}
-		res[0], err = gradNode(gScale, pa, o.dt, n, inv, grad)
+		res[0], err = gradNode(gScale, in[0], o.dt, inv, grad)
 	case kEigen:
-		res[0], err = gradNode(gEigVectors, pa, o.dt, n, out, grad)
+		res[0], err = gradNode(gEigVectors, in[0], o.dt, out, grad)
 	case kEigValues:
 		e := in[len(in)-1]
 		if o.arity == 1 {
@@ -139,9 +134,9 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 				break
 			}
 		}
-		res[0], err = gradNode(gEigValues, pa, o.dt, n, e, grad)
+		res[0], err = gradNode(gEigValues, in[0], o.dt, e, grad)
 	case kEigVectors:
-		res[0], err = gradNode(gEigVectors, pa, o.dt, n, in[1], grad)
+		res[0], err = gradNode(gEigVectors, in[0], o.dt, in[1], grad)
 	default:
 		err = fmt.Errorf("ops: unknown kernel %d", o.kind)
 	}

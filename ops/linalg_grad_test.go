@@ -100,14 +100,17 @@ func TestBackwardReusesTheFactor(t *testing.T) {
 	require.Equal(t, 1, after[kPotri], "LogDet's gradient is Potri on the existing factor")
 	require.Equal(t, 1, after[kCholSolve], "Potrs' B̄ is one CholSolve on the existing factor")
 	require.Zero(t, after[kEigen])
-	// The backward kernels and gradient ops are sharded on the mesh.
+	// The sharded A has several consumers, so its gradients are written
+	// straight to the host (no sharded copy, no Gather of them).
+	grads := 0
 	for _, n := range g.AllNodes() {
-		if _, ok := n.Op().(*gradOp); ok {
-			p, ok := PlacementOf(n)
-			require.True(t, ok, "%v is not sharded", n)
-			require.True(t, p.Mesh.Same(mesh))
+		if o, ok := n.Op().(*gradOp); ok {
+			grads++
+			require.True(t, o.host, "%v", n)
+			require.False(t, IsSharded(n))
 		}
 	}
+	require.Equal(t, 2, grads, "PotrsGrad and LogDetGrad")
 	m := G.NewTapeMachine(g)
 	defer m.Close()
 	require.NoError(t, m.RunAll())
@@ -173,13 +176,10 @@ func TestEigenVectorsOpsLevel(t *testing.T) {
 		require.NoError(t, err)
 		return g, a, lgWeighted(G.Must(G.HadamardProd(v, v)), lgMatNode(g, "W", n, n, w))
 	}
-	eval := func(data []float64) float64 {
-		g, _, cost := build(data)
-		m := G.NewTapeMachine(g)
-		defer m.Close()
-		require.NoError(t, m.RunAll())
-		return cost.Value().Data().(float64)
-	}
+	lgCheckDirectional(t, build, base, lgSymDirection(rng, n))
+}
+
+func lgSymDirection(rng *rand.Rand, n int) []float64 {
 	dir := make([]float64, n*n)
 	for i := range n {
 		for j := range i + 1 {
@@ -187,9 +187,24 @@ func TestEigenVectorsOpsLevel(t *testing.T) {
 			dir[i*n+j], dir[j*n+i] = v, v
 		}
 	}
+	return dir
+}
+
+// lgCheckDirectional compares the gradient of the cost with respect to A
+// along dir, from Grad + TapeMachine and from the LispMachine, with fourth
+// order central differences.
+func lgCheckDirectional(t *testing.T, build func([]float64) (*G.ExprGraph, *G.Node, *G.Node), base, dir []float64) {
+	t.Helper()
+	eval := func(data []float64) float64 {
+		g, _, cost := build(data)
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		require.NoError(t, m.RunAll())
+		return cost.Value().Data().(float64)
+	}
 	const h = 1e-4
 	at := func(s float64) float64 {
-		d := make([]float64, n*n)
+		d := make([]float64, len(base))
 		for i := range d {
 			d[i] = base[i] + s*h*dir[i]
 		}
@@ -218,6 +233,72 @@ func TestEigenVectorsOpsLevel(t *testing.T) {
 		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e", lisp, an, fd, rel)
 		require.Less(t, rel, 1e-6, "lisp=%v seed %d", lisp, lgSeed)
 	}
+}
+
+// A sharded factor with two consumers (CholSolve and Gather): its gradients
+// are summed on the host and Cholesky's backward gets a host L̄.
+func TestFactorWithTwoConsumers(t *testing.T) {
+	rng := lgRNG(t, 5)
+	const n, k = 9, 2
+	mesh, _ := sharding.CPUMesh(3)
+	base := lgSPD(rng, n)
+	bdata, w1, w2 := lgRandom(rng, n*k), lgRandom(rng, n*n), lgRandom(rng, n*k)
+	build := func(data []float64) (*G.ExprGraph, *G.Node, *G.Node) {
+		g := G.NewGraph()
+		a := lgMatNode(g, "A", n, n, data)
+		b := lgMatNode(g, "B", n, k, bdata)
+		ac, err := Shard(a, mesh, sharding.Cyclic(4))
+		require.NoError(t, err)
+		bc, err := Shard(b, mesh, sharding.Cyclic(4))
+		require.NoError(t, err)
+		l, err := Cholesky(ac)
+		require.NoError(t, err)
+		x, err := CholSolve(l, bc)
+		require.NoError(t, err)
+		lh, err := Gather(l)
+		require.NoError(t, err)
+		xh, err := Gather(x)
+		require.NoError(t, err)
+		cost := G.Must(G.Add(lgWeighted(lh, lgMatNode(g, "W1", n, n, w1)), lgWeighted(xh, lgMatNode(g, "W2", n, k, w2))))
+		return g, a, cost
+	}
+	lgCheckDirectional(t, build, base, lgSymDirection(rng, n))
+}
+
+// A sharded node with one consumer keeps its gradient on the mesh.
+func TestSingleConsumerGradientStaysSharded(t *testing.T) {
+	rng := lgRNG(t, 4)
+	const n = 7
+	mesh, _ := sharding.CPUMesh(3)
+	g := G.NewGraph()
+	a := lgMatNode(g, "A", n, n, lgSPD(rng, n))
+	ac, err := Shard(a, mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	l, err := Cholesky(ac)
+	require.NoError(t, err)
+	lh, err := Gather(l)
+	require.NoError(t, err)
+	cost := lgWeighted(lh, lgMatNode(g, "W", n, n, lgRandom(rng, n*n)))
+	_, err = G.Grad(cost, a)
+	require.NoError(t, err)
+	var found bool
+	for _, nd := range g.AllNodes() {
+		if o, ok := nd.Op().(*gradOp); ok {
+			found = true
+			require.False(t, o.host)
+			p, ok := PlacementOf(nd)
+			require.True(t, ok)
+			require.True(t, p.Mesh.Same(mesh))
+			require.Equal(t, sharding.Cyclic(2), p.Layout)
+		}
+	}
+	require.True(t, found)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	ga, err := a.Grad()
+	require.NoError(t, err)
+	require.Len(t, ga.Data().([]float64), n*n)
 }
 
 // UnwrapSymDiff pins the field of gorgonia.SymDiffError it reads.

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels/cusolver"
 	"gorgonia.org/cu"
 	"gorgonia.org/tensor"
 )
@@ -367,6 +368,9 @@ func (gpuBackend) axpy(alpha float64, x, y Buffer) error {
 func (gpuBackend) diagonal(t *Tensor) (any, error) {
 	n := t.Rows()
 	elem := int64(t.dtype.Size())
+	if err := cusolver.Load(); err != nil {
+		return nil, err
+	}
 	var out any
 	_ = withStaging(t.dtype, n, func(s any) error { out = s; return nil })
 	op, _, err := hostBytes(out)
@@ -384,13 +388,10 @@ func (gpuBackend) diagonal(t *Tensor) (any, error) {
 		db := t.shards[p.Dev].(*DeviceBuffer)
 		ld, _ := t.LocalShape(p.Dev)
 		off := int64(p.LocalRow+i0-p.Row+(p.LocalCol+i0-p.Col)*ld) * elem
-		err := onDevice(db.dev, func() error {
-			return cu.Memcpy2D(cu.Memcpy2dParam{
-				Height: int64(i1 - i0), WidthInBytes: elem,
-				SrcMemoryType: cu.DeviceMemory, SrcDevice: db.ptr + cu.DevicePtr(off), SrcPitch: int64(ld+1) * elem,
-				DstMemoryType: cu.HostMemory, DstHost: unsafe.Add(op, int64(i0)*elem), DstPitch: elem,
-			})
-		})
+		// gorgonia.org/cu's Memcpy2D dereferences its nil Array fields, so the
+		// strided copy goes through the CUDA runtime of package cusolver.
+		err := cusolver.Memcpy2DDtoH(db.dev.ID, unsafe.Add(op, int64(i0)*elem), int(elem),
+			db.Ptr()+uintptr(off), int(int64(ld+1)*elem), int(elem), i1-i0)
 		if err != nil {
 			return nil, err
 		}

@@ -183,7 +183,9 @@ type GPModel struct {
 	NLL   *G.Node
 	Grads G.Nodes
 
-	vm G.VM
+	vm       G.VM
+	nllValue G.Value
+	grads    [3]G.Value
 }
 
 // NewGPModel builds the graph and its machine for training inputs x and
@@ -219,6 +221,12 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 	if m.Grads, err = G.Grad(m.NLL, m.Params[:]...); err != nil {
 		return nil, fmt.Errorf("gp model: gradient: %w", err)
 	}
+	// A TapeMachine may reuse the memory of a value once nothing reads it any
+	// more; Read copies the values we want out as they are computed.
+	G.Read(m.NLL, &m.nllValue)
+	for i, gn := range m.Grads {
+		G.Read(gn, &m.grads[i])
+	}
 	m.vm = G.NewTapeMachine(g)
 	return m, nil
 }
@@ -236,10 +244,10 @@ func (m *GPModel) Eval(theta [3]float64) (nll float64, grad [3]float64, err erro
 	if err := m.vm.RunAll(); err != nil {
 		return 0, grad, mgla.Cause(err)
 	}
-	nll, err = scalar(m.NLL)
-	for i, gn := range m.Grads {
+	nll, err = scalar("nll", m.nllValue)
+	for i, v := range m.grads {
 		if err == nil {
-			grad[i], err = scalar(gn)
+			grad[i], err = scalar(m.Params[i].Name()+" gradient", v)
 		}
 	}
 	return nll, grad, err
@@ -248,8 +256,11 @@ func (m *GPModel) Eval(theta [3]float64) (nll float64, grad [3]float64, err erro
 // Close releases the machine.
 func (m *GPModel) Close() { m.vm.Close() }
 
-func scalar(n *G.Node) (float64, error) {
-	switch v := n.Value().Data().(type) {
+func scalar(name string, val G.Value) (float64, error) {
+	if val == nil {
+		return 0, fmt.Errorf("%s: no value", name)
+	}
+	switch v := val.Data().(type) {
 	case float64:
 		return v, nil
 	case []float64:
@@ -257,7 +268,7 @@ func scalar(n *G.Node) (float64, error) {
 			return v[0], nil
 		}
 	}
-	return 0, fmt.Errorf("%v: want a float64 scalar, got %v", n.Name(), n.Value())
+	return 0, fmt.Errorf("%s: want a float64 scalar, got %v", name, val)
 }
 
 // Adam is the Adam optimiser (Kingma & Ba, 2015) for a few float64
@@ -352,12 +363,14 @@ func PredictGP(x []float64, y *tensor.Dense, xTest []float64, p GPParams, opts .
 	k := withNoise(rbf(d, params[0], params[1]), eye, params[2])
 	alpha := G.Must(mgla.Potrs(k, yn, opts...))
 	mu := G.Must(G.Mul(rbf(ds, params[0], params[1]), alpha)) // K*·K⁻¹Y
+	var out G.Value
+	G.Read(mu, &out)
 	vm := G.NewTapeMachine(g)
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, mgla.Cause(err)
 	}
-	return mu.Value().(*tensor.Dense).Clone().(*tensor.Dense), nil
+	return out.(*tensor.Dense), nil
 }
 
 // RMSE is the root-mean-square difference of two tensors of one shape.

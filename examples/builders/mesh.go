@@ -9,15 +9,15 @@ import (
 )
 
 // MeshUsage describes the values ParseMesh accepts, for flag help texts.
-const MeshUsage = "devices: default (every GPU of a cuda build, else one CPU device), cpu, cpu:N (N virtual CPU devices), gpu (every GPU), gpu:0,1 (those GPUs)"
+const MeshUsage = "devices: default (every GPU of a GPU build, else one CPU device), cpu, cpu:N (N virtual CPU devices), gpu (every GPU), gpu:0,1 (those GPUs)"
 
 // ParseMesh turns a -mesh flag into a mesh:
 //
-//	"" or "default"  sharding.DefaultMesh (every GPU when built with the cuda tag and a GPU is present, else one CPU device)
+//	"" or "default"  sharding.DefaultMesh (every GPU when built with -tags mglacuda and a GPU is present, else one CPU device)
 //	"cpu"            one virtual CPU device
 //	"cpu:4"          four virtual CPU devices
-//	"gpu"            every visible GPU (cuda builds)
-//	"gpu:0,1"        GPUs 0 and 1 (cuda builds)
+//	"gpu"            every visible GPU (-tags mglacuda builds)
+//	"gpu:0,1"        GPUs 0 and 1 (-tags mglacuda builds)
 func ParseMesh(spec string) (*sharding.Mesh, error) {
 	kind, arg, hasArg := strings.Cut(strings.TrimSpace(strings.ToLower(spec)), ":")
 	switch kind {
@@ -57,7 +57,7 @@ func ParseMesh(spec string) (*sharding.Mesh, error) {
 }
 
 // gpuMesh is the mesh of the given GPUs, every visible GPU when ids is
-// empty. In a binary built without the cuda tag sharding.GPUMesh fails with
+// empty. In a binary built without -tags mglacuda, sharding.GPUMesh fails with
 // an error saying so (it matches sharding.ErrNoGPU).
 func gpuMesh(ids []int) (*sharding.Mesh, error) {
 	m, err := sharding.GPUMesh(ids...)

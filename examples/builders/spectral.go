@@ -81,16 +81,18 @@ func SpectralDecomposition(l *tensor.Dense, opts ...mgla.Option) (s *Spectrum, e
 		return nil, err
 	}
 	gram := G.Must(G.Mul(G.Must(G.Transpose(v)), v))
+	// Read copies each value out as it is computed (a TapeMachine may reuse
+	// the memory of values that nothing reads any more).
+	var wv, vv, gv G.Value
+	G.Read(w, &wv)
+	G.Read(v, &vv)
+	G.Read(gram, &gv)
 	vm := G.NewTapeMachine(g)
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, mgla.Cause(err)
 	}
-	return &Spectrum{
-		Values:  w.Value().(*tensor.Dense).Clone().(*tensor.Dense),
-		Vectors: v.Value().(*tensor.Dense).Clone().(*tensor.Dense),
-		Gram:    gram.Value().(*tensor.Dense).Clone().(*tensor.Dense),
-	}, nil
+	return &Spectrum{Values: wv.(*tensor.Dense), Vectors: vv.(*tensor.Dense), Gram: gv.(*tensor.Dense)}, nil
 }
 
 // OffIdentity is max |G_ij − δ_ij| of a square host matrix.

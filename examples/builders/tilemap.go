@@ -41,14 +41,16 @@ func TileMap(n, t, ndev int, names []string) string {
 	}
 	b.WriteString("\n")
 
-	// One character per block of columns: the owner of the block's first column.
+	// One character per block of columns (the owner of its first column),
+	// when a character covers no more than one tile.
 	const width = 64
-	step := max(1, (n+width-1)/width)
-	b.WriteString("  columns ")
-	for c := 0; c < n; c += step {
-		b.WriteByte(ownerDigit(cyclic.Owner(c/t, ndev)))
+	if step := max(1, (n+width-1)/width); step <= t {
+		b.WriteString("  columns ")
+		for c := 0; c < n; c += step {
+			b.WriteByte(ownerDigit(cyclic.Owner(c/t, ndev)))
+		}
+		fmt.Fprintf(&b, "  (one character = %d column%s)\n", step, plural(step))
 	}
-	fmt.Fprintf(&b, "  (one character = %d column%s)\n", step, plural(step))
 
 	for d := range ndev {
 		name := fmt.Sprintf("device %d", d)
@@ -56,7 +58,8 @@ func TileMap(n, t, ndev int, names []string) string {
 			name += " (" + names[d] + ")"
 		}
 		mine := cyclic.Tiles(n, t, ndev, d)
-		fmt.Fprintf(&b, "  %-18s %5d columns", name, cyclic.LocalWidth(n, t, ndev, d))
+		lw := cyclic.LocalWidth(n, t, ndev, d)
+		fmt.Fprintf(&b, "  %-18s %5d column%s", name, lw, plural(lw))
 		switch {
 		case len(mine) == 0:
 			b.WriteString("  no tile\n")

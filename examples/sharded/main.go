@@ -6,7 +6,7 @@
 //
 //	go run ./examples/sharded                          # 4 virtual CPU devices
 //	go run ./examples/sharded -n 1000 -tile 96 -mesh cpu:3
-//	go run -tags cuda ./examples/sharded -mesh gpu:0,1 -n 16384 -tile 1024
+//	go run -tags mglacuda ./examples/sharded -mesh gpu:0,1 -n 16384 -tile 1024
 //	go run ./examples/sharded -n 10 -tile 3 -mesh cpu:3 -svg docs/tilemap.svg
 package main
 
@@ -103,8 +103,8 @@ func run(n int, rhsSpec, meshSpec string, tile int, seed uint64, svg string) err
 	w, v := p.Values.Value().(*tensor.Dense), p.Vectors.Value().(*tensor.Dense)
 	wv := w.Data().([]float64)
 	ends := uniq([]int{0, 1, 2, n - 3, n - 2, n - 1})
-	fmt.Printf("  Syevd: eigenvalues %.4g … %.4g; for the 3 smallest and 3 largest pairs ‖A·v − λ·v‖/|λ|max = %.1e, max |VᵀV − I| = %.1e\n",
-		wv[0], wv[n-1], builders.EigenResidual(a, w, v, ends), builders.Orthogonality(v, ends))
+	fmt.Printf("  Syevd      eigenvalues %.4g … %.4g; for the 3 smallest and 3 largest:\n", wv[0], wv[n-1])
+	fmt.Printf("             ‖A·v − λ·v‖/|λ|max = %.1e, max |VᵀV − I| = %.1e\n", builders.EigenResidual(a, w, v, ends), builders.Orthogonality(v, ends))
 	return nil
 }
 

@@ -107,6 +107,17 @@ func MemcpyDtoH(device int, dst unsafe.Pointer, src uintptr, bytes int) error {
 	})
 }
 
+// Memcpy2DDtoH copies height rows of width bytes from device memory with
+// pitch spitch to host memory with pitch dpitch (cudaMemcpy2D).
+func Memcpy2DDtoH(device int, dst unsafe.Pointer, dpitch int, src uintptr, spitch, width, height int) error {
+	if width == 0 || height == 0 {
+		return nil
+	}
+	return onDevice(device, func() error {
+		return cudaErr("cudaMemcpy2D(DeviceToHost)", C.mgla_cudaMemcpy2DDtoH(dst, C.size_t(dpitch), C.uintptr_t(src), C.size_t(spitch), C.size_t(width), C.size_t(height)))
+	})
+}
+
 // Memset sets bytes of device memory at p on device to the byte value v.
 func Memset(device int, p uintptr, v byte, bytes int) error {
 	if bytes == 0 {

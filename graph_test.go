@@ -1,0 +1,216 @@
+package mgla_test
+
+// Graph-level tests: each example's graph (package examples/builders) at a
+// small size. The random seed is fresh on every run and logged (go test -v);
+// set MGLA_GRAPH_SEED to replay one.
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/examples/builders"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+func graphSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("MGLA_GRAPH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "MGLA_GRAPH_SEED")
+		seed = v
+	}
+	t.Logf("seed %d (replay with MGLA_GRAPH_SEED=%d)", seed, seed)
+	return seed
+}
+
+// gpMeshes are the meshes the GP graph runs on: the default and a 3-device
+// CPU mesh whose tile does not divide N.
+func gpMeshes(t *testing.T) map[string][]mgla.Option {
+	m3, err := sharding.CPUMesh(3)
+	require.NoError(t, err)
+	return map[string][]mgla.Option{
+		"default": nil,
+		"cpu3_T7": {mgla.WithMesh(m3), mgla.WithTile(7)},
+	}
+}
+
+func smallGP(t *testing.T, seed uint64) *builders.GPData {
+	t.Helper()
+	data, err := builders.SynthesizeGP(builders.GPDataConfig{
+		N: 40, M: 10, Paths: 3, Domain: 8,
+		True: builders.GPParams{LengthScale: 0.7, SignalVar: 1.5, NoiseVar: 0.2},
+		Seed: seed,
+	})
+	require.NoError(t, err, "seed %d", seed)
+	return data
+}
+
+func TestGPGraphLossDecreases(t *testing.T) {
+	seed := graphSeed(t)
+	data := smallGP(t, seed)
+	init := builders.GPParams{LengthScale: 2, SignalVar: 0.5, NoiseVar: 1}
+	var first []float64
+	for name, opts := range gpMeshes(t) {
+		t.Run(name, func(t *testing.T) {
+			model, err := builders.NewGPModel(data.X, data.Y, init, opts...)
+			require.NoError(t, err)
+			defer model.Close()
+			var losses []float64
+			_, _, err = model.Fit(init, builders.FitConfig{
+				Iters: 6, LR: 0.05, Every: 1,
+				Progress: func(_ int, nll float64, _ builders.GPParams) { losses = append(losses, nll) },
+			})
+			require.NoError(t, err, "seed %d", seed)
+			require.Len(t, losses, 7)
+			for i := 1; i < len(losses); i++ {
+				require.Less(t, losses[i], losses[i-1], "step %d did not decrease the loss %v (seed %d)", i, losses, seed)
+			}
+			if first == nil {
+				first = losses
+				return
+			}
+			for i := range losses { // the mesh and tile do not change the numbers
+				require.InDelta(t, first[i], losses[i], 1e-9*math.Abs(first[i]), "seed %d", seed)
+			}
+		})
+	}
+}
+
+func TestGPGraphGradientMatchesFiniteDifferences(t *testing.T) {
+	seed := graphSeed(t)
+	data := smallGP(t, seed)
+	init := builders.GPParams{LengthScale: 1.3, SignalVar: 0.8, NoiseVar: 0.5}
+	for name, opts := range gpMeshes(t) {
+		t.Run(name, func(t *testing.T) {
+			model, err := builders.NewGPModel(data.X, data.Y, init, opts...)
+			require.NoError(t, err)
+			defer model.Close()
+			theta := init.Log()
+			nll, grad, err := model.Eval(theta)
+			require.NoError(t, err)
+			require.False(t, math.IsNaN(nll))
+			f := func(th [3]float64) float64 {
+				v, _, err := model.Eval(th)
+				require.NoError(t, err)
+				return v
+			}
+			for i := range theta {
+				// Central differences with one Richardson step: error O(h⁴).
+				d := func(h float64) float64 {
+					p, m := theta, theta
+					p[i] += h
+					m[i] -= h
+					return (f(p) - f(m)) / (2 * h)
+				}
+				const h = 1e-3
+				fd := (4*d(h/2) - d(h)) / 3
+				rel := math.Abs(grad[i]-fd) / math.Max(math.Abs(fd), 1e-8)
+				t.Logf("θ%d: graph %.12g, finite differences %.12g, relative difference %.1e", i, grad[i], fd, rel)
+				require.Less(t, rel, 1e-6, "θ%d seed %d", i, seed)
+			}
+			// Eval left the machine at the last θ it ran; running θ again
+			// gives the same numbers.
+			nll2, grad2, err := model.Eval(theta)
+			require.NoError(t, err)
+			require.Equal(t, nll, nll2)
+			require.Equal(t, grad, grad2)
+		})
+	}
+}
+
+func TestGPPredictiveMean(t *testing.T) {
+	seed := graphSeed(t)
+	data := smallGP(t, seed)
+	mean, err := builders.PredictGP(data.X, data.Y, data.XTest, data.True)
+	require.NoError(t, err)
+	require.Equal(t, data.FTest.Shape(), mean.Shape())
+	// The predictive mean is closer to the function than the prior mean 0.
+	require.Less(t, builders.RMSE(mean, data.FTest), 0.8*builders.RMSE(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(mean.Shape()...)), data.FTest), "seed %d", seed)
+}
+
+func TestShardedPipelineMatchesHostPipeline(t *testing.T) {
+	seed := graphSeed(t)
+	const n = 23
+	a := builders.ExpKernelSPD(n, seed)
+	rhs := []*tensor.Dense{builders.RandomMatrix(n, 0, seed, 1), builders.RandomMatrix(n, 3, seed, 2)}
+	mesh, err := sharding.CPUMesh(3)
+	require.NoError(t, err)
+
+	sharded, err := builders.NewShardedPipeline(a, rhs, mesh, 4)
+	require.NoError(t, err)
+	stages, err := sharded.TimeStages() // runs the whole pipeline last
+	require.NoError(t, err, "seed %d", seed)
+	require.Len(t, stages, 5)
+	host, err := builders.NewHostPipeline(a, rhs)
+	require.NoError(t, err)
+	require.NoError(t, host.Run(), "seed %d", seed)
+
+	// A is placed on the mesh once and factored once.
+	count := func(prefix string) int {
+		c := 0
+		for _, nd := range sharded.Graph.AllNodes() {
+			if nd.Op() != nil && strings.HasPrefix(nd.Op().String(), prefix) {
+				c++
+			}
+		}
+		return c
+	}
+	require.Equal(t, 1+len(rhs), count("Shard"), "one placement of A and one per right-hand side")
+	require.Equal(t, 1, count("Cholesky"))
+
+	val := func(n *G.Node) *tensor.Dense { return n.Value().(*tensor.Dense) }
+	for i := range rhs {
+		require.Less(t, builders.RelDiff(val(sharded.X[i]), val(host.X[i])), 1e-12, "Potrs %d seed %d", i, seed)
+		require.Less(t, builders.SolveResidual(a, val(sharded.X[i]), rhs[i]), 1e-12, "seed %d", seed)
+	}
+	require.Less(t, builders.RelDiff(val(sharded.Inverse), val(host.Inverse)), 1e-12, "Potri seed %d", seed)
+	require.Less(t, builders.RelDiff(val(sharded.Values), val(host.Values)), 1e-12, "eigenvalues seed %d", seed)
+	// Eigenvectors agree up to the sign of each column.
+	sv, hv := val(sharded.Vectors).Data().([]float64), val(host.Vectors).Data().([]float64)
+	for j := range n {
+		var dot float64
+		for i := range n {
+			dot += sv[i*n+j] * hv[i*n+j]
+		}
+		sign := math.Copysign(1, dot)
+		for i := range n {
+			require.InDelta(t, hv[i*n+j], sign*sv[i*n+j], 1e-9, "eigenvector %d seed %d", j, seed)
+		}
+	}
+}
+
+func TestEigenExampleOrthonormal(t *testing.T) {
+	seed := graphSeed(t)
+	ring := builders.RingOfCliques{Cliques: 5, Size: 8, PIn: 1, Bridges: 2, Seed: seed}
+	lap, group, err := ring.Laplacian()
+	require.NoError(t, err)
+	n := lap.Shape()[0]
+	m2, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	for name, opts := range map[string][]mgla.Option{"default": nil, "cpu2_T5": {mgla.WithMesh(m2), mgla.WithTile(5)}} {
+		t.Run(name, func(t *testing.T) {
+			s, err := builders.SpectralDecomposition(lap, opts...)
+			require.NoError(t, err, "seed %d", seed)
+			require.Less(t, builders.OffIdentity(s.Gram), 1e-12, "VᵀV from the graph, seed %d", seed)
+			require.Less(t, builders.Orthogonality(s.Vectors, nil), 1e-12, "VᵀV on the host, seed %d", seed)
+			all := make([]int, n)
+			for j := range all {
+				all[j] = j
+			}
+			require.Less(t, builders.EigenResidual(lap, s.Values, s.Vectors, all), 1e-12, "seed %d", seed)
+			w := s.Values.Data().([]float64)
+			require.InDelta(t, 0, w[0], 1e-10*w[n-1], "a Laplacian has the eigenvalue 0")
+			require.Greater(t, w[ring.Cliques], 5*w[ring.Cliques-1], "spectral gap after %d eigenvalues: %v", ring.Cliques, w[:ring.Cliques+1])
+			require.True(t, builders.RingOrder(builders.EmbeddingAngles(s, 1, 2, group)), "seed %d", seed)
+		})
+	}
+}

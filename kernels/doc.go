@@ -1,0 +1,98 @@
+// Package kernels provides CPU kernels for dense LAPACK-style linear algebra
+// on column-major matrices, for the four dtypes float32, float64, complex64
+// and complex128 (and types defined on them), through Go generics.
+//
+// # Storage
+//
+// Every matrix is column-major with a leading dimension, as in LAPACK:
+// element (i, j) of an r×c matrix a with leading dimension lda ≥ max(1, r) is
+// a[i+j*lda]. Hermitian (real: symmetric) inputs are given by their lower
+// triangle; the strict upper triangle is never read and may hold anything,
+// NaN included. Dimension and slice-length errors are programming errors and
+// panic, as in BLAS; numerical failures are returned as errors.
+//
+// # Kernels
+//
+//   - Potrf: Cholesky factorization A = L·Lᴴ (lower), with
+//     *NotPositiveDefiniteError (errors.Is ErrNotPositiveDefinite) naming the
+//     failing leading minor, and ErrNonFinite for NaN/Inf input.
+//   - Potrs: solve A·X = B given L.
+//   - Potri: the full, exactly Hermitian inverse (L·Lᴴ)⁻¹ given L.
+//   - Syevd: all eigenvalues (ascending) and optionally the orthonormal
+//     eigenvectors of a Hermitian matrix.
+//   - Helpers for gradient code: Gemm (C = α·op(A)·op(B) + β·C with op ∈
+//     {X, Xᴴ}), TrsmLowerLeft (L·X = B or Lᴴ·X = B), Symmetrize ((A+Aᴴ)/2)
+//     and CheckFinite.
+//
+// All functions are safe for concurrent use; they keep no state between
+// calls other than pooled scratch buffers. Large products use up to
+// GOMAXPROCS goroutines.
+//
+// # Algorithms
+//
+// float64 Cholesky, its solves and inverse call the LAPACK/BLAS backend
+// (gonum's pure-Go lapack/gonum and blas/gonum; OpenBLAS with the openblas
+// tag) on the row-major view of the column-major data, which is the
+// transpose: the column-major lower triangle is the row-major upper one, so
+// no copies are made. Solves with many right-hand sides are blocked over gemm.
+//
+// Real symmetric eigenproblems use a blocked Householder tridiagonalization
+// written for column-major storage (dsytrd/dlatrd, with a parallel one-pass
+// symmetric matrix–vector product and gemm-based rank-2k updates), then
+//   - eigenvalues only: the Pal–Walker–Kahan QL/QR iteration (dsterf);
+//   - with eigenvectors: a divide-and-conquer tridiagonal solver (Cuppen's
+//     method as in LAPACK's dstedc/dlaed0–4, with deflation of small
+//     components and close poles, a safeguarded two-pole rational secular
+//     equation solver and Gu–Eisenstat recomputed vectors, which keep the
+//     vectors orthogonal for clustered or repeated eigenvalues), followed by
+//     the blocked back-transformation with the reflectors (dormlq on the
+//     row-major view).
+//
+// Complex Hermitian matrices have no gonum LAPACK, so the package implements
+// them in pure Go: a pure-Go complex gemm (packed blocks, 2×2 register
+// kernel, complex128 accumulation, split between goroutines); a left-looking
+// blocked Cholesky with recursive panels; blocked triangular solves; the
+// inverse by a recursive triangular inverse and a blocked Lᴴ·L-type product;
+// and a zhetrd-style blocked Householder reduction to a real symmetric
+// tridiagonal matrix (the reflectors make the off-diagonal real), the same
+// real tridiagonal solvers as above, and a blocked back-transformation with
+// the complex reflectors (zlarft/zlarfb via gemm).
+//
+// float32 and complex64 inputs are widened to float64/complex128, computed
+// with the double-precision algorithms, and rounded once to single precision
+// at the end (Potrf, Potrs, Potri, Syevd). Gemm and TrsmLowerLeft are the
+// exception: float32 runs in float32 through the BLAS backend (sgemm, strsm)
+// and complex64 is computed with complex128 accumulation by the pure-Go
+// kernels.
+//
+// # Accuracy
+//
+// Measured by the package tests on random and clustered matrices of order up
+// to 300 (u is the unit roundoff: 1.1e-16 for float64/complex128, 6e-8 for
+// float32/complex64):
+//
+//	                          float64   complex128   float32   complex64
+//	Potrf ‖L·Lᴴ−A‖/‖A‖        4e-16     2e-16        7e-8      5e-8
+//	Potrs backward error      6e-17     7e-17        3e-8      4e-8
+//	Potri ‖A·A⁻¹−I‖_F/√n      1e-15     1e-15        9e-8      1e-7   (cond(A) ≲ 5)
+//	Syevd ‖AV−VΛ‖_F/(‖A‖_F·n) 8e-17     2e-16        3e-8      2e-8
+//	Syevd ‖VᴴV−I‖_F/n         3e-16     3e-16        3e-8      3e-8
+//	Syevd |λ−λref|/‖A‖_F      8e-16     5e-16        5e-8      2e-8
+//
+// that is backward stable to a small multiple of u·n in double precision, and
+// the double-precision result correctly rounded (a few u) in single
+// precision, independent of the conditioning of the eigenvalue clusters. The
+// forward errors of solves and inverses grow with cond(A) as usual. λref is
+// gonum's EigenSym (for complex128, on the real 2n×2n embedding).
+//
+// # Build tag openblas
+//
+// Built with -tags openblas (and cgo, CGO_LDFLAGS='-llapacke -lopenblas',
+// Debian packages libopenblas-dev and liblapacke-dev) the float64 kernels,
+// and through them float32, use OpenBLAS and LAPACKE through
+// gonum.org/v1/netlib: dpotrf/dpotri, cblas dtrsm/dgemm/sgemm, and dsyevd for
+// the real eigenproblem. The complex kernels keep their pure-Go algorithms
+// but run their matrix products through OpenBLAS zgemm. The constant Backend
+// reports the active backend. Results agree with the pure-Go build to
+// rounding; the same tests run under both.
+package kernels
