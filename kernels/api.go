@@ -57,7 +57,7 @@ func potrfC128(n int, a []complex128, lda int) error {
 		return err
 	}
 	if info := zpotrf(n, a, lda); info > 0 {
-		if d := real(a[info-1+(info-1)*lda]); d != d {
+		if d := a[info-1+(info-1)*lda]; !isFinite128(d) {
 			return &NonFiniteError{Row: info - 1, Col: info - 1}
 		}
 		return &NotPositiveDefiniteError{Order: info}

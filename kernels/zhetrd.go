@@ -299,7 +299,7 @@ func zunmtrLower(n, ncols int, a []complex128, lda int, tau []complex128, c []co
 	m := n - 1 // reflectors act on rows 1..n-1
 	vbuf := make([]complex128, m*nb)
 	t := make([]complex128, nb*nb)
-	wbuf := make([]complex128, nb*ncols)
+	wbuf := make([]complex128, 2*nb*ncols)
 	last := (k - 1) / nb * nb
 	for i0 := last; i0 >= 0; i0 -= nb {
 		ib := min(nb, k-i0)
@@ -338,9 +338,9 @@ func zunmtrLower(n, ncols int, a []complex128, lda int, tau []complex128, c []co
 		}
 		cc := c[i0+1:]
 		w := wbuf[:ib*ncols]
+		w2 := wbuf[nb*ncols : nb*ncols+ib*ncols]
 		// W = Vᴴ·C ; W = T·W ; C −= V·W
 		zgemm(true, false, ib, ncols, rows, 1, v, rows, cc, ldc, 0, w, ib)
-		w2 := make([]complex128, ib*ncols)
 		zgemm(false, false, ib, ncols, ib, 1, tt, ib, w, ib, 0, w2, ib)
 		zgemm(false, false, rows, ncols, ib, -1, v, rows, w2, ib, 1, cc, ldc)
 	}
