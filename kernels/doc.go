@@ -72,18 +72,31 @@
 // float32/complex64):
 //
 //	                          float64   complex128   float32   complex64
-//	Potrf ‖L·Lᴴ−A‖/‖A‖        4e-16     2e-16        7e-8      5e-8
-//	Potrs backward error      6e-17     7e-17        3e-8      4e-8
-//	Potri ‖A·A⁻¹−I‖_F/√n      1e-15     1e-15        9e-8      1e-7   (cond(A) ≲ 5)
-//	Syevd ‖AV−VΛ‖_F/(‖A‖_F·n) 8e-17     2e-16        3e-8      2e-8
-//	Syevd ‖VᴴV−I‖_F/n         3e-16     3e-16        3e-8      3e-8
-//	Syevd |λ−λref|/‖A‖_F      8e-16     5e-16        5e-8      2e-8
+//	Potrf ‖L·Lᴴ−A‖/‖A‖        4e-16     2e-16        7e-8      7e-8
+//	Potrs backward error      1e-16     7e-17        4e-8      3e-8
+//	Potri ‖A·A⁻¹−I‖_F/√n      1e-15     1.5e-15      9e-8      1e-7   (cond(A) ≲ 5)
+//	Syevd ‖AV−VΛ‖_F/(‖A‖_F·n) 2e-16     2e-16        3e-8      2e-8
+//	Syevd ‖VᴴV−I‖_F/n         4e-16     4e-16        3e-8      3e-8
+//	Syevd |λ−λref|/‖A‖_F      1e-15     8e-16        5e-8      3e-8
 //
 // that is backward stable to a small multiple of u·n in double precision, and
 // the double-precision result correctly rounded (a few u) in single
 // precision, independent of the conditioning of the eigenvalue clusters. The
 // forward errors of solves and inverses grow with cond(A) as usual. λref is
-// gonum's EigenSym (for complex128, on the real 2n×2n embedding).
+// gonum's EigenSym (for complex128, on the real 2n×2n embedding). The
+// tridiagonal divide and conquer alone reaches ‖TZ−ZΛ‖_F/(‖T‖_F·n) ≤ 4e-17
+// and ‖ZᵀZ−I‖_F/n ≤ 3e-16 on hard families (glued Wilkinson, Clement,
+// graded, constant diagonals with tiny couplings). Values-only and
+// with-vectors eigenvalues agree to 1e-15·‖A‖ (they use different tridiagonal
+// solvers).
+//
+// # Performance
+//
+// On two cores, pure Go, float64, against gonum's mat package (speed-up, see
+// bench_test.go): Potrf+Potrs about 1.2× mat.Cholesky Factorize+SolveTo at
+// N = 1000 and 2000; Syevd with vectors 3× (N = 500), 5× (N = 1000) and 9×
+// (N = 2000, 3 s against 28 s) mat.EigenSym. complex128 Syevd with vectors
+// takes about 2.5× the float64 time.
 //
 // # Build tag openblas
 //

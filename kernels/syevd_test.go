@@ -361,3 +361,126 @@ func TestTridiagDivideAndConquer(t *testing.T) {
 		}
 	}
 }
+
+func TestSyevdExtremeScaling(t *testing.T) {
+	rnd := newRand(t, 9)
+	for _, cplx := range []bool{false, true} {
+		n := 60
+		m := randDense(rnd, n, n, cplx)
+		h := newDense(n, n)
+		for j := 0; j < n; j++ {
+			for i := 0; i < n; i++ {
+				h.set(i, j, (m.at(i, j)+cmplx.Conj(m.at(j, i)))/2)
+			}
+		}
+		ref := refEigenvalues(h, cplx)
+		for _, s := range []float64{1e300, 1e-300, 1e-310} {
+			hs := newDense(n, n)
+			for i, v := range h.v {
+				hs.v[i] = v * complex(s, 0)
+			}
+			w := make([]float64, n)
+			var err error
+			var V dense
+			if cplx {
+				a := store[complex128](hs, n, nil)
+				err = Syevd(n, a, n, w, true)
+				V = denseOf(n, n, a, n)
+			} else {
+				a := store[float64](hs, n, nil)
+				err = Syevd(n, a, n, w, true)
+				V = denseOf(n, n, a, n)
+			}
+			if err != nil {
+				t.Fatalf("scale %g: %v", s, err)
+			}
+			tol := 1e-13
+			if s < 1e-300 {
+				tol = 1e-6 // subnormal inputs carry fewer digits
+			}
+			for i := range w {
+				if math.Abs(w[i]/s-ref[i]) > tol*math.Abs(ref[n-1]) {
+					t.Fatalf("seed %d complex=%v scale %g: λ[%d]/s = %v, want %v", testSeed, cplx, s, i, w[i]/s, ref[i])
+				}
+			}
+			if orth := fnorm(sub(mul(adjoint(V), V), eye(n))); !(orth < 1e-12) {
+				t.Fatalf("seed %d complex=%v scale %g: ‖VᴴV−I‖ = %g", testSeed, cplx, s, orth)
+			}
+		}
+	}
+}
+
+// TestSyevdLarge covers the code paths that only start at larger orders:
+// the parallel symmetric matrix–vector product, the concurrent halves of the
+// divide and conquer and several blocked panels. Checks use Gemm.
+func TestSyevdLarge(t *testing.T) {
+	rnd := newRand(t, 10)
+	n := 520
+	if testing.Short() {
+		n = 410
+	}
+	a0 := make([]float64, n*n)
+	for j := 0; j < n; j++ {
+		for i := j; i < n; i++ {
+			v := rnd.NormFloat64()
+			a0[i+j*n] = v
+			a0[j+i*n] = v
+		}
+	}
+	a := append([]float64(nil), a0...)
+	w := make([]float64, n)
+	if err := Syevd(n, a, n, w, true); err != nil {
+		t.Fatal(err)
+	}
+	r := make([]float64, n*n)
+	Gemm(false, false, n, n, n, 1, a0, n, a, n, 0, r, n) // A·V
+	for j := 0; j < n; j++ {
+		for i := 0; i < n; i++ {
+			r[i+j*n] -= a[i+j*n] * w[j]
+		}
+	}
+	g := make([]float64, n*n)
+	Gemm(true, false, n, n, n, 1, a, n, a, n, 0, g, n) // VᵀV
+	for i := 0; i < n; i++ {
+		g[i+i*n] -= 1
+	}
+	fn := func(x []float64) float64 {
+		var s float64
+		for _, v := range x {
+			s += v * v
+		}
+		return math.Sqrt(s)
+	}
+	res := fn(r) / fn(a0)
+	orth := fn(g)
+	t.Logf("n=%d: ‖AV−VΛ‖/‖A‖ = %.3g, ‖VᵀV−I‖ = %.3g", n, res, orth)
+	if !(res <= 1e-12*float64(n)) || !(orth <= 1e-10*float64(n)) {
+		t.Fatalf("seed %d: res %.3g orth %.3g", testSeed, res, orth)
+	}
+	// Complex at a size where the parallel Hermitian product is used.
+	nc := 300
+	ac0 := randHerm(nc, testSeed)
+	ac := append([]complex128(nil), ac0...)
+	wc := make([]float64, nc)
+	if err := Syevd(nc, ac, nc, wc, true); err != nil {
+		t.Fatal(err)
+	}
+	rc := make([]complex128, nc*nc)
+	Gemm(false, false, nc, nc, nc, 1, ac0, nc, ac, nc, 0, rc, nc)
+	for j := 0; j < nc; j++ {
+		for i := 0; i < nc; i++ {
+			rc[i+j*nc] -= ac[i+j*nc] * complex(wc[j], 0)
+		}
+	}
+	gc := make([]complex128, nc*nc)
+	Gemm(true, false, nc, nc, nc, 1, ac, nc, ac, nc, 0, gc, nc)
+	for i := 0; i < nc; i++ {
+		gc[i+i*nc] -= 1
+	}
+	resc := fn(parts[float64](rc)) / fn(parts[float64](ac0))
+	orthc := fn(parts[float64](gc))
+	t.Logf("complex n=%d: ‖AV−VΛ‖/‖A‖ = %.3g, ‖VᴴV−I‖ = %.3g", nc, resc, orthc)
+	if !(resc <= 1e-12*float64(nc)) || !(orthc <= 1e-10*float64(nc)) {
+		t.Fatalf("seed %d: complex res %.3g orth %.3g", testSeed, resc, orthc)
+	}
+}
