@@ -18,6 +18,11 @@
 // errors: builders reject bad shapes, dtypes and options at graph build time;
 // at run time a matrix that is not positive definite gives an error for which
 // errors.Is(mgla.Cause(err), mgla.ErrNotPositiveDefinite) holds.
+//
+// Reading results: in a graph with gradients, Gorgonia's TapeMachine may reuse
+// the memory of a value once nothing reads it, so copy results out with
+// gorgonia.Read (as the Example does) rather than reading node.Value() after
+// RunAll.
 package mgla
 
 import (
