@@ -2,8 +2,10 @@ package sharding
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
 )
 
 // Diagonal returns the main diagonal of a square sharded matrix as a host
@@ -60,38 +62,139 @@ func (hostBackend) diagonal(t *Tensor) (any, error) {
 }
 
 // ZeroStrictUpper sets the elements above the main diagonal of a square
-// sharded matrix to zero.
+// sharded matrix to zero (one block operation per piece of the layout).
 func (t *Tensor) ZeroStrictUpper() error {
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
 		return fmt.Errorf("sharding: ZeroStrictUpper of non-square %v", t.shape)
 	}
 	for _, p := range cyclic.Pieces(t.layout, t.Rows(), t.Cols(), t.mesh.Size()) {
-		// Columns j of the piece: rows [Row, min(j, Row+Rows)) are above the diagonal.
-		for j := p.Col; j < p.Col+p.Cols; j++ {
-			r1 := min(j, p.Row+p.Rows)
-			if r1 <= p.Row {
-				continue
-			}
-			ld, _ := t.LocalShape(p.Dev)
-			off := p.LocalRow + (p.LocalCol+j-p.Col)*ld
-			if err := t.mesh.mem.zeroRange(t.shards[p.Dev], off, r1-p.Row); err != nil {
-				return err
-			}
+		if p.Row >= p.Col+p.Cols-1 {
+			continue // no element of the piece lies above the diagonal
+		}
+		ld, _ := t.LocalShape(p.Dev)
+		off := p.LocalRow + p.LocalCol*ld
+		if err := t.mesh.mem.zeroUpper(t.shards[p.Dev], off, ld, p.Rows, p.Cols, p.Row-p.Col); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func (hostBackend) zeroRange(b Buffer, off, n int) error {
+func (hostBackend) zeroUpper(b Buffer, off, ld, rows, cols, shift int) error {
 	switch s := b.(*HostBuffer).data.(type) {
 	case []float32:
-		clear(s[off : off+n])
+		zeroUpperHost(s[off:], ld, rows, cols, shift)
 	case []float64:
-		clear(s[off : off+n])
+		zeroUpperHost(s[off:], ld, rows, cols, shift)
 	case []complex64:
-		clear(s[off : off+n])
+		zeroUpperHost(s[off:], ld, rows, cols, shift)
 	case []complex128:
-		clear(s[off : off+n])
+		zeroUpperHost(s[off:], ld, rows, cols, shift)
 	}
 	return nil
+}
+
+func zeroUpperHost[T any](a []T, ld, rows, cols, shift int) {
+	for j := range cols {
+		clear(a[j*ld : j*ld+min(rows, max(0, j-shift))])
+	}
+}
+
+// MirrorLower makes a square sharded matrix Hermitian from its lower
+// triangle: A(i, j) = conj(A(j, i)) above the diagonal, and a real diagonal.
+func (t *Tensor) MirrorLower() error {
+	if len(t.shape) != 2 || t.Rows() != t.Cols() {
+		return fmt.Errorf("sharding: MirrorLower of non-square %v", t.shape)
+	}
+	return t.mesh.mem.mirrorLower(t)
+}
+
+func (hostBackend) mirrorLower(t *Tensor) error { return mirrorLowerHost(t) }
+
+// mirrorLowerHost mirrors through a host copy of the whole matrix.
+func mirrorLowerHost(t *Tensor) error {
+	d, err := t.Gather()
+	if err != nil {
+		return err
+	}
+	switch s := d.Data().(type) {
+	case []float32:
+		mirrorRowMajor(s, t.Rows(), func(v float32) float32 { return v }, func(v float32) float32 { return v })
+	case []float64:
+		mirrorRowMajor(s, t.Rows(), func(v float64) float64 { return v }, func(v float64) float64 { return v })
+	case []complex64:
+		mirrorRowMajor(s, t.Rows(), func(v complex64) complex64 { return complex(real(v), -imag(v)) },
+			func(v complex64) complex64 { return complex(real(v), 0) })
+	case []complex128:
+		mirrorRowMajor(s, t.Rows(), func(v complex128) complex128 { return complex(real(v), -imag(v)) },
+			func(v complex128) complex128 { return complex(real(v), 0) })
+	}
+	return t.Load(d)
+}
+
+// mirrorRowMajor: row-major a[i*n+j]; the lower triangle has i > j.
+func mirrorRowMajor[T any](a []T, n int, conj, re func(T) T) {
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			a[i*n+j] = conj(a[j*n+i])
+		}
+		a[i*n+i] = re(a[i*n+i])
+	}
+}
+
+// ErrNonFinite reports NaN or ±Inf in a sharded matrix; it is the error of
+// package kernels, so errors.Is works across the library.
+var ErrNonFinite = kernels.ErrNonFinite
+
+// CheckFinite reports NaN or ±Inf in the matrix (in its lower triangle
+// only, when lower), on the devices that hold it.
+func (t *Tensor) CheckFinite(lower bool) error {
+	for _, p := range cyclic.Pieces(t.layout, t.Rows(), t.Cols(), t.mesh.Size()) {
+		if t.layout.Kind == cyclic.Replicated && p.Dev != 0 {
+			continue
+		}
+		if lower && p.Row+p.Rows-1 < p.Col {
+			continue // wholly above the diagonal
+		}
+		bad, err := t.mesh.mem.nonFinite(t, p, lower)
+		if err != nil {
+			return err
+		}
+		if bad {
+			return fmt.Errorf("%w (in rows %d–%d, columns %d–%d)", ErrNonFinite, p.Row, p.Row+p.Rows-1, p.Col, p.Col+p.Cols-1)
+		}
+	}
+	return nil
+}
+
+func (hostBackend) nonFinite(t *Tensor, p cyclic.Piece, lower bool) (bool, error) {
+	ld, _ := t.LocalShape(p.Dev)
+	off := p.LocalRow + p.LocalCol*ld
+	finite := func(re, im float64) bool {
+		return !math.IsNaN(re) && !math.IsInf(re, 0) && !math.IsNaN(im) && !math.IsInf(im, 0)
+	}
+	for j := range p.Cols {
+		for i := range p.Rows {
+			if lower && p.Row+i < p.Col+j {
+				continue
+			}
+			var ok bool
+			switch s := t.shards[p.Dev].(*HostBuffer).data.(type) {
+			case []float32:
+				ok = finite(float64(s[off+i+j*ld]), 0)
+			case []float64:
+				ok = finite(s[off+i+j*ld], 0)
+			case []complex64:
+				v := s[off+i+j*ld]
+				ok = finite(float64(real(v)), float64(imag(v)))
+			case []complex128:
+				v := s[off+i+j*ld]
+				ok = finite(real(v), imag(v))
+			}
+			if !ok {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

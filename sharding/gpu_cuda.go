@@ -31,6 +31,7 @@ type DeviceBuffer struct {
 	ptr  cu.DevicePtr
 	n    int
 	elem int
+	dt   tensor.Dtype
 }
 
 func (b *DeviceBuffer) Device() Device { return b.dev }
@@ -162,7 +163,7 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &DeviceBuffer{dev: dev, ctx: ctx, n: n, elem: int(dt.Size())}
+	b := &DeviceBuffer{dev: dev, ctx: ctx, n: n, elem: int(dt.Size()), dt: dt}
 	if n == 0 {
 		return b, nil
 	}
@@ -172,7 +173,10 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error) {
 			return fmt.Errorf("sharding: allocating %d bytes on %v: %w", n*b.elem, dev, err)
 		}
 		b.ptr = p
-		return cu.MemsetD8(p, 0, int64(n*b.elem))
+		if err := cu.MemsetD8(p, 0, int64(n*b.elem)); err != nil {
+			return err
+		}
+		return cu.Synchronize()
 	})
 	return b, err
 }
@@ -188,7 +192,12 @@ func (gpuBackend) free(b Buffer) {
 func (gpuBackend) zero(b Buffer) {
 	db := b.(*DeviceBuffer)
 	if db.ptr != 0 {
-		_ = onDevice(db.dev, func() error { return cu.MemsetD8(db.ptr, 0, int64(db.n*db.elem)) })
+		_ = onDevice(db.dev, func() error {
+			if err := cu.MemsetD8(db.ptr, 0, int64(db.n*db.elem)); err != nil {
+				return err
+			}
+			return cu.Synchronize()
+		})
 	}
 }
 
@@ -205,85 +214,6 @@ func hostBytes(host any) (unsafe.Pointer, int, error) {
 		return unsafe.Pointer(unsafe.SliceData(h)), len(h) * 16, nil
 	}
 	return nil, 0, fmt.Errorf("sharding: unsupported host data %T", host)
-}
-
-// stage transposes the pieces of one device between the row-major host
-// matrix and a column-major staging buffer holding the whole local shard,
-// then copies it in one transfer.
-func (gpuBackend) transfer(t *Tensor, host any, up bool) error {
-	rows, cols := t.Rows(), t.Cols()
-	pieces := cyclic.Pieces(t.layout, rows, cols, t.mesh.Size())
-	return perDevice(t.mesh.Size(), func(d int) error {
-		if !up && t.layout.Kind == cyclic.Replicated && d != 0 {
-			return nil
-		}
-		db := t.shards[d].(*DeviceBuffer)
-		if db.n == 0 {
-			return nil
-		}
-		lr, lc := t.LocalShape(d)
-		var mine []cyclic.Piece
-		for _, p := range pieces {
-			if p.Dev == d {
-				mine = append(mine, p)
-			}
-		}
-		return withStaging(t.dtype, lr*lc, func(stage any) error {
-			sp, sb, _ := hostBytes(stage)
-			if !up {
-				if err := onDevice(db.dev, func() error { return cu.MemcpyDtoH(sp, db.ptr, int64(sb)) }); err != nil {
-					return err
-				}
-			}
-			for _, p := range mine {
-				transposePiece(host, stage, p, cols, lr, up)
-			}
-			if up {
-				return onDevice(db.dev, func() error { return cu.MemcpyHtoD(db.ptr, sp, int64(sb)) })
-			}
-			return nil
-		})
-	})
-}
-
-func withStaging(dt tensor.Dtype, n int, fn func(any) error) error {
-	switch dt {
-	case tensor.Float32:
-		return fn(make([]float32, n))
-	case tensor.Float64:
-		return fn(make([]float64, n))
-	case tensor.Complex64:
-		return fn(make([]complex64, n))
-	case tensor.Complex128:
-		return fn(make([]complex128, n))
-	}
-	return CheckDtype(dt)
-}
-
-func transposePiece(host, stage any, p cyclic.Piece, ld, sld int, up bool) {
-	switch h := host.(type) {
-	case []float32:
-		transposeTyped(h, stage.([]float32), p, ld, sld, up)
-	case []float64:
-		transposeTyped(h, stage.([]float64), p, ld, sld, up)
-	case []complex64:
-		transposeTyped(h, stage.([]complex64), p, ld, sld, up)
-	case []complex128:
-		transposeTyped(h, stage.([]complex128), p, ld, sld, up)
-	}
-}
-
-func transposeTyped[T any](host, stage []T, p cyclic.Piece, ld, sld int, up bool) {
-	for j := range p.Cols {
-		col := stage[p.LocalRow+(p.LocalCol+j)*sld:]
-		for i := range p.Rows {
-			if up {
-				col[i] = host[(p.Row+i)*ld+p.Col+j]
-			} else {
-				host[(p.Row+i)*ld+p.Col+j] = col[i]
-			}
-		}
-	}
 }
 
 func (g gpuBackend) put(t *Tensor, host any) error    { return g.transfer(t, host, true) }
@@ -323,43 +253,9 @@ func (gpuBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) er
 					}
 				}
 			}
-			return nil
-		})
-	})
-}
-
-// axpy has no device kernel yet: it goes through the host (used only to
-// accumulate LispMachine gradients).
-func (gpuBackend) axpy(alpha float64, x, y Buffer) error {
-	xb, yb := x.(*DeviceBuffer), y.(*DeviceBuffer)
-	if yb.n == 0 {
-		return nil
-	}
-	var dt tensor.Dtype
-	switch yb.elem {
-	case 4:
-		dt = tensor.Float32
-	case 8:
-		dt = tensor.Float64 // complex64 is handled as pairs of float32 below
-	case 16:
-		dt = tensor.Complex128
-	}
-	return withStaging(dt, yb.n*yb.elem/int(dt.Size()), func(hx any) error {
-		return withStaging(dt, yb.n*yb.elem/int(dt.Size()), func(hy any) error {
-			px, nb, _ := hostBytes(hx)
-			py, _, _ := hostBytes(hy)
-			if err := onDevice(xb.dev, func() error { return cu.MemcpyDtoH(px, xb.ptr, int64(nb)) }); err != nil {
-				return err
-			}
-			if err := onDevice(yb.dev, func() error { return cu.MemcpyDtoH(py, yb.ptr, int64(nb)) }); err != nil {
-				return err
-			}
-			hb := &HostBuffer{data: hx}
-			hyb := &HostBuffer{data: hy}
-			if err := (hostBackend{}).axpy(alpha, hb, hyb); err != nil {
-				return err
-			}
-			return onDevice(yb.dev, func() error { return cu.MemcpyHtoD(yb.ptr, py, int64(nb)) })
+			// Device-to-device copies return before they finish: wait, so
+			// that the relayout is complete for every stream and device.
+			return cu.Synchronize()
 		})
 	})
 }
@@ -371,8 +267,11 @@ func (gpuBackend) diagonal(t *Tensor) (any, error) {
 	if err := cusolver.Load(); err != nil {
 		return nil, err
 	}
-	var out any
-	_ = withStaging(t.dtype, n, func(s any) error { out = s; return nil })
+	hb, err := hostBackend{}.alloc(Device{}, t.dtype, n)
+	if err != nil {
+		return nil, err
+	}
+	out := hb.(*HostBuffer).data
 	op, _, err := hostBytes(out)
 	if err != nil {
 		return nil, err
@@ -399,9 +298,91 @@ func (gpuBackend) diagonal(t *Tensor) (any, error) {
 	return out, nil
 }
 
-func (gpuBackend) zeroRange(b Buffer, off, n int) error {
-	db := b.(*DeviceBuffer)
-	return onDevice(db.dev, func() error {
-		return cu.MemsetD8(db.ptr+cu.DevicePtr(off*db.elem), 0, int64(n*db.elem))
+// ToDense copies a GPU tensor whose layout keeps whole columns on one device
+// (the column block-cyclic and column-block layouts) into a new dense
+// column-major buffer (leading dimension Rows) on device position pos of its
+// mesh: one peer copy per tile, the source devices concurrently. It is the
+// operand of single-GPU solvers; release it with Release.
+func (t *Tensor) ToDense(pos int) (*DeviceBuffer, error) {
+	if err := t.checkWholeColumns(); err != nil {
+		return nil, err
+	}
+	buf, err := gpuBackend{}.alloc(t.mesh.devices[pos], t.dtype, t.Rows()*t.Cols())
+	if err != nil {
+		return nil, err
+	}
+	b := buf.(*DeviceBuffer)
+	if err := t.copyDense(b, true); err != nil {
+		b.Release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// IntoDense copies t into a dense buffer made by ToDense.
+func (t *Tensor) IntoDense(b *DeviceBuffer) error {
+	if err := t.checkWholeColumns(); err != nil {
+		return err
+	}
+	if b.n != t.Rows()*t.Cols() || b.dt != t.dtype {
+		return fmt.Errorf("sharding: IntoDense of %v into %d %v elements", t, b.n, b.dt)
+	}
+	return t.copyDense(b, true)
+}
+
+// FromDense copies a dense buffer made by ToDense (or of the same shape)
+// back into t's shards.
+func (t *Tensor) FromDense(b *DeviceBuffer) error {
+	if err := t.checkWholeColumns(); err != nil {
+		return err
+	}
+	if b.n != t.Rows()*t.Cols() || b.dt != t.dtype {
+		return fmt.Errorf("sharding: FromDense of %d %v elements into %v", b.n, b.dt, t)
+	}
+	return t.copyDense(b, false)
+}
+
+// Release frees the buffer's device memory now.
+func (b *DeviceBuffer) Release() { gpuBackend{}.free(b) }
+
+func (t *Tensor) checkWholeColumns() error {
+	if t.mesh.Kind() != GPU {
+		return fmt.Errorf("sharding: %v is not on GPUs", t)
+	}
+	if k := t.layout.Kind; k != cyclic.ColCyclic && k != cyclic.ColBlocks {
+		return fmt.Errorf("sharding: dense copies need whole columns per device, %v has %v", t, t.layout)
+	}
+	return nil
+}
+
+func (t *Tensor) copyDense(b *DeviceBuffer, toDense bool) error {
+	rows, elem := t.Rows(), int64(t.dtype.Size())
+	pieces := cyclic.Pieces(t.layout, rows, t.Cols(), t.mesh.Size())
+	return perDevice(t.mesh.Size(), func(d int) error {
+		s := t.shards[d].(*DeviceBuffer)
+		return onDevice(s.dev, func() error {
+			for _, p := range pieces {
+				if p.Dev != d || p.Cols == 0 {
+					continue
+				}
+				sp := s.ptr + cu.DevicePtr(int64(p.LocalCol*rows)*elem)
+				dp := b.ptr + cu.DevicePtr(int64(p.Col*rows)*elem)
+				bytes := int64(p.Cols*rows) * elem
+				src, srcCtx, dst, dstCtx := sp, s.ctx, dp, b.ctx
+				if !toDense {
+					src, srcCtx, dst, dstCtx = dp, b.ctx, sp, s.ctx
+				}
+				var err error
+				if s.dev == b.dev {
+					err = cu.MemcpyDtoD(dst, src, bytes)
+				} else {
+					err = cu.MemcpyPeer(dst, dstCtx, src, srcCtx, bytes)
+				}
+				if err != nil {
+					return fmt.Errorf("sharding: dense copy between %v and %v: %w", s.dev, b.dev, err)
+				}
+			}
+			return cu.Synchronize()
+		})
 	})
 }

@@ -17,7 +17,13 @@ type backend interface {
 	execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error
 	axpy(alpha float64, x, y Buffer) error // y += alpha·x
 	diagonal(t *Tensor) (any, error)
-	zeroRange(b Buffer, off, n int) error // n elements from off
+	// zeroUpper zeroes the elements (i, j) with i + shift < j of the
+	// rows×cols block at element offset off (leading dimension ld).
+	zeroUpper(b Buffer, off, ld, rows, cols, shift int) error
+	mirrorLower(t *Tensor) error // upper triangle ← conjugate of the lower one
+	// nonFinite reports NaN or Inf in the piece's block (elements with
+	// global row ≥ column only, when lower).
+	nonFinite(t *Tensor, p cyclic.Piece, lower bool) (bool, error)
 }
 
 // HostBuffer is a shard in host memory: a []float32, []float64, []complex64

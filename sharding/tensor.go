@@ -125,6 +125,19 @@ func (t *Tensor) Gather() (*tensor.Dense, error) {
 	return out, nil
 }
 
+// GatherInto copies the sharded tensor into the row-major host tensor d of
+// the same shape and dtype (reusing d's memory: no allocation, no first-touch
+// page faults).
+func (t *Tensor) GatherInto(d *tensor.Dense) error {
+	if !d.Shape().Eq(t.shape) || d.Dtype() != t.dtype {
+		return fmt.Errorf("sharding: cannot gather %v %v into %v %v", t.shape, t.dtype, d.Shape(), d.Dtype())
+	}
+	if d.DataOrder().IsColMajor() {
+		return fmt.Errorf("sharding: column-major host tensors are not supported")
+	}
+	return t.mesh.mem.gather(t, d.Data())
+}
+
 // Relayout returns a new tensor with the same values in layout to.
 func (t *Tensor) Relayout(to Layout) (*Tensor, error) {
 	out, err := New(t.mesh, t.shape, t.dtype, to)

@@ -185,3 +185,37 @@ func EnablePeerAccess(devices []int) (noAccess [][2]int, err error) {
 	}
 	return noAccess, nil
 }
+
+// HostAlloc returns bytes of pinned (page-locked) host memory, usable for
+// asynchronous copies with every device (cudaHostAlloc, portable). Free it
+// with FreeHost.
+func HostAlloc(bytes int) (unsafe.Pointer, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	var p unsafe.Pointer
+	if err := cudaErr("cudaHostAlloc", C.mgla_cudaHostAlloc(&p, C.size_t(bytes))); err != nil {
+		return nil, fmt.Errorf("%w (%d bytes of pinned host memory)", err, bytes)
+	}
+	return p, nil
+}
+
+// FreeHost releases memory from HostAlloc.
+func FreeHost(p unsafe.Pointer) error {
+	return cudaErr("cudaFreeHost", C.mgla_cudaFreeHost(p))
+}
+
+// HostRegister page-locks bytes of existing host memory at p (for example
+// the backing array of a Go slice, which Go's garbage collector never moves)
+// so that devices copy it at full speed; undo with HostUnregister.
+func HostRegister(p unsafe.Pointer, bytes int) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	return cudaErr("cudaHostRegister", C.mgla_cudaHostRegister(p, C.size_t(bytes)))
+}
+
+// HostUnregister undoes HostRegister.
+func HostUnregister(p unsafe.Pointer) error {
+	return cudaErr("cudaHostUnregister", C.mgla_cudaHostUnregister(p))
+}

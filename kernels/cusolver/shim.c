@@ -28,6 +28,10 @@ typedef st (*t_cudaDeviceEnablePeerAccess)(int, unsigned int);
 typedef st (*t_cudaGetLastError)(void);
 typedef st (*t_cudaRuntimeGetVersion)(int *);
 typedef st (*t_cudaDriverGetVersion)(int *);
+typedef st (*t_cudaHostAlloc)(void **, size_t, unsigned int);
+typedef st (*t_cudaFreeHost)(void *);
+typedef st (*t_cudaHostRegister)(void *, size_t, unsigned int);
+typedef st (*t_cudaHostUnregister)(void *);
 typedef const char *(*t_cudaGetErrorString)(int);
 typedef const char *(*t_cudaGetErrorName)(int);
 
@@ -101,6 +105,10 @@ typedef t_potri t_cusolverDnZpotri;
     X(MGLA_LIB_CUDART, cudaGetLastError)                                                     \
     X(MGLA_LIB_CUDART, cudaRuntimeGetVersion)                                                \
     X(MGLA_LIB_CUDART, cudaDriverGetVersion)                                                 \
+    X(MGLA_LIB_CUDART, cudaHostAlloc)                                                        \
+    X(MGLA_LIB_CUDART, cudaFreeHost)                                                         \
+    X(MGLA_LIB_CUDART, cudaHostRegister)                                                     \
+    X(MGLA_LIB_CUDART, cudaHostUnregister)                                                   \
     X(MGLA_LIB_CUDART, cudaGetErrorString)                                                   \
     X(MGLA_LIB_CUDART, cudaGetErrorName)                                                     \
     X(MGLA_LIB_CUSOLVERMG, cusolverMgCreate)                                                 \
@@ -222,6 +230,12 @@ int mgla_cudaMemset(uintptr_t p, int v, size_t bytes) {
     return CALL(cudaMemset, (void *)p, v, bytes);
 }
 int mgla_cudaDeviceSynchronize(void) { return CALL(cudaDeviceSynchronize); }
+/* flags 1 = cudaHostAllocPortable / cudaHostRegisterPortable: pinned for
+   every context of the process. */
+int mgla_cudaHostAlloc(void **p, size_t bytes) { return CALL(cudaHostAlloc, p, bytes, 1u); }
+int mgla_cudaFreeHost(void *p) { return CALL(cudaFreeHost, p); }
+int mgla_cudaHostRegister(void *p, size_t bytes) { return CALL(cudaHostRegister, p, bytes, 1u); }
+int mgla_cudaHostUnregister(void *p) { return CALL(cudaHostUnregister, p); }
 int mgla_cudaMemGetInfo(size_t *free_b, size_t *total_b) {
     return CALL(cudaMemGetInfo, free_b, total_b);
 }

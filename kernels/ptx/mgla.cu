@@ -1,0 +1,192 @@
+// mgla's own device kernels: layout transposes for host transfers, triangle
+// fills and a real axpy. Compiled to PTX by `make ptx` (nvcc -ptx) and
+// embedded in package ptx; package sharding loads the PTX into every GPU's
+// primary context and launches the kernels through the driver API.
+//
+// Every kernel parameter is 64 bits wide (gorgonia.org/cu passes parameters as
+// 64-bit words). Matrices are column-major: element (i, j) of a matrix with
+// leading dimension ld is at [i + j*ld].
+
+#define TILE 32
+#define ROWS 8
+
+// transpose: out(i, j) = in(j, i) for i < rows, j < cols, through a shared
+// 32×32 tile so that both the reads and the writes are coalesced. The element
+// type only matters for its size.
+template <typename T>
+__device__ void transpose(T *out, long long ldo, const T *in, long long ldi,
+                          long long rows, long long cols) {
+  __shared__ T tile[TILE][TILE + 1];
+  long long i0 = (long long)blockIdx.x * TILE, j0 = (long long)blockIdx.y * TILE;
+  // read in(j, i): contiguous in j
+  for (int k = threadIdx.y; k < TILE; k += ROWS) {
+    long long j = j0 + threadIdx.x, i = i0 + k;
+    if (i < rows && j < cols) tile[k][threadIdx.x] = in[j + i * ldi];
+  }
+  __syncthreads();
+  // write out(i, j): contiguous in i
+  for (int k = threadIdx.y; k < TILE; k += ROWS) {
+    long long i = i0 + threadIdx.x, j = j0 + k;
+    if (i < rows && j < cols) out[i + j * ldo] = tile[threadIdx.x][k];
+  }
+}
+
+extern "C" __global__ void mgla_transpose4(float *out, long long ldo, const float *in,
+                                           long long ldi, long long rows, long long cols) {
+  transpose(out, ldo, in, ldi, rows, cols);
+}
+extern "C" __global__ void mgla_transpose8(double *out, long long ldo, const double *in,
+                                           long long ldi, long long rows, long long cols) {
+  transpose(out, ldo, in, ldi, rows, cols);
+}
+extern "C" __global__ void mgla_transpose16(double2 *out, long long ldo, const double2 *in,
+                                            long long ldi, long long rows, long long cols) {
+  transpose(out, ldo, in, ldi, rows, cols);
+}
+
+// zeroUpper zeroes the elements of a rows×cols block (leading dimension ld)
+// that lie above the global diagonal: local (i, j) is global
+// (i + shift + j', j') with shift = row offset − column offset of the block,
+// so it is zeroed when i + shift < j.
+template <typename T>
+__device__ void zeroUpper(T *a, long long ld, long long rows, long long cols, long long shift) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long j = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < rows && j < cols && i + shift < j) {
+    T z;
+    memset(&z, 0, sizeof z);
+    a[i + j * ld] = z;
+  }
+}
+
+extern "C" __global__ void mgla_zero_upper4(float *a, long long ld, long long rows,
+                                            long long cols, long long shift) {
+  zeroUpper(a, ld, rows, cols, shift);
+}
+extern "C" __global__ void mgla_zero_upper8(double *a, long long ld, long long rows,
+                                            long long cols, long long shift) {
+  zeroUpper(a, ld, rows, cols, shift);
+}
+extern "C" __global__ void mgla_zero_upper16(double2 *a, long long ld, long long rows,
+                                             long long cols, long long shift) {
+  zeroUpper(a, ld, rows, cols, shift);
+}
+
+// mirrored is the value A(i, j) takes from A(j, i) in a Hermitian matrix:
+// the conjugate off the diagonal, the real part on it.
+__device__ float mirrored(float x, bool diag) { return x; }
+__device__ double mirrored(double x, bool diag) { return x; }
+__device__ float2 mirrored(float2 x, bool diag) { return make_float2(x.x, diag ? 0.0f : -x.y); }
+__device__ double2 mirrored(double2 x, bool diag) { return make_double2(x.x, diag ? 0.0 : -x.y); }
+
+// Column c of the global matrix of a 1-D column block-cyclic layout (tile
+// width tile over ndev devices) is local column localCol(c) of device
+// owner(c).
+__device__ long long ownerOf(long long c, long long tile, long long ndev) {
+  return (c / tile) % ndev;
+}
+__device__ long long localColOf(long long c, long long tile, long long ndev) {
+  return (c / tile / ndev) * tile + c % tile;
+}
+
+// mirrorLower fills the strict upper triangle of device dev's shard of an
+// n×n Hermitian matrix in the column block-cyclic layout from the lower
+// triangle: A(i, j) = conj(A(j, i)) for i < j, and makes the diagonal real.
+// shards holds every device's
+// shard base address (peer access enabled); each shard has leading dimension
+// n. A block handles a 32×32 piece of the local shard: it reads the mirrored
+// piece (rows = global columns of the piece, contiguous) into shared memory
+// and writes it transposed.
+template <typename T>
+__device__ void mirrorLower(const unsigned long long *shards, long long dev, long long ndev,
+                            long long n, long long tile, long long lcols) {
+  __shared__ T buf[TILE][TILE + 1];
+  long long i0 = (long long)blockIdx.x * TILE;  // global rows of the piece
+  long long lc0 = (long long)blockIdx.y * TILE; // local columns of the piece
+  if (lc0 >= lcols) return;
+  // Global columns grow with local columns (this device holds tiles dev,
+  // dev+ndev, …): a piece whose first row lies below its last column's
+  // diagonal holds no upper or diagonal element.
+  long long lcLast = min(lc0 + TILE, lcols) - 1;
+  long long jLast = ((lcLast / tile) * ndev + dev) * tile + lcLast % tile;
+  if (i0 > jLast) return;
+  T *mine = (T *)shards[dev];
+  // Read phase: thread x ↔ local column offset (source row), y ↔ row offset
+  // (source column).
+  for (int k = threadIdx.y; k < TILE; k += ROWS) {
+    long long i = i0 + k, lc = lc0 + threadIdx.x;
+    if (i < n && lc < lcols) {
+      long long j = ((lc / tile) * ndev + dev) * tile + lc % tile;
+      if (i <= j) {
+        const T *src = (const T *)shards[ownerOf(i, tile, ndev)];
+        buf[k][threadIdx.x] = src[j + localColOf(i, tile, ndev) * n];
+      }
+    }
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < TILE; k += ROWS) {
+    long long i = i0 + threadIdx.x, lc = lc0 + k;
+    if (i < n && lc < lcols) {
+      long long j = ((lc / tile) * ndev + dev) * tile + lc % tile;
+      if (i <= j) mine[i + lc * n] = mirrored(buf[threadIdx.x][k], i == j);
+    }
+  }
+}
+
+extern "C" __global__ void mgla_mirror_lower_s(const unsigned long long *shards, long long dev,
+                                               long long ndev, long long n, long long tile,
+                                               long long lcols) {
+  mirrorLower<float>(shards, dev, ndev, n, tile, lcols);
+}
+extern "C" __global__ void mgla_mirror_lower_d(const unsigned long long *shards, long long dev,
+                                               long long ndev, long long n, long long tile,
+                                               long long lcols) {
+  mirrorLower<double>(shards, dev, ndev, n, tile, lcols);
+}
+extern "C" __global__ void mgla_mirror_lower_c(const unsigned long long *shards, long long dev,
+                                               long long ndev, long long n, long long tile,
+                                               long long lcols) {
+  mirrorLower<float2>(shards, dev, ndev, n, tile, lcols);
+}
+extern "C" __global__ void mgla_mirror_lower_z(const unsigned long long *shards, long long dev,
+                                               long long ndev, long long n, long long tile,
+                                               long long lcols) {
+  mirrorLower<double2>(shards, dev, ndev, n, tile, lcols);
+}
+
+// axpy: y += alpha·x over n reals (complex data is passed as 2n reals).
+extern "C" __global__ void mgla_axpy_s(long long n, double alpha, const float *x, float *y) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    y[i] += (float)alpha * x[i];
+}
+extern "C" __global__ void mgla_axpy_d(long long n, double alpha, const double *x, double *y) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    y[i] += alpha * x[i];
+}
+
+// nonFinite sets *flag to 1 if a rows×cols block (leading dimension ld, in
+// reals) holds NaN or ±Inf. Complex data is passed as reals with pairs = 2
+// (element row = real row / pairs). With lower != 0 only the elements on or
+// below the global diagonal count (element row + shift ≥ column).
+template <typename T>
+__device__ void nonFinite(const T *a, long long ld, long long rows, long long cols, long long shift,
+                          long long lower, long long pairs, int *flag) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long j = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= rows || j >= cols) return;
+  if (lower && i / pairs + shift < j) return;
+  if (!isfinite(a[i + j * ld])) atomicExch(flag, 1);
+}
+
+extern "C" __global__ void mgla_nonfinite_s(const float *a, long long ld, long long rows,
+                                            long long cols, long long shift, long long lower,
+                                            long long pairs, int *flag) {
+  nonFinite(a, ld, rows, cols, shift, lower, pairs, flag);
+}
+extern "C" __global__ void mgla_nonfinite_d(const double *a, long long ld, long long rows,
+                                            long long cols, long long shift, long long lower,
+                                            long long pairs, int *flag) {
+  nonFinite(a, ld, rows, cols, shift, lower, pairs, flag);
+}
