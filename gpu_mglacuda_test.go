@@ -16,6 +16,23 @@ import (
 	"gorgonia.org/tensor"
 )
 
+func init() {
+	gpuTestMesh = func(t *testing.T, ndev int) (*sharding.Mesh, bool) {
+		n, err := cusolver.DeviceCount()
+		require.NoError(t, err)
+		if ndev > n {
+			return nil, false
+		}
+		ids := make([]int, ndev)
+		for i := range ids {
+			ids[i] = i
+		}
+		m, err := sharding.GPUMesh(ids...)
+		require.NoError(t, err)
+		return m, true
+	}
+}
+
 // gpuMeshes are the GPU subsets to test: 1, 2, 3 and 4 devices where present.
 func gpuMeshes(t *testing.T) [][]int {
 	n, err := cusolver.DeviceCount()

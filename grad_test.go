@@ -10,7 +10,6 @@ import (
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/ops"
-	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -477,9 +476,9 @@ func TestGradientsAgainstFiniteDifferences(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			worst := map[tensor.Dtype]float64{}
 			for _, cf := range grConfigs {
-				mesh, err := sharding.CPUMesh(cf.ndev)
+				mesh, err := testMesh(t, cf.ndev)
 				require.NoError(t, err)
-				opts := []mgla.Option{mgla.WithMesh(mesh), mgla.WithTile(cf.tile)}
+				opts := []mgla.Option{onMesh(mesh), mgla.WithTile(cf.tile)}
 				p := grNewProblem(rng, c, cf)
 				n := cf.n
 				// Finite differences in float64 along two directions of A
@@ -586,9 +585,9 @@ func TestGaussianProcessChain(t *testing.T) {
 	}
 	y := grRandom(rng, n, 0)
 	theta := [3]float64{math.Log(0.8 + 0.4*rng.Float64()), math.Log(1 + rng.Float64()), math.Log(0.1 + 0.1*rng.Float64())}
-	mesh, err := sharding.CPUMesh(2)
+	mesh, err := testMesh(t, 2)
 	require.NoError(t, err)
-	opts := []mgla.Option{mgla.WithMesh(mesh), mgla.WithTile(4)}
+	opts := []mgla.Option{onMesh(mesh), mgla.WithTile(4)}
 
 	// Grad + TapeMachine, run twice.
 	g, th, cost := gpGraph(t, theta, d, y, opts)
@@ -662,7 +661,7 @@ func grCause(err error) error {
 
 func TestComplexGradientsAreRejected(t *testing.T) {
 	const n = 5
-	mesh, _ := sharding.CPUMesh(2)
+	mesh, _ := testMesh(t, 2)
 	a := make([]complex128, n*n)
 	for i := range n {
 		a[i*n+i] = complex(float64(i+2), 0)
@@ -670,9 +669,9 @@ func TestComplexGradientsAreRejected(t *testing.T) {
 	a[1*n+0] = complex(0.3, 0.2)
 	a[0*n+1] = complex(0.3, -0.2)
 	builders := map[string]func(an *G.Node) (*G.Node, error){
-		"LogDet": func(an *G.Node) (*G.Node, error) { return mgla.LogDet(an, mgla.WithMesh(mesh), mgla.WithTile(2)) },
+		"LogDet": func(an *G.Node) (*G.Node, error) { return mgla.LogDet(an, onMesh(mesh), mgla.WithTile(2)) },
 		"Syevd": func(an *G.Node) (*G.Node, error) {
-			w, _, err := mgla.Syevd(an, mgla.WithMesh(mesh), mgla.WithTile(2), mgla.EigenvaluesOnly())
+			w, _, err := mgla.Syevd(an, onMesh(mesh), mgla.WithTile(2), mgla.EigenvaluesOnly())
 			if err != nil {
 				return nil, err
 			}

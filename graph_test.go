@@ -14,7 +14,6 @@ import (
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/examples/builders"
-	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -35,11 +34,11 @@ func graphSeed(t *testing.T) uint64 {
 // gpMeshes are the meshes the GP graph runs on: the default and a 3-device
 // CPU mesh whose tile does not divide N.
 func gpMeshes(t *testing.T) map[string][]mgla.Option {
-	m3, err := sharding.CPUMesh(3)
+	m3, err := testMesh(t, 3)
 	require.NoError(t, err)
 	return map[string][]mgla.Option{
 		"default": nil,
-		"cpu3_T7": {mgla.WithMesh(m3), mgla.WithTile(7)},
+		"cpu3_T7": {onMesh(m3), mgla.WithTile(7)},
 	}
 }
 
@@ -142,7 +141,7 @@ func TestShardedPipelineMatchesHostPipeline(t *testing.T) {
 	const n = 23
 	a := builders.ExpKernelSPD(n, seed)
 	rhs := []*tensor.Dense{builders.RandomMatrix(n, 0, seed, 1), builders.RandomMatrix(n, 3, seed, 2)}
-	mesh, err := sharding.CPUMesh(3)
+	mesh, err := testMesh(t, 3)
 	require.NoError(t, err)
 
 	sharded, err := builders.NewShardedPipeline(a, rhs, mesh, 4)
@@ -194,9 +193,9 @@ func TestEigenExampleOrthonormal(t *testing.T) {
 	lap, group, err := ring.Laplacian()
 	require.NoError(t, err)
 	n := lap.Shape()[0]
-	m2, err := sharding.CPUMesh(2)
+	m2, err := testMesh(t, 2)
 	require.NoError(t, err)
-	for name, opts := range map[string][]mgla.Option{"default": nil, "cpu2_T5": {mgla.WithMesh(m2), mgla.WithTile(5)}} {
+	for name, opts := range map[string][]mgla.Option{"default": nil, "cpu2_T5": {onMesh(m2), mgla.WithTile(5)}} {
 		t.Run(name, func(t *testing.T) {
 			s, err := builders.SpectralDecomposition(lap, opts...)
 			require.NoError(t, err, "seed %d", seed)

@@ -1,13 +1,13 @@
 // Package mgla is multi-GPU dense linear algebra for Gorgonia: Potrs, Potri,
 // Syevd, Cholesky, CholSolve and LogDet as graph ops that run sharded over a
-// mesh of devices — NVIDIA GPUs through cuSolverMg (build tag cuda), or
+// mesh of devices — NVIDIA GPUs through cuSolverMg (build tag mglacuda), or
 // virtual CPU devices, the embedded default, which give the same answers
 // through the same API.
 //
 // Each builder takes host nodes (or sharded nodes from package ops) and
 // inserts shard → relayout → kernel → gather around the kernel: the matrix is
 // placed on the mesh in the 1-D column block-cyclic layout of tile width T
-// (WithTile), the kernel runs on every device of the mesh (WithMesh), and the
+// (WithTile), the kernel runs on the devices of the mesh (WithMesh, WithDispatch), and the
 // result comes back to the host as an ordinary node. Inputs already sharded in
 // the right layout are used as they are, so a matrix placed once can feed
 // several ops (see package ops for the sharded-level API). Identical
@@ -91,6 +91,21 @@ type config struct {
 	tile       int
 	tileSet    bool
 	valuesOnly bool
+	dispatch   ops.Dispatch
+}
+
+// kernelOpts are the ops-level options of c.
+func (c *config) kernelOpts() []ops.KernelOption {
+	return []ops.KernelOption{ops.WithDispatch(c.dispatch)}
+}
+
+// Options bundles several options into one.
+func Options(opts ...Option) Option {
+	return func(c *config) {
+		for _, o := range opts {
+			o(c)
+		}
+	}
 }
 
 // WithMesh runs the op on the devices of m. Default: every GPU when the CUDA
@@ -102,17 +117,36 @@ func WithMesh(m *sharding.Mesh) Option { return func(c *config) { c.mesh = m } }
 // Any T ≥ 1 works for any N; the default is DefaultTile.
 func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, true } }
 
+// Dispatch chooses between cuSolverMg across a GPU mesh and single-GPU
+// cuSOLVER on the mesh's first device; see WithDispatch.
+type Dispatch = ops.Dispatch
+
+const (
+	DispatchAuto   = ops.DispatchAuto   // the measured rule (default)
+	DispatchMesh   = ops.DispatchMesh   // always cuSolverMg over the mesh
+	DispatchSingle = ops.DispatchSingle // always one GPU (the matrix must fit)
+)
+
+// WithDispatch overrides the default choice, on GPU meshes of several
+// devices, between cuSolverMg over every device and single-GPU cuSOLVER on
+// the first one. By default (DispatchAuto) mgla picks the faster of the two
+// from a rule measured on H200s (BENCHMARKS.md), and the mesh whenever the
+// matrix does not fit on one GPU. CPU meshes ignore it.
+func WithDispatch(d Dispatch) Option { return func(c *config) { c.dispatch = d } }
+
 // EigenvaluesOnly makes Syevd compute eigenvalues only; its vector result is
 // nil.
 func EigenvaluesOnly() Option { return func(c *config) { c.valuesOnly = true } }
 
-// DefaultTile is the tile width used without WithTile: 1024 on GPU meshes
-// (measured on H200s: T = 256 is 30% slower for potrf and 12× slower for
-// potrs at N = 65536, and cuSolverMg's syevd takes at most 1024), 256 on CPU
-// meshes, where it only sets the granularity of host copies.
+// DefaultTile is the tile width used without WithTile: 2048 on GPU meshes,
+// 256 on CPU meshes (where it only sets the granularity of host copies).
+// Measured on H200s (BENCHMARKS.md): at N = 32768 on 2 GPUs potrf takes
+// 294/201/187/187 ms with T = 256/512/1024/2048 and potrs with one
+// right-hand side 278/78/26/11 ms; Syevd caps its default at 1024, the
+// largest tile cuSolverMg's syevd takes.
 func DefaultTile(m *sharding.Mesh, n int) int {
 	if m.Kind() == sharding.GPU {
-		return 1024
+		return 2048
 	}
 	return 256
 }
@@ -177,11 +211,17 @@ func configure(name string, a *gorgonia.Node, opts []Option) (*config, error) {
 		}
 		c.mesh = m
 	}
+	if c.dispatch < DispatchAuto || c.dispatch > DispatchSingle {
+		return nil, badInput("%s: unknown dispatch %d", name, int(c.dispatch))
+	}
 	if c.tileSet && c.tile < 1 {
 		return nil, badInput("%s: tile width must be at least 1, got %d", name, c.tile)
 	}
 	if !c.tileSet {
 		c.tile = DefaultTile(c.mesh, a.Shape()[0])
+		if name == "Syevd" {
+			c.tile = min(c.tile, 1024)
+		}
 		if sharded && p.Layout.Kind == cyclic.ColCyclic {
 			c.tile = p.Layout.Tile // keep the layout an input already has
 		}
@@ -199,7 +239,7 @@ func (c *config) factor(a *gorgonia.Node) (ac, l *gorgonia.Node, err error) {
 	if ac, err = c.cyclic(a); err != nil {
 		return nil, nil, err
 	}
-	l, err = ops.Cholesky(ac)
+	l, err = ops.Cholesky(ac, c.kernelOpts()...)
 	return ac, l, err
 }
 
@@ -224,7 +264,7 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := ops.Potrs(ac, l, bc)
+	x, err := ops.Potrs(ac, l, bc, c.kernelOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +285,7 @@ func Potri(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	inv, err := ops.Potri(ac, l)
+	inv, err := ops.Potri(ac, l, c.kernelOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +330,7 @@ func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := ops.CholSolve(lc, bc)
+	x, err := ops.CholSolve(lc, bc, c.kernelOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +351,7 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ops.LogDet(ac, l)
+	return ops.LogDet(ac, l, c.kernelOpts()...)
 }
 
 // Syevd is the eigen-decomposition of a symmetric (Hermitian) A: w holds the N
@@ -334,17 +374,17 @@ func Syevd(a *gorgonia.Node, opts ...Option) (w, v *gorgonia.Node, err error) {
 		return nil, nil, err
 	}
 	if c.valuesOnly {
-		w, err = ops.EigenValues(ac, nil)
+		w, err = ops.EigenValues(ac, nil, c.kernelOpts()...)
 		return w, nil, err
 	}
-	e, err := ops.Eigen(ac)
+	e, err := ops.Eigen(ac, c.kernelOpts()...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if w, err = ops.EigenValues(ac, e); err != nil {
+	if w, err = ops.EigenValues(ac, e, c.kernelOpts()...); err != nil {
 		return nil, nil, err
 	}
-	vs, err := ops.EigenVectors(ac, e)
+	vs, err := ops.EigenVectors(ac, e, c.kernelOpts()...)
 	if err != nil {
 		return nil, nil, err
 	}

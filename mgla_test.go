@@ -214,7 +214,7 @@ func TestOpsAgainstReference(t *testing.T) {
 	for ci, c := range opCases() {
 		name := fmt.Sprintf("N%d_T%d_dev%d_%v", c.n, c.tile, c.ndev, c.dt)
 		t.Run(name, func(t *testing.T) {
-			mesh, err := sharding.CPUMesh(c.ndev)
+			mesh, err := testMesh(t, c.ndev)
 			require.NoError(t, err)
 			full, junk := hpd(rng, c.n, isComplex(c.dt))
 			b := randomMatrix(rng, c.n, c.k, isComplex(c.dt))
@@ -225,7 +225,7 @@ func TestOpsAgainstReference(t *testing.T) {
 			g := G.NewGraph()
 			a := G.NewMatrix(g, c.dt, G.WithShape(c.n, c.n), G.WithName("A"), G.WithValue(toDense(c.dt, junk, c.n, c.n)))
 			bn := G.NewMatrix(g, c.dt, G.WithShape(c.n, c.k), G.WithName("B"), G.WithValue(toDense(c.dt, b, c.n, c.k)))
-			opts := []mgla.Option{mgla.WithMesh(mesh), mgla.WithTile(c.tile)}
+			opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
 			x := must(mgla.Potrs(a, bn, opts...))
 			inv := must(mgla.Potri(a, opts...))
 			l := must(mgla.Cholesky(a, opts...))
@@ -343,7 +343,7 @@ func must(n *G.Node, err error) *G.Node {
 func TestDiagonalSystem(t *testing.T) {
 	// A = diag(1..N), b = 1 → x_i = 1/i, on every dtype and a 3-device mesh.
 	const n = 11
-	mesh, _ := sharding.CPUMesh(3)
+	mesh, _ := testMesh(t, 3)
 	for _, dt := range sharding.Dtypes {
 		a := make([]complex128, n*n)
 		b := make([]complex128, n)
@@ -354,7 +354,7 @@ func TestDiagonalSystem(t *testing.T) {
 		g := G.NewGraph()
 		an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(dt, a, n, n)))
 		bn := G.NewVector(g, dt, G.WithShape(n), G.WithName("b"), G.WithValue(toDense(dt, b, n)))
-		x := must(mgla.Potrs(an, bn, mgla.WithMesh(mesh), mgla.WithTile(2)))
+		x := must(mgla.Potrs(an, bn, onMesh(mesh), mgla.WithTile(2)))
 		require.NoError(t, run(t, g, false))
 		require.Equal(t, []int{n}, []int(x.Shape()))
 		xv := fromValue(t, x.Value())
@@ -373,11 +373,11 @@ func TestSameResultForEveryMeshAndTile(t *testing.T) {
 	var first []complex128
 	for _, ndev := range []int{1, 2, 3, 5} {
 		for _, tile := range []int{1, 4, 7, 29, 100} {
-			mesh, _ := sharding.CPUMesh(ndev)
+			mesh, _ := testMesh(t, ndev)
 			g := G.NewGraph()
 			a := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(tensor.Float64, junk, n, n)))
 			b := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 2), G.WithName("B"), G.WithValue(toDense(tensor.Float64, bv, n, 2)))
-			x := must(mgla.Potrs(a, b, mgla.WithMesh(mesh), mgla.WithTile(tile)))
+			x := must(mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(tile)))
 			require.NoError(t, run(t, g, false))
 			got := fromValue(t, x.Value())
 			if first == nil {
@@ -390,7 +390,7 @@ func TestSameResultForEveryMeshAndTile(t *testing.T) {
 }
 
 func TestRunTimeErrors(t *testing.T) {
-	mesh, _ := sharding.CPUMesh(2)
+	mesh, _ := testMesh(t, 2)
 	const n = 6
 	notPD := make([]complex128, n*n)
 	for i := range n {
@@ -403,12 +403,12 @@ func TestRunTimeErrors(t *testing.T) {
 	}
 	withNaN[4*n+1] = complex(math.NaN(), 0)
 	build := map[string]func(a, b *G.Node) (*G.Node, error){
-		"Potrs":    func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b, mgla.WithMesh(mesh), mgla.WithTile(2)) },
-		"Potri":    func(a, _ *G.Node) (*G.Node, error) { return mgla.Potri(a, mgla.WithMesh(mesh)) },
-		"Cholesky": func(a, _ *G.Node) (*G.Node, error) { return mgla.Cholesky(a, mgla.WithMesh(mesh)) },
-		"LogDet":   func(a, _ *G.Node) (*G.Node, error) { return mgla.LogDet(a, mgla.WithMesh(mesh)) },
+		"Potrs":    func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(2)) },
+		"Potri":    func(a, _ *G.Node) (*G.Node, error) { return mgla.Potri(a, onMesh(mesh)) },
+		"Cholesky": func(a, _ *G.Node) (*G.Node, error) { return mgla.Cholesky(a, onMesh(mesh)) },
+		"LogDet":   func(a, _ *G.Node) (*G.Node, error) { return mgla.LogDet(a, onMesh(mesh)) },
 		"CholSolve": func(a, b *G.Node) (*G.Node, error) {
-			return mgla.CholSolve(a, b, mgla.WithMesh(mesh))
+			return mgla.CholSolve(a, b, onMesh(mesh))
 		},
 	}
 	for name, fn := range build {
@@ -477,7 +477,7 @@ func TestBuildTimeErrors(t *testing.T) {
 		{"graphs", func() error { _, err := mgla.Potrs(sq, other); return err }, mgla.ErrBadInput},
 		{"CholSolve non-square", func() error { _, err := mgla.CholSolve(rect, b); return err }, mgla.ErrBadInput},
 		{"Syevd non-square", func() error { _, _, err := mgla.Syevd(rect); return err }, mgla.ErrBadInput},
-		{"mesh mismatch", func() error { _, err := mgla.Potri(onM2, mgla.WithMesh(m3)); return err }, mgla.ErrMeshMismatch},
+		{"mesh mismatch", func() error { _, err := mgla.Potri(onM2, onMesh(m3)); return err }, mgla.ErrMeshMismatch},
 	}
 	for _, c := range cases {
 		err := c.fn()

@@ -5,27 +5,34 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"unsafe"
 
+	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/kernels/cusolver"
 	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/tensor"
 )
 
-// gpuSolver runs the forward kernels with cuSolverMg on the GPUs of a mesh.
-// One cuSolverMg handle (with its device grid, descriptors and workspaces) is
-// kept per mesh and reused by every call.
-type gpuSolver struct{}
+// gpuSolver runs the forward kernels on the GPUs of a mesh: cuSolverMg over
+// every device, or single-GPU cuSOLVER on the mesh's first device, as its
+// dispatch decides (dispatch.go). One cuSolverMg handle (with its device
+// grid, descriptors and workspaces) is kept per mesh and one cuSOLVER handle
+// per device, and reused by every call.
+type gpuSolver struct{ dispatch Dispatch }
 
 var (
-	mgMu    sync.Mutex
-	mgCache = map[uint64]*cusolver.Mg{}
+	handleMu sync.Mutex
+	mgCache  = map[uint64]*cusolver.Mg{}
+	dnCache  = map[int]*cusolver.Dn{}
 )
 
-func init() { solvers[sharding.GPU] = gpuSolver{} }
+func init() { gpuSolverFor = func(d Dispatch) meshSolver { return gpuSolver{d} } }
 
-func handleFor(m *sharding.Mesh) (*cusolver.Mg, error) {
-	mgMu.Lock()
-	defer mgMu.Unlock()
+func mgFor(m *sharding.Mesh) (*cusolver.Mg, error) {
+	handleMu.Lock()
+	defer handleMu.Unlock()
 	if h, ok := mgCache[m.Key()]; ok {
 		return h, nil
 	}
@@ -44,6 +51,20 @@ func handleFor(m *sharding.Mesh) (*cusolver.Mg, error) {
 	return h, nil
 }
 
+func dnFor(device int) (*cusolver.Dn, error) {
+	handleMu.Lock()
+	defer handleMu.Unlock()
+	if h, ok := dnCache[device]; ok {
+		return h, nil
+	}
+	h, err := cusolver.NewDn(device)
+	if err != nil {
+		return nil, err
+	}
+	dnCache[device] = h
+	return h, nil
+}
+
 func devicePtrs(t *sharding.Tensor) ([]uintptr, error) {
 	ps := make([]uintptr, t.Mesh().Size())
 	for d := range ps {
@@ -56,39 +77,101 @@ func devicePtrs(t *sharding.Tensor) ([]uintptr, error) {
 	return ps, nil
 }
 
-// inPlace copies src into dst (same layout: one device copy per device) and
-// runs the cuSolverMg call on dst.
-func inPlace(src, dst *sharding.Tensor, call func(h *cusolver.Mg, p []uintptr) error) error {
-	h, err := handleFor(dst.Mesh())
-	if err != nil {
-		return err
+// single reports whether kernel k on a (the n×n operand) runs on one GPU.
+func (s gpuSolver) single(k solverKernel, a *sharding.Tensor, operands int) bool {
+	ndev := a.Mesh().Size()
+	switch {
+	case ndev == 1:
+		return true
+	case s.dispatch == DispatchMesh:
+		return false
+	case s.dispatch == DispatchSingle:
+		return true
 	}
-	if src != nil {
-		if err := src.RelayoutInto(dst); err != nil {
-			return err
-		}
+	if !singleGPUFaster(k, a.Rows(), ndev) {
+		return false
 	}
-	p, err := devicePtrs(dst)
-	if err != nil {
-		return err
-	}
-	return call(h, p)
+	// The dense operands must fit next to the shards already on the device.
+	free, _, err := cusolver.MemGetInfo(a.Mesh().Device(0).ID)
+	need := operands * a.Rows() * a.Cols() * int(a.Dtype().Size())
+	return err == nil && need+need/8 < free
 }
 
-func (gpuSolver) potrf(a, l *sharding.Tensor) error {
-	err := inPlace(a, l, func(h *cusolver.Mg, p []uintptr) error {
-		return h.Potrf(a.Dtype(), a.Rows(), l.Layout().Tile, p)
-	})
+// onFirst runs a single-GPU call on dense copies of ins on the mesh's first
+// device (no copy on a one-device mesh, where the shard is the dense matrix)
+// and copies the first operand back into out when out is not nil.
+func onFirst(out *sharding.Tensor, ins []*sharding.Tensor, call func(dn *cusolver.Dn, p []uintptr) error) error {
+	dev := ins[0].Mesh().Device(0).ID
+	dn, err := dnFor(dev)
+	if err != nil {
+		return err
+	}
+	p := make([]uintptr, len(ins))
+	if ins[0].Mesh().Size() == 1 {
+		for i, t := range ins {
+			p[i] = t.Shard(0).(*sharding.DeviceBuffer).Ptr()
+		}
+		return call(dn, p)
+	}
+	bufs := make([]*sharding.DeviceBuffer, len(ins))
+	defer func() {
+		for _, b := range bufs {
+			if b != nil {
+				b.Release()
+			}
+		}
+	}()
+	for i, t := range ins {
+		if bufs[i], err = t.ToDense(0); err != nil {
+			return err
+		}
+		p[i] = bufs[i].Ptr()
+	}
+	if err := call(dn, p); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return out.FromDense(bufs[0])
+}
+
+// notPD turns cuSolverMg's answer to a matrix that is not positive definite
+// into ErrNotPositiveDefinite with the failing minor's order. Measured on
+// CUDA 13 (4×H200): cusolverMgPotrf reports it as INTERNAL_ERROR, not as
+// info > 0, so the minor is found on the host (on this error path only).
+func notPD(err error, a, l *sharding.Tensor) error {
 	var se *cusolver.SolverError
 	if errors.As(err, &se) && se.Status.String() == "CUSOLVER_STATUS_INTERNAL_ERROR" {
-		// Measured on CUDA 13 (4×H200): cusolverMgPotrf reports a matrix that
-		// is not positive definite as INTERNAL_ERROR, not as info > 0. Find
-		// the failing minor on the host (only on this error path) so the
-		// caller gets ErrNotPositiveDefinite with its order.
+		if ferr := a.CheckFinite(true); ferr != nil {
+			return ferr
+		}
 		if hostErr := (hostSolver{}).potrf(a, l); hostErr != nil {
 			return hostErr
 		}
+	}
+	return err
+}
+
+func (s gpuSolver) potrf(a, l *sharding.Tensor) error {
+	if err := a.RelayoutInto(l); err != nil {
 		return err
+	}
+	var err error
+	if s.single(solvePotrf, a, 1) {
+		err = onFirst(l, []*sharding.Tensor{l}, func(dn *cusolver.Dn, p []uintptr) error {
+			return dn.Potrf(a.Dtype(), a.Rows(), p[0], a.Rows())
+		})
+		if errors.Is(err, kernels.ErrNotPositiveDefinite) {
+			// NaN and Inf also fail the factorization: say which it was.
+			if ferr := a.CheckFinite(true); ferr != nil {
+				return ferr
+			}
+		}
+	} else {
+		err = mgCall(l, func(h *cusolver.Mg, p []uintptr) error {
+			return notPD(h.Potrf(a.Dtype(), a.Rows(), l.Layout().Tile, p), a, l)
+		})
 	}
 	if err != nil {
 		return err
@@ -96,28 +179,70 @@ func (gpuSolver) potrf(a, l *sharding.Tensor) error {
 	return l.ZeroStrictUpper()
 }
 
-func (gpuSolver) potrs(l, b, x *sharding.Tensor) error {
+func mgCall(t *sharding.Tensor, call func(h *cusolver.Mg, p []uintptr) error) error {
+	h, err := mgFor(t.Mesh())
+	if err != nil {
+		return err
+	}
+	p, err := devicePtrs(t)
+	if err != nil {
+		return err
+	}
+	return call(h, p)
+}
+
+func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
+	// cuSOLVER does not check the factor: a zero (or NaN) on its diagonal
+	// would give Inf or NaN silently. The diagonal is N elements.
+	if err := checkFactorDiagonal(l); err != nil {
+		return err
+	}
+	if err := b.CheckFinite(false); err != nil {
+		return fmt.Errorf("right-hand side: %w", err)
+	}
+	if err := b.RelayoutInto(x); err != nil {
+		return err
+	}
+	n, k := l.Rows(), x.Cols()
+	if s.single(solvePotrs, l, 2) {
+		return onFirst(x, []*sharding.Tensor{x, l}, func(dn *cusolver.Dn, p []uintptr) error {
+			return dn.Potrs(l.Dtype(), n, k, p[1], n, p[0], n)
+		})
+	}
 	lp, err := devicePtrs(l)
 	if err != nil {
 		return err
 	}
-	return inPlace(b, x, func(h *cusolver.Mg, p []uintptr) error {
-		return h.PotrsBlock(l.Dtype(), l.Rows(), x.Cols(), l.Layout().Tile, x.Layout().Tile, lp, p)
+	return mgCall(x, func(h *cusolver.Mg, p []uintptr) error {
+		return h.PotrsBlock(l.Dtype(), n, k, l.Layout().Tile, x.Layout().Tile, lp, p)
 	})
 }
 
-func (gpuSolver) potri(l, c *sharding.Tensor) error {
-	err := inPlace(l, c, func(h *cusolver.Mg, p []uintptr) error {
-		return h.Potri(l.Dtype(), l.Rows(), c.Layout().Tile, p)
-	})
+func (s gpuSolver) potri(l, c *sharding.Tensor) error {
+	if err := l.RelayoutInto(c); err != nil {
+		return err
+	}
+	var err error
+	if s.single(solvePotri, l, 1) {
+		err = onFirst(c, []*sharding.Tensor{c}, func(dn *cusolver.Dn, p []uintptr) error {
+			return dn.Potri(l.Dtype(), l.Rows(), p[0], l.Rows())
+		})
+	} else {
+		err = mgCall(c, func(h *cusolver.Mg, p []uintptr) error {
+			return h.Potri(l.Dtype(), l.Rows(), c.Layout().Tile, p)
+		})
+	}
 	if err != nil {
 		return err
 	}
-	// cuSolverMg fills one triangle; mirror it (through the host for now).
-	return symmetrizeThroughHost(c)
+	// Both solvers fill the lower triangle: mirror it on the devices.
+	return c.MirrorLower()
 }
 
-func (gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
+func (s gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
+	if err := a.CheckFinite(true); err != nil {
+		return err
+	}
 	work := v
 	if work == nil {
 		var err error
@@ -126,7 +251,91 @@ func (gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) erro
 		}
 		defer work.Free()
 	}
-	return inPlace(a, work, func(h *cusolver.Mg, p []uintptr) error {
-		return h.Syevd(a.Dtype(), a.Rows(), a.Layout().Tile, p, w, v != nil)
+	if err := a.RelayoutInto(work); err != nil {
+		return err
+	}
+	if !s.single(solveSyevd, a, 1) {
+		return mgCall(work, func(h *cusolver.Mg, p []uintptr) error {
+			return h.Syevd(a.Dtype(), a.Rows(), a.Layout().Tile, p, w, v != nil)
+		})
+	}
+	out := v
+	return onFirst(out, []*sharding.Tensor{work}, func(dn *cusolver.Dn, p []uintptr) error {
+		return dnSyevd(dn, a.Dtype(), a.Rows(), p[0], w, v != nil)
 	})
+}
+
+// dnSyevd runs single-GPU syevd with the eigenvalues in a device array and
+// returns them in w.
+func dnSyevd(dn *cusolver.Dn, dt tensor.Dtype, n int, a uintptr, w []float64, vectors bool) error {
+	single := dt == tensor.Float32 || dt == tensor.Complex64
+	size := 8
+	if single {
+		size = 4
+	}
+	dev := dn.Device()
+	dw, err := cusolver.Malloc(dev, n*size)
+	if err != nil {
+		return err
+	}
+	defer cusolver.Free(dev, dw)
+	if err := dn.Syevd(dt, n, a, n, dw, vectors); err != nil {
+		return err
+	}
+	if single {
+		w32 := make([]float32, n)
+		if err := cusolver.MemcpyDtoH(dev, unsafe.Pointer(&w32[0]), dw, n*4); err != nil {
+			return err
+		}
+		for i, x := range w32 {
+			w[i] = float64(x)
+		}
+		return nil
+	}
+	return cusolver.MemcpyDtoH(dev, unsafe.Pointer(&w[0]), dw, n*8)
+}
+
+// checkFactorDiagonal reports a zero or non-finite diagonal element of a
+// Cholesky factor, as the host kernels do.
+func checkFactorDiagonal(l *sharding.Tensor) error {
+	d, err := l.Diagonal()
+	if err != nil {
+		return err
+	}
+	bad := func(i int, re, im float64) error {
+		switch {
+		case math.IsNaN(re) || math.IsInf(re, 0) || math.IsNaN(im) || math.IsInf(im, 0):
+			return fmt.Errorf("factor: %w at (%d, %d)", kernels.ErrNonFinite, i, i)
+		case re == 0 && im == 0:
+			return &kernels.NotPositiveDefiniteError{Order: i + 1}
+		}
+		return nil
+	}
+	switch v := d.(type) {
+	case []float32:
+		for i, x := range v {
+			if err := bad(i, float64(x), 0); err != nil {
+				return err
+			}
+		}
+	case []float64:
+		for i, x := range v {
+			if err := bad(i, x, 0); err != nil {
+				return err
+			}
+		}
+	case []complex64:
+		for i, x := range v {
+			if err := bad(i, float64(real(x)), float64(imag(x))); err != nil {
+				return err
+			}
+		}
+	case []complex128:
+		for i, x := range v {
+			if err := bad(i, real(x), imag(x)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

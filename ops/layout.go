@@ -123,6 +123,7 @@ func (o *moveOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *g
 // gatherOp brings a sharded value back to the host.
 type gatherOp struct {
 	base
+	out *tensor.Dense // reused across runs, like Gorgonia's preallocated values
 }
 
 // Gather brings a sharded node back to the host as a row-major *tensor.Dense.
@@ -149,7 +150,12 @@ func (o *gatherOp) Hashcode() uint32                                         { r
 func (o *gatherOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	switch x := unwrapEigen(vals[0]).(type) {
 	case *sharding.Tensor:
-		return x.Gather()
+		if o.out == nil || !o.out.Shape().Eq(x.Shape()) || o.out.Dtype() != x.Dtype() {
+			d, err := x.Gather()
+			o.out = d
+			return d, err
+		}
+		return o.out, x.GatherInto(o.out)
 	case tensor.Tensor:
 		return x.Clone().(*tensor.Dense), nil // a host gradient reaching Gather
 	}

@@ -37,13 +37,15 @@ type kernelOp struct {
 	pl    Placement
 	arity int
 	out   *sharding.Tensor // reused across runs
+
+	dispatch Dispatch // GPU meshes: cuSolverMg or single-GPU cuSOLVER
 }
 
 // ErrNotCyclic is returned when a kernel gets a matrix that is not a sharded
 // node in the column block-cyclic layout.
 var ErrNotCyclic = errors.New("ops: kernels need sharded nodes in the column block-cyclic layout")
 
-func newKernel(kind kernelKind, ins ...*gorgonia.Node) (*kernelOp, error) {
+func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*kernelOp, error) {
 	for i, n := range ins {
 		if n == nil {
 			return nil, fmt.Errorf("ops: %s: input %d is nil", kernelNames[kind], i)
@@ -80,6 +82,9 @@ func newKernel(kind kernelKind, ins ...*gorgonia.Node) (*kernelOp, error) {
 		}
 	}
 	o := &kernelOp{base: base{name: kernelNames[kind]}, kind: kind, dt: a.Dtype(), pl: p, arity: len(ins)}
+	for _, opt := range opts {
+		opt(o)
+	}
 	if kind == kCholSolve || kind == kPotrs {
 		b := ins[len(ins)-1]
 		o.pl, _ = PlacementOf(b)
@@ -90,8 +95,8 @@ func newKernel(kind kernelKind, ins ...*gorgonia.Node) (*kernelOp, error) {
 	return o, nil
 }
 
-func apply(kind kernelKind, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
-	o, err := newKernel(kind, ins...)
+func apply(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
+	o, err := newKernel(kind, opts, ins...)
 	if err != nil {
 		return nil, err
 	}
@@ -100,37 +105,51 @@ func apply(kind kernelKind, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
 
 // Cholesky factors a sharded Hermitian positive definite matrix: L lower
 // triangular with A = L·Lᴴ (only A's lower triangle is read).
-func Cholesky(a *gorgonia.Node) (*gorgonia.Node, error) { return apply(kCholesky, a) }
+func Cholesky(a *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kCholesky, opts, a)
+}
 
 // CholSolve solves (L·Lᴴ)X = B for a lower factor L; B and X share placement.
-func CholSolve(l, b *gorgonia.Node) (*gorgonia.Node, error) { return apply(kCholSolve, l, b) }
+func CholSolve(l, b *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kCholSolve, opts, l, b)
+}
 
 // Potrs solves A·X = B given A and its factor L = Cholesky(A). The value
 // comes from L; the gradient flows to A directly (no refactorisation).
-func Potrs(a, l, b *gorgonia.Node) (*gorgonia.Node, error) { return apply(kPotrs, a, l, b) }
+func Potrs(a, l, b *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kPotrs, opts, a, l, b)
+}
 
 // Potri is the full inverse of A (both triangles), given L = Cholesky(A).
-func Potri(a, l *gorgonia.Node) (*gorgonia.Node, error) { return apply(kPotri, a, l) }
+func Potri(a, l *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kPotri, opts, a, l)
+}
 
 // LogDet is log det A (a host scalar of the real dtype), given L = Cholesky(A).
-func LogDet(a, l *gorgonia.Node) (*gorgonia.Node, error) { return apply(kLogDet, a, l) }
+func LogDet(a, l *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kLogDet, opts, a, l)
+}
 
 // Eigen decomposes a sharded Hermitian matrix; the node's value holds the
 // eigenvectors and carries the eigenvalues for EigenValues.
-func Eigen(a *gorgonia.Node) (*gorgonia.Node, error) { return apply(kEigen, a) }
+func Eigen(a *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kEigen, opts, a)
+}
 
 // EigenValues are the ascending eigenvalues (host vector of the real dtype).
 // With e = Eigen(a) they are read from e; with e == nil only values are
 // computed.
-func EigenValues(a, e *gorgonia.Node) (*gorgonia.Node, error) {
+func EigenValues(a, e *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
 	if e == nil {
-		return apply(kEigValues, a)
+		return apply(kEigValues, opts, a)
 	}
-	return apply(kEigValues, a, e)
+	return apply(kEigValues, opts, a, e)
 }
 
 // EigenVectors are the eigenvectors of e = Eigen(a), in the columns.
-func EigenVectors(a, e *gorgonia.Node) (*gorgonia.Node, error) { return apply(kEigVectors, a, e) }
+func EigenVectors(a, e *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	return apply(kEigVectors, opts, a, e)
+}
 
 func (o *kernelOp) Placement() (Placement, bool) {
 	switch o.kind {
@@ -183,7 +202,7 @@ func (o *kernelOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
 }
 
 func (o *kernelOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d", o.name, o.dt, o.arity)
+	fmt.Fprintf(h, "%s|%v|%d|%v", o.name, o.dt, o.arity, o.dispatch)
 	writePlacement(h, o.pl)
 }
 func (o *kernelOp) Hashcode() uint32 { return hashOf(o) }
@@ -198,11 +217,18 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		}
 		ins[i] = t
 	}
-	s := solverFor(o.pl.Mesh)
+	s := solverFor(o.pl.Mesh, o.dispatch)
 	switch o.kind {
 	case kCholesky:
 		return o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.potrf(ins[0], out) })
 	case kCholSolve:
+		if o.pl.Mesh.Kind() == sharding.GPU {
+			// A factor from outside mgla: GPU solvers do not check it (the
+			// host kernels do).
+			if err := ins[0].CheckFinite(true); err != nil {
+				return nil, fmt.Errorf("%v: factor: %w", o, err)
+			}
+		}
 		return o.output(ins[1].Shape(), func(out *sharding.Tensor) error { return s.potrs(ins[0], ins[1], out) })
 	case kPotrs:
 		return o.output(ins[2].Shape(), func(out *sharding.Tensor) error { return s.potrs(ins[1], ins[2], out) })

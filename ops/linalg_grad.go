@@ -207,7 +207,7 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		if err != nil {
 			return nil, err
 		}
-		if err := solverFor(o.pl.Mesh).potrs(ls, xbar, bbar); err != nil {
+		if err := solverFor(o.pl.Mesh, o.dispatch).potrs(ls, xbar, bbar); err != nil {
 			return nil, err
 		}
 		return bbar, nil
@@ -260,7 +260,7 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 			return err
 		}
 		defer inv.Free()
-		if err := solverFor(pa.Mesh).potri(ls, inv); err != nil {
+		if err := solverFor(pa.Mesh, o.dispatch).potri(ls, inv); err != nil {
 			return err
 		}
 		if d, ok := gradAccumulator(in[0]); ok {
@@ -283,7 +283,7 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 			}
 			defer v.Free()
 			e = &eigenValue{Tensor: v, w: make([]float64, n)}
-			if err := solverFor(pa.Mesh).syevd(as, e.w, v); err != nil {
+			if err := solverFor(pa.Mesh, o.dispatch).syevd(as, e.w, v); err != nil {
 				return err
 			}
 		}

@@ -27,7 +27,13 @@ type placed interface {
 // PlacementOf returns the placement of a node that holds a sharded value, and
 // false for host nodes.
 func PlacementOf(n *gorgonia.Node) (Placement, bool) {
-	if n == nil || n.Op() == nil {
+	if n == nil {
+		return Placement{}, false
+	}
+	if n.Op() == nil {
+		if t, ok := n.Value().(*sharding.Tensor); ok {
+			return Placement{t.Mesh(), t.Layout()}, true
+		}
 		return Placement{}, false
 	}
 	p, ok := n.Op().(placed)
@@ -35,6 +41,15 @@ func PlacementOf(n *gorgonia.Node) (Placement, bool) {
 		return Placement{}, false
 	}
 	return p.Placement()
+}
+
+// Input makes an input node of g that holds the sharded tensor t: a matrix
+// placed on a mesh once (sharding.Put) feeds the ops of any number of graphs
+// without returning to the host. Rebind it with gorgonia.Let to a tensor of
+// the same mesh and layout.
+func Input(g *gorgonia.ExprGraph, t *sharding.Tensor, name string) *gorgonia.Node {
+	return gorgonia.NewTensor(g, t.Dtype(), len(t.Shape()), gorgonia.WithShape(t.Shape()...),
+		gorgonia.WithName(name), gorgonia.WithValue(t))
 }
 
 // IsSharded reports whether n's value is a sharded tensor.

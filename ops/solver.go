@@ -18,12 +18,12 @@ type meshSolver interface {
 	syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error // v == nil: values only
 }
 
-// solvers by device kind; the cuda build registers the GPU one.
-var solvers = map[sharding.DeviceKind]meshSolver{sharding.CPU: hostSolver{}}
+// gpuSolverFor is set by the cuda build: the GPU solver with a dispatch.
+var gpuSolverFor func(Dispatch) meshSolver
 
-func solverFor(m *sharding.Mesh) meshSolver {
-	if s, ok := solvers[m.Kind()]; ok {
-		return s
+func solverFor(m *sharding.Mesh, d Dispatch) meshSolver {
+	if m.Kind() == sharding.GPU && gpuSolverFor != nil {
+		return gpuSolverFor(d)
 	}
 	return hostSolver{}
 }

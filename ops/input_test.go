@@ -1,0 +1,46 @@
+package ops
+
+import (
+	"testing"
+
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// A sharded tensor bound to an input node feeds kernels directly, in two
+// graphs, and stays unchanged.
+func TestInputNode(t *testing.T) {
+	mesh, err := sharding.CPUMesh(3)
+	require.NoError(t, err)
+	const n = 9
+	data := make([]float64, n*n)
+	for i := range n {
+		data[i*n+i] = float64(i + 1)
+	}
+	a, err := sharding.Put(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(data)), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	for range 2 {
+		g := gorgonia.NewGraph()
+		an := Input(g, a, "A")
+		p, ok := PlacementOf(an)
+		require.True(t, ok)
+		require.Equal(t, sharding.Cyclic(2), p.Layout)
+		l, err := Cholesky(an)
+		require.NoError(t, err)
+		ld, err := LogDet(an, l)
+		require.NoError(t, err)
+		m := gorgonia.NewTapeMachine(g)
+		require.NoError(t, m.RunAll())
+		m.Close()
+		want := 0.0
+		for i := range n {
+			want += logOf(float64(i + 1))
+		}
+		require.InDelta(t, want, ld.Value().Data().(float64), 1e-12)
+	}
+	back, err := a.Gather()
+	require.NoError(t, err)
+	require.Equal(t, data, back.Data())
+}
