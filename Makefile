@@ -6,7 +6,7 @@ RACE_PKGS := ./cyclic/ ./sharding/ ./ops/
 OPENBLAS_LDFLAGS := -llapacke -lopenblas
 GPU_BIN   := gpu-bin
 
-.PHONY: demo test fmt-check vet unit race openblas cuda-vet deps cuda-deps gpu-bin bench
+.PHONY: demo test fmt-check vet unit race openblas cuda-vet deps cuda-deps gpu-bin bench ptx
 
 demo:
 	$(GO) run ./examples/gp
@@ -47,10 +47,17 @@ deps:
 cuda-deps:
 	./scripts/install-deps.sh cuda
 
-# mglacuda-tagged test and benchmark binaries, for a GPU machine without Go.
+# mglacuda-tagged test and benchmark binaries, for a GPU machine without Go
+# (run them there with gpu-bin/run-gpu.sh).
 gpu-bin:
 	mkdir -p $(GPU_BIN)
-	$(GO) test -c -tags mglacuda -o $(GPU_BIN)/cusolver.test ./kernels/cusolver/
-	$(GO) test -c -tags mglacuda -o $(GPU_BIN)/mgla.test .
-	$(GO) test -c -tags mglacuda -o $(GPU_BIN)/ops.test ./ops/
-	cp scripts/run-gpu-tests.sh $(GPU_BIN)/
+	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/cusolver.test ./kernels/cusolver/
+	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/sharding.test ./sharding/
+	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgla.test .
+	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgbench ./cmd/mgbench/
+	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/ ./examples/gp ./examples/sharded ./examples/eigen
+	cp scripts/run-gpu.sh $(GPU_BIN)/
+
+# Regenerate the PTX of mgla's own CUDA kernels (needs nvcc; the PTX is committed).
+ptx:
+	nvcc -ptx -arch=compute_70 -O3 -o kernels/ptx/mgla.ptx kernels/ptx/mgla.cu

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Runs mgla's mglacuda binaries (built by `make gpu-bin` on a machine with Go)
+# on a GPU machine that has the NVIDIA driver and the CUDA runtime libraries
+# but no Go toolchain. Full logs go to $OUT (or ./gpu-logs); a pass/fail
+# summary with timings is printed last. STEP_TIMEOUT (seconds, default 600)
+# bounds each step.
+#
+#   run-gpu.sh tests            the GPU test suite
+#   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
+set -u
+BIN=$(cd "$(dirname "$0")" && pwd)
+LOG=${OUT:-./gpu-logs}
+mkdir -p "$LOG"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+summary=()
+step() {
+	local name=$1
+	shift
+	local start=$SECONDS
+	if timeout "${STEP_TIMEOUT:-600}" "$@" >"$LOG/$name.log" 2>&1; then r=PASS; else r="FAIL(rc=$?)"; fi
+	summary+=("$(printf '%-10s %-28s %4d s' "$r" "$name" $((SECONDS - start)))")
+	grep -E '^(--- FAIL|FAIL|panic|capacity:)' "$LOG/$name.log" | head -20
+}
+case ${1:-tests} in
+tests)
+	nvidia-smi -L >"$LOG/gpus.log" 2>&1
+	step shim "$BIN/cusolver.test" -test.v -test.count=1
+	step sharding "$BIN/sharding.test" -test.v -test.count=1
+	step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU'
+	step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
+	step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto
+	step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
+	;;
+bench)
+	shift
+	step "bench-$(date +%s)" "$BIN/mgbench" -csv "$LOG/mgbench.csv" "$@"
+	tail -n 200 "$LOG"/bench-*.log
+	;;
+esac
+echo "== summary =="
+printf '%s\n' "${summary[@]}"
