@@ -170,31 +170,33 @@ func (t *Tensor) CheckFinite(lower bool) error {
 func (hostBackend) nonFinite(t *Tensor, p cyclic.Piece, lower bool) (bool, error) {
 	ld, _ := t.LocalShape(p.Dev)
 	off := p.LocalRow + p.LocalCol*ld
-	finite := func(re, im float64) bool {
-		return !math.IsNaN(re) && !math.IsInf(re, 0) && !math.IsNaN(im) && !math.IsInf(im, 0)
+	switch s := t.shards[p.Dev].(*HostBuffer).data.(type) {
+	case []float32:
+		return anyNonFinite(s[off:], ld, p, lower, func(v float32) (float64, float64) { return float64(v), 0 }), nil
+	case []float64:
+		return anyNonFinite(s[off:], ld, p, lower, func(v float64) (float64, float64) { return v, 0 }), nil
+	case []complex64:
+		return anyNonFinite(s[off:], ld, p, lower, func(v complex64) (float64, float64) { return float64(real(v)), float64(imag(v)) }), nil
+	case []complex128:
+		return anyNonFinite(s[off:], ld, p, lower, func(v complex128) (float64, float64) { return real(v), imag(v) }), nil
 	}
+	return false, CheckDtype(t.dtype)
+}
+
+// anyNonFinite scans a piece's block (leading dimension ld) for NaN or Inf,
+// in its part on or below the global diagonal when lower.
+func anyNonFinite[T any](a []T, ld int, p cyclic.Piece, lower bool, parts func(T) (float64, float64)) bool {
 	for j := range p.Cols {
-		for i := range p.Rows {
-			if lower && p.Row+i < p.Col+j {
-				continue
-			}
-			var ok bool
-			switch s := t.shards[p.Dev].(*HostBuffer).data.(type) {
-			case []float32:
-				ok = finite(float64(s[off+i+j*ld]), 0)
-			case []float64:
-				ok = finite(s[off+i+j*ld], 0)
-			case []complex64:
-				v := s[off+i+j*ld]
-				ok = finite(float64(real(v)), float64(imag(v)))
-			case []complex128:
-				v := s[off+i+j*ld]
-				ok = finite(real(v), imag(v))
-			}
-			if !ok {
-				return true, nil
+		i0 := 0
+		if lower {
+			i0 = max(0, p.Col+j-p.Row)
+		}
+		for i := i0; i < p.Rows; i++ {
+			re, im := parts(a[i+j*ld])
+			if math.IsNaN(re) || math.IsInf(re, 0) || math.IsNaN(im) || math.IsInf(im, 0) {
+				return true
 			}
 		}
 	}
-	return false, nil
+	return false
 }
