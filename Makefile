@@ -30,10 +30,11 @@ race:
 openblas:
 	CGO_LDFLAGS='$(OPENBLAS_LDFLAGS)' $(GO) test -count=1 -tags openblas ./kernels/ ./ops/ .
 
-# Compile and vet the mglacuda-tagged code (no GPU needed; headers from `make cuda-deps`).
+# Compile and vet the mglacuda-tagged code (no GPU needed; headers from
+# `make cuda-deps`), and run the shim's host-side checking helpers' test.
 cuda-vet:
 	$(GO) vet -tags mglacuda $(PKGS)
-	$(GO) test -tags mglacuda -run '^$$' -count=1 ./kernels/cusolver/ >/dev/null
+	$(GO) test -tags mglacuda -run '^TestHostHelpers$$' -count=1 ./kernels/cusolver/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/ ./ops/ .

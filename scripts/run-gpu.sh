@@ -5,7 +5,7 @@
 # summary with timings is printed last. STEP_TIMEOUT (seconds, default 600)
 # bounds each step.
 #
-#   run-gpu.sh tests            the GPU test suite
+#   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
@@ -21,15 +21,26 @@ step() {
 	summary+=("$(printf '%-10s %-28s %4d s' "$r" "$name" $((SECONDS - start)))")
 	grep -E '^(--- FAIL|FAIL|panic|capacity:)' "$LOG/$name.log" | head -20
 }
+# wanted reports whether step $1 was asked for (all steps when none were).
+wanted() {
+	[ ${#only[@]} -eq 0 ] && return 0
+	local w
+	for w in "${only[@]}"; do [ "$w" = "$1" ] && return 0; done
+	return 1
+}
 case ${1:-tests} in
 tests)
+	# run-gpu.sh tests [STEP...]: all steps, or only those named.
+	shift
+	only=("$@")
 	nvidia-smi -L >"$LOG/gpus.log" 2>&1
-	step shim "$BIN/cusolver.test" -test.v -test.count=1
-	step sharding "$BIN/sharding.test" -test.v -test.count=1
-	step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU'
-	step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
-	step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto
-	step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
+	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
+	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1
+	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU'
+	wanted shared-mesh && step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
+	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto
+	wanted shared-1gpu && step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
+	wanted shared-2gpu && step shared-2gpu env CUDA_VISIBLE_DEVICES=0,1 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh
 	;;
 bench)
 	shift

@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
@@ -176,15 +177,57 @@ func copyRows(host, stage unsafe.Pointer, b band, hostCols, elem int, up bool, w
 	wg.Wait()
 }
 
-// transfer moves a row-major host matrix into the shards (up) or back. Each
-// device works concurrently and pipelines its bands through nslots pinned
-// staging slots: the CPU copies band k+1 between host and pinned memory while
-// the GPU copies band k over PCIe and transposes it between the row-major
-// band and its column-major place in the shard.
-func (gpuBackend) transfer(t *Tensor, host any, up bool) error {
-	hostPtr, _, err := hostBytes(host)
+// HostTransfer selects how Put and Gather move a host matrix between Go
+// memory and GPU shards.
+type HostTransfer int32
+
+const (
+	// HostTransferAuto registers host matrices of at least
+	// RegisterMinBytes and stages smaller ones.
+	HostTransferAuto HostTransfer = iota
+	// HostTransferStaged copies row bands with CPU threads through pinned
+	// staging buffers, overlapped with the DMA of the previous band.
+	HostTransferStaged
+	// HostTransferRegistered page-locks the host matrix for the duration
+	// of the transfer (cudaHostRegister) and lets each GPU's copy engine
+	// read (or write) its tiles in place with 2-D copies: no CPU copy.
+	// Where registering fails, the transfer is staged.
+	HostTransferRegistered
+)
+
+// RegisterMinBytes is the size from which HostTransferAuto registers the
+// host matrix instead of staging it.
+const RegisterMinBytes = 256 << 20
+
+var hostTransfer atomic.Int32
+
+// SetHostTransfer sets how later transfers move host data and returns the
+// previous setting.
+func SetHostTransfer(m HostTransfer) HostTransfer {
+	return HostTransfer(hostTransfer.Swap(int32(m)))
+}
+
+// transfer moves a row-major host matrix into the shards (up) or back,
+// every device concurrently, registered or staged (HostTransfer).
+func (gpuBackend) transfer(t *Tensor, host any, up bool) (err error) {
+	hostPtr, nbytes, err := hostBytes(host)
 	if err != nil {
 		return err
+	}
+	defer runtime.KeepAlive(host)
+	mode := HostTransfer(hostTransfer.Load())
+	direct := mode == HostTransferRegistered || (mode == HostTransferAuto && nbytes >= RegisterMinBytes)
+	if direct {
+		unregister, regErr := cusolver.RegisterHost(hostPtr, nbytes)
+		if regErr != nil {
+			direct = false // staging needs no registration
+		} else {
+			defer func() {
+				if uerr := unregister(); err == nil {
+					err = uerr
+				}
+			}()
+		}
 	}
 	rows, cols := t.Rows(), t.Cols()
 	elem := int(t.dtype.Size())
@@ -212,11 +255,52 @@ func (gpuBackend) transfer(t *Tensor, host any, up bool) error {
 			}
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			return g.pipeline(bands(mine, cols, ld, elem), db, hostPtr, cols, ld, elem, up, workers)
+			bs := bands(mine, cols, ld, elem)
+			if direct {
+				return g.inPlace(bs, db, hostPtr, cols, ld, elem, up)
+			}
+			return g.pipeline(bs, db, hostPtr, cols, ld, elem, up, workers)
 		})
 	})
 }
 
+// inPlace moves bands between page-locked host memory and the shard: a 2-D
+// copy of the band between its place in the row-major host matrix and a
+// compact device scratch buffer, and a transpose between that buffer and the
+// band's column-major place in the shard. Everything goes to one stream, in
+// order, so the scratch buffers need no events; the transposes cost a few
+// percent of the copies.
+func (g *gpuDevice) inPlace(bs []band, db *DeviceBuffer, hostPtr unsafe.Pointer, hostCols, ld, elem int, up bool) error {
+	pitch := hostCols * elem
+	for k := range bs {
+		b := &bs[k]
+		scratch := g.slots[k%nslots].dev
+		local := db.ptr + cu.DevicePtr(b.localOff)
+		host := uintptr(hostPtr) + uintptr(((b.p.Row+b.r0)*hostCols+b.p.Col+b.c0)*elem)
+		width := b.cols * elem
+		if up {
+			if err := cusolver.Memcpy2DAsync(uintptr(scratch), width, host, pitch, width, b.rows, true, 0); err != nil {
+				return err
+			}
+			if err := g.transpose(elem, local, ld, scratch, b.cols, b.rows, b.cols); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := g.transpose(elem, scratch, b.cols, local, ld, b.cols, b.rows); err != nil {
+			return err
+		}
+		if err := cusolver.Memcpy2DAsync(host, pitch, uintptr(scratch), width, width, b.rows, false, 0); err != nil {
+			return err
+		}
+	}
+	return cu.Synchronize()
+}
+
+// pipeline moves bands through the nslots pinned staging slots: the CPU
+// copies band k+1 between host and pinned memory while the GPU copies band k
+// over PCIe and transposes it between the row-major band and its
+// column-major place in the shard.
 func (g *gpuDevice) pipeline(bs []band, db *DeviceBuffer, hostPtr unsafe.Pointer, hostCols, ld, elem int, up bool, workers int) error {
 	var inFlight [nslots]*band
 	// finish waits for the band in slot s and, on the way down, copies it

@@ -262,12 +262,12 @@ func parseFloat(s string) (float64, error) {
 // Ops, paths and groups
 
 // opOrder is the order of ops in the report; unknown ops come after, by name.
-var opOrder = []string{"potrf", "potrs", "potri", "syevd-values", "syevd-vectors", "upload", "download", "relayout"}
+var opOrder = []string{"potrf", "potrs", "potri", "syevd-values", "syevd-vectors", "upload", "download", "register", "relayout"}
 
 // isTransfer reports whether op measures a data movement (GB/s) rather than
 // a solver (TFLOP/s).
 func isTransfer(op string) bool {
-	return op == "upload" || op == "download" || op == "relayout"
+	return op == "upload" || op == "download" || op == "register" || op == "relayout"
 }
 
 // pathStyle is how a path is named and drawn.
@@ -277,7 +277,7 @@ type pathStyle struct {
 }
 
 // pathOrder is the column and legend order of the known paths.
-var pathOrder = []string{"mg", "mgla", "auto", "dn", "graph", "pinned", "pageable"}
+var pathOrder = []string{"mg", "mgla", "auto", "single", "dn", "graph", "staged", "pinned", "pageable"}
 
 // pathStyles uses the Okabe–Ito palette, which stays distinct for readers
 // with colour-vision deficiencies.
@@ -285,8 +285,10 @@ var pathStyles = map[string]pathStyle{
 	"mg":       {"cuSolverMg", color.RGBA{0, 114, 178, 255}},
 	"mgla":     {"mgla", color.RGBA{213, 94, 0, 255}},
 	"auto":     {"mgla auto", color.RGBA{0, 158, 115, 255}},
+	"single":   {"mgla single GPU", color.RGBA{86, 86, 86, 255}},
 	"dn":       {"cuSOLVER", color.RGBA{0, 0, 0, 255}},
 	"graph":    {"Gorgonia graph", color.RGBA{204, 121, 167, 255}},
+	"staged":   {"mgla staged", color.RGBA{240, 228, 66, 255}},
 	"pinned":   {"pinned memcpy", color.RGBA{86, 180, 233, 255}},
 	"pageable": {"pageable memcpy", color.RGBA{230, 159, 0, 255}},
 }
@@ -545,10 +547,10 @@ func solverPlot(rows []result, g group) *plot.Plot {
 	return p
 }
 
-// uploadPlot draws the upload bandwidth of the mgla and pinned paths
+// uploadPlot draws the upload bandwidth of the mgla, staged and pinned paths
 // against N, or returns nil if there is nothing to draw.
 func uploadPlot(rows []result) *plot.Plot {
-	rows = filter(rows, func(r result) bool { return r.Path == "mgla" || r.Path == "pinned" })
+	rows = filter(rows, func(r result) bool { return r.Path == "mgla" || r.Path == "staged" || r.Path == "pinned" })
 	tile := mainTile(rows, "mgla")
 	lines := curves(atTile(rows, tile), byN, byGBps, tile)
 	if len(lines) == 0 {

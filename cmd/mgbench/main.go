@@ -43,9 +43,11 @@ var (
 	dtList    = flag.String("dtype", "float64", "float64,float32")
 	tileList  = flag.String("tile", "1024", "tile widths")
 	opList    = flag.String("ops", "transfer,potrf,potrs1,potrs256,potri,syevd-values,syevd-vectors", "what to measure")
-	pathList  = flag.String("paths", "mg,mgla,auto,dn,graph", "solver paths")
+	pathList  = flag.String("paths", "mg,mgla,auto,single,dn,graph", "solver paths: mg (raw cuSolverMg), mgla (op, DispatchMesh), auto (op, DispatchAuto), single (op, DispatchSingle), dn (raw cuSOLVER on GPU 0), graph (host to host)")
 	reps      = flag.Int("reps", 3, "timed repetitions (median) after one warm-up")
 	maxSyevd  = flag.Int("max-syevd", 16384, "largest N for syevd")
+	maxMgEig  = flag.Int("max-syevd-mg", 8192, "largest N for syevd through cuSolverMg (paths mg, mgla), 5-8x slower than cuSOLVER")
+	maxPotri  = flag.Int("max-potri", 32768, "largest N for potri")
 	csvPath   = flag.String("csv", "mgbench.csv", "output CSV (appended)")
 	pageMax   = flag.Int("pageable-max", 16384, "largest N for the (slow) pageable-copy baseline")
 	capacityN = flag.Int("capacity", 0, "if > 0: only solve A·X = B end to end at this N on every GPU (float64) and check X")
@@ -296,37 +298,39 @@ func (b *bench) fail(op, path string, err error) {
 	b.put(op, path, 0, b.tile, math.NaN(), 0, 0)
 }
 
-// transfers: upload and download through mgla, the relayout from row blocks,
-// and plain pinned and pageable copies of the same bytes to the same GPUs.
+// transfers: upload and download through mgla (the default: host matrices
+// of at least sharding.RegisterMinBytes are registered and copied in place,
+// smaller ones staged), the staged path for those sizes too, the cost of
+// registering and unregistering the host matrix, the relayout from row
+// blocks, and plain pinned and pageable copies of the same bytes to the
+// same GPUs.
 func (b *bench) transfers() {
 	bytes := float64(b.n) * float64(b.n) * float64(b.dt.Size())
-	layout := sharding.Cyclic(b.tile)
-	var st *sharding.Tensor
-	secs, err := timeIt(func() error {
-		if st != nil {
-			st.Free()
+	b.roundTrip("mgla", bytes)
+	if bytes >= sharding.RegisterMinBytes {
+		prev := sharding.SetHostTransfer(sharding.HostTransferStaged)
+		b.roundTrip("staged", bytes)
+		sharding.SetHostTransfer(prev)
+		p := dataPtr(b.host)
+		secs, err := timeIt(nil, func() error {
+			if err := cusolver.HostRegister(p, int(bytes)); err != nil {
+				return err
+			}
+			return cusolver.HostUnregister(p)
+		})
+		if err != nil {
+			b.fail("register", "mgla", err)
+		} else {
+			b.put("register", "mgla", 0, 0, secs, 0, bytes)
 		}
-		return nil
-	}, func() (err error) { st, err = sharding.Put(b.host, b.mesh, layout); return err })
-	if err != nil {
-		b.fail("upload", "mgla", err)
-		return
 	}
-	b.put("upload", "mgla", 0, b.tile, secs, 0, bytes)
-	back := tensor.New(tensor.Of(b.dt), tensor.WithShape(b.n, b.n))
-	secs, err = timeIt(nil, func() error { return st.GatherInto(back) })
-	if err != nil {
-		b.fail("download", "mgla", err)
-	} else {
-		b.put("download", "mgla", 0, b.tile, secs, 0, bytes)
-	}
-	st.Free()
+	layout := sharding.Cyclic(b.tile)
 	rb, err := sharding.Put(b.host, b.mesh, sharding.RowBlocks())
 	if err != nil {
 		b.fail("relayout", "mgla", err)
 	} else {
 		var moved *sharding.Tensor
-		secs, err = timeIt(func() error {
+		secs, err := timeIt(func() error {
 			if moved != nil {
 				moved.Free()
 			}
@@ -353,6 +357,32 @@ func (b *bench) transfers() {
 	} else {
 		b.fail("upload", "pageable", err)
 	}
+}
+
+// roundTrip times the upload into the block-cyclic layout and the download
+// back, reported under path.
+func (b *bench) roundTrip(path string, bytes float64) {
+	layout := sharding.Cyclic(b.tile)
+	var st *sharding.Tensor
+	secs, err := timeIt(func() error {
+		if st != nil {
+			st.Free()
+		}
+		return nil
+	}, func() (err error) { st, err = sharding.Put(b.host, b.mesh, layout); return err })
+	if err != nil {
+		b.fail("upload", path, err)
+		return
+	}
+	defer st.Free()
+	b.put("upload", path, 0, b.tile, secs, 0, bytes)
+	back := tensor.New(tensor.Of(b.dt), tensor.WithShape(b.n, b.n))
+	secs, err = timeIt(nil, func() error { return st.GatherInto(back) })
+	if err != nil {
+		b.fail("download", path, err)
+		return
+	}
+	b.put("download", path, 0, b.tile, secs, 0, bytes)
 }
 
 // plainCopies times host → device copies of total bytes split evenly over
@@ -506,7 +536,7 @@ func (b *bench) solvers(opsOn map[string]bool) {
 		if !opsOn[k.name] {
 			continue
 		}
-		if strings.HasPrefix(k.name, "syevd") && (n > *maxSyevd || b.tile > 1024) {
+		if strings.HasPrefix(k.name, "syevd") && (n > *maxSyevd || b.tile > 1024) || k.name == "potri" && n > *maxPotri {
 			continue
 		}
 		op, nrhs := k.name, k.nrhs
@@ -517,7 +547,7 @@ func (b *bench) solvers(opsOn map[string]bool) {
 		if nrhs > 0 {
 			rhs = must(sharding.Put(ones(b.dt, n, nrhs), b.mesh, layout))
 		}
-		if b.paths["mg"] {
+		if b.paths["mg"] && !b.slowMgEig(op) {
 			work := must(sharding.New(b.mesh, a.Shape(), b.dt, layout))
 			secs, err := timeIt(func() error {
 				if rhs != nil {
@@ -535,8 +565,9 @@ func (b *bench) solvers(opsOn map[string]bool) {
 		for _, p := range []struct {
 			path string
 			d    ops.Dispatch
-		}{{"mgla", ops.DispatchMesh}, {"auto", ops.DispatchAuto}} {
-			if !b.paths[p.path] || (p.path == "auto" && b.ndev == 1) {
+		}{{"mgla", ops.DispatchMesh}, {"auto", ops.DispatchAuto}, {"single", ops.DispatchSingle}} {
+			if !b.paths[p.path] || (p.path != "mgla" && b.ndev == 1) || (p.path == "mgla" && b.slowMgEig(op)) ||
+				(p.path == "single" && strings.HasPrefix(op, "syevd")) { // auto is single for syevd
 				continue
 			}
 			secs, err := timeGraph(func(g *G.ExprGraph) (*G.Node, error) { return k.graph(g, p.d, rhs) })
@@ -562,7 +593,7 @@ func (b *bench) solvers(opsOn map[string]bool) {
 	a.Free()
 	factor.Free()
 	for _, k := range ks {
-		if !opsOn[k.name] || !b.paths["graph"] || strings.HasPrefix(k.name, "syevd") && (n > *maxSyevd || b.tile > 1024) {
+		if !opsOn[k.name] || !b.paths["graph"] || strings.HasPrefix(k.name, "syevd") && (n > *maxSyevd || b.tile > 1024) || k.name == "potri" && n > *maxPotri {
 			continue
 		}
 		op := k.name
@@ -576,6 +607,11 @@ func (b *bench) solvers(opsOn map[string]bool) {
 			b.put(op, "graph", k.nrhs, b.tile, secs, k.flops, 0)
 		}
 	}
+}
+
+// slowMgEig reports whether op is a syevd too large for the cuSolverMg paths.
+func (b *bench) slowMgEig(op string) bool {
+	return strings.HasPrefix(op, "syevd") && b.n > *maxMgEig
 }
 
 func (b *bench) opts() []mgla.Option {

@@ -8,6 +8,7 @@ package cusolver
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -118,6 +119,23 @@ func Memcpy2DDtoH(device int, dst unsafe.Pointer, dpitch int, src uintptr, spitc
 	})
 }
 
+// Memcpy2DAsync enqueues, on stream (0: the legacy default stream) of the
+// calling thread's current context, a copy of height rows of width bytes
+// from src (row pitch spitch) to dst (row pitch dpitch): host to device when
+// up, else device to host. The host side must be page-locked (HostAlloc or
+// HostRegister) for the copy to be asynchronous, and must stay alive and
+// unchanged until the stream is synchronized. Addresses are passed as
+// integers: the host memory may be a Go slice that the DMA reads after the
+// call returns.
+func Memcpy2DAsync(dst uintptr, dpitch int, src uintptr, spitch, width, height int, up bool, stream uintptr) error {
+	u := C.int(0)
+	if up {
+		u = 1
+	}
+	return cudaErr("cudaMemcpy2DAsync", C.mgla_cudaMemcpy2DAsync(C.uintptr_t(dst), C.size_t(dpitch), C.uintptr_t(src),
+		C.size_t(spitch), C.size_t(width), C.size_t(height), u, C.uintptr_t(stream)))
+}
+
 // Memset sets bytes of device memory at p on device to the byte value v.
 func Memset(device int, p uintptr, v byte, bytes int) error {
 	if bytes == 0 {
@@ -214,6 +232,26 @@ func HostRegister(p unsafe.Pointer, bytes int) error {
 	}
 	return cudaErr("cudaHostRegister", C.mgla_cudaHostRegister(p, C.size_t(bytes)))
 }
+
+// RegisterHost page-locks bytes at p like HostRegister and returns the
+// function that undoes it. Memory that is already registered (by the caller,
+// say) is used as it is, and the returned function then leaves it
+// registered.
+func RegisterHost(p unsafe.Pointer, bytes int) (unregister func() error, err error) {
+	err = HostRegister(p, bytes)
+	var ce *CUDAError
+	if errors.As(err, &ce) && ce.Code == cudaErrorHostMemoryAlreadyRegistered {
+		return func() error { return nil }, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return HostUnregister(p) }, nil
+}
+
+// cudaErrorHostMemoryAlreadyRegistered is cudaHostRegister's answer for a
+// range that is registered already.
+const cudaErrorHostMemoryAlreadyRegistered = 712
 
 // HostUnregister undoes HostRegister.
 func HostUnregister(p unsafe.Pointer) error {

@@ -20,6 +20,7 @@ typedef st (*t_cudaMalloc)(void **, size_t);
 typedef st (*t_cudaFree)(void *);
 typedef st (*t_cudaMemcpy)(void *, const void *, size_t, int);
 typedef st (*t_cudaMemcpy2D)(void *, size_t, const void *, size_t, size_t, size_t, int);
+typedef st (*t_cudaMemcpy2DAsync)(void *, size_t, const void *, size_t, size_t, size_t, int, void *);
 typedef st (*t_cudaMemset)(void *, int, size_t);
 typedef st (*t_cudaDeviceSynchronize)(void);
 typedef st (*t_cudaMemGetInfo)(size_t *, size_t *);
@@ -97,6 +98,7 @@ typedef t_potri t_cusolverDnZpotri;
     X(MGLA_LIB_CUDART, cudaFree)                                                             \
     X(MGLA_LIB_CUDART, cudaMemcpy)                                                           \
     X(MGLA_LIB_CUDART, cudaMemcpy2D)                                                         \
+    X(MGLA_LIB_CUDART, cudaMemcpy2DAsync)                                                    \
     X(MGLA_LIB_CUDART, cudaMemset)                                                           \
     X(MGLA_LIB_CUDART, cudaDeviceSynchronize)                                                \
     X(MGLA_LIB_CUDART, cudaMemGetInfo)                                                       \
@@ -222,6 +224,13 @@ int mgla_cudaMemcpyHtoD(uintptr_t dst, const void *src, size_t bytes) {
 }
 int mgla_cudaMemcpy2DDtoH(void *dst, size_t dpitch, uintptr_t src, size_t spitch, size_t width, size_t height) {
     return CALL(cudaMemcpy2D, dst, dpitch, (const void *)src, spitch, width, height, memcpyDeviceToHost);
+}
+/* kind: memcpyHostToDevice or memcpyDeviceToHost; stream 0 is the legacy
+   default stream of the current context. */
+int mgla_cudaMemcpy2DAsync(uintptr_t dst, size_t dpitch, uintptr_t src, size_t spitch, size_t width,
+                           size_t height, int up, uintptr_t stream) {
+    return CALL(cudaMemcpy2DAsync, (void *)dst, dpitch, (const void *)src, spitch, width, height,
+                up ? memcpyHostToDevice : memcpyDeviceToHost, (void *)stream);
 }
 int mgla_cudaMemcpyDtoH(void *dst, uintptr_t src, size_t bytes) {
     return CALL(cudaMemcpy, dst, (const void *)src, bytes, memcpyDeviceToHost);

@@ -44,6 +44,8 @@ int mgla_cudaFree(uintptr_t p);
 int mgla_cudaMemcpyHtoD(uintptr_t dst, const void *src, size_t bytes);
 int mgla_cudaMemcpyDtoH(void *dst, uintptr_t src, size_t bytes);
 int mgla_cudaMemcpy2DDtoH(void *dst, size_t dpitch, uintptr_t src, size_t spitch, size_t width, size_t height);
+int mgla_cudaMemcpy2DAsync(uintptr_t dst, size_t dpitch, uintptr_t src, size_t spitch, size_t width,
+                           size_t height, int up, uintptr_t stream);
 int mgla_cudaMemset(uintptr_t p, int v, size_t bytes);
 int mgla_cudaDeviceSynchronize(void);
 int mgla_cudaHostAlloc(void **p, size_t bytes);
