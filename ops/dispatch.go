@@ -11,7 +11,8 @@ const (
 	// DispatchAuto follows the measured rule of singleGPUFaster, and uses the
 	// mesh whenever the matrix does not fit on the first device.
 	DispatchAuto Dispatch = iota
-	// DispatchMesh always runs cuSolverMg over the whole mesh.
+	// DispatchMesh always runs cuSolverMg over the whole mesh, except potrf
+	// with tiles narrower than mgPotrfMinTile, which cuSolverMg gets wrong.
 	DispatchMesh
 	// DispatchSingle always runs single-GPU cuSOLVER on the mesh's first
 	// device (the matrix must fit there).
@@ -46,6 +47,17 @@ const (
 	solveSyevd
 )
 
+// mgPotrfMinTile is the narrowest tile that cusolverMgPotrf is trusted
+// with. Measured on CUDA 13 with 2 and 3 H200s (TestMgSmallTiles in
+// kernels/cusolver): T = 1 gives a wrong factor even on idle GPUs, and
+// while other processes kept the GPUs busy every tile from 1 to 64 gave
+// wrong factors (residual ratios of 1e9 to 3e11) or
+// CUSOLVER_STATUS_INTERNAL_ERROR, while 100, 128 and 256 were right; the
+// shared op suite failed the same way. Potrs, Potri and Syevd through
+// cuSolverMg were right at every tile. Narrower tiles are factored by
+// single-GPU cuSOLVER on the mesh's first device, whatever the dispatch.
+const mgPotrfMinTile = 256
+
 // singleGPUFaster is the dispatch rule with its evidence: whether single-GPU
 // cuSOLVER on the mesh's first device, including the peer copies of the
 // tiles to and from it, beats cuSolverMg over ndev > 1 devices for an n×n
@@ -64,8 +76,20 @@ const (
 //     against 2.1 ms at N = 4096 (K = 1), 2.7 against 12.9 ms at 8192:
 //     never.
 //
-// 4-GPU machines were not available for these measurements; the rule is
-// applied unchanged to any ndev > 1.
+// Re-measured on 2 and 4 H200s with T = 2048 (2026-11-21, BENCHMARKS.md),
+// times of cuSolverMg through mgla against single-GPU cuSOLVER with the
+// copies, on 4 GPUs:
+//
+//   - syevd: 9.3 s against 2.9 s (values) and 6.0 s against 3.2 s
+//     (vectors) at N = 16384.
+//   - potri: 268 against 239 ms at N = 16384, 1.39 against 1.16 s at 32768,
+//     but 58 against 84 ms at 8192.
+//   - potrf: 11.3 against 39.8 ms at N = 8192 and 163 against 309 ms at
+//     32768; 3.6 against 3.4 ms at 4096.
+//   - potrs (K = 1): 2.8 against 30.7 ms at N = 8192, 10.9 against 35.5 ms
+//     at 32768.
+//
+// The rule holds for 2 and 4 GPUs alike.
 func singleGPUFaster(k solverKernel, n, ndev int) bool {
 	switch k {
 	case solveSyevd:

@@ -83,6 +83,8 @@ func (s gpuSolver) single(k solverKernel, a *sharding.Tensor, operands int) bool
 	switch {
 	case ndev == 1:
 		return true
+	case k == solvePotrf && a.Layout().Tile < mgPotrfMinTile:
+		return true // whatever the dispatch: cuSolverMg gets these wrong
 	case s.dispatch == DispatchMesh:
 		return false
 	case s.dispatch == DispatchSingle:

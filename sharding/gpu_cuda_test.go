@@ -5,6 +5,7 @@ package sharding
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/mgla/mgla/kernels/cusolver"
 	"gorgonia.org/tensor"
@@ -66,6 +67,17 @@ func TestHostTransferModes(t *testing.T) {
 		}
 		require.NoError(t, cusolver.HostUnregister(p), "the caller's registration was undone")
 	}
+	// The default copies a matrix registered with RegisterHost in place.
+	SetHostTransfer(HostTransferAuto)
+	unregister, err := RegisterHost(large)
+	require.NoError(t, err)
+	p, n, _ := hostBytes(large.Data())
+	require.True(t, cusolver.HostRegistered(p) && cusolver.HostRegistered(unsafe.Add(p, n-1)))
+	for _, mesh := range gpuTestMeshes(t) {
+		roundTrip(t, large, mesh, Cyclic(512), fmt.Sprintf("seed %d registered, default mode, %v", seed, mesh))
+	}
+	require.NoError(t, unregister())
+	require.False(t, cusolver.HostRegistered(p))
 }
 
 func roundTrip(t *testing.T, host *tensor.Dense, mesh *Mesh, layout Layout, what string) {

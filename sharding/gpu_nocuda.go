@@ -10,3 +10,9 @@ import "fmt"
 func GPUMesh(ids ...int) (*Mesh, error) {
 	return nil, fmt.Errorf("%w: this binary was built without the cuda build tag", ErrNoGPU)
 }
+
+// RegisterHost page-locks host memory for fast GPU copies in a mglacuda
+// build; in this build there is no GPU and it does nothing.
+func RegisterHost(data any) (unregister func() error, err error) {
+	return func() error { return nil }, nil
+}

@@ -277,20 +277,20 @@ type pathStyle struct {
 }
 
 // pathOrder is the column and legend order of the known paths.
-var pathOrder = []string{"mg", "mgla", "auto", "single", "dn", "graph", "staged", "pinned", "pageable"}
+var pathOrder = []string{"mg", "mgla", "auto", "single", "dn", "graph", "registered", "pinned", "pageable"}
 
 // pathStyles uses the Okabe–Ito palette, which stays distinct for readers
 // with colour-vision deficiencies.
 var pathStyles = map[string]pathStyle{
-	"mg":       {"cuSolverMg", color.RGBA{0, 114, 178, 255}},
-	"mgla":     {"mgla", color.RGBA{213, 94, 0, 255}},
-	"auto":     {"mgla auto", color.RGBA{0, 158, 115, 255}},
-	"single":   {"mgla single GPU", color.RGBA{86, 86, 86, 255}},
-	"dn":       {"cuSOLVER", color.RGBA{0, 0, 0, 255}},
-	"graph":    {"Gorgonia graph", color.RGBA{204, 121, 167, 255}},
-	"staged":   {"mgla staged", color.RGBA{240, 228, 66, 255}},
-	"pinned":   {"pinned memcpy", color.RGBA{86, 180, 233, 255}},
-	"pageable": {"pageable memcpy", color.RGBA{230, 159, 0, 255}},
+	"mg":         {"cuSolverMg", color.RGBA{0, 114, 178, 255}},
+	"mgla":       {"mgla", color.RGBA{213, 94, 0, 255}},
+	"auto":       {"mgla auto", color.RGBA{0, 158, 115, 255}},
+	"single":     {"mgla single GPU", color.RGBA{86, 86, 86, 255}},
+	"dn":         {"cuSOLVER", color.RGBA{0, 0, 0, 255}},
+	"graph":      {"Gorgonia graph", color.RGBA{204, 121, 167, 255}},
+	"registered": {"mgla, registered host", color.RGBA{240, 228, 66, 255}},
+	"pinned":     {"pinned memcpy", color.RGBA{86, 180, 233, 255}},
+	"pageable":   {"pageable memcpy", color.RGBA{230, 159, 0, 255}},
 }
 
 // styleOf returns the style of path, a grey for unknown paths.
@@ -547,10 +547,10 @@ func solverPlot(rows []result, g group) *plot.Plot {
 	return p
 }
 
-// uploadPlot draws the upload bandwidth of the mgla, staged and pinned paths
+// uploadPlot draws the upload bandwidth of the mgla, registered and pinned paths
 // against N, or returns nil if there is nothing to draw.
 func uploadPlot(rows []result) *plot.Plot {
-	rows = filter(rows, func(r result) bool { return r.Path == "mgla" || r.Path == "staged" || r.Path == "pinned" })
+	rows = filter(rows, func(r result) bool { return r.Path == "mgla" || r.Path == "registered" || r.Path == "pinned" })
 	tile := mainTile(rows, "mgla")
 	lines := curves(atTile(rows, tile), byN, byGBps, tile)
 	if len(lines) == 0 {

@@ -298,37 +298,42 @@ func (b *bench) fail(op, path string, err error) {
 	b.put(op, path, 0, b.tile, math.NaN(), 0, 0)
 }
 
-// transfers: upload and download through mgla (the default: host matrices
-// of at least sharding.RegisterMinBytes are registered and copied in place,
-// smaller ones staged), the staged path for those sizes too, the cost of
-// registering and unregistering the host matrix, the relayout from row
-// blocks, and plain pinned and pageable copies of the same bytes to the
-// same GPUs.
+// transfers: upload and download through mgla (the default, staged through
+// pinned buffers), the same from a host matrix registered once with
+// sharding.RegisterHost (copied in place; path registered), the cost of
+// registering and unregistering the matrix, the relayout from row blocks,
+// and plain pinned and pageable copies of the same bytes to the same GPUs.
 func (b *bench) transfers() {
 	bytes := float64(b.n) * float64(b.n) * float64(b.dt.Size())
 	b.roundTrip("mgla", bytes)
-	if bytes >= sharding.RegisterMinBytes {
-		prev := sharding.SetHostTransfer(sharding.HostTransferStaged)
-		b.roundTrip("staged", bytes)
-		sharding.SetHostTransfer(prev)
-		p := dataPtr(b.host)
-		secs, err := timeIt(nil, func() error {
-			if err := cusolver.HostRegister(p, int(bytes)); err != nil {
-				return err
-			}
-			return cusolver.HostUnregister(p)
-		})
+	secs, err := timeIt(nil, func() error {
+		unregister, err := sharding.RegisterHost(b.host)
 		if err != nil {
-			b.fail("register", "mgla", err)
-		} else {
-			b.put("register", "mgla", 0, 0, secs, 0, bytes)
+			return err
+		}
+		return unregister()
+	})
+	if err != nil {
+		b.fail("register", "mgla", err)
+	} else {
+		b.put("register", "mgla", 0, 0, secs, 0, bytes)
+	}
+	if unregister, err := sharding.RegisterHost(b.host); err != nil {
+		b.fail("upload", "registered", err)
+	} else {
+		b.roundTrip("registered", bytes)
+		if err := unregister(); err != nil {
+			log.Fatal(err)
 		}
 	}
 	layout := sharding.Cyclic(b.tile)
-	rb, err := sharding.Put(b.host, b.mesh, sharding.RowBlocks())
-	if err != nil {
+	var rb *sharding.Tensor
+	switch {
+	case b.n > *pageMax:
+		// The relayout from row blocks moves column by column: too slow.
+	case func() bool { rb, err = sharding.Put(b.host, b.mesh, sharding.RowBlocks()); return err != nil }():
 		b.fail("relayout", "mgla", err)
-	} else {
+	default:
 		var moved *sharding.Tensor
 		secs, err := timeIt(func() error {
 			if moved != nil {

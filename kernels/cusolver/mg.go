@@ -218,7 +218,12 @@ func (m *Mg) freeOn(device int, p *uintptr) error {
 }
 
 // do runs f with the lock held, on a locked OS thread whose current device is
-// the first of the list.
+// the first of the list. Every device of the list is synchronized before f,
+// so that cuSolverMg, whose internal streams need not wait for the legacy
+// default stream, reads finished inputs, and after f, so that no kernel of
+// cuSolverMg still writes when the call returns. Without these, results
+// came out wrong and cusolverMgPotrf failed with an internal error on
+// 2 to 4 H200s that other processes kept busy.
 func (m *Mg) do(f func() error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -227,10 +232,30 @@ func (m *Mg) do(f func() error) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if err := m.syncAll(); err != nil {
+		return err
+	}
 	if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(m.devices[0]))); err != nil {
 		return err
 	}
-	return f()
+	err := f()
+	if serr := m.syncAll(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// syncAll waits for all work on every device of the list.
+func (m *Mg) syncAll() error {
+	for _, d := range m.devices {
+		if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(d))); err != nil {
+			return err
+		}
+		if err := cudaErr("cudaDeviceSynchronize", C.mgla_cudaDeviceSynchronize()); err != nil {
+			return fmt.Errorf("%w (device %d)", err, d)
+		}
+	}
+	return cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(m.devices[0])))
 }
 
 // ensureWork grows the per-device workspaces to at least bytes each.

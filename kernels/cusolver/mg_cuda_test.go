@@ -510,3 +510,119 @@ func isInternal(err error) bool {
 	var se *SolverError
 	return errors.As(err, &se) && se.Status.String() == "CUSOLVER_STATUS_INTERNAL_ERROR"
 }
+
+// TestMgSmallTiles maps which tile widths cuSolverMg handles, on buffers
+// with a guard tile after each device's columns (filled with NaN bytes) that
+// must come back untouched: potrf + potrs (solve residual) and syevd with
+// vectors (eigen residuals), float64, 2 and 3 GPUs, N not a multiple of T.
+func TestMgSmallTiles(t *testing.T) {
+	ng := gpus(t)
+	p := precs[1]
+	if p.dt != tensor.Float64 {
+		t.Fatalf("precs[1] is %v", p.dt)
+	}
+	rng := newRNG(t)
+	bad := map[string][]int{}
+	for ndev := 2; ndev <= min(3, ng); ndev++ {
+		m, err := NewMg(seq(ndev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{37, 300} {
+			for _, tile := range []int{1, 2, 4, 7, 8, 16, 29, 32, 33, 64, 100, 128, 256} {
+				a := randHPD(rng, n, p)
+				da := newGuarded(t, seq(ndev), p.dt, a, tile)
+				b := randMat(rng, n, 1, p)
+				db := newDmat(t, seq(ndev), p.dt, b, tile, true)
+				what := fmt.Sprintf("ndev=%d n=%d T=%d", ndev, n, tile)
+				note := func(k string) { bad[k] = append(bad[k], tile); t.Logf("%s: %s", what, k) }
+				if err := m.Potrf(p.dt, n, tile, da.ptrs); err != nil {
+					note("potrf error: " + err.Error())
+				} else if err := m.Potrs(p.dt, n, 1, tile, da.ptrs, db.ptrs); err != nil {
+					note("potrs error")
+				} else if r := solveRatio(a, db.get(t), b, p.eps); r > ratioLimit || math.IsNaN(r) {
+					note(fmt.Sprintf("potrf+potrs residual ratio %.3g", r))
+				}
+				if g := da.guardTouched(t); g > 0 {
+					note(fmt.Sprintf("potrf/potrs wrote %d guard bytes", g))
+				}
+				da.put(t, a)
+				w := make([]float64, n)
+				if tile <= 1024 {
+					if err := m.Syevd(p.dt, n, tile, da.ptrs, w, true); err != nil {
+						note("syevd error: " + err.Error())
+					} else if res, orth := eigRatios(a, da.get(t), w, p.eps); res > ratioLimit || orth > ratioLimit || math.IsNaN(res+orth) {
+						note(fmt.Sprintf("syevd ratios %.3g %.3g", res, orth))
+					}
+					if g := da.guardTouched(t); g > 0 {
+						note(fmt.Sprintf("syevd wrote %d guard bytes", g))
+					}
+				}
+				db.free()
+				da.free()
+			}
+		}
+		m.Close()
+	}
+	// Package ops sends potrf with tiles below 256 to single-GPU cuSOLVER:
+	// measured on CUDA 13 / H200, T = 1 gives wrong factors on idle GPUs,
+	// and tiles up to 64 gave wrong factors on GPUs that other processes
+	// kept busy. Tiles from 256 must work.
+	for k, tiles := range bad {
+		for _, tile := range tiles {
+			if tile >= 256 {
+				t.Errorf("%s at tile %d", k, tile)
+			} else {
+				t.Logf("%s at tile %d (below 256: not used by package ops)", k, tile)
+			}
+		}
+	}
+}
+
+// guarded is a dmat whose buffers hold one more tile of columns, filled with
+// 0xFF bytes, after each device's columns.
+type guarded struct {
+	*dmat
+	used []int // bytes of each buffer that hold columns
+	size []int // bytes allocated
+}
+
+func newGuarded(t *testing.T, devs []int, dt tensor.Dtype, m *cmat, tile int) *guarded {
+	t.Helper()
+	nd := len(devs)
+	g := &guarded{dmat: &dmat{devs: devs, dt: dt, rows: m.r, cols: m.c, tile: tile,
+		bufs: make([]uintptr, nd), ptrs: make([]uintptr, nd)}, used: make([]int, nd), size: make([]int, nd)}
+	for i, dev := range devs {
+		lc := LocalCols(m.c, tile, nd, i)
+		g.used[i] = m.r * lc * ElemSize(dt)
+		g.size[i] = m.r * (lc + tile) * ElemSize(dt)
+		p, err := Malloc(dev, g.size[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Memset(dev, p, 0xFF, g.size[i]); err != nil {
+			t.Fatal(err)
+		}
+		g.bufs[i], g.ptrs[i] = p, p
+	}
+	g.put(t, m)
+	return g
+}
+
+// guardTouched returns how many guard bytes are not 0xFF.
+func (g *guarded) guardTouched(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for i, dev := range g.devs {
+		buf := make([]byte, g.size[i])
+		if err := MemcpyDtoH(dev, unsafe.Pointer(&buf[0]), g.bufs[i], len(buf)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range buf[g.used[i]:] {
+			if c != 0xFF {
+				n++
+			}
+		}
+	}
+	return n
+}

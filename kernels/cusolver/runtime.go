@@ -253,6 +253,19 @@ func RegisterHost(p unsafe.Pointer, bytes int) (unregister func() error, err err
 // range that is registered already.
 const cudaErrorHostMemoryAlreadyRegistered = 712
 
+// HostRegistered reports whether the host address p is page-locked memory
+// that the CUDA runtime knows (HostAlloc or HostRegister).
+func HostRegistered(p unsafe.Pointer) bool {
+	if Load() != nil {
+		return false
+	}
+	var r C.int
+	if C.mgla_hostRegistered(p, &r) != 0 {
+		C.mgla_cudaGetLastError() // the expected answer for ordinary memory
+	}
+	return r != 0
+}
+
 // HostUnregister undoes HostRegister.
 func HostUnregister(p unsafe.Pointer) error {
 	return cudaErr("cudaHostUnregister", C.mgla_cudaHostUnregister(p))

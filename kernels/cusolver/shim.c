@@ -29,6 +29,7 @@ typedef st (*t_cudaDeviceEnablePeerAccess)(int, unsigned int);
 typedef st (*t_cudaGetLastError)(void);
 typedef st (*t_cudaRuntimeGetVersion)(int *);
 typedef st (*t_cudaDriverGetVersion)(int *);
+typedef st (*t_cudaHostGetFlags)(unsigned int *, void *);
 typedef st (*t_cudaHostAlloc)(void **, size_t, unsigned int);
 typedef st (*t_cudaFreeHost)(void *);
 typedef st (*t_cudaHostRegister)(void *, size_t, unsigned int);
@@ -107,6 +108,7 @@ typedef t_potri t_cusolverDnZpotri;
     X(MGLA_LIB_CUDART, cudaGetLastError)                                                     \
     X(MGLA_LIB_CUDART, cudaRuntimeGetVersion)                                                \
     X(MGLA_LIB_CUDART, cudaDriverGetVersion)                                                 \
+    X(MGLA_LIB_CUDART, cudaHostGetFlags)                                                     \
     X(MGLA_LIB_CUDART, cudaHostAlloc)                                                        \
     X(MGLA_LIB_CUDART, cudaFreeHost)                                                         \
     X(MGLA_LIB_CUDART, cudaHostRegister)                                                     \
@@ -257,6 +259,14 @@ int mgla_cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
 int mgla_cudaGetLastError(void) { return CALL(cudaGetLastError); }
 int mgla_cudaRuntimeGetVersion(int *v) { return CALL(cudaRuntimeGetVersion, v); }
 int mgla_cudaDriverGetVersion(int *v) { return CALL(cudaDriverGetVersion, v); }
+/* cudaHostGetFlags succeeds only for page-locked memory that the runtime
+   knows (cudaHostAlloc or cudaHostRegister). */
+int mgla_hostRegistered(const void *p, int *registered) {
+    unsigned int flags = 0;
+    int rc = CALL(cudaHostGetFlags, &flags, (void *)p);
+    *registered = rc == 0;
+    return rc;
+}
 const char *mgla_cudaGetErrorString(int e) {
     return p_cudaGetErrorString ? p_cudaGetErrorString(e) : NULL;
 }

@@ -58,6 +58,7 @@ int mgla_cudaDeviceEnablePeerAccess(int peer, unsigned int flags);
 int mgla_cudaGetLastError(void);
 int mgla_cudaRuntimeGetVersion(int *v);
 int mgla_cudaDriverGetVersion(int *v);
+int mgla_hostRegistered(const void *p, int *registered);
 const char *mgla_cudaGetErrorString(int e);
 const char *mgla_cudaGetErrorName(int e);
 
