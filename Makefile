@@ -36,8 +36,17 @@ cuda-vet:
 	$(GO) vet -tags mglacuda $(PKGS)
 	$(GO) test -tags mglacuda -run '^TestHostHelpers$$' -count=1 ./kernels/cusolver/
 
+# Benchmarks against gonum, pure Go then openblas (kernels/doc.go, "Benchmarks").
+# BenchmarkSyevd/N=2000 has its own step in each build: its gonum baseline alone
+# takes about a minute, so the `-bench .` steps leave it out explicitly with -skip.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/ ./ops/ .
+	$(GO) test -run '^$$' -bench . -skip 'BenchmarkSyevd/N=2000' -benchtime 3x ./kernels/ ./ops/ .
+	@echo '== BenchmarkSyevd/N=2000, pure Go (slow: its gonum baseline takes about a minute)'
+	$(GO) test -run '^$$' -bench 'BenchmarkSyevd/N=2000' -benchtime 3x -timeout 30m ./kernels/
+	@echo '== openblas build (make deps)'
+	CGO_LDFLAGS='$(OPENBLAS_LDFLAGS)' $(GO) test -tags openblas -run '^$$' -bench . -skip 'BenchmarkSyevd/N=2000' -benchtime 3x ./kernels/ ./ops/ .
+	@echo '== BenchmarkSyevd/N=2000, openblas (slow: its gonum baseline takes about a minute)'
+	CGO_LDFLAGS='$(OPENBLAS_LDFLAGS)' $(GO) test -tags openblas -run '^$$' -bench 'BenchmarkSyevd/N=2000' -benchtime 3x -timeout 30m ./kernels/
 
 # Debian packages for the openblas tag.
 deps:

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,15 +186,23 @@ func opCases() []opCase {
 	return cs
 }
 
+// lispComplexReason says why complex graphs never run on the LispMachine;
+// TestLispMachineRejectsComplex checks that it still holds.
+const lispComplexReason = "gorgonia's LispMachine cannot bind complex values (dual.go: \"Unhandled dtype\"), see TestLispMachineRejectsComplex"
+
 // run executes a graph with the TapeMachine, or with the LispMachine when
-// lisp is set. Gorgonia's LispMachine cannot bind complex values ("Unhandled
-// dtype"), so complex graphs always use the TapeMachine.
+// lisp is set. Complex graphs always use the TapeMachine (lispComplexReason);
+// the fallback is logged.
 func run(t *testing.T, g *G.ExprGraph, lisp bool) error {
 	t.Helper()
 	var m G.VM
-	if lisp && !hasComplex(g) {
+	switch {
+	case lisp && hasComplex(g):
+		t.Logf("running with the TapeMachine instead of the LispMachine: %s", lispComplexReason)
+		m = G.NewTapeMachine(g)
+	case lisp:
 		m = G.NewLispMachine(g, G.ExecuteFwdOnly())
-	} else {
+	default:
 		m = G.NewTapeMachine(g)
 	}
 	defer m.Close()
@@ -207,6 +216,82 @@ func hasComplex(g *G.ExprGraph) bool {
 		}
 	}
 	return false
+}
+
+// TestLispMachineRejectsComplex pins the Gorgonia limitation behind
+// lispComplexReason: if it starts to pass, drop the TapeMachine fallback in
+// run and the LispMachine skips in TestRunTimeErrors.
+func TestLispMachineRejectsComplex(t *testing.T) {
+	for _, dt := range []tensor.Dtype{tensor.Complex64, tensor.Complex128} {
+		const n = 3
+		a := make([]complex128, n*n)
+		for i := range n {
+			a[i*n+i] = complex(float64(i+1), 0)
+		}
+		g := G.NewGraph()
+		an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(dt, a, n, n)))
+		_, err := mgla.Cholesky(an)
+		require.NoError(t, err)
+		m := G.NewLispMachine(g, G.ExecuteFwdOnly())
+		err = m.RunAll()
+		m.Close()
+		require.Error(t, err, "%v: the LispMachine now runs complex graphs; remove the fallback in run", dt)
+		require.Contains(t, err.Error(), "Unhandled dtype", "%v", dt)
+	}
+}
+
+// elementBits are the bit patterns of a host value's elements (real and
+// imaginary parts), so that values compare bitwise: NaN payloads, signed
+// zeros and junk included.
+func elementBits(t *testing.T, v G.Value) []uint64 {
+	t.Helper()
+	var out []uint64
+	switch x := v.Data().(type) {
+	case []float32:
+		for _, f := range x {
+			out = append(out, uint64(math.Float32bits(f)))
+		}
+	case []float64:
+		for _, f := range x {
+			out = append(out, math.Float64bits(f))
+		}
+	case []complex64:
+		for _, f := range x {
+			out = append(out, uint64(math.Float32bits(real(f))), uint64(math.Float32bits(imag(f))))
+		}
+	case []complex128:
+		for _, f := range x {
+			out = append(out, math.Float64bits(real(f)), math.Float64bits(imag(f)))
+		}
+	default:
+		t.Fatalf("unexpected value data %T", v.Data())
+	}
+	return out
+}
+
+// requireUnchanged fails unless after holds bitwise the same elements, shape
+// and dtype as before (a clone taken before the run).
+func requireUnchanged(t *testing.T, what string, before *tensor.Dense, after G.Value) {
+	t.Helper()
+	require.NotNil(t, after, "%s: no value", what)
+	require.Equal(t, before.Dtype(), after.Dtype(), "%s: dtype changed", what)
+	require.Equal(t, []int(before.Shape()), []int(after.Shape()), "%s: shape changed", what)
+	want, got := elementBits(t, before), elementBits(t, after)
+	require.Len(t, got, len(want), "%s", what)
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("%s modified by the run: element word %d is %#x, was %#x (seed %d)", what, i, got[i], want[i], testSeed)
+		}
+	}
+}
+
+// realDtype is the dtype of the eigenvalues and the log-determinant of a
+// matrix of dtype dt.
+func realDtype(dt tensor.Dtype) tensor.Dtype {
+	if dt == tensor.Float32 || dt == tensor.Complex64 {
+		return tensor.Float32
+	}
+	return tensor.Float64
 }
 
 func TestOpsAgainstReference(t *testing.T) {
@@ -223,8 +308,10 @@ func TestOpsAgainstReference(t *testing.T) {
 			b = fromValue(t, toDense(c.dt, b, c.n, c.k))
 
 			g := G.NewGraph()
-			a := G.NewMatrix(g, c.dt, G.WithShape(c.n, c.n), G.WithName("A"), G.WithValue(toDense(c.dt, junk, c.n, c.n)))
-			bn := G.NewMatrix(g, c.dt, G.WithShape(c.n, c.k), G.WithName("B"), G.WithValue(toDense(c.dt, b, c.n, c.k)))
+			aIn, bIn := toDense(c.dt, junk, c.n, c.n), toDense(c.dt, b, c.n, c.k)
+			aBefore, bBefore := aIn.Clone().(*tensor.Dense), bIn.Clone().(*tensor.Dense)
+			a := G.NewMatrix(g, c.dt, G.WithShape(c.n, c.n), G.WithName("A"), G.WithValue(aIn))
+			bn := G.NewMatrix(g, c.dt, G.WithShape(c.n, c.k), G.WithName("B"), G.WithValue(bIn))
 			opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
 			x := must(mgla.Potrs(a, bn, opts...))
 			inv := must(mgla.Potri(a, opts...))
@@ -239,6 +326,32 @@ func TestOpsAgainstReference(t *testing.T) {
 			require.NoError(t, run(t, g, ci%2 == 1), "seed %d", testSeed)
 			tol := tolerance(c.dt)
 			n := c.n
+
+			// No op writes to its inputs: A (junk upper triangle included) and B
+			// are bitwise what they were, in the caller's tensors and in the nodes.
+			requireUnchanged(t, "A", aBefore, aIn)
+			requireUnchanged(t, "B", bBefore, bIn)
+			requireUnchanged(t, "A's node value", aBefore, a.Value())
+			requireUnchanged(t, "B's node value", bBefore, bn.Value())
+
+			// Result dtypes: w and LogDet are real (float32 for float32 and
+			// complex64, float64 for float64 and complex128), v has A's dtype.
+			rdt := realDtype(c.dt)
+			for _, r := range []struct {
+				name  string
+				node  *G.Node
+				dt    tensor.Dtype
+				shape []int
+			}{
+				{"Syevd w", w, rdt, []int{n}},
+				{"Syevd w (values only)", wOnly, rdt, []int{n}},
+				{"Syevd v", v, c.dt, []int{n, n}},
+				{"LogDet", ld, rdt, []int{}},
+			} {
+				require.Equal(t, r.dt, r.node.Dtype(), "%s node dtype", r.name)
+				require.Equal(t, r.dt, r.node.Value().Dtype(), "%s value dtype", r.name)
+				require.Equal(t, r.shape, []int(r.node.Value().Shape()), "%s shape", r.name)
+			}
 
 			// Potrs and CholSolve: A·X = B.
 			for _, xn := range []*G.Node{x, xs} {
@@ -364,86 +477,222 @@ func TestDiagonalSystem(t *testing.T) {
 	}
 }
 
+// TestSameResultForEveryMeshAndTile runs every op on meshes of 1, 2, 3 and 5
+// devices with tile widths that do and do not divide N (and one wider than
+// N), for every dtype, and compares each result with the one of the first
+// configuration. Eigenvectors are compared column by column after aligning
+// their sign (complex: phase), the freedom an eigensolver has.
 func TestSameResultForEveryMeshAndTile(t *testing.T) {
 	rng := newRNG(t, 2)
-	const n = 29
-	full, junk := hpd(rng, n, false)
-	_ = full
-	bv := randomMatrix(rng, n, 2, false)
-	var first []complex128
-	for _, ndev := range []int{1, 2, 3, 5} {
-		for _, tile := range []int{1, 4, 7, 29, 100} {
-			mesh, _ := testMesh(t, ndev)
-			g := G.NewGraph()
-			a := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(tensor.Float64, junk, n, n)))
-			b := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 2), G.WithName("B"), G.WithValue(toDense(tensor.Float64, bv, n, 2)))
-			x := must(mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(tile)))
-			require.NoError(t, run(t, g, false))
-			got := fromValue(t, x.Value())
-			if first == nil {
-				first = got
-				continue
+	const n, k = 29, 2
+	type result struct {
+		name    string
+		build   func(a, b *G.Node, opts ...mgla.Option) (*G.Node, error)
+		vectors bool // eigenvectors: columns equal up to a unit factor
+	}
+	results := []result{
+		{name: "Potrs", build: mgla.Potrs},
+		{name: "Potri", build: func(a, _ *G.Node, o ...mgla.Option) (*G.Node, error) { return mgla.Potri(a, o...) }},
+		{name: "Cholesky", build: func(a, _ *G.Node, o ...mgla.Option) (*G.Node, error) { return mgla.Cholesky(a, o...) }},
+		{name: "CholSolve", build: func(a, b *G.Node, o ...mgla.Option) (*G.Node, error) {
+			l, err := mgla.Cholesky(a, o...)
+			if err != nil {
+				return nil, err
 			}
-			require.Less(t, relDiff(got, first), 1e-12, "ndev %d tile %d seed %d", ndev, tile, testSeed)
-		}
+			return mgla.CholSolve(l, b, o...)
+		}},
+		{name: "LogDet", build: func(a, _ *G.Node, o ...mgla.Option) (*G.Node, error) { return mgla.LogDet(a, o...) }},
+		{name: "Syevd w", build: func(a, _ *G.Node, o ...mgla.Option) (*G.Node, error) {
+			w, _, err := mgla.Syevd(a, o...)
+			return w, err
+		}},
+		{name: "Syevd w (values only)", build: func(a, _ *G.Node, o ...mgla.Option) (*G.Node, error) {
+			w, _, err := mgla.Syevd(a, append(o, mgla.EigenvaluesOnly())...)
+			return w, err
+		}},
+		{name: "Syevd v", vectors: true, build: func(a, _ *G.Node, o ...mgla.Option) (*G.Node, error) {
+			_, v, err := mgla.Syevd(a, o...)
+			return v, err
+		}},
+	}
+	for _, dt := range sharding.Dtypes {
+		_, junk := hpd(rng, n, isComplex(dt))
+		bv := randomMatrix(rng, n, k, isComplex(dt))
+		t.Run(dt.String(), func(t *testing.T) {
+			tol := tolerance(dt)
+			first := map[string][]complex128{}
+			for _, ndev := range []int{1, 2, 3, 5} {
+				for _, tile := range []int{1, 4, 7, 29, 100} {
+					mesh, err := testMesh(t, ndev)
+					require.NoError(t, err)
+					g := G.NewGraph()
+					a := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(dt, junk, n, n)))
+					b := G.NewMatrix(g, dt, G.WithShape(n, k), G.WithName("B"), G.WithValue(toDense(dt, bv, n, k)))
+					nodes := make([]*G.Node, len(results))
+					for i, r := range results {
+						nodes[i] = must(r.build(a, b, onMesh(mesh), mgla.WithTile(tile)))
+					}
+					require.NoError(t, run(t, g, false), "ndev %d tile %d seed %d", ndev, tile, testSeed)
+					for i, r := range results {
+						got := fromValue(t, nodes[i].Value())
+						want, ok := first[r.name]
+						if !ok {
+							first[r.name] = append([]complex128(nil), got...)
+							continue
+						}
+						require.Len(t, got, len(want), r.name)
+						if !r.vectors {
+							require.Less(t, relDiff(got, want), tol, "%s: ndev %d tile %d seed %d", r.name, ndev, tile, testSeed)
+							continue
+						}
+						for j := range n {
+							gc, wc := column(got, n, j), column(want, n, j)
+							var dot complex128 // wcᴴ·gc
+							for e := range gc {
+								dot += cmplx.Conj(wc[e]) * gc[e]
+							}
+							require.Greater(t, cmplx.Abs(dot), 0.5, "%s column %d: ndev %d tile %d seed %d", r.name, j, ndev, tile, testSeed)
+							phase := dot / complex(cmplx.Abs(dot), 0)
+							for e := range gc {
+								gc[e] /= phase
+							}
+							require.Less(t, relDiff(gc, wc), tol*n, "%s column %d: ndev %d tile %d seed %d", r.name, j, ndev, tile, testSeed)
+						}
+					}
+				}
+			}
+		})
 	}
 }
 
+// column j of the row-major n×n matrix m.
+func column(m []complex128, n, j int) []complex128 {
+	c := make([]complex128, n)
+	for i := range c {
+		c[i] = m[i*n+j]
+	}
+	return c
+}
+
+// TestRunTimeErrors checks the errors that RunAll returns, on both machines:
+// a matrix that is not positive definite, and NaN or Inf in A or b. Each
+// error names its cause, matches its sentinel through mgla.Cause, and leaves
+// the inputs bitwise unchanged. The same graphs on clean inputs must run
+// (so that the errors come from the bad entries), and Syevd must accept an
+// indefinite matrix.
 func TestRunTimeErrors(t *testing.T) {
 	mesh, _ := testMesh(t, 2)
 	const n = 6
-	notPD := make([]complex128, n*n)
-	for i := range n {
-		notPD[i*n+i] = 1
+	const (
+		clean  = "clean"
+		notPD  = "notPD" // the leading minor of order 3 fails
+		nanA   = "NaN_in_A"
+		infA   = "Inf_in_A"
+		nanB   = "NaN_in_b"
+		infB   = "Inf_in_b"
+		orderK = "order 3"
+	)
+	solveKinds := []string{clean, notPD, nanA, infA, nanB, infB}
+	factorKinds := []string{clean, notPD, nanA, infA}
+	eigenKinds := []string{clean, notPD, nanA, infA} // notPD must succeed
+	builders := []struct {
+		name  string
+		kinds []string
+		build func(a, b *G.Node) error
+	}{
+		{"Potrs", solveKinds, func(a, b *G.Node) error { _, err := mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(2)); return err }},
+		{"CholSolve", solveKinds, func(l, b *G.Node) error { _, err := mgla.CholSolve(l, b, onMesh(mesh), mgla.WithTile(2)); return err }},
+		{"Potri", factorKinds, func(a, _ *G.Node) error { _, err := mgla.Potri(a, onMesh(mesh)); return err }},
+		{"Cholesky", factorKinds, func(a, _ *G.Node) error { _, err := mgla.Cholesky(a, onMesh(mesh)); return err }},
+		{"LogDet", factorKinds, func(a, _ *G.Node) error { _, err := mgla.LogDet(a, onMesh(mesh), mgla.WithTile(4)); return err }},
+		{"Syevd", eigenKinds, func(a, _ *G.Node) error { _, _, err := mgla.Syevd(a, onMesh(mesh), mgla.WithTile(4)); return err }},
+		{"SyevdValuesOnly", eigenKinds, func(a, _ *G.Node) error {
+			_, _, err := mgla.Syevd(a, onMesh(mesh), mgla.WithTile(4), mgla.EigenvaluesOnly())
+			return err
+		}},
 	}
-	notPD[2*n+2] = -1 // the leading minor of order 3 fails
-	withNaN := make([]complex128, n*n)
-	for i := range n {
-		withNaN[i*n+i] = 1
-	}
-	withNaN[4*n+1] = complex(math.NaN(), 0)
-	build := map[string]func(a, b *G.Node) (*G.Node, error){
-		"Potrs":    func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(2)) },
-		"Potri":    func(a, _ *G.Node) (*G.Node, error) { return mgla.Potri(a, onMesh(mesh)) },
-		"Cholesky": func(a, _ *G.Node) (*G.Node, error) { return mgla.Cholesky(a, onMesh(mesh)) },
-		"LogDet":   func(a, _ *G.Node) (*G.Node, error) { return mgla.LogDet(a, onMesh(mesh)) },
-		"CholSolve": func(a, b *G.Node) (*G.Node, error) {
-			return mgla.CholSolve(a, b, onMesh(mesh))
-		},
-	}
-	for name, fn := range build {
+	for _, bc := range builders {
 		for _, dt := range sharding.Dtypes {
-			for _, lisp := range []bool{false, true} {
-				for _, kind := range []string{"notPD", "nan"} {
-					src := notPD
-					if kind == "nan" {
-						src = withNaN
-					}
-					if name == "CholSolve" && kind == "notPD" {
-						src = append([]complex128(nil), notPD...)
-						src[2*n+2] = 0 // a zero on L's diagonal
-					}
-					g := G.NewGraph()
-					input := toDense(dt, src, n, n)
-					before := input.Clone().(*tensor.Dense)
-					a := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(input))
-					b := G.NewVector(g, dt, G.WithShape(n), G.WithName("b"), G.WithInit(G.Ones()))
-					_, err := fn(a, b)
-					require.NoError(t, err)
-					err = run(t, g, lisp)
-					require.Error(t, err, "%s %v %s", name, dt, kind)
-					if kind == "notPD" {
-						require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNotPositiveDefinite), "%s %v lisp=%v: %v", name, dt, lisp, err)
-						require.Contains(t, err.Error(), "order 3")
-					} else {
-						require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s %v lisp=%v: %v", name, dt, lisp, err)
-					}
-					// Compare printed values: NaN ≠ NaN.
-					require.Equal(t, fmt.Sprint(before.Data()), fmt.Sprint(input.Data()), "input modified")
+			for _, kind := range bc.kinds {
+				for _, lisp := range []bool{false, true} {
+					machine := map[bool]string{false: "tape", true: "lisp"}[lisp]
+					t.Run(fmt.Sprintf("%s/%v/%s/%s", bc.name, dt, kind, machine), func(t *testing.T) {
+						if lisp && isComplex(dt) {
+							t.Skip(lispComplexReason)
+						}
+						av := make([]complex128, n*n)
+						bv := make([]complex128, n)
+						for i := range n {
+							av[i*n+i] = 1
+							if i+1 < n {
+								av[i*n+i+1] = 7 // junk in the upper triangle
+							}
+							bv[i] = complex(float64(i+1), 0)
+						}
+						// Inf in the real part for real dtypes, in the imaginary part
+						// for complex ones (the check must look at both parts).
+						inf := complex(math.Inf(1), 0)
+						if isComplex(dt) {
+							inf = complex(0, math.Inf(-1))
+						}
+						switch kind {
+						case notPD:
+							av[2*n+2] = -1
+							if bc.name == "CholSolve" {
+								av[2*n+2] = 0 // a zero on L's diagonal
+							}
+						case nanA:
+							av[4*n+1] = complex(math.NaN(), 0)
+						case infA:
+							av[4*n+1] = inf
+						case nanB:
+							bv[3] = complex(math.NaN(), 0)
+						case infB:
+							bv[3] = inf
+						}
+						g := G.NewGraph()
+						aIn, bIn := toDense(dt, av, n, n), toDense(dt, bv, n)
+						aBefore, bBefore := aIn.Clone().(*tensor.Dense), bIn.Clone().(*tensor.Dense)
+						a := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(aIn))
+						b := G.NewVector(g, dt, G.WithShape(n), G.WithName("b"), G.WithValue(bIn))
+						require.NoError(t, bc.build(a, b))
+						err := run(t, g, lisp)
+
+						requireUnchanged(t, "A", aBefore, aIn)
+						requireUnchanged(t, "b", bBefore, bIn)
+						requireUnchanged(t, "A's node value", aBefore, a.Value())
+						requireUnchanged(t, "b's node value", bBefore, b.Value())
+
+						switch {
+						case kind == clean || (kind == notPD && strings.HasPrefix(bc.name, "Syevd")):
+							require.NoError(t, err)
+						case kind == notPD:
+							require.Error(t, err)
+							require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNotPositiveDefinite), "want ErrNotPositiveDefinite, got %v", err)
+							require.Contains(t, err.Error(), orderK)
+						default:
+							require.Error(t, err, "non-finite input accepted")
+							require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "want ErrNonFinite, got %v", err)
+							require.Contains(t, err.Error(), "NaN or Inf")
+							if kind == nanB || kind == infB {
+								require.Contains(t, err.Error(), "right-hand side")
+							}
+						}
+					})
 				}
 			}
 		}
 	}
+}
+
+// graphState lists a graph's nodes (ID and name, in order), to check that a
+// failed build leaves the graph as it was.
+func graphState(g *G.ExprGraph) []string {
+	var s []string
+	for _, nd := range g.AllNodes() {
+		s = append(s, fmt.Sprintf("%d:%s", nd.ID(), nd.Name()))
+	}
+	return s
 }
 
 func TestBuildTimeErrors(t *testing.T) {
@@ -453,37 +702,70 @@ func TestBuildTimeErrors(t *testing.T) {
 	rect := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 3), G.WithName("rect"))
 	b5 := G.NewMatrix(g, tensor.Float64, G.WithShape(5, 2), G.WithName("b5"))
 	b3d := G.NewTensor(g, tensor.Float64, 3, G.WithShape(4, 2, 2), G.WithName("b3d"))
+	a3d := G.NewTensor(g, tensor.Float64, 3, G.WithShape(4, 4, 4), G.WithName("a3d"))
+	vec := G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("vec"))
 	ints := G.NewMatrix(g, tensor.Int, G.WithShape(4, 4), G.WithName("ints"))
 	other := G.NewMatrix(g2, tensor.Float64, G.WithShape(4, 2), G.WithName("other"))
+	otherSq := G.NewMatrix(g2, tensor.Float64, G.WithShape(4, 4), G.WithName("otherSq"))
 	b32 := G.NewMatrix(g, tensor.Float32, G.WithShape(4, 2), G.WithName("b32"))
 	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("b"))
 	m2, _ := sharding.CPUMesh(2)
 	m3, _ := sharding.CPUMesh(3)
 	onM2, err := ops.Shard(sq, m2, sharding.Cyclic(2))
 	require.NoError(t, err)
+	one := func(n *G.Node, err error) ([]*G.Node, error) { return []*G.Node{n}, err }
+	two := func(w, v *G.Node, err error) ([]*G.Node, error) { return []*G.Node{w, v}, err }
 	cases := []struct {
 		name string
-		fn   func() error
+		fn   func() ([]*G.Node, error)
 		want error
 	}{
-		{"nil a", func() error { _, err := mgla.Potrs(nil, b); return err }, mgla.ErrBadInput},
-		{"nil b", func() error { _, err := mgla.Potrs(sq, nil); return err }, mgla.ErrBadInput},
-		{"non-square", func() error { _, err := mgla.Potri(rect); return err }, mgla.ErrBadInput},
-		{"row mismatch", func() error { _, err := mgla.Potrs(sq, b5); return err }, mgla.ErrBadInput},
-		{"rank 3", func() error { _, err := mgla.Potrs(sq, b3d); return err }, mgla.ErrBadInput},
-		{"dtype", func() error { _, err := mgla.LogDet(ints); return err }, mgla.ErrBadInput},
-		{"dtype mismatch", func() error { _, err := mgla.Potrs(sq, b32); return err }, mgla.ErrBadInput},
-		{"tile 0", func() error { _, err := mgla.Cholesky(sq, mgla.WithTile(0)); return err }, mgla.ErrBadInput},
-		{"graphs", func() error { _, err := mgla.Potrs(sq, other); return err }, mgla.ErrBadInput},
-		{"CholSolve non-square", func() error { _, err := mgla.CholSolve(rect, b); return err }, mgla.ErrBadInput},
-		{"Syevd non-square", func() error { _, _, err := mgla.Syevd(rect); return err }, mgla.ErrBadInput},
-		{"mesh mismatch", func() error { _, err := mgla.Potri(onM2, onMesh(m3)); return err }, mgla.ErrMeshMismatch},
+		{"nil a", func() ([]*G.Node, error) { return one(mgla.Potrs(nil, b)) }, mgla.ErrBadInput},
+		{"nil b", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, nil)) }, mgla.ErrBadInput},
+		{"Potri nil", func() ([]*G.Node, error) { return one(mgla.Potri(nil)) }, mgla.ErrBadInput},
+		{"Syevd nil", func() ([]*G.Node, error) { return two(mgla.Syevd(nil)) }, mgla.ErrBadInput},
+		{"CholSolve nil b", func() ([]*G.Node, error) { return one(mgla.CholSolve(sq, nil)) }, mgla.ErrBadInput},
+		{"non-square", func() ([]*G.Node, error) { return one(mgla.Potri(rect)) }, mgla.ErrBadInput},
+		{"row mismatch", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, b5)) }, mgla.ErrBadInput},
+		{"CholSolve row mismatch", func() ([]*G.Node, error) { return one(mgla.CholSolve(sq, b5)) }, mgla.ErrBadInput},
+		{"rank 3 b", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, b3d)) }, mgla.ErrBadInput},
+		{"Potrs rank 3 a", func() ([]*G.Node, error) { return one(mgla.Potrs(a3d, b)) }, mgla.ErrBadInput},
+		{"Potri rank 3 a", func() ([]*G.Node, error) { return one(mgla.Potri(a3d)) }, mgla.ErrBadInput},
+		{"Cholesky rank 3 a", func() ([]*G.Node, error) { return one(mgla.Cholesky(a3d)) }, mgla.ErrBadInput},
+		{"CholSolve rank 3 l", func() ([]*G.Node, error) { return one(mgla.CholSolve(a3d, b)) }, mgla.ErrBadInput},
+		{"LogDet rank 3 a", func() ([]*G.Node, error) { return one(mgla.LogDet(a3d)) }, mgla.ErrBadInput},
+		{"Syevd rank 3 a", func() ([]*G.Node, error) { return two(mgla.Syevd(a3d)) }, mgla.ErrBadInput},
+		{"Syevd rank 1 a", func() ([]*G.Node, error) { return two(mgla.Syevd(vec)) }, mgla.ErrBadInput},
+		{"Potrs rank 1 a", func() ([]*G.Node, error) { return one(mgla.Potrs(vec, b)) }, mgla.ErrBadInput},
+		{"dtype", func() ([]*G.Node, error) { return one(mgla.LogDet(ints)) }, mgla.ErrBadInput},
+		{"Syevd dtype", func() ([]*G.Node, error) { return two(mgla.Syevd(ints)) }, mgla.ErrBadInput},
+		{"dtype mismatch", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, b32)) }, mgla.ErrBadInput},
+		{"tile 0", func() ([]*G.Node, error) { return one(mgla.Cholesky(sq, mgla.WithTile(0))) }, mgla.ErrBadInput},
+		{"unknown dispatch", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, b, mgla.WithDispatch(9))) }, mgla.ErrBadInput},
+		{"Syevd tile -1", func() ([]*G.Node, error) { return two(mgla.Syevd(sq, mgla.WithTile(-1))) }, mgla.ErrBadInput},
+		{"graphs", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, other)) }, mgla.ErrBadInput},
+		{"CholSolve graphs", func() ([]*G.Node, error) { return one(mgla.CholSolve(otherSq, b)) }, mgla.ErrBadInput},
+		{"CholSolve non-square", func() ([]*G.Node, error) { return one(mgla.CholSolve(rect, b)) }, mgla.ErrBadInput},
+		{"Syevd non-square", func() ([]*G.Node, error) { return two(mgla.Syevd(rect)) }, mgla.ErrBadInput},
+		{"mesh mismatch", func() ([]*G.Node, error) { return one(mgla.Potri(onM2, onMesh(m3))) }, mgla.ErrMeshMismatch},
+		{"Syevd mesh mismatch", func() ([]*G.Node, error) { return two(mgla.Syevd(onM2, onMesh(m3))) }, mgla.ErrMeshMismatch},
 	}
 	for _, c := range cases {
-		err := c.fn()
+		before, before2 := graphState(g), graphState(g2)
+		nodes, err := c.fn()
 		require.Error(t, err, c.name)
 		require.ErrorIs(t, err, c.want, c.name)
+		for _, nd := range nodes {
+			require.Nil(t, nd, "%s: a node with the error", c.name)
+		}
+		require.Equal(t, before, graphState(g), "%s: the graph changed", c.name)
+		require.Equal(t, before2, graphState(g2), "%s: the other graph changed", c.name)
 	}
+	// The check can fail: a successful build adds nodes.
+	before := graphState(g)
+	_, err = mgla.Potrs(sq, b, mgla.WithMesh(m2))
+	require.NoError(t, err)
+	require.Greater(t, len(graphState(g)), len(before))
 }
 
 func TestCauseWithoutWrapper(t *testing.T) {

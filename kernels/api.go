@@ -33,7 +33,9 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 		if err := potrfF64(n, buf, n); err != nil {
 			return err
 		}
-		narrowF64(n, n, buf, n, af, lda) // upper triangle of buf is zero
+		if err := narrowF64(n, n, buf, n, af, lda); err != nil { // upper triangle of buf is zero
+			return err
+		}
 		return nil
 	case dtComplex128:
 		return potrfC128(n, cast[complex128](a), lda)
@@ -47,7 +49,9 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 		if err := potrfC128(n, buf, n); err != nil {
 			return err
 		}
-		narrowC128(n, n, buf, n, ac, lda)
+		if err := narrowC128(n, n, buf, n, ac, lda); err != nil {
+			return err
+		}
 		return nil
 	}
 }
@@ -101,7 +105,9 @@ func Potrs[T Scalar](n, nrhs int, l []T, ldl int, b []T, ldb int) error {
 		if err := potrsF64(n, nrhs, lw, n, bw, n); err != nil {
 			return err
 		}
-		narrowF64(n, nrhs, bw, n, bf, ldb)
+		if err := narrowF64(n, nrhs, bw, n, bf, ldb); err != nil {
+			return err
+		}
 		return nil
 	case dtComplex128:
 		return potrsC(n, nrhs, cast[complex128](l), ldl, cast[complex128](b), ldb)
@@ -120,7 +126,9 @@ func Potrs[T Scalar](n, nrhs int, l []T, ldl int, b []T, ldb int) error {
 		widenLowerC64(n, lc, ldl, lw, n)
 		ztrsmLowerLeft(false, n, nrhs, lw, n, bw, n)
 		ztrsmLowerLeft(true, n, nrhs, lw, n, bw, n)
-		narrowC128(n, nrhs, bw, n, bc, ldb)
+		if err := narrowC128(n, nrhs, bw, n, bc, ldb); err != nil {
+			return err
+		}
 		return nil
 	}
 }
@@ -181,7 +189,9 @@ func Potri[T Scalar](n int, l []T, ldl int) error {
 		if err := potriF64(n, buf, n); err != nil {
 			return err
 		}
-		narrowF64(n, n, buf, n, lf, ldl)
+		if err := narrowF64(n, n, buf, n, lf, ldl); err != nil {
+			return err
+		}
 		return nil
 	case dtComplex128:
 		return potriC128(n, cast[complex128](l), ldl)
@@ -195,7 +205,9 @@ func Potri[T Scalar](n int, l []T, ldl int) error {
 		if err := potriC128(n, buf, n); err != nil {
 			return err
 		}
-		narrowC128(n, n, buf, n, lc, ldl)
+		if err := narrowC128(n, n, buf, n, lc, ldl); err != nil {
+			return err
+		}
 		return nil
 	}
 }
@@ -270,12 +282,13 @@ func Syevd[T Scalar, R Float](n int, a []T, lda int, w []R, vectors bool) error 
 		if err := syevdF64(n, buf, n, ww, vectors); err != nil {
 			return err
 		}
-		wf := cast[float32](w)
-		for i, v := range ww {
-			wf[i] = float32(v)
+		if err := narrowF64(n, 1, ww, n, cast[float32](w), n); err != nil {
+			return err
 		}
 		if vectors {
-			narrowF64(n, n, buf, n, af, lda)
+			if err := narrowF64(n, n, buf, n, af, lda); err != nil {
+				return err
+			}
 		}
 		return nil
 	default:
@@ -289,12 +302,13 @@ func Syevd[T Scalar, R Float](n int, a []T, lda int, w []R, vectors bool) error 
 		if err := heevdC128(n, buf, n, ww, vectors); err != nil {
 			return err
 		}
-		wf := cast[float32](w)
-		for i, v := range ww {
-			wf[i] = float32(v)
+		if err := narrowF64(n, 1, ww, n, cast[float32](w), n); err != nil {
+			return err
 		}
 		if vectors {
-			narrowC128(n, n, buf, n, ac, lda)
+			if err := narrowC128(n, n, buf, n, ac, lda); err != nil {
+				return err
+			}
 		}
 		return nil
 	}

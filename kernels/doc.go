@@ -92,11 +92,29 @@
 //
 // # Performance
 //
-// On two cores, pure Go, float64, against gonum's mat package (speed-up, see
-// bench_test.go): Potrf+Potrs about 1.2× mat.Cholesky Factorize+SolveTo at
-// N = 1000 and 2000; Syevd with vectors 3× (N = 500), 5× (N = 1000) and 9×
-// (N = 2000, 3 s against 28 s) mat.EigenSym. complex128 Syevd with vectors
-// takes about 2.5× the float64 time.
+// On two cores, float64, against gonum's mat package in the same process
+// (speed-up = gonum time ÷ kernels time; BENCHMARKS.md has the measured
+// tables, runs on a shared 2-core VM vary by up to ~25% in pure Go):
+// Potrf+Potrs 1.0–1.5× mat.Cholesky Factorize+SolveTo at N = 1000 and 2000
+// in pure Go (one run on a loaded machine gave 0.98× at N = 1000 with 64
+// right-hand sides), 1.1–3.2× with openblas; Syevd with vectors about 3.3×
+// (N = 500), 4–5× (N = 1000) and 12–13× (N = 2000: 4–5.5 s against 54–65 s)
+// mat.EigenSym in pure Go, and 5.5–6.5×, 13.5–15× and 29–34× (1.7–1.8 s at
+// N = 2000) with openblas. In pure Go, complex128 Syevd with vectors takes
+// about 2.5–4× the float64 time.
+//
+// # Benchmarks
+//
+// bench_test.go holds the benchmarks (BenchmarkPotrs, BenchmarkSyevd and
+// BenchmarkSyevdValues against gonum, reporting x-vs-gonum and gonum-s/op;
+// BenchmarkComplex without a baseline, gonum having no complex LAPACK).
+// `make bench` runs each build, pure Go and then -tags openblas, in two
+// steps: `-bench . -skip 'BenchmarkSyevd/N=2000' -benchtime 3x` over
+// kernels, ops and the root package, then `-bench 'BenchmarkSyevd/N=2000'`
+// alone, because that case's gonum baseline takes 50–65 s by itself; the
+// whole target takes about 4 minutes. A plain `go test -bench .` skips
+// BenchmarkSyevd/N=2000 with b.Skip, whose SKIP line go test shows only
+// under -v; a -bench pattern containing "2000" runs it.
 //
 // # Build tag openblas
 //

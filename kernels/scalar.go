@@ -142,14 +142,20 @@ func widenF32(rows, cols int, src []float32, lds int, dst []float64, ldd int) {
 	}
 }
 
-func narrowF64(rows, cols int, src []float64, lds int, dst []float32, ldd int) {
+// narrowF64 rounds src into dst; a value that the rounding takes to ±Inf
+// (finite in float64, beyond float32's range) is an error.
+func narrowF64(rows, cols int, src []float64, lds int, dst []float32, ldd int) error {
 	for j := 0; j < cols; j++ {
 		s := src[j*lds : j*lds+rows]
 		d := dst[j*ldd : j*ldd+rows]
 		for i, v := range s {
 			d[i] = float32(v)
+			if math.IsInf(float64(d[i]), 0) {
+				return errOverflow32
+			}
 		}
 	}
+	return nil
 }
 
 func widenC64(rows, cols int, src []complex64, lds int, dst []complex128, ldd int) {
@@ -162,15 +168,23 @@ func widenC64(rows, cols int, src []complex64, lds int, dst []complex128, ldd in
 	}
 }
 
-func narrowC128(rows, cols int, src []complex128, lds int, dst []complex64, ldd int) {
+// narrowC128 is narrowF64 for complex values.
+func narrowC128(rows, cols int, src []complex128, lds int, dst []complex64, ldd int) error {
 	for j := 0; j < cols; j++ {
 		s := src[j*lds : j*lds+rows]
 		d := dst[j*ldd : j*ldd+rows]
 		for i, v := range s {
 			d[i] = complex64(v)
+			if math.IsInf(float64(real(d[i])), 0) || math.IsInf(float64(imag(d[i])), 0) {
+				return errOverflow32
+			}
 		}
 	}
+	return nil
 }
+
+// errOverflow32 reports a single-precision result out of float32's range.
+var errOverflow32 = fmt.Errorf("%w: a result overflows single precision (computed in double precision, beyond float32's range)", ErrNonFinite)
 
 // widenLowerF32 copies the lower triangle (diagonal included) only.
 func widenLowerF32(n int, src []float32, lds int, dst []float64, ldd int) {
