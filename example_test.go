@@ -1,13 +1,22 @@
 package mgla_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"log"
 	"os"
-	"strings"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/mgla/mgla"
+	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -72,23 +81,54 @@ func Example() {
 	// dnll/ds   = 0.0486
 }
 
-// TestReadmeUsage keeps the README's usage snippet identical to Example.
+// TestReadmeUsage keeps the README's usage program in step with Example: the
+// first ```go block of README.md must be a gofmt-formatted package main whose
+// func main has exactly Example's body, and it must compile (go vet), so its
+// imports are complete and used.
 func TestReadmeUsage(t *testing.T) {
 	src, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("not run from the source tree (a test binary copied elsewhere)")
 	}
+	require.NoError(t, err)
 	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	const open, end = "```go\n", "\n```\n"
+	i := bytes.Index(readme, []byte(open))
+	require.GreaterOrEqual(t, i, 0, "README.md has no ```go block")
+	rest := readme[i+len(open):]
+	j := bytes.Index(rest, []byte(end))
+	require.GreaterOrEqual(t, j, 0, "README.md's ```go block is not closed")
+	snippet := rest[:j+1]
+
+	formatted, err := format.Source(snippet)
+	require.NoError(t, err, "README.md's usage program does not parse")
+	require.Equal(t, string(formatted), string(snippet), "README.md's usage program is not gofmt-formatted")
+
+	fset := token.NewFileSet()
+	body := func(name string, src []byte, fn string) string {
+		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+		require.NoError(t, err, name)
+		if fn == "main" {
+			require.Equal(t, "main", f.Name.Name, "%s: want package main", name)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == fn {
+				return string(src[fset.Position(fd.Body.Lbrace).Offset : fset.Position(fd.Body.Rbrace).Offset+1])
+			}
+		}
+		t.Fatalf("%s: no func %s", name, fn)
+		return ""
+	}
+	require.Equal(t, body("example_test.go", src, "Example"), body("README.md", snippet, "main"),
+		"README.md's func main must have the body of example_test.go's Example")
+
+	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatal(err)
+		t.Skip("no go command: README.md's usage program not compiled")
 	}
-	code := string(src)
-	start := strings.Index(code, "func Example() {")
-	end := strings.Index(code[start:], "\n}\n")
-	if start < 0 || end < 0 {
-		t.Fatal("no func Example in example_test.go")
-	}
-	if example := code[start : start+end+3]; !strings.Contains(string(readme), example) {
-		t.Errorf("README.md does not contain example_test.go's Example verbatim:\n%s", example)
-	}
+	file := filepath.Join(t.TempDir(), "main.go")
+	require.NoError(t, os.WriteFile(file, snippet, 0o644))
+	out, err := exec.Command(goCmd, "vet", file).CombinedOutput() // resolves imports in this module
+	require.NoError(t, err, "go vet of README.md's usage program:\n%s", out)
 }

@@ -45,7 +45,7 @@ func gpMeshes(t *testing.T) map[string][]mgla.Option {
 func smallGP(t *testing.T, seed uint64) *builders.GPData {
 	t.Helper()
 	data, err := builders.SynthesizeGP(builders.GPDataConfig{
-		N: 40, M: 10, Paths: 3, Domain: 8,
+		N: 40, M: 60, Paths: 3, Domain: 8, // 60 test points: with 10, 1 seed in 100 failed TestGPPredictiveMean
 		True: builders.GPParams{LengthScale: 0.7, SignalVar: 1.5, NoiseVar: 0.2},
 		Seed: seed,
 	})
@@ -134,6 +134,39 @@ func TestGPPredictiveMean(t *testing.T) {
 	require.Equal(t, data.FTest.Shape(), mean.Shape())
 	// The predictive mean is closer to the function than the prior mean 0.
 	require.Less(t, builders.RMSE(mean, data.FTest), 0.8*builders.RMSE(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(mean.Shape()...)), data.FTest), "seed %d", seed)
+}
+
+// TestGPDefaultRunRecoversTruth runs what `make demo` runs (examples/gp
+// with no flags: builders.DefaultGPDemo on the default mesh) and checks that
+// it learns each true hyperparameter within 10%. The issue asks for this run
+// to take under 30 s on a 2-core machine without a GPU; there it takes about
+// 5 s (4 s with -tags openblas), and up to 10 s while other work loads it.
+func TestGPDefaultRunRecoversTruth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the full default GP run (several seconds); run without -short")
+	}
+	demo := builders.DefaultGPDemo()
+	start := time.Now()
+	res, err := demo.Run(nil, 0)
+	elapsed := time.Since(start)
+	require.NoError(t, err)
+	truth, got := demo.Data.True, res.Learned
+	t.Logf("default GP run (N=%d, %d paths, %d steps) took %.2fs: learned %v, true %v, largest relative error %.2f%%",
+		demo.Data.N, demo.Data.Paths, demo.Iters, elapsed.Seconds(), got, truth, 100*got.MaxRelErr(truth))
+	for _, p := range []struct {
+		name       string
+		got, truth float64
+	}{
+		{"length scale ℓ", got.LengthScale, truth.LengthScale},
+		{"signal variance σ²", got.SignalVar, truth.SignalVar},
+		{"noise variance σₙ²", got.NoiseVar, truth.NoiseVar},
+	} {
+		rel := math.Abs(p.got/p.truth - 1)
+		require.LessOrEqual(t, rel, 0.10, "%s: learned %g, true %g", p.name, p.got, p.truth)
+	}
+	if elapsed > 30*time.Second {
+		t.Logf("the default run took %.1fs, over the 30 s target of `make demo`", elapsed.Seconds())
+	}
 }
 
 func TestShardedPipelineMatchesHostPipeline(t *testing.T) {

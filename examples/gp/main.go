@@ -29,20 +29,24 @@ import (
 )
 
 func main() {
+	def := builders.DefaultGPDemo()
 	var (
-		n      = flag.Int("n", 300, "training points")
-		m      = flag.Int("test", 100, "held-out points")
-		paths  = flag.Int("paths", 64, "independent sample paths observed at the same inputs (1: classic single-output GP)")
-		iters  = flag.Int("iters", 250, "Adam steps")
-		lr     = flag.Float64("lr", 0.1, "initial Adam step size (log-parameter units), cosine-decayed to 1/100 of it")
+		n      = flag.Int("n", def.Data.N, "training points")
+		m      = flag.Int("test", def.Data.M, "held-out points")
+		paths  = flag.Int("paths", def.Data.Paths, "independent sample paths observed at the same inputs (1: classic single-output GP; fewer paths, less accurate parameters)")
+		iters  = flag.Int("iters", def.Iters, "Adam steps")
+		lr     = flag.Float64("lr", def.LR, "initial Adam step size (log-parameter units), cosine-decayed to 1/100 of it")
 		every  = flag.Int("every", 25, "print progress every this many steps")
-		seed   = flag.Uint64("seed", 1, "random seed of the synthetic data")
+		seed   = flag.Uint64("seed", def.Data.Seed, "random seed of the synthetic data")
 		mesh   = flag.String("mesh", "default", builders.MeshUsage)
 		tile   = flag.Int("tile", 0, "tile width of the block-cyclic layout (0: mgla.DefaultTile)")
-		domain = flag.Float64("domain", 40, "inputs are uniform on [0, domain)")
+		domain = flag.Float64("domain", def.Data.Domain, "inputs are uniform on [0, domain)")
 	)
 	flag.Parse()
-	if err := run(*n, *m, *paths, *iters, *lr, *every, *seed, *mesh, *tile, *domain); err != nil {
+	demo := def
+	demo.Data.N, demo.Data.M, demo.Data.Paths, demo.Data.Seed, demo.Data.Domain = *n, *m, *paths, *seed, *domain
+	demo.Iters, demo.LR = *iters, *lr
+	if err := run(demo, *every, *mesh, *tile); err != nil {
 		fmt.Fprintln(os.Stderr, "gp:", err)
 		if errors.Is(err, mgla.ErrNotPositiveDefinite) {
 			fmt.Fprintln(os.Stderr, "gp: K(θ) lost positive definiteness; try a smaller -lr")
@@ -51,7 +55,7 @@ func main() {
 	}
 }
 
-func run(n, m, paths, iters int, lr float64, every int, seed uint64, meshSpec string, tile int, domain float64) error {
+func run(demo builders.GPDemo, every int, meshSpec string, tile int) error {
 	start := time.Now()
 	mesh, err := builders.ParseMesh(meshSpec)
 	if err != nil {
@@ -61,40 +65,29 @@ func run(n, m, paths, iters int, lr float64, every int, seed uint64, meshSpec st
 	if tile != 0 {
 		opts = append(opts, mgla.WithTile(tile))
 	}
-	truth := builders.GPParams{LengthScale: 0.5, SignalVar: 2, NoiseVar: 0.1}
-	data, err := builders.SynthesizeGP(builders.GPDataConfig{N: n, M: m, Paths: paths, Domain: domain, True: truth, Seed: seed}, opts...)
-	if err != nil {
-		return err
-	}
+	cfg, truth := demo.Data, demo.Data.True
 	shownTile := tile
 	if shownTile == 0 {
-		shownTile = mgla.DefaultTile(mesh, n)
+		shownTile = mgla.DefaultTile(mesh, cfg.N)
 	}
-	fmt.Printf("GP regression: %d inputs on [0, %g), %d sample paths, %d held-out inputs, seed %d\n", n, domain, paths, m, seed)
+	fmt.Printf("GP regression: %d inputs on [0, %g), %d sample paths, %d held-out inputs, seed %d\n", cfg.N, cfg.Domain, cfg.Paths, cfg.M, cfg.Seed)
 	fmt.Printf("mesh %v, tile %d; true %v\n", mesh, shownTile, truth)
 
-	init := builders.GPParams{LengthScale: 1, SignalVar: 1, NoiseVar: 1}
-	model, err := builders.NewGPModel(data.X, data.Y, init, opts...)
-	if err != nil {
-		return err
-	}
-	defer model.Close()
 	t0 := time.Now()
-	learned, nll, err := model.Fit(init, builders.FitConfig{
-		Iters: iters, LR: lr, Every: every,
-		Progress: func(it int, nll float64, p builders.GPParams) {
-			fmt.Printf("iter %4d  nll %12.4f  %v  %6.2fs\n", it, nll, p, time.Since(t0).Seconds())
-		},
-	})
+	res, err := demo.Run(func(it int, nll float64, p builders.GPParams) {
+		fmt.Printf("iter %4d  nll %12.4f  %v  %6.2fs\n", it, nll, p, time.Since(t0).Seconds())
+	}, every, opts...)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("learned %v  (nll %.4f, %d steps in %.2fs)\n", learned, nll, iters, time.Since(t0).Seconds())
+	learned, data := res.Learned, res.Data
+	fmt.Printf("learned %v  (nll %.4f after %d steps; %.2fs with the data synthesis)\n", learned, res.NLL, demo.Iters, time.Since(t0).Seconds())
 	fmt.Printf("true    %v\n", truth)
-	fmt.Printf("relative error: ℓ %+.1f%%  σ² %+.1f%%  σₙ² %+.1f%%\n",
-		100*(learned.LengthScale/truth.LengthScale-1), 100*(learned.SignalVar/truth.SignalVar-1), 100*(learned.NoiseVar/truth.NoiseVar-1))
+	fmt.Printf("relative error: ℓ %+.1f%%  σ² %+.1f%%  σₙ² %+.1f%%  (largest %.1f%%)\n",
+		100*(learned.LengthScale/truth.LengthScale-1), 100*(learned.SignalVar/truth.SignalVar-1), 100*(learned.NoiseVar/truth.NoiseVar-1),
+		100*learned.MaxRelErr(truth))
 
-	if m > 0 {
+	if cfg.M > 0 {
 		mean, err := builders.PredictGP(data.X, data.Y, data.XTest, learned, opts...)
 		if err != nil {
 			return err
