@@ -5,7 +5,6 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"unsafe"
 
@@ -195,9 +194,9 @@ func mgCall(t *sharding.Tensor, call func(h *cusolver.Mg, p []uintptr) error) er
 
 func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
 	// cuSOLVER does not check the factor: a zero (or NaN) on its diagonal
-	// would give Inf or NaN silently. The diagonal is N elements.
-	if err := checkFactorDiagonal(l); err != nil {
-		return err
+	// would give Inf or NaN silently.
+	if err := l.CheckDiagonal(); err != nil {
+		return fmt.Errorf("factor: %w", err)
 	}
 	if err := b.CheckFinite(false); err != nil {
 		return fmt.Errorf("right-hand side: %w", err)
@@ -295,49 +294,4 @@ func dnSyevd(dn *cusolver.Dn, dt tensor.Dtype, n int, a uintptr, w []float64, ve
 		return nil
 	}
 	return cusolver.MemcpyDtoH(dev, unsafe.Pointer(&w[0]), dw, n*8)
-}
-
-// checkFactorDiagonal reports a zero or non-finite diagonal element of a
-// Cholesky factor, as the host kernels do.
-func checkFactorDiagonal(l *sharding.Tensor) error {
-	d, err := l.Diagonal()
-	if err != nil {
-		return err
-	}
-	bad := func(i int, re, im float64) error {
-		switch {
-		case math.IsNaN(re) || math.IsInf(re, 0) || math.IsNaN(im) || math.IsInf(im, 0):
-			return fmt.Errorf("factor: %w at (%d, %d)", kernels.ErrNonFinite, i, i)
-		case re == 0 && im == 0:
-			return &kernels.NotPositiveDefiniteError{Order: i + 1}
-		}
-		return nil
-	}
-	switch v := d.(type) {
-	case []float32:
-		for i, x := range v {
-			if err := bad(i, float64(x), 0); err != nil {
-				return err
-			}
-		}
-	case []float64:
-		for i, x := range v {
-			if err := bad(i, x, 0); err != nil {
-				return err
-			}
-		}
-	case []complex64:
-		for i, x := range v {
-			if err := bad(i, float64(real(x)), float64(imag(x))); err != nil {
-				return err
-			}
-		}
-	case []complex128:
-		for i, x := range v {
-			if err := bad(i, real(x), imag(x)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -17,21 +17,31 @@ func (t *Tensor) Diagonal() (any, error) {
 	return t.mesh.mem.diagonal(t)
 }
 
-// diagonalPositions lists, for each i, the device and local offset of (i, i).
-func diagonalPositions(t *Tensor) (dev, off []int) {
+// diagonalRun is a stretch of the main diagonal inside one piece: elements
+// (i, i) for first ≤ i < first+count, on device dev, the first at local
+// element offset off, the next ones ld+1 elements further each.
+type diagonalRun struct {
+	dev, first, count, off, ld int
+}
+
+// diagonalRuns cuts the main diagonal of a square tensor into the runs of
+// its layout's pieces, in order (device 0's copy for replicated tensors).
+func diagonalRuns(t *Tensor) []diagonalRun {
 	n := t.Rows()
-	dev, off = make([]int, n), make([]int, n)
+	var runs []diagonalRun
 	for _, p := range cyclic.Pieces(t.layout, n, n, t.mesh.Size()) {
 		if t.layout.Kind == cyclic.Replicated && p.Dev != 0 {
 			continue
 		}
-		ld, _ := t.LocalShape(p.Dev)
-		for i := max(p.Row, p.Col); i < min(p.Row+p.Rows, p.Col+p.Cols); i++ {
-			dev[i] = p.Dev
-			off[i] = p.LocalRow + i - p.Row + (p.LocalCol+i-p.Col)*ld
+		i0, i1 := max(p.Row, p.Col), min(p.Row+p.Rows, p.Col+p.Cols)
+		if i0 >= i1 {
+			continue
 		}
+		ld, _ := t.LocalShape(p.Dev)
+		runs = append(runs, diagonalRun{dev: p.Dev, first: i0, count: i1 - i0, ld: ld,
+			off: p.LocalRow + i0 - p.Row + (p.LocalCol+i0-p.Col)*ld})
 	}
-	return dev, off
+	return runs
 }
 
 func diagonalHost[T any](t *Tensor) ([]T, error) {
@@ -39,10 +49,11 @@ func diagonalHost[T any](t *Tensor) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, off := diagonalPositions(t)
-	out := make([]T, len(dev))
-	for i := range out {
-		out[i] = sh[dev[i]][off[i]]
+	out := make([]T, t.Rows())
+	for _, r := range diagonalRuns(t) {
+		for k := range r.count {
+			out[r.first+k] = sh[r.dev][r.off+k*(r.ld+1)]
+		}
 	}
 	return out, nil
 }
@@ -147,40 +158,106 @@ func mirrorRowMajor[T any](a []T, n int, conj, re func(T) T) {
 var ErrNonFinite = kernels.ErrNonFinite
 
 // CheckFinite reports NaN or ±Inf in the matrix (in its lower triangle
-// only, when lower), on the devices that hold it.
+// only, when lower), on the devices that hold it: GPUs check every piece
+// with kernels and read back one flag per piece.
 func (t *Tensor) CheckFinite(lower bool) error {
+	var pieces []cyclic.Piece
 	for _, p := range cyclic.Pieces(t.layout, t.Rows(), t.Cols(), t.mesh.Size()) {
 		if t.layout.Kind == cyclic.Replicated && p.Dev != 0 {
 			continue
 		}
-		if lower && p.Row+p.Rows-1 < p.Col {
-			continue // wholly above the diagonal
+		if p.Rows == 0 || p.Cols == 0 || lower && p.Row+p.Rows-1 < p.Col {
+			continue // empty, or wholly above the diagonal
 		}
-		bad, err := t.mesh.mem.nonFinite(t, p, lower)
-		if err != nil {
-			return err
-		}
-		if bad {
-			return fmt.Errorf("%w (in rows %d–%d, columns %d–%d)", ErrNonFinite, p.Row, p.Row+p.Rows-1, p.Col, p.Col+p.Cols-1)
+		pieces = append(pieces, p)
+	}
+	bad, err := t.mesh.mem.nonFinite(t, pieces, lower)
+	if err != nil || bad < 0 {
+		return err
+	}
+	p := pieces[bad]
+	return fmt.Errorf("%w (in rows %d–%d, columns %d–%d)", ErrNonFinite, p.Row, p.Row+p.Rows-1, p.Col, p.Col+p.Cols-1)
+}
+
+// CheckDiagonal reports the first NaN or ±Inf (ErrNonFinite) or exact zero
+// (a *kernels.NotPositiveDefiniteError with its order) on the main diagonal
+// of a square matrix: the pivots of a Cholesky factor, which triangular
+// solves divide by without checking. GPUs check with a kernel and read the
+// diagonal back only when it flags something.
+func (t *Tensor) CheckDiagonal() error {
+	if len(t.shape) != 2 || t.Rows() != t.Cols() {
+		return fmt.Errorf("sharding: CheckDiagonal of non-square %v", t.shape)
+	}
+	suspect, err := t.mesh.mem.diagonalSuspect(t)
+	if err != nil || !suspect {
+		return err
+	}
+	d, err := t.Diagonal()
+	if err != nil {
+		return err
+	}
+	switch v := d.(type) {
+	case []float32:
+		return firstBadPivot(v, parts32)
+	case []float64:
+		return firstBadPivot(v, parts64)
+	case []complex64:
+		return firstBadPivot(v, parts64c)
+	case []complex128:
+		return firstBadPivot(v, parts128c)
+	}
+	return CheckDtype(t.dtype)
+}
+
+func firstBadPivot[T any](d []T, parts func(T) (float64, float64)) error {
+	for i, x := range d {
+		re, im := parts(x)
+		switch {
+		case !finite(re, im):
+			return fmt.Errorf("%w at (%d, %d)", ErrNonFinite, i, i)
+		case re == 0 && im == 0:
+			return &kernels.NotPositiveDefiniteError{Order: i + 1}
 		}
 	}
 	return nil
 }
 
-func (hostBackend) nonFinite(t *Tensor, p cyclic.Piece, lower bool) (bool, error) {
-	ld, _ := t.LocalShape(p.Dev)
-	off := p.LocalRow + p.LocalCol*ld
-	switch s := t.shards[p.Dev].(*HostBuffer).data.(type) {
-	case []float32:
-		return anyNonFinite(s[off:], ld, p, lower, func(v float32) (float64, float64) { return float64(v), 0 }), nil
-	case []float64:
-		return anyNonFinite(s[off:], ld, p, lower, func(v float64) (float64, float64) { return v, 0 }), nil
-	case []complex64:
-		return anyNonFinite(s[off:], ld, p, lower, func(v complex64) (float64, float64) { return float64(real(v)), float64(imag(v)) }), nil
-	case []complex128:
-		return anyNonFinite(s[off:], ld, p, lower, func(v complex128) (float64, float64) { return real(v), imag(v) }), nil
+// The real and imaginary parts of each element type, as float64.
+func parts32(v float32) (float64, float64)      { return float64(v), 0 }
+func parts64(v float64) (float64, float64)      { return v, 0 }
+func parts64c(v complex64) (float64, float64)   { return float64(real(v)), float64(imag(v)) }
+func parts128c(v complex128) (float64, float64) { return real(v), imag(v) }
+
+func finite(re, im float64) bool {
+	return !math.IsNaN(re) && !math.IsInf(re, 0) && !math.IsNaN(im) && !math.IsInf(im, 0)
+}
+
+// diagonalSuspect: the host reads the diagonal directly, which is as cheap
+// as any check of it.
+func (hostBackend) diagonalSuspect(*Tensor) (bool, error) { return true, nil }
+
+func (hostBackend) nonFinite(t *Tensor, pieces []cyclic.Piece, lower bool) (int, error) {
+	for i, p := range pieces {
+		ld, _ := t.LocalShape(p.Dev)
+		off := p.LocalRow + p.LocalCol*ld
+		var bad bool
+		switch s := t.shards[p.Dev].(*HostBuffer).data.(type) {
+		case []float32:
+			bad = anyNonFinite(s[off:], ld, p, lower, parts32)
+		case []float64:
+			bad = anyNonFinite(s[off:], ld, p, lower, parts64)
+		case []complex64:
+			bad = anyNonFinite(s[off:], ld, p, lower, parts64c)
+		case []complex128:
+			bad = anyNonFinite(s[off:], ld, p, lower, parts128c)
+		default:
+			return -1, CheckDtype(t.dtype)
+		}
+		if bad {
+			return i, nil
+		}
 	}
-	return false, CheckDtype(t.dtype)
+	return -1, nil
 }
 
 // anyNonFinite scans a piece's block (leading dimension ld) for NaN or Inf,
@@ -192,8 +269,7 @@ func anyNonFinite[T any](a []T, ld int, p cyclic.Piece, lower bool, parts func(T
 			i0 = max(0, p.Col+j-p.Row)
 		}
 		for i := i0; i < p.Rows; i++ {
-			re, im := parts(a[i+j*ld])
-			if math.IsNaN(re) || math.IsInf(re, 0) || math.IsNaN(im) || math.IsInf(im, 0) {
+			if !finite(parts(a[i+j*ld])) {
 				return true
 			}
 		}

@@ -44,6 +44,7 @@ var (
 	primaryMu   sync.Mutex
 	primaryCtxs = map[int]cu.CUContext{}
 	peersDone   = map[[2]int]bool{}
+	peerAccess  = map[[2]int]bool{} // a's kernels can reach b's memory
 )
 
 // primary retains (once) the primary context of GPU id.
@@ -118,11 +119,27 @@ func enablePeers(ids []int) error {
 				if err := primaryCtxs[b].EnablePeerAccess(0); err != nil && err != cu.PeerAccessAlreadyEnabled {
 					return fmt.Errorf("sharding: peer access gpu:%d → gpu:%d: %w", a, b, err)
 				}
+				peerAccess[[2]int{a, b}] = true
 			}
 			peersDone[[2]int{a, b}] = true
 		}
 	}
 	return nil
+}
+
+// allPeers reports whether every device of a GPU mesh can reach the memory
+// of every other one.
+func allPeers(m *Mesh) bool {
+	primaryMu.Lock()
+	defer primaryMu.Unlock()
+	for _, a := range m.devices {
+		for _, b := range m.devices {
+			if a != b && !peerAccess[[2]int{a.ID, b.ID}] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 type gpuBackend struct{}
@@ -276,21 +293,12 @@ func (gpuBackend) diagonal(t *Tensor) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range cyclic.Pieces(t.layout, n, n, t.mesh.Size()) {
-		if t.layout.Kind == cyclic.Replicated && p.Dev != 0 {
-			continue
-		}
-		i0, i1 := max(p.Row, p.Col), min(p.Row+p.Rows, p.Col+p.Cols)
-		if i0 >= i1 {
-			continue
-		}
-		db := t.shards[p.Dev].(*DeviceBuffer)
-		ld, _ := t.LocalShape(p.Dev)
-		off := int64(p.LocalRow+i0-p.Row+(p.LocalCol+i0-p.Col)*ld) * elem
+	for _, r := range diagonalRuns(t) {
+		db := t.shards[r.dev].(*DeviceBuffer)
 		// gorgonia.org/cu's Memcpy2D dereferences its nil Array fields, so the
 		// strided copy goes through the CUDA runtime of package cusolver.
-		err := cusolver.Memcpy2DDtoH(db.dev.ID, unsafe.Add(op, int64(i0)*elem), int(elem),
-			db.Ptr()+uintptr(off), int(int64(ld+1)*elem), int(elem), i1-i0)
+		err := cusolver.Memcpy2DDtoH(db.dev.ID, unsafe.Add(op, int64(r.first)*elem), int(elem),
+			db.Ptr()+uintptr(int64(r.off)*elem), int(int64(r.ld+1)*elem), int(elem), r.count)
 		if err != nil {
 			return nil, err
 		}

@@ -56,6 +56,16 @@ func TestHostTransferModes(t *testing.T) {
 				}
 			}
 			roundTrip(t, large, mesh, Cyclic(512), fmt.Sprintf("seed %d mode %d %v large", seed, mode, mesh))
+			// Many bands of whole rows per device, round the slots
+			// several times, for every dtype and both whole-column layouts.
+			rowBandBytes = 96 << 10
+			for _, dt := range Dtypes {
+				host := randomDense(rng, dt, 1203, 517)
+				for _, layout := range []Layout{Cyclic(50), ColBlocks()} {
+					roundTrip(t, host, mesh, layout, fmt.Sprintf("seed %d mode %d %v %v %v small bands", seed, mode, mesh, dt, layout))
+				}
+			}
+			rowBandBytes = stageBytes
 		}
 		p, n, err := hostBytes(large.Data())
 		require.NoError(t, err)
@@ -88,4 +98,12 @@ func roundTrip(t *testing.T, host *tensor.Dense, mesh *Mesh, layout Layout, what
 	back, err := st.Gather()
 	require.NoError(t, err, what)
 	require.Equal(t, host.Data(), back.Data(), what)
+	// The shards hold the matrix where the layout plan says: a relayout by
+	// the plan's peer copies, gathered by row pieces, gives it back too.
+	rb, err := st.Relayout(RowBlocks())
+	require.NoError(t, err, what)
+	defer rb.Free()
+	back, err = rb.Gather()
+	require.NoError(t, err, what)
+	require.Equal(t, host.Data(), back.Data(), what+" through RowBlocks")
 }

@@ -24,6 +24,10 @@ const (
 	nslots     = 3
 )
 
+// rowBandBytes is the most bytes of one band of whole host rows
+// (transferRowBands); at most stageBytes, less in tests that want many bands.
+var rowBandBytes = stageBytes
+
 // gpuDevice is the per-GPU state of the backend, made on first use and kept
 // for the life of the process: mgla's kernels loaded into the primary
 // context and nslots staging slots (pinned host memory, device scratch, an
@@ -35,13 +39,19 @@ type gpuDevice struct {
 	id     int
 	fns    map[string]cu.Function
 	stream cu.Stream // the zero Stream: the legacy default stream
-	slots  [nslots]stageSlot
+	// copies and kernels are the two streams of row-band transfers, so
+	// that a band's DMA overlaps the previous band's kernel.
+	copies, kernels cu.Stream
+	slots           [nslots]stageSlot
+	flags           cu.DevicePtr // nflags 32-bit flags for the checks' kernels
+	nflags          int
 }
 
 type stageSlot struct {
-	host unsafe.Pointer // pinned, stageBytes
-	dev  cu.DevicePtr   // stageBytes
-	done cu.Event
+	host  unsafe.Pointer // pinned, stageBytes
+	dev   cu.DevicePtr   // stageBytes
+	done  cu.Event       // the slot's last DMA finished
+	moved cu.Event       // the slot's last row-band kernel finished
 }
 
 var (
@@ -80,6 +90,15 @@ func deviceState(id int) (*gpuDevice, error) {
 		if slot.done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
 			return nil, err
 		}
+		if slot.moved, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return nil, err
+		}
+	}
+	if g.copies, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return nil, err
+	}
+	if g.kernels, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return nil, err
 	}
 	gpuDevs[id] = g
 	return g, nil
@@ -87,6 +106,11 @@ func deviceState(id int) (*gpuDevice, error) {
 
 // launch runs kernel name on the device's stream; args are 64-bit words.
 func (g *gpuDevice) launch(name string, gridX, gridY, blockX, blockY int, args ...uint64) error {
+	return g.launchOn(g.stream, name, gridX, gridY, blockX, blockY, args...)
+}
+
+// launchOn runs kernel name on stream.
+func (g *gpuDevice) launchOn(stream cu.Stream, name string, gridX, gridY, blockX, blockY int, args ...uint64) error {
 	fn, ok := g.fns[name]
 	if !ok {
 		return fmt.Errorf("sharding: no kernel %q", name)
@@ -95,7 +119,7 @@ func (g *gpuDevice) launch(name string, gridX, gridY, blockX, blockY int, args .
 	for i := range args {
 		params[i] = unsafe.Pointer(&args[i])
 	}
-	if err := fn.Launch(gridX, gridY, 1, blockX, blockY, 1, 0, g.stream, params); err != nil {
+	if err := fn.Launch(gridX, gridY, 1, blockX, blockY, 1, 0, stream, params); err != nil {
 		return fmt.Errorf("sharding: launching %s on gpu:%d: %w", name, g.id, err)
 	}
 	return nil
@@ -247,8 +271,11 @@ func (gpuBackend) transfer(t *Tensor, host any, up bool) (err error) {
 	}
 	rows, cols := t.Rows(), t.Cols()
 	elem := int(t.dtype.Size())
-	pieces := cyclic.Pieces(t.layout, rows, cols, t.mesh.Size())
 	workers := max(1, min(16, runtime.NumCPU()/t.mesh.Size()))
+	if t.checkWholeColumns() == nil && rows > 0 && cols > 0 && cols*elem <= rowBandBytes && allPeers(t.mesh) {
+		return transferRowBands(t, hostPtr, direct, up, workers)
+	}
+	pieces := cyclic.Pieces(t.layout, rows, cols, t.mesh.Size())
 	return perDevice(t.mesh.Size(), func(d int) error {
 		if !up && t.layout.Kind == cyclic.Replicated && d != 0 {
 			return nil
@@ -278,6 +305,205 @@ func (gpuBackend) transfer(t *Tensor, host any, up bool) (err error) {
 			return g.pipeline(bs, db, hostPtr, cols, ld, elem, up, workers)
 		})
 	})
+}
+
+// transferRowBands moves a matrix whose layout keeps whole columns on one
+// device in bands of whole host rows: contiguous host memory, so one 1-D DMA
+// per band at the full speed of the link (pinned or registered host memory
+// alike). The bands go round-robin to the devices, which copy them over
+// their own links at once; a kernel then scatters each band into the
+// column-major shards of every device (through peer access, over NVLink),
+// or, on the way down, gathers it from them.
+func transferRowBands(t *Tensor, hostPtr unsafe.Pointer, direct, up bool, workers int) error {
+	rows, cols, ndev := t.Rows(), t.Cols(), t.mesh.Size()
+	elem := int(t.dtype.Size())
+	table := make([]uint64, ndev, ndev+cols) // shard addresses, then the column map
+	for d := range ndev {
+		table[d] = uint64(t.shards[d].(*DeviceBuffer).ptr)
+	}
+	table = append(table, columnMap(t.layout, rows, cols, ndev)...)
+	h := rowBandBytes / (cols * elem) // rows per band
+	nb := ceilDiv(rows, h)
+	return perDevice(ndev, func(d int) error {
+		if d >= nb {
+			return nil
+		}
+		dev := t.mesh.devices[d]
+		return onDevice(dev, func() error {
+			g, err := deviceState(dev.ID)
+			if err != nil {
+				return err
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			dtable, err := cu.MemAlloc(int64(8 * len(table)))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = cu.Synchronize(); _ = cu.MemFree(dtable) }()
+			if err := cu.MemcpyHtoD(dtable, unsafe.Pointer(&table[0]), int64(8*len(table))); err != nil {
+				return err
+			}
+			// The non-blocking streams do not wait for the legacy stream.
+			if err := cu.Synchronize(); err != nil {
+				return err
+			}
+			rb := rowBands{g: g, host: hostPtr, cols: cols, elem: elem, table: dtable, ndev: ndev, ld: rows,
+				direct: direct, workers: workers}
+			for b := d; b < nb; b += ndev {
+				rb.bands = append(rb.bands, [2]int{b * h, min(h, rows-b*h)})
+			}
+			if up {
+				err = rb.up()
+			} else {
+				err = rb.down()
+			}
+			if err != nil {
+				return err
+			}
+			return cu.Synchronize()
+		})
+	})
+}
+
+// rowBands is one device's share of a row-band transfer: bands of rows
+// {first row, rows} of the row-major host matrix.
+type rowBands struct {
+	g          *gpuDevice
+	host       unsafe.Pointer
+	cols, elem int
+	table      cu.DevicePtr
+	ndev, ld   int
+	direct     bool // host memory is page-locked: DMA in place
+	workers    int
+	bands      [][2]int
+}
+
+// hostBand is the address of a band in the host matrix and its size.
+func (r *rowBands) hostBand(b [2]int) (unsafe.Pointer, int) {
+	return unsafe.Add(r.host, b[0]*r.cols*r.elem), b[1] * r.cols * r.elem
+}
+
+// kernel enqueues the scatter (up) or gather of band b through slot s on
+// the kernel stream.
+func (r *rowBands) kernel(name string, s int, b [2]int) error {
+	tiles := ceilDiv(b[1], 32) * ceilDiv(r.cols, 32)
+	return r.g.launchOn(r.g.kernels, name, tiles, 1, 32, 8, uint64(r.g.slots[s].dev), uint64(b[1]),
+		uint64(r.cols), uint64(b[0]), uint64(r.table), uint64(r.ndev), uint64(r.ld))
+}
+
+// up: for each band, the CPU fills the slot's pinned buffer (staged) once
+// its previous DMA is done, the copy stream moves the band to the slot's
+// device buffer once its previous kernel is done, and the kernel stream
+// scatters it once it has arrived.
+func (r *rowBands) up() error {
+	g := r.g
+	for k, b := range r.bands {
+		s := k % nslots
+		slot := &g.slots[s]
+		src, n := r.hostBand(b)
+		if !r.direct {
+			if err := slot.done.Synchronize(); err != nil {
+				return err
+			}
+			parallelCopy(slot.host, src, n, r.workers)
+			src = slot.host
+		}
+		if err := g.copies.Wait(slot.moved, 0); err != nil {
+			return err
+		}
+		if err := cu.MemcpyHtoDAsync(slot.dev, src, int64(n), g.copies); err != nil {
+			return err
+		}
+		if err := slot.done.Record(g.copies); err != nil {
+			return err
+		}
+		if err := g.kernels.Wait(slot.done, 0); err != nil {
+			return err
+		}
+		if err := r.kernel(ptx.ScatterRows[r.elem], s, b); err != nil {
+			return err
+		}
+		if err := slot.moved.Record(g.kernels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// down: for each band, the kernel stream gathers it into the slot once the
+// slot's previous DMA is done (the CPU waited for it), the copy stream moves
+// it to the host (or to the slot's pinned buffer, which the CPU copies out
+// when the slot comes round again or at the end).
+func (r *rowBands) down() error {
+	g := r.g
+	inFlight := make([]int, nslots) // band index + 1 in each slot, 0 for none
+	finish := func(s int) error {
+		if inFlight[s] == 0 {
+			return nil
+		}
+		if err := g.slots[s].done.Synchronize(); err != nil {
+			return err
+		}
+		if !r.direct {
+			dst, n := r.hostBand(r.bands[inFlight[s]-1])
+			parallelCopy(dst, g.slots[s].host, n, r.workers)
+		}
+		inFlight[s] = 0
+		return nil
+	}
+	for k, b := range r.bands {
+		s := k % nslots
+		slot := &g.slots[s]
+		if err := finish(s); err != nil {
+			return err
+		}
+		if err := r.kernel(ptx.GatherRows[r.elem], s, b); err != nil {
+			return err
+		}
+		if err := slot.moved.Record(g.kernels); err != nil {
+			return err
+		}
+		if err := g.copies.Wait(slot.moved, 0); err != nil {
+			return err
+		}
+		dst, n := r.hostBand(b)
+		if !r.direct {
+			dst = slot.host
+		}
+		if err := cu.MemcpyDtoHAsync(dst, slot.dev, int64(n), g.copies); err != nil {
+			return err
+		}
+		if err := slot.done.Record(g.copies); err != nil {
+			return err
+		}
+		inFlight[s] = k + 1
+	}
+	for k := range nslots {
+		if err := finish((len(r.bands) + k) % nslots); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parallelCopy copies n bytes from src to dst with up to workers goroutines.
+func parallelCopy(dst, src unsafe.Pointer, n, workers int) {
+	d, s := unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n)
+	if workers <= 1 || n < 4<<20 {
+		copy(d, s)
+		return
+	}
+	per := ceilDiv(ceilDiv(n, workers), 4096) * 4096
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			copy(d[lo:hi], s[lo:hi])
+		}(lo, min(lo+per, n))
+	}
+	wg.Wait()
 }
 
 // inPlace moves bands between page-locked host memory and the shard: a 2-D
@@ -460,46 +686,143 @@ func (gpuBackend) mirrorLower(t *Tensor) error {
 	})
 }
 
-// nonFinite checks one piece with a kernel that raises a device flag.
-func (gpuBackend) nonFinite(t *Tensor, p cyclic.Piece, lower bool) (bool, error) {
-	db := t.shards[p.Dev].(*DeviceBuffer)
-	if db.n == 0 || p.Rows == 0 || p.Cols == 0 {
-		return false, nil
+// flagged runs checks on one device that each raise a 32-bit flag in device
+// memory (launch enqueues them, with flag k at flags + 4k) and returns the
+// n flags: one synchronization and one read-back for all of them.
+func flagged(dev Device, n int, launch func(g *gpuDevice, flags cu.DevicePtr) error) ([]int32, error) {
+	out := make([]int32, n)
+	if n == 0 {
+		return out, nil
 	}
-	ld, _ := t.LocalShape(p.Dev)
-	pairs, real := 1, db.elem
-	if db.dt == tensor.Complex64 || db.dt == tensor.Complex128 {
-		pairs, real = 2, db.elem/2
-	}
-	var bad int32
-	err := onDevice(db.dev, func() error {
-		g, err := deviceState(db.dev.ID)
+	err := onDevice(dev, func() error {
+		g, err := deviceState(dev.ID)
 		if err != nil {
 			return err
 		}
-		flag, err := cu.MemAlloc(4)
-		if err != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.nflags < n {
+			if g.flags != 0 {
+				if err := cu.MemFree(g.flags); err != nil {
+					return err
+				}
+				g.flags, g.nflags = 0, 0
+			}
+			if g.flags, err = cu.MemAlloc(int64(4 * n)); err != nil {
+				return err
+			}
+			g.nflags = n
+		}
+		if err := cu.MemsetD32(g.flags, 0, int64(n)); err != nil {
 			return err
 		}
-		defer cu.MemFree(flag)
-		if err := cu.MemsetD32(flag, 0, 1); err != nil {
-			return err
-		}
-		lo := uint64(0)
-		if lower {
-			lo = 1
-		}
-		off := (p.LocalRow + p.LocalCol*ld) * db.elem
-		rows := p.Rows * pairs
-		if err := g.launch(ptx.NonFinite[real], ceilDiv(rows, 32), ceilDiv(p.Cols, 8), 32, 8,
-			uint64(db.ptr)+uint64(off), uint64(ld*pairs), uint64(rows), uint64(p.Cols),
-			uint64(int64(p.Row-p.Col)), lo, uint64(pairs), uint64(flag)); err != nil {
+		if err := launch(g, g.flags); err != nil {
 			return err
 		}
 		if err := cu.Synchronize(); err != nil {
 			return err
 		}
-		return cu.MemcpyDtoH(unsafe.Pointer(&bad), flag, 4)
+		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), g.flags, int64(4*n))
 	})
-	return bad != 0, err
+	return out, err
+}
+
+// realParts is the size of a real part of the tensor's elements and the
+// number of reals per element.
+func realParts(b *DeviceBuffer) (size, pairs int) {
+	if b.dt == tensor.Complex64 || b.dt == tensor.Complex128 {
+		return b.elem / 2, 2
+	}
+	return b.elem, 1
+}
+
+// nonFinite checks every piece with a kernel, the devices concurrently.
+func (gpuBackend) nonFinite(t *Tensor, pieces []cyclic.Piece, lower bool) (int, error) {
+	ndev := t.mesh.Size()
+	first := make([]int, ndev)
+	err := perDevice(ndev, func(d int) error {
+		first[d] = -1
+		var mine []int
+		for i, p := range pieces {
+			if p.Dev == d {
+				mine = append(mine, i)
+			}
+		}
+		db := t.shards[d].(*DeviceBuffer)
+		if len(mine) == 0 || db.n == 0 {
+			return nil
+		}
+		ld, _ := t.LocalShape(d)
+		real, pairs := realParts(db)
+		lo := uint64(0)
+		if lower {
+			lo = 1
+		}
+		flags, err := flagged(db.dev, len(mine), func(g *gpuDevice, flags cu.DevicePtr) error {
+			for k, i := range mine {
+				p := pieces[i]
+				off := (p.LocalRow + p.LocalCol*ld) * db.elem
+				rows := p.Rows * pairs
+				if err := g.launch(ptx.NonFinite[real], ceilDiv(rows, 32), ceilDiv(p.Cols, 8), 32, 8,
+					uint64(db.ptr)+uint64(off), uint64(ld*pairs), uint64(rows), uint64(p.Cols),
+					uint64(int64(p.Row-p.Col)), lo, uint64(pairs), uint64(flags)+uint64(4*k)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for k, f := range flags {
+			if f != 0 {
+				first[d] = mine[k]
+				break
+			}
+		}
+		return err
+	})
+	bad := -1
+	for _, f := range first {
+		if f >= 0 && (bad < 0 || f < bad) {
+			bad = f
+		}
+	}
+	return bad, err
+}
+
+// diagonalSuspect checks the diagonal's runs with a kernel per run, the
+// devices concurrently.
+func (gpuBackend) diagonalSuspect(t *Tensor) (bool, error) {
+	runs := diagonalRuns(t)
+	ndev := t.mesh.Size()
+	suspect := make([]bool, ndev)
+	err := perDevice(ndev, func(d int) error {
+		db := t.shards[d].(*DeviceBuffer)
+		var mine []diagonalRun
+		for _, r := range runs {
+			if r.dev == d {
+				mine = append(mine, r)
+			}
+		}
+		if len(mine) == 0 || db.n == 0 {
+			return nil
+		}
+		real, pairs := realParts(db)
+		flags, err := flagged(db.dev, 1, func(g *gpuDevice, flag cu.DevicePtr) error {
+			for _, r := range mine {
+				if err := g.launch(ptx.DiagCheck[real], min(ceilDiv(r.count, 256), 1024), 1, 256, 1,
+					uint64(db.ptr)+uint64(r.off*db.elem), uint64(r.count), uint64((r.ld+1)*pairs),
+					uint64(pairs), uint64(flag)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		suspect[d] = len(flags) == 1 && flags[0] != 0
+		return err
+	})
+	for _, s := range suspect {
+		if s {
+			return true, err
+		}
+	}
+	return false, err
 }

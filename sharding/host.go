@@ -21,9 +21,12 @@ type backend interface {
 	// rows×cols block at element offset off (leading dimension ld).
 	zeroUpper(b Buffer, off, ld, rows, cols, shift int) error
 	mirrorLower(t *Tensor) error // upper triangle ← conjugate of the lower one
-	// nonFinite reports NaN or Inf in the piece's block (elements with
-	// global row ≥ column only, when lower).
-	nonFinite(t *Tensor, p cyclic.Piece, lower bool) (bool, error)
+	// nonFinite returns the index of the first piece whose block holds NaN
+	// or Inf (elements with global row ≥ column only, when lower), or -1.
+	nonFinite(t *Tensor, pieces []cyclic.Piece, lower bool) (int, error)
+	// diagonalSuspect reports whether the main diagonal may hold NaN, Inf
+	// or zero (true: read it to see).
+	diagonalSuspect(t *Tensor) (bool, error)
 }
 
 // HostBuffer is a shard in host memory: a []float32, []float64, []complex64

@@ -254,3 +254,16 @@ func (t *Tensor) Format(s fmt.State, c rune) {
 func (t *Tensor) Same(o *Tensor) bool {
 	return t.mesh.Same(o.mesh) && t.shape.Eq(o.shape) && t.dtype == o.dtype && t.layout == o.layout
 }
+
+// columnMap says where each column of a layout that keeps whole columns on
+// one device (ColCyclic, ColBlocks) lives: entry j is its device << 40 | its
+// local column. It is the table that GPU transfers of whole host rows use.
+func columnMap(l Layout, rows, cols, ndev int) []uint64 {
+	m := make([]uint64, cols)
+	for _, p := range cyclic.Pieces(l, rows, cols, ndev) {
+		for k := range p.Cols {
+			m[p.Col+k] = uint64(p.Dev)<<40 | uint64(p.LocalCol+k)
+		}
+	}
+	return m
+}

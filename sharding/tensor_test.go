@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -317,5 +319,112 @@ func poison(d *tensor.Dense, k int) {
 		s[k] = complex(0, float32(math.NaN()))
 	case []complex128:
 		s[k] = complex(math.Inf(-1), 0)
+	}
+}
+
+// setElem sets element k of a dense tensor of any dtype to re + im·i (the
+// imaginary part is dropped for real dtypes).
+func setElem(d *tensor.Dense, k int, re, im float64) {
+	switch s := d.Data().(type) {
+	case []float32:
+		s[k] = float32(re)
+	case []float64:
+		s[k] = re
+	case []complex64:
+		s[k] = complex(float32(re), float32(im))
+	case []complex128:
+		s[k] = complex(re, im)
+	}
+}
+
+// CheckDiagonal finds the first zero or non-finite element of the diagonal,
+// with its order, and nothing off the diagonal.
+func TestCheckDiagonal(t *testing.T) {
+	const n = 37
+	type bad struct {
+		k      int
+		re, im float64
+	}
+	nan, inf := math.NaN(), math.Inf(-1)
+	cases := []struct {
+		name  string
+		set   []bad // elements (k, k), or off the diagonal with k < 0: (−k, 0)
+		order int   // the NotPositiveDefiniteError's order, 0 when none
+		nonFi bool
+	}{
+		{name: "good"},
+		{name: "zero", set: []bad{{k: 20}}, order: 21},
+		{name: "zero first", set: []bad{{k: 0}}, order: 1},
+		{name: "zero last", set: []bad{{k: n - 1}}, order: n},
+		{name: "nan", set: []bad{{k: 9, re: nan}}, nonFi: true},
+		{name: "inf", set: []bad{{k: 33, re: inf}}, nonFi: true},
+		{name: "first of two", set: []bad{{k: 30, re: nan}, {k: 5}}, order: 6},
+		{name: "off the diagonal", set: []bad{{k: -3, re: nan}, {k: -4}}},
+		{name: "imaginary only", set: []bad{{k: 12, im: 2}}, order: 13}, // real dtypes drop im
+	}
+	for _, mesh := range testMeshes(t) {
+		for _, dt := range Dtypes {
+			for _, layout := range []Layout{Cyclic(4), Cyclic(1), RowBlocks(), ColBlocks(), Replicated()} {
+				for _, c := range cases {
+					host := randomDense(rand.New(rand.NewPCG(3, 4)), dt, n, n)
+					for i := range n {
+						setElem(host, i*n+i, 1+float64(i), 0)
+					}
+					for _, b := range c.set {
+						if b.k < 0 {
+							setElem(host, -b.k*n, b.re, b.im)
+						} else {
+							setElem(host, b.k*n+b.k, b.re, b.im)
+						}
+					}
+					st, err := Put(host, mesh, layout)
+					require.NoError(t, err)
+					what := fmt.Sprintf("%v %v %v %s", mesh, dt, layout, c.name)
+					err = st.CheckDiagonal()
+					order := c.order
+					if c.name == "imaginary only" && (dt == tensor.Complex64 || dt == tensor.Complex128) {
+						order = 0
+					}
+					var npd *kernels.NotPositiveDefiniteError
+					switch {
+					case order > 0:
+						require.ErrorAs(t, err, &npd, what)
+						require.Equal(t, order, npd.Order, what)
+					case c.nonFi:
+						require.ErrorIs(t, err, ErrNonFinite, what)
+						require.Contains(t, err.Error(), fmt.Sprintf("(%d, %d)", c.set[0].k, c.set[0].k), what)
+					default:
+						require.NoError(t, err, what)
+					}
+					st.Free()
+				}
+			}
+		}
+	}
+	v, err := New(testMeshes(t)[0], tensor.Shape{3, 4}, tensor.Float64, Cyclic(2))
+	require.NoError(t, err)
+	require.Error(t, v.CheckDiagonal(), "non-square")
+}
+
+// The column map of a whole-column layout agrees with LocalShape: each
+// device's local columns are 0, 1, … in global order, every one used once.
+func TestColumnMap(t *testing.T) {
+	for _, l := range []Layout{Cyclic(1), Cyclic(3), Cyclic(64), ColBlocks()} {
+		for _, ndev := range []int{1, 2, 3, 5} {
+			for _, cols := range []int{1, 7, 64, 200} {
+				m := columnMap(l, 9, cols, ndev)
+				next := make([]uint64, ndev)
+				for j, e := range m {
+					d, lc := e>>40, e&(1<<40-1)
+					require.Less(t, int(d), ndev)
+					require.Equal(t, next[d], lc, "%v ndev=%d cols=%d column %d", l, ndev, cols, j)
+					next[d]++
+				}
+				for d := range ndev {
+					_, lcols := cyclic.LocalShape(l, 9, cols, ndev, d)
+					require.Equal(t, uint64(lcols), next[d], "%v ndev=%d cols=%d device %d", l, ndev, cols, d)
+				}
+			}
+		}
 	}
 }

@@ -190,3 +190,96 @@ extern "C" __global__ void mgla_nonfinite_d(const double *a, long long ld, long 
                                             long long pairs, int *flag) {
   nonFinite(a, ld, rows, cols, shift, lower, pairs, flag);
 }
+
+// diagCheck inspects count elements a[k*stride], k < count (stride in reals;
+// complex elements are pairs = 2 consecutive reals) and raises bit 1 of
+// *flag for NaN or ±Inf and bit 2 for an element that is exactly zero: the
+// checks of a Cholesky factor's diagonal before a triangular solve.
+template <typename T>
+__device__ void diagCheck(const T *a, long long count, long long stride, long long pairs,
+                          int *flag) {
+  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < count;
+       k += (long long)gridDim.x * blockDim.x) {
+    bool zero = true;
+    for (long long p = 0; p < pairs; p++) {
+      T v = a[k * stride + p];
+      if (!isfinite(v)) atomicOr(flag, 1);
+      if (v != 0) zero = false;
+    }
+    if (zero) atomicOr(flag, 2);
+  }
+}
+
+extern "C" __global__ void mgla_diag_check_s(const float *a, long long count, long long stride,
+                                             long long pairs, int *flag) {
+  diagCheck(a, count, stride, pairs, flag);
+}
+extern "C" __global__ void mgla_diag_check_d(const double *a, long long count, long long stride,
+                                             long long pairs, int *flag) {
+  diagCheck(a, count, stride, pairs, flag);
+}
+
+// rowBand moves a band of whole rows between a row-major staging buffer
+// (h rows of cols elements) and the column-major shards of a layout that
+// keeps whole columns on one device: table[d] is the address of device d's
+// shard (leading dimension ld) for d < ndev, and table[ndev + j] says where
+// column j lives: its device << 40 | its local column. The band holds global
+// rows r0 … r0+h-1. up scatters the band into the shards (writing other
+// devices' shards through peer access), !up gathers it. A 1-D grid of
+// 32×32 tiles, through shared memory so that the band and the shards are
+// both read and written coalesced.
+template <typename T>
+__device__ void rowBand(T *band, long long h, long long cols, long long r0,
+                        const unsigned long long *table, long long ndev, long long ld,
+                        bool up) {
+  __shared__ T tile[TILE][TILE + 1];
+  long long nbi = (h + TILE - 1) / TILE;
+  long long i0 = (long long)(blockIdx.x % nbi) * TILE, j0 = (long long)(blockIdx.x / nbi) * TILE;
+  const unsigned long long mask = (1ULL << 40) - 1;
+  if (up) {
+    for (int k = threadIdx.y; k < TILE; k += ROWS) {
+      long long i = i0 + k, j = j0 + threadIdx.x;
+      if (i < h && j < cols) tile[k][threadIdx.x] = band[i * cols + j];
+    }
+    __syncthreads();
+    for (int k = threadIdx.y; k < TILE; k += ROWS) {
+      long long i = i0 + threadIdx.x, j = j0 + k;
+      if (i < h && j < cols) {
+        unsigned long long e = table[ndev + j];
+        T *s = (T *)table[e >> 40];
+        s[r0 + i + (long long)(e & mask) * ld] = tile[threadIdx.x][k];
+      }
+    }
+    return;
+  }
+  for (int k = threadIdx.y; k < TILE; k += ROWS) {
+    long long i = i0 + threadIdx.x, j = j0 + k;
+    if (i < h && j < cols) {
+      unsigned long long e = table[ndev + j];
+      const T *s = (const T *)table[e >> 40];
+      tile[threadIdx.x][k] = s[r0 + i + (long long)(e & mask) * ld];
+    }
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < TILE; k += ROWS) {
+    long long i = i0 + k, j = j0 + threadIdx.x;
+    if (i < h && j < cols) band[i * cols + j] = tile[k][threadIdx.x];
+  }
+}
+
+#define ROW_BAND(SIZE, T)                                                                     \
+  extern "C" __global__ void mgla_scatter_rows##SIZE(T *band, long long h, long long cols,   \
+                                                     long long r0,                           \
+                                                     const unsigned long long *table,        \
+                                                     long long ndev, long long ld) {         \
+    rowBand(band, h, cols, r0, table, ndev, ld, true);                                       \
+  }                                                                                          \
+  extern "C" __global__ void mgla_gather_rows##SIZE(T *band, long long h, long long cols,    \
+                                                    long long r0,                            \
+                                                    const unsigned long long *table,         \
+                                                    long long ndev, long long ld) {          \
+    rowBand(band, h, cols, r0, table, ndev, ld, false);                                      \
+  }
+ROW_BAND(4, float)
+ROW_BAND(8, double)
+ROW_BAND(16, double2)

@@ -4,7 +4,8 @@
 // sharding loads the PTX into each GPU's primary context, where the driver
 // compiles it for the GPU at hand, and launches the kernels: the transposes
 // of host transfers, the zeroing of a factor's upper triangle, the mirroring
-// of a Hermitian result's lower triangle and axpy.
+// of a Hermitian result's lower triangle, axpy and the checks for NaN, Inf
+// and zero pivots.
 package ptx
 
 import _ "embed"
@@ -21,6 +22,14 @@ var (
 	ZeroUpper = map[int]string{4: "mgla_zero_upper4", 8: "mgla_zero_upper8", 16: "mgla_zero_upper16"}
 )
 
+// ScatterRows and GatherRows name the kernels that move a band of whole
+// host rows between a staging buffer and the shards of every device, by
+// element size.
+var (
+	ScatterRows = map[int]string{4: "mgla_scatter_rows4", 8: "mgla_scatter_rows8", 16: "mgla_scatter_rows16"}
+	GatherRows  = map[int]string{4: "mgla_gather_rows4", 8: "mgla_gather_rows8", 16: "mgla_gather_rows16"}
+)
+
 // Mirror names the kernel that fills the upper triangle from the lower one,
 // by LAPACK type letter (s, d, c, z).
 var Mirror = map[byte]string{'s': "mgla_mirror_lower_s", 'd': "mgla_mirror_lower_d", 'c': "mgla_mirror_lower_c", 'z': "mgla_mirror_lower_z"}
@@ -32,10 +41,14 @@ var Axpy = map[int]string{4: "mgla_axpy_s", 8: "mgla_axpy_d"}
 // NonFinite names the kernels that flag NaN or Inf, by real element size.
 var NonFinite = map[int]string{4: "mgla_nonfinite_s", 8: "mgla_nonfinite_d"}
 
+// DiagCheck names the kernels that flag a NaN, Inf or zero on a diagonal,
+// by real element size.
+var DiagCheck = map[int]string{4: "mgla_diag_check_s", 8: "mgla_diag_check_d"}
+
 // Names lists every kernel the PTX must define.
 func Names() []string {
 	var out []string
-	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, NonFinite} {
+	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, NonFinite, DiagCheck, ScatterRows, GatherRows} {
 		for _, n := range m {
 			out = append(out, n)
 		}
