@@ -12,6 +12,12 @@
 // 4N³/3 for values and 4.3N³ with vectors.
 //
 //	mgbench -n 4096,8192,16384 -gpus 1,2,4 -dtype float64 -tile 1024 -csv out.csv
+//
+// The capacity mode (capacity.go) finds, for each op and GPU count, the
+// largest N that fits, runs (or allocates) it and shows that 4% more does
+// not fit:
+//
+//	mgbench -capacity potrs,potri,syevd -gpus 1,2,4 -csv out.csv
 package main
 
 import (
@@ -38,19 +44,18 @@ import (
 )
 
 var (
-	nList     = flag.String("n", "4096,8192,16384,32768,65536", "matrix orders")
-	gpuList   = flag.String("gpus", "1,2,4", "GPU counts (meshes over the first k GPUs)")
-	dtList    = flag.String("dtype", "float64", "float64,float32")
-	tileList  = flag.String("tile", "1024", "tile widths")
-	opList    = flag.String("ops", "transfer,potrf,potrs1,potrs256,potri,syevd-values,syevd-vectors", "what to measure")
-	pathList  = flag.String("paths", "mg,mgla,auto,single,dn,graph", "solver paths: mg (raw cuSolverMg), mgla (op, DispatchMesh), auto (op, DispatchAuto), single (op, DispatchSingle), dn (raw cuSOLVER on GPU 0), graph (host to host)")
-	reps      = flag.Int("reps", 3, "timed repetitions (median) after one warm-up")
-	maxSyevd  = flag.Int("max-syevd", 16384, "largest N for syevd")
-	maxMgEig  = flag.Int("max-syevd-mg", 8192, "largest N for syevd through cuSolverMg (paths mg, mgla), 5-8x slower than cuSOLVER")
-	maxPotri  = flag.Int("max-potri", 32768, "largest N for potri")
-	csvPath   = flag.String("csv", "mgbench.csv", "output CSV (appended)")
-	pageMax   = flag.Int("pageable-max", 16384, "largest N for the (slow) pageable-copy baseline")
-	capacityN = flag.Int("capacity", 0, "if > 0: only solve A·X = B end to end at this N on every GPU (float64) and check X")
+	nList    = flag.String("n", "4096,8192,16384,32768,65536", "matrix orders")
+	gpuList  = flag.String("gpus", "1,2,4", "GPU counts (meshes over the first k GPUs)")
+	dtList   = flag.String("dtype", "float64", "float64,float32")
+	tileList = flag.String("tile", "1024", "tile widths")
+	opList   = flag.String("ops", "transfer,potrf,potrs1,potrs256,potri,syevd-values,syevd-vectors", "what to measure")
+	pathList = flag.String("paths", "mg,mgla,auto,single,dn,graph", "solver paths: mg (raw cuSolverMg), mgla (op, DispatchMesh), auto (op, DispatchAuto), single (op, DispatchSingle), dn (raw cuSOLVER on GPU 0), graph (host to host)")
+	reps     = flag.Int("reps", 3, "timed repetitions (median) after one warm-up")
+	maxSyevd = flag.Int("max-syevd", 16384, "largest N for syevd")
+	maxMgEig = flag.Int("max-syevd-mg", 8192, "largest N for syevd through cuSolverMg (paths mg, mgla), 5-8x slower than cuSOLVER")
+	maxPotri = flag.Int("max-potri", 32768, "largest N for potri")
+	csvPath  = flag.String("csv", "mgbench.csv", "output CSV (appended)")
+	pageMax  = flag.Int("pageable-max", 16384, "largest N for the (slow) pageable-copy baseline")
 )
 
 func ints(s string) []int {
@@ -153,35 +158,40 @@ func timeIt(prep, fn func() error) (float64, error) {
 // (diagonally dominant, with junk in nothing: both triangles are filled),
 // generated in parallel from a hash so that every N is fast to make.
 func spd(dt tensor.Dtype, n int) *tensor.Dense {
-	val := func(i, j int) float64 {
-		if i == j {
-			return float64(n)
+	if dt != tensor.Float32 {
+		return spdInto(make([]float64, n*n), n)
+	}
+	d := make([]float32, n*n)
+	parallelRows(n, func(i int) {
+		for j := range n {
+			d[i*n+j] = float32(spdAt(n, i, j))
 		}
-		a, b := min(i, j), max(i, j)
-		h := uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F
-		h ^= h >> 29
-		h *= 0xBF58476D1CE4E5B9
-		h ^= h >> 32
-		return float64(h>>11)/float64(1<<53) - 0.5
+	})
+	return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(d))
+}
+
+// spdInto writes spd's float64 matrix of order n into d (n² elements).
+func spdInto(d []float64, n int) *tensor.Dense {
+	parallelRows(n, func(i int) {
+		for j := range n {
+			d[i*n+j] = spdAt(n, i, j)
+		}
+	})
+	return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(d))
+}
+
+// spdAt is element (i, j) of spd's n×n matrix: n on the diagonal, a hash
+// of the unordered pair {i, j} in [-0.5, 0.5) off it.
+func spdAt(n, i, j int) float64 {
+	if i == j {
+		return float64(n)
 	}
-	switch dt {
-	case tensor.Float32:
-		d := make([]float32, n*n)
-		parallelRows(n, func(i int) {
-			for j := range n {
-				d[i*n+j] = float32(val(i, j))
-			}
-		})
-		return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(d))
-	default:
-		d := make([]float64, n*n)
-		parallelRows(n, func(i int) {
-			for j := range n {
-				d[i*n+j] = val(i, j)
-			}
-		})
-		return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(d))
-	}
+	a, b := min(i, j), max(i, j)
+	h := uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 32
+	return float64(h>>11)/float64(1<<53) - 0.5
 }
 
 func parallelRows(n int, f func(i int)) {
@@ -237,14 +247,18 @@ func main() {
 	flag.Parse()
 	out := newWriter(*csvPath)
 	defer out.f.Close()
+	if *capacityJob != "" {
+		capacityJobMain(out)
+		return
+	}
 	ngpu, err := cusolver.DeviceCount()
 	if err != nil || ngpu == 0 {
 		log.Fatalf("no GPU: %v", err)
 	}
 	rv, dv, _ := cusolver.Versions()
 	fmt.Printf("mgbench: %d GPUs, CUDA runtime %d, driver %d, libraries %v, %d CPUs\n", ngpu, rv, dv, cusolver.LoadedLibraries(), runtime.NumCPU())
-	if *capacityN > 0 {
-		capacity(out, *capacityN, ngpu)
+	if *capacityOps != "" {
+		capacity(ngpu)
 		return
 	}
 	opsOn, paths := words(*opList), words(*pathList)
@@ -697,13 +711,18 @@ func runOps(build func(g *G.ExprGraph) (*G.Node, error), dst *sharding.Tensor) e
 }
 
 // freeValues releases the device memory of a graph's sharded values that
-// the graph made (not its inputs).
+// the graph made (not its inputs), Eigen's too (a sharded tensor carrying
+// the eigenvalues).
 func freeValues(g *G.ExprGraph) {
+	type sharded interface {
+		Free()
+		Mesh() *sharding.Mesh
+	}
 	for _, nd := range g.AllNodes() {
 		if nd.Op() == nil {
 			continue
 		}
-		if t, ok := nd.Value().(*sharding.Tensor); ok {
+		if t, ok := nd.Value().(sharded); ok {
 			t.Free()
 		}
 	}
@@ -715,41 +734,4 @@ func ptrs(t *sharding.Tensor) []uintptr {
 		p[d] = t.Shard(d).(*sharding.DeviceBuffer).Ptr()
 	}
 	return p
-}
-
-// capacity solves A·X = B (B = A·1, so X = 1) end to end in float64 on
-// every GPU and reports the time and the largest error of X.
-func capacity(out *writer, n, ngpu int) {
-	host := spd(tensor.Float64, n)
-	a := host.Data().([]float64)
-	bv := make([]float64, n)
-	parallelRows(n, func(i int) {
-		s := 0.0
-		for _, v := range a[i*n : (i+1)*n] {
-			s += v
-		}
-		bv[i] = s
-	})
-	mesh := meshOf(ngpu)
-	g := G.NewGraph()
-	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(host))
-	bn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("b"), G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(bv))))
-	x := must(mgla.Potrs(an, bn, mgla.WithMesh(mesh)))
-	m := G.NewTapeMachine(g)
-	defer m.Close()
-	start := time.Now()
-	if err := m.RunAll(); err != nil {
-		log.Fatalf("capacity N=%d on %d GPUs: %v", n, ngpu, err)
-	}
-	secs := time.Since(start).Seconds()
-	worst := 0.0
-	for _, v := range x.Value().Data().([]float64) {
-		worst = max(worst, math.Abs(v-1))
-	}
-	fmt.Printf("capacity: Potrs float64 N=%d on %d GPUs end to end in %.2f s; max |x-1| = %.3g\n", n, ngpu, secs, worst)
-	out.put(row{op: "potrs", dtype: "float64", path: "graph", n: n, nrhs: 1, ndev: ngpu, tile: mgla.DefaultTile(mesh, n),
-		seconds: secs, flops: float64(n) * float64(n) * float64(n) / 3, nbytes: 0})
-	if worst > 1e-6 {
-		log.Fatalf("capacity: wrong answer")
-	}
 }

@@ -221,17 +221,9 @@ func (d *Dn) Potrf(dt tensor.Dtype, n int, a uintptr, lda int) error {
 		if err := need("cusolverDnXpotrf_bufferSize", "cusolverDnXpotrf"); err != nil {
 			return err
 		}
-		k := dnKey{dnPotrf, ct, n, lda}
-		sz, ok := d.sizes[k]
-		if !ok {
-			var db, hb C.size_t
-			rc := C.mgla_dnXpotrf_bufferSize(d.handle, d.params, fillLower, C.int64_t(n), ct, C.uintptr_t(a),
-				C.int64_t(lda), ct, &db, &hb)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			sz = dnSize{int64(db), int64(hb)}
-			d.sizes[k] = sz
+		sz, err := d.potrfSize(ct, n, a, lda)
+		if err != nil {
+			return err
 		}
 		if err := d.ensure(sz.dev, sz.host); err != nil {
 			return err
@@ -313,16 +305,9 @@ func (d *Dn) Potri(dt tensor.Dtype, n int, a uintptr, lda int) error {
 		if err := need(fn+"_bufferSize", fn); err != nil {
 			return err
 		}
-		k := dnKey{dnPotri, ct, n, lda}
-		sz, ok := d.sizes[k]
-		if !ok {
-			var lw C.int
-			rc := C.mgla_dnPotri_bufferSize(kind, d.handle, fillLower, C.int(n), C.uintptr_t(a), C.int(lda), &lw)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			sz = dnSize{dev: int64(lw)} // elements
-			d.sizes[k] = sz
+		sz, err := d.potriSize(kind, ct, fn, n, a, lda) // elements
+		if err != nil {
+			return err
 		}
 		if err := d.ensure(sz.dev*int64(es), 0); err != nil {
 			return err
@@ -364,25 +349,17 @@ func (d *Dn) Syevd(dt tensor.Dtype, n int, a uintptr, lda int, w uintptr, vector
 	if w == 0 {
 		return fmt.Errorf("cusolver: %s: nil eigenvalue array", fn)
 	}
-	jobz, op := C.int(eigNoVector), dnSyevdValues
+	jobz := C.int(eigNoVector)
 	if vectors {
-		jobz, op = eigVector, dnSyevdVectors
+		jobz = eigVector
 	}
 	return d.do(func() error {
 		if err := need("cusolverDnXsyevd_bufferSize", fn); err != nil {
 			return err
 		}
-		k := dnKey{op, ct, n, lda}
-		sz, ok := d.sizes[k]
-		if !ok {
-			var db, hb C.size_t
-			rc := C.mgla_dnXsyevd_bufferSize(d.handle, d.params, jobz, fillLower, C.int64_t(n), ct, C.uintptr_t(a),
-				C.int64_t(lda), rt, C.uintptr_t(w), ct, &db, &hb)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			sz = dnSize{int64(db), int64(hb)}
-			d.sizes[k] = sz
+		sz, err := d.syevdSize(ct, rt, n, a, lda, w, vectors)
+		if err != nil {
+			return err
 		}
 		if err := d.ensure(sz.dev, sz.host); err != nil {
 			return err

@@ -378,16 +378,9 @@ func (m *Mg) Potrf(dt tensor.Dtype, n, tile int, a []uintptr) error {
 		if err != nil {
 			return err
 		}
-		k := lworkKey{op: opPotrf, ctype: ct, n: n, tile: tile}
-		lw, ok := m.lworks[k]
-		if !ok {
-			var l C.int64_t
-			rc := C.mgla_mgPotrf_bufferSize(m.handle, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, ct, &l)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			lw = int64(l)
-			m.lworks[k] = lw
+		lw, err := m.potrfLwork(ct, n, tile, pa, da)
+		if err != nil {
+			return err
 		}
 		if err := m.ensureWork(lw * int64(es)); err != nil {
 			return err
@@ -450,17 +443,9 @@ func (m *Mg) PotrsBlock(dt tensor.Dtype, n, nrhs, tile, tileB int, a, b []uintpt
 		if err != nil {
 			return err
 		}
-		k := lworkKey{op: opPotrs, ctype: ct, n: n, tile: tile, nrhs: nrhs, tileB: tileB}
-		lw, ok := m.lworks[k]
-		if !ok {
-			var l C.int64_t
-			rc := C.mgla_mgPotrs_bufferSize(m.handle, fillLower, C.int(n), C.int(nrhs), cptrs(pa), da,
-				cptrs(pb), db, C.int(len(pa)), ct, &l)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			lw = int64(l)
-			m.lworks[k] = lw
+		lw, err := m.potrsLwork(ct, n, nrhs, tile, tileB, pa, pb, da, db)
+		if err != nil {
+			return err
 		}
 		if err := m.ensureWork(lw * int64(es)); err != nil {
 			return err
@@ -507,16 +492,9 @@ func (m *Mg) Potri(dt tensor.Dtype, n, tile int, a []uintptr) error {
 		if err != nil {
 			return err
 		}
-		k := lworkKey{op: opPotri, ctype: ct, n: n, tile: tile}
-		lw, ok := m.lworks[k]
-		if !ok {
-			var l C.int64_t
-			rc := C.mgla_mgPotri_bufferSize(m.handle, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, ct, &l)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			lw = int64(l)
-			m.lworks[k] = lw
+		lw, err := m.potriLwork(ct, n, tile, pa, da)
+		if err != nil {
+			return err
 		}
 		if err := m.ensureWork(lw * int64(es)); err != nil {
 			return err
@@ -559,9 +537,9 @@ func (m *Mg) Syevd(dt tensor.Dtype, n, tile int, a []uintptr, w []float64, vecto
 	if n == 0 {
 		return nil
 	}
-	jobz, op := C.int(eigNoVector), opSyevdValues
+	jobz := C.int(eigNoVector)
 	if vectors {
-		jobz, op = eigVector, opSyevdVectors
+		jobz = eigVector
 	}
 	var w32 []float32
 	var wp unsafe.Pointer
@@ -583,17 +561,9 @@ func (m *Mg) Syevd(dt tensor.Dtype, n, tile int, a []uintptr, w []float64, vecto
 		if err != nil {
 			return err
 		}
-		k := lworkKey{op: op, ctype: ct, n: n, tile: tile}
-		lw, ok := m.lworks[k]
-		if !ok {
-			var l C.int64_t
-			rc := C.mgla_mgSyevd_bufferSize(m.handle, jobz, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da,
-				wp, rt, ct, &l)
-			if err := solverErr(fn+"_bufferSize", rc); err != nil {
-				return err
-			}
-			lw = int64(l)
-			m.lworks[k] = lw
+		lw, err := m.syevdLwork(ct, rt, n, tile, vectors, pa, da, wp)
+		if err != nil {
+			return err
 		}
 		if err := m.ensureWork(lw * int64(es)); err != nil {
 			return err
