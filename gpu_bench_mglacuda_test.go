@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/kernels/cusolver"
@@ -79,11 +80,28 @@ func BenchmarkGPUPotrsPhases(b *testing.B) {
 		ops.WithDispatch(ops.DispatchMesh))
 	require.NoError(b, err)
 	opMachine := G.NewTapeMachine(opGraph)
+	runOp := func() error { opMachine.Reset(); return opMachine.RunAll() }
 	b.Run("op", func(b *testing.B) {
 		for b.Loop() {
-			opMachine.Reset()
-			require.NoError(b, opMachine.RunAll())
+			require.NoError(b, runOp())
 		}
+	})
+	// The raw call and the op in turns, so that the drift of the GPUs'
+	// speed between batches (±5% for this call) hits both alike.
+	b.Run("op-over-raw", func(b *testing.B) {
+		var raw, op time.Duration
+		for b.Loop() {
+			for _, p := range []struct {
+				run func() error
+				sum *time.Duration
+			}{{phases[0].run, &raw}, {runOp, &op}} {
+				start := time.Now()
+				require.NoError(b, p.run())
+				*p.sum += time.Since(start)
+			}
+		}
+		b.ReportMetric(float64(op)/float64(raw), "op/raw")
+		b.ReportMetric(float64(raw.Microseconds())/float64(b.N), "raw-µs/op")
 	})
 }
 

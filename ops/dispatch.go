@@ -58,6 +58,15 @@ const (
 // single-GPU cuSOLVER on the mesh's first device, whatever the dispatch.
 const mgPotrfMinTile = 256
 
+// maxDnPotri is the largest order single-GPU cuSOLVER inverts: measured on
+// CUDA 13 (H200), cusolverDnDpotri answers CUSOLVER_STATUS_INVALID_VALUE
+// once N² passes 2³¹−1 (N = 48128 failed, 46080 ran), so larger inverses
+// run on the mesh's solver (cuSolverMg), one GPU included.
+const maxDnPotri = 46340
+
+// dnCanRun reports whether single-GPU cuSOLVER runs kernel k at order n.
+func dnCanRun(k solverKernel, n int) bool { return k != solvePotri || n <= maxDnPotri }
+
 // singleGPUFaster is the dispatch rule with its evidence: whether single-GPU
 // cuSOLVER on the mesh's first device, including the peer copies of the
 // tiles to and from it, beats cuSolverMg over ndev > 1 devices for an n×n
@@ -89,13 +98,17 @@ const mgPotrfMinTile = 256
 //   - potrs (K = 1): 2.8 against 30.7 ms at N = 8192, 10.9 against 35.5 ms
 //     at 32768.
 //
-// The rule holds for 2 and 4 GPUs alike.
+// The rule holds for 2 and 4 GPUs alike. Since then potri on the mesh is no
+// longer cusolverMgPotri, which returned wrong inverses on several GPUs at
+// N = 6000 and 8192 (TestMgInverseLarge), but cusolverMgPotrs on blocks of
+// the identity (gpuSolver.inverseByBlocks), with three times the flops:
+// single GPU wherever it fits.
 func singleGPUFaster(k solverKernel, n, ndev int) bool {
 	switch k {
 	case solveSyevd:
 		return true
 	case solvePotri:
-		return n >= 12288
+		return true // cusolverMgPotri is wrong (gpuSolver.potri)
 	case solvePotrf:
 		return n < 6144
 	}

@@ -10,12 +10,26 @@ func TestDispatchRule(t *testing.T) {
 		single bool
 	}{
 		{solveSyevd, 4096, true}, {solveSyevd, 65536, true},
-		{solvePotri, 8192, false}, {solvePotri, 16384, true},
+		{solvePotri, 8192, true}, {solvePotri, 16384, true},
 		{solvePotrf, 4096, true}, {solvePotrf, 8192, false}, {solvePotrf, 65536, false},
 		{solvePotrs, 1024, false}, {solvePotrs, 65536, false},
 	} {
 		if got := singleGPUFaster(c.k, c.n, 2); got != c.single {
 			t.Errorf("kernel %d at N=%d: single = %v, want %v", c.k, c.n, got, c.single)
+		}
+	}
+}
+
+// Single-GPU cuSOLVER inverts up to N = 46340 (N² < 2³¹), every other
+// kernel at any order.
+func TestDnCanRun(t *testing.T) {
+	for _, c := range []struct {
+		k  solverKernel
+		n  int
+		ok bool
+	}{{solvePotri, 46340, true}, {solvePotri, 46341, false}, {solvePotrf, 100000, true}, {solveSyevd, 60000, true}} {
+		if got := dnCanRun(c.k, c.n); got != c.ok {
+			t.Errorf("kernel %d at N=%d: %v, want %v", c.k, c.n, got, c.ok)
 		}
 	}
 }

@@ -80,6 +80,8 @@ func devicePtrs(t *sharding.Tensor) ([]uintptr, error) {
 func (s gpuSolver) single(k solverKernel, a *sharding.Tensor, operands int) bool {
 	ndev := a.Mesh().Size()
 	switch {
+	case !dnCanRun(k, a.Rows()):
+		return false
 	case ndev == 1:
 		return true
 	case k == solvePotrf && a.Layout().Tile < mgPotrfMinTile:
@@ -220,24 +222,64 @@ func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
 }
 
 func (s gpuSolver) potri(l, c *sharding.Tensor) error {
-	if err := l.RelayoutInto(c); err != nil {
+	n := l.Rows()
+	if s.single(solvePotri, l, 1) {
+		if err := l.RelayoutInto(c); err != nil {
+			return err
+		}
+		if err := onFirst(c, []*sharding.Tensor{c}, func(dn *cusolver.Dn, p []uintptr) error {
+			return dn.Potri(l.Dtype(), n, p[0], n)
+		}); err != nil {
+			return err
+		}
+	} else if err := s.inverseByBlocks(l, c); err != nil {
 		return err
 	}
-	var err error
-	if s.single(solvePotri, l, 1) {
-		err = onFirst(c, []*sharding.Tensor{c}, func(dn *cusolver.Dn, p []uintptr) error {
-			return dn.Potri(l.Dtype(), l.Rows(), p[0], l.Rows())
-		})
-	} else {
-		err = mgCall(c, func(h *cusolver.Mg, p []uintptr) error {
-			return h.Potri(l.Dtype(), l.Rows(), c.Layout().Tile, p)
-		})
-	}
+	// An exactly Hermitian result, from its lower triangle.
+	return c.MirrorLower()
+}
+
+// inverseByBlocks computes C = (L·Lᴴ)⁻¹ on the mesh one block of T columns
+// at a time: cusolverMgPotrs on that block of the identity, held on the
+// first device, then a copy into C's tile. Measured on CUDA 13 with 2 to 4
+// H200s (TestMgInverseLarge in kernels/cusolver), cusolverMgPotri and
+// cusolverMgPotrs on the whole identity spread over the devices return
+// wrong inverses (residual ratios of 1e9 to 4e10 at N = 6000 and 8192),
+// while solves whose right-hand sides sit on the first device are right.
+// It costs three times potri's flops, in N/T calls.
+func (s gpuSolver) inverseByBlocks(l, c *sharding.Tensor) error {
+	n, tile := l.Rows(), c.Layout().Tile
+	w := min(tile, n)
+	block, err := sharding.New(l.Mesh(), tensor.Shape{n, w}, l.Dtype(), sharding.Cyclic(w))
 	if err != nil {
 		return err
 	}
-	// Both solvers fill the lower triangle: mirror it on the devices.
-	return c.MirrorLower()
+	defer block.Free()
+	lp, err := devicePtrs(l)
+	if err != nil {
+		return err
+	}
+	for c0 := 0; c0 < n; c0 += w {
+		k := min(w, n-c0)
+		if k < w { // the last, narrower block
+			block.Free()
+			if block, err = sharding.New(l.Mesh(), tensor.Shape{n, k}, l.Dtype(), sharding.Cyclic(k)); err != nil {
+				return err
+			}
+		}
+		if err := block.SetIdentityColumns(c0); err != nil {
+			return err
+		}
+		if err := mgCall(block, func(h *cusolver.Mg, p []uintptr) error {
+			return h.PotrsBlock(l.Dtype(), n, k, l.Layout().Tile, k, lp, p)
+		}); err != nil {
+			return err
+		}
+		if err := c.CopyColumns(c0, block, 0, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/kernels"
+	"gorgonia.org/tensor"
 )
 
 // Diagonal returns the main diagonal of a square sharded matrix as a host
@@ -17,29 +18,31 @@ func (t *Tensor) Diagonal() (any, error) {
 	return t.mesh.mem.diagonal(t)
 }
 
-// diagonalRun is a stretch of the main diagonal inside one piece: elements
-// (i, i) for first ≤ i < first+count, on device dev, the first at local
-// element offset off, the next ones ld+1 elements further each.
+// diagonalRun is a stretch of a (shifted) diagonal inside one piece:
+// elements (first+shift+k, first+k) for k < count, on device dev, the first
+// at local element offset off, the next ones ld+1 elements further each.
 type diagonalRun struct {
 	dev, first, count, off, ld int
 }
 
 // diagonalRuns cuts the main diagonal of a square tensor into the runs of
 // its layout's pieces, in order (device 0's copy for replicated tensors).
-func diagonalRuns(t *Tensor) []diagonalRun {
-	n := t.Rows()
+func diagonalRuns(t *Tensor) []diagonalRun { return shiftedDiagonalRuns(t, 0) }
+
+// shiftedDiagonalRuns does the same for the elements (j+shift, j).
+func shiftedDiagonalRuns(t *Tensor, shift int) []diagonalRun {
 	var runs []diagonalRun
-	for _, p := range cyclic.Pieces(t.layout, n, n, t.mesh.Size()) {
+	for _, p := range cyclic.Pieces(t.layout, t.Rows(), t.Cols(), t.mesh.Size()) {
 		if t.layout.Kind == cyclic.Replicated && p.Dev != 0 {
 			continue
 		}
-		i0, i1 := max(p.Row, p.Col), min(p.Row+p.Rows, p.Col+p.Cols)
-		if i0 >= i1 {
+		j0, j1 := max(p.Col, p.Row-shift), min(p.Col+p.Cols, p.Row+p.Rows-shift)
+		if j0 >= j1 {
 			continue
 		}
 		ld, _ := t.LocalShape(p.Dev)
-		runs = append(runs, diagonalRun{dev: p.Dev, first: i0, count: i1 - i0, ld: ld,
-			off: p.LocalRow + i0 - p.Row + (p.LocalCol+i0-p.Col)*ld})
+		runs = append(runs, diagonalRun{dev: p.Dev, first: j0, count: j1 - j0, ld: ld,
+			off: p.LocalRow + j0 + shift - p.Row + (p.LocalCol+j0-p.Col)*ld})
 	}
 	return runs
 }
@@ -70,6 +73,71 @@ func (hostBackend) diagonal(t *Tensor) (any, error) {
 		return diagonalHost[complex128](t)
 	}
 	return nil, fmt.Errorf("sharding: Diagonal: unsupported dtype %v", t.dtype)
+}
+
+// SetIdentity overwrites a square sharded matrix with the identity.
+func (t *Tensor) SetIdentity() error {
+	if len(t.shape) != 2 || t.Rows() != t.Cols() {
+		return fmt.Errorf("sharding: SetIdentity of non-square %v", t.shape)
+	}
+	return t.SetIdentityColumns(0)
+}
+
+// SetIdentityColumns overwrites an n×k sharded matrix with columns first …
+// first+k−1 of the n×n identity: ones at (first+j, j), zeros elsewhere.
+func (t *Tensor) SetIdentityColumns(first int) error {
+	if first < 0 || first > t.Rows() {
+		return fmt.Errorf("sharding: identity columns from %d of a %v matrix", first, t.shape)
+	}
+	for _, b := range t.shards {
+		t.mesh.mem.zero(b)
+	}
+	runs := shiftedDiagonalRuns(t, first)
+	if t.layout.Kind == cyclic.Replicated { // every replica holds the same runs
+		base := runs
+		for d := 1; d < t.mesh.Size(); d++ {
+			for _, r := range base {
+				r.dev = d
+				runs = append(runs, r)
+			}
+		}
+	}
+	for _, r := range runs {
+		if err := t.mesh.mem.setDiagonalOnes(t, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (hostBackend) setDiagonalOnes(t *Tensor, r diagonalRun) error {
+	switch s := t.shards[r.dev].(*HostBuffer).data.(type) {
+	case []float32:
+		setRun(s, r, 1)
+	case []float64:
+		setRun(s, r, 1)
+	case []complex64:
+		setRun(s, r, 1)
+	case []complex128:
+		setRun(s, r, 1)
+	}
+	return nil
+}
+
+func setRun[T any](s []T, r diagonalRun, v T) {
+	for k := range r.count {
+		s[r.off+k*(r.ld+1)] = v
+	}
+}
+
+// onesOf is a host slice of n ones of element type dt.
+func onesOf(dt tensor.Dtype, n int) (any, error) {
+	b, err := hostBackend{}.alloc(Device{}, dt, n)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{shards: []Buffer{b}}
+	return b.(*HostBuffer).data, hostBackend{}.setDiagonalOnes(t, diagonalRun{count: n})
 }
 
 // ZeroStrictUpper sets the elements above the main diagonal of a square

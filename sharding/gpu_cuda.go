@@ -394,3 +394,63 @@ func (t *Tensor) copyDense(b *DeviceBuffer, toDense bool) error {
 		})
 	})
 }
+
+// CopyColumns copies columns srcCol … srcCol+cols−1 of src into columns
+// dstCol … dstCol+cols−1 of t: GPU tensors of one mesh with the same rows
+// and dtype, in layouts that keep whole columns on one device. Each run of
+// columns that is contiguous on both sides is one device or peer copy; the
+// destination devices work concurrently.
+func (t *Tensor) CopyColumns(dstCol int, src *Tensor, srcCol, cols int) error {
+	if err := t.checkWholeColumns(); err != nil {
+		return err
+	}
+	if err := src.checkWholeColumns(); err != nil {
+		return err
+	}
+	if !t.mesh.Same(src.mesh) || t.Rows() != src.Rows() || t.dtype != src.dtype {
+		return fmt.Errorf("sharding: CopyColumns from %v %v into %v %v", src, src.dtype, t, t.dtype)
+	}
+	if cols < 0 || srcCol < 0 || dstCol < 0 || srcCol+cols > src.Cols() || dstCol+cols > t.Cols() {
+		return fmt.Errorf("sharding: CopyColumns of %d columns from %d of %v into %d of %v", cols, srcCol, src, dstCol, t)
+	}
+	const mask = 1<<40 - 1
+	rows, ndev := t.Rows(), t.mesh.Size()
+	sm := columnMap(src.layout, rows, src.Cols(), ndev)
+	dm := columnMap(t.layout, rows, t.Cols(), ndev)
+	type run struct{ sdev, scol, ddev, dcol, n int }
+	var runs []run
+	for j := range cols {
+		s, d := sm[srcCol+j], dm[dstCol+j]
+		r := run{int(s >> 40), int(s & mask), int(d >> 40), int(d & mask), 1}
+		if k := len(runs) - 1; k >= 0 && runs[k].sdev == r.sdev && runs[k].ddev == r.ddev &&
+			runs[k].scol+runs[k].n == r.scol && runs[k].dcol+runs[k].n == r.dcol {
+			runs[k].n++
+			continue
+		}
+		runs = append(runs, r)
+	}
+	elem := int64(t.dtype.Size())
+	return perDevice(ndev, func(d int) error {
+		db := t.shards[d].(*DeviceBuffer)
+		return onDevice(db.dev, func() error {
+			for _, r := range runs {
+				if r.ddev != d {
+					continue
+				}
+				sb := src.shards[r.sdev].(*DeviceBuffer)
+				sp, dp := sb.ptr+cu.DevicePtr(int64(r.scol*rows)*elem), db.ptr+cu.DevicePtr(int64(r.dcol*rows)*elem)
+				bytes := int64(r.n*rows) * elem
+				var err error
+				if sb.dev == db.dev {
+					err = cu.MemcpyDtoD(dp, sp, bytes)
+				} else {
+					err = cu.MemcpyPeer(dp, db.ctx, sp, sb.ctx, bytes)
+				}
+				if err != nil {
+					return fmt.Errorf("sharding: column copy from %v to %v: %w", sb.dev, db.dev, err)
+				}
+			}
+			return cu.Synchronize()
+		})
+	})
+}

@@ -107,3 +107,42 @@ func roundTrip(t *testing.T, host *tensor.Dense, mesh *Mesh, layout Layout, what
 	require.NoError(t, err, what)
 	require.Equal(t, host.Data(), back.Data(), what+" through RowBlocks")
 }
+
+// CopyColumns copies any range of columns between whole-column layouts of
+// one GPU mesh, and refuses ranges out of bounds.
+func TestCopyColumns(t *testing.T) {
+	rng, seed := seededRNG(t)
+	for _, mesh := range gpuTestMeshes(t) {
+		for _, dt := range Dtypes {
+			const rows = 37
+			src := randomDense(rng, dt, rows, 40)
+			dst := randomDense(rng, dt, rows, 29)
+			for _, c := range []struct {
+				from, to       Layout
+				srcCol, dstCol int
+				cols           int
+			}{{Cyclic(3), Cyclic(5), 4, 2, 20}, {Cyclic(40), Cyclic(4), 0, 0, 29}, {ColBlocks(), Cyclic(1), 11, 28, 1}, {Cyclic(7), ColBlocks(), 33, 0, 7}} {
+				what := fmt.Sprintf("seed %d %v %v %+v", seed, mesh, dt, c)
+				s, err := Put(src, mesh, c.from)
+				require.NoError(t, err, what)
+				d, err := Put(dst, mesh, c.to)
+				require.NoError(t, err, what)
+				require.NoError(t, d.CopyColumns(c.dstCol, s, c.srcCol, c.cols), what)
+				got, err := d.Gather()
+				require.NoError(t, err, what)
+				want := dst.Clone().(*tensor.Dense)
+				for i := range rows {
+					for j := range c.cols {
+						v, err := src.At(i, c.srcCol+j)
+						require.NoError(t, err)
+						require.NoError(t, want.SetAt(v, i, c.dstCol+j))
+					}
+				}
+				require.Equal(t, want.Data(), got.Data(), what)
+				require.Error(t, d.CopyColumns(25, s, 0, 5), what+" out of bounds")
+				s.Free()
+				d.Free()
+			}
+		}
+	}
+}

@@ -24,6 +24,8 @@ type backend interface {
 	// nonFinite returns the index of the first piece whose block holds NaN
 	// or Inf (elements with global row ≥ column only, when lower), or -1.
 	nonFinite(t *Tensor, pieces []cyclic.Piece, lower bool) (int, error)
+	// setDiagonalOnes sets the elements of a diagonal run to one.
+	setDiagonalOnes(t *Tensor, r diagonalRun) error
 	// diagonalSuspect reports whether the main diagonal may hold NaN, Inf
 	// or zero (true: read it to see).
 	diagonalSuspect(t *Tensor) (bool, error)

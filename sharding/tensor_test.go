@@ -428,3 +428,38 @@ func TestColumnMap(t *testing.T) {
 		}
 	}
 }
+
+// SetIdentity overwrites every element, in every layout and dtype.
+func TestSetIdentity(t *testing.T) {
+	rng, seed := seededRNG(t)
+	for _, mesh := range testMeshes(t) {
+		for _, dt := range Dtypes {
+			for _, layout := range []Layout{Cyclic(1), Cyclic(4), RowBlocks(), ColBlocks(), Replicated()} {
+				const n = 23
+				st, err := Put(randomDense(rng, dt, n, n), mesh, layout)
+				require.NoError(t, err)
+				require.NoError(t, st.SetIdentity())
+				back, err := st.Gather()
+				require.NoError(t, err)
+				want := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+				for i := range n {
+					setElem(want, i*n+i, 1, 0)
+				}
+				require.Equal(t, want.Data(), back.Data(), "seed %d %v %v %v", seed, mesh, dt, layout)
+				if layout.Kind == cyclic.Replicated {
+					// Row blocks come from each device's own replica.
+					rb, err := st.Relayout(RowBlocks())
+					require.NoError(t, err)
+					back, err = rb.Gather()
+					require.NoError(t, err)
+					require.Equal(t, want.Data(), back.Data(), "seed %d %v %v replicas", seed, mesh, dt)
+					rb.Free()
+				}
+				st.Free()
+			}
+		}
+	}
+	v, err := New(testMeshes(t)[0], tensor.Shape{3, 4}, tensor.Float64, Cyclic(2))
+	require.NoError(t, err)
+	require.Error(t, v.SetIdentity(), "non-square")
+}
