@@ -211,7 +211,8 @@ func identity(n int) []float64 {
 // TestGPUPotriLarge inverts a random SPD matrix of order 6000 (T = 2048 and
 // 512) on GPU meshes of 1 to 4 devices, on the mesh (cuSolverMg) and with
 // the default dispatch, and checks A·C = I on 25 random columns of C and the
-// last one: cusolverMgPotri was wrong at this size on several GPUs.
+// last one, and solves for 2T+37 right-hand sides: cusolverMgPotri, and
+// cusolverMgPotrs with B over several devices, were wrong at this size.
 func TestGPUPotriLarge(t *testing.T) {
 	rng := newRNG(t, 11)
 	const n = 6000
@@ -259,6 +260,38 @@ func TestGPUPotriLarge(t *testing.T) {
 				}
 				t.Logf("%s: max |A·C − I| on %d columns = %.3g", what, len(cols), worst)
 				require.Less(t, worst, 1e-11, what)
+				m.Close()
+				// Potrs with right-hand sides over several tiles (so several
+				// devices): cusolverMgPotrs was wrong with B spread out.
+				k := 2*tile + 37
+				bv := make([]float64, n*k)
+				for i := range bv {
+					bv[i] = rng.Float64() - 0.5
+				}
+				g = G.NewGraph()
+				an = G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+					G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
+				bn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, k), G.WithName("B"),
+					G.WithValue(tensor.New(tensor.WithShape(n, k), tensor.WithBacking(bv))))
+				x := must(mgla.Potrs(an, bn, mgla.WithMesh(mesh), mgla.WithTile(tile), mgla.WithDispatch(d)))
+				m = G.NewTapeMachine(g)
+				require.NoError(t, m.RunAll(), what)
+				xv := x.Value().Data().([]float64)
+				worst = 0
+				for _, j := range []int{0, k / 2, k - 1, tile, 2 * tile} {
+					for q := range n {
+						cj[q] = xv[q*k+j]
+					}
+					for i := range n {
+						s := -bv[i*k+j]
+						for q, v := range a[i*n : (i+1)*n] {
+							s += v * cj[q]
+						}
+						worst = max(worst, math.Abs(s))
+					}
+				}
+				t.Logf("%s: Potrs with %d right-hand sides: max |A·X − B| = %.3g", what, k, worst)
+				require.Less(t, worst, 1e-10, what+" Potrs")
 				m.Close()
 			}
 		}

@@ -212,6 +212,11 @@ func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
 			return dn.Potrs(l.Dtype(), n, k, p[1], n, p[0], n)
 		})
 	}
+	if k > x.Layout().Tile { // B would span several devices: wrong (solveByBlocks)
+		return solveByBlocks(l, x, func(block *sharding.Tensor, c0 int) error {
+			return block.CopyColumns(0, x, c0, block.Cols())
+		})
+	}
 	lp, err := devicePtrs(l)
 	if err != nil {
 		return err
@@ -239,47 +244,56 @@ func (s gpuSolver) potri(l, c *sharding.Tensor) error {
 	return c.MirrorLower()
 }
 
-// inverseByBlocks computes C = (L·Lᴴ)⁻¹ on the mesh one block of T columns
-// at a time: cusolverMgPotrs on that block of the identity, held on the
-// first device, then a copy into C's tile. Measured on CUDA 13 with 2 to 4
-// H200s (TestMgInverseLarge in kernels/cusolver), cusolverMgPotri and
-// cusolverMgPotrs on the whole identity spread over the devices return
-// wrong inverses (residual ratios of 1e9 to 4e10 at N = 6000 and 8192),
-// while solves whose right-hand sides sit on the first device are right.
-// It costs three times potri's flops, in N/T calls.
-func (s gpuSolver) inverseByBlocks(l, c *sharding.Tensor) error {
-	n, tile := l.Rows(), c.Layout().Tile
-	w := min(tile, n)
-	block, err := sharding.New(l.Mesh(), tensor.Shape{n, w}, l.Dtype(), sharding.Cyclic(w))
-	if err != nil {
-		return err
-	}
-	defer block.Free()
+// solveByBlocks overwrites X (n×k) with (L·Lᴴ)⁻¹·B on the mesh one block of
+// at most T columns at a time, T being X's tile: fill puts columns c0 …
+// c0+w−1 of B into a block held on the first device, cusolverMgPotrs solves
+// it there and the block is copied into X's columns. Measured on CUDA 13 with
+// 2 to 4 H200s (TestMgInverseLarge in kernels/cusolver), cusolverMgPotrs
+// with B spread over several devices, and cusolverMgPotri, return wrong
+// results (residual ratios of 1e9 to 4e10 at N = 6000 and 8192), while
+// solves whose right-hand sides sit on the first device are right.
+func solveByBlocks(l, x *sharding.Tensor, fill func(block *sharding.Tensor, c0 int) error) error {
+	n, k := l.Rows(), x.Cols()
+	w := min(x.Layout().Tile, k)
 	lp, err := devicePtrs(l)
 	if err != nil {
 		return err
 	}
-	for c0 := 0; c0 < n; c0 += w {
-		k := min(w, n-c0)
-		if k < w { // the last, narrower block
+	var block *sharding.Tensor
+	defer func() {
+		if block != nil {
 			block.Free()
-			if block, err = sharding.New(l.Mesh(), tensor.Shape{n, k}, l.Dtype(), sharding.Cyclic(k)); err != nil {
+		}
+	}()
+	for c0 := 0; c0 < k; c0 += w {
+		bw := min(w, k-c0)
+		if block == nil || block.Cols() != bw {
+			if block != nil {
+				block.Free()
+			}
+			if block, err = sharding.New(l.Mesh(), tensor.Shape{n, bw}, l.Dtype(), sharding.Cyclic(bw)); err != nil {
 				return err
 			}
 		}
-		if err := block.SetIdentityColumns(c0); err != nil {
+		if err := fill(block, c0); err != nil {
 			return err
 		}
 		if err := mgCall(block, func(h *cusolver.Mg, p []uintptr) error {
-			return h.PotrsBlock(l.Dtype(), n, k, l.Layout().Tile, k, lp, p)
+			return h.PotrsBlock(l.Dtype(), n, bw, l.Layout().Tile, bw, lp, p)
 		}); err != nil {
 			return err
 		}
-		if err := c.CopyColumns(c0, block, 0, k); err != nil {
+		if err := x.CopyColumns(c0, block, 0, bw); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// inverseByBlocks computes C = (L·Lᴴ)⁻¹ on the mesh by solveByBlocks on the
+// identity, three times potri's flops (cusolverMgPotri is wrong, above).
+func (s gpuSolver) inverseByBlocks(l, c *sharding.Tensor) error {
+	return solveByBlocks(l, c, func(block *sharding.Tensor, c0 int) error { return block.SetIdentityColumns(c0) })
 }
 
 func (s gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {

@@ -46,14 +46,17 @@ package main
 //     run in cuSOLVER on the shards themselves (potrs needs no workspace);
 //     on several, auto dispatch runs both in cuSolverMg from N = 6144.
 //   - potri (mgla.Potri: Shard, Cholesky, Potri, Gather): A; L and the
-//     potrf workspace; C and the potri workspace. On several GPUs auto
-//     dispatch runs potri on the first GPU (N ≥ 12288) when a dense N×N copy
+//     potrf workspace; C and, on the mesh, the potrs workspace for T
+//     right-hand sides and an N×T identity block on the first GPU (mgla
+//     inverts on meshes by potrs on identity blocks: cusolverMgPotri is
+//     wrong on several GPUs). Auto dispatch runs potri on the first GPU
+//     (N ≤ 46340) when a dense N×N copy
 //     fits in the free memory there with 1/8 to spare: that copy and
 //     cuSOLVER's potri workspace then join on the first GPU (ops.single
 //     does not count the workspace). cusolverDn<t>potri indexes with int32:
 //     it fails (CUSOLVER_STATUS_INVALID_VALUE) once N² > 2³¹-1, N > 46340,
 //     whatever the memory (measured on 1 H200: N = 46080 runs, 48128 fails),
-//     which the model counts as a stage that does not fit.
+//     so above it mgla inverts on the mesh, one GPU included.
 //   - syevd (mgla.Syevd with vectors: Shard, Eigen, Gather): A; the
 //     eigenvector matrix V (also the work matrix); on one GPU, or when auto
 //     dispatch picks the first GPU (the same 1/8 rule, always below some N),
@@ -534,26 +537,25 @@ func (m *model) potrs() error {
 	return err
 }
 
-// potri is ops.gpuSolver.potri, then the Gather.
+// potri is ops.gpuSolver.potri, then the Gather: single-GPU cuSOLVER
+// wherever the dense copy fits and N ≤ 46340 (ops.dnCanRun), else
+// cuSolverMg potrs on blocks of T identity columns held on the first GPU
+// (ops.gpuSolver.inverseByBlocks).
 func (m *model) potri() error {
 	n := m.n
 	m.held = append(m.held, m.mat("C"))
 	var err error
-	if m.single(n >= 12288) {
-		var ws int64
+	var ws int64
+	if n <= 46340 && m.single(true) {
 		ws, err = m.j.dn.PotriWorkspace(tensor.Float64, n)
 		m.wsDn = max(m.wsDn, ws)
 		m.add("Potri on gpu:0 (cuSOLVER)", kernelTime("potri", 1, n), m.matBytes(), m.denseCopy("C")...)
-		if int64(n)*int64(n) > math.MaxInt32 {
-			// Measured on 1 H200 (CUDA 13): N = 77824 gave
-			// CUSOLVER_STATUS_INVALID_VALUE after the factorization.
-			m.stages[len(m.stages)-1].limit = "cusolverDn<t>potri indexes with int32: N² > 2³¹-1 elements"
-		}
 	} else {
-		var ws int64
-		ws, err = m.j.mg.PotriWorkspace(tensor.Float64, n, m.j.tile)
+		w := min(m.j.tile, n)
+		ws, err = m.j.mg.PotrsWorkspace(tensor.Float64, n, w, m.j.tile, w)
 		m.wsMg = max(m.wsMg, ws)
-		m.add("Potri (cuSolverMg)", kernelTime("potri", len(m.j.ids), n), m.matBytes())
+		m.add("Potri (cuSolverMg potrs on identity blocks)", 3*kernelTime("potri", len(m.j.ids), n), m.matBytes(),
+			m.first("identity block", int64(8*n*w)))
 	}
 	m.add("gather C", float64(m.matBytes())/1e9*m.j.hostPerGB, 2*m.matBytes())
 	return err
