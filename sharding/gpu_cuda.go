@@ -252,11 +252,7 @@ func (gpuBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) er
 				s := src[m.SrcDev].(*DeviceBuffer)
 				sld, _ := p.LocalShape(m.SrcDev, false)
 				copyCols := func(so, do, bytes int64) error {
-					sp, dp := s.ptr+cu.DevicePtr(so*elem), ddst.ptr+cu.DevicePtr(do*elem)
-					if s.dev == ddst.dev {
-						return cu.MemcpyDtoD(dp, sp, bytes)
-					}
-					return cu.MemcpyPeer(dp, ddst.ctx, sp, s.ctx, bytes)
+					return copyBytes(ddst, do*elem, s, so*elem, bytes)
 				}
 				if m.Rows == sld && m.Rows == dld {
 					if err := copyCols(int64(m.SrcCol*sld), int64(m.DstCol*dld), int64(m.Rows*m.Cols)*elem); err != nil {
@@ -350,6 +346,16 @@ func (t *Tensor) FromDense(b *DeviceBuffer) error {
 	return t.copyDense(b, false)
 }
 
+// copyBytes copies bytes from byte offset srcOff of src to byte offset
+// dstOff of dst: a device copy on one GPU, a peer copy between two.
+func copyBytes(dst *DeviceBuffer, dstOff int64, src *DeviceBuffer, srcOff, bytes int64) error {
+	dp, sp := dst.ptr+cu.DevicePtr(dstOff), src.ptr+cu.DevicePtr(srcOff)
+	if src.dev == dst.dev {
+		return cu.MemcpyDtoD(dp, sp, bytes)
+	}
+	return cu.MemcpyPeer(dp, dst.ctx, sp, src.ctx, bytes)
+}
+
 // Release frees the buffer's device memory now.
 func (b *DeviceBuffer) Release() { gpuBackend{}.free(b) }
 
@@ -373,18 +379,13 @@ func (t *Tensor) copyDense(b *DeviceBuffer, toDense bool) error {
 				if p.Dev != d || p.Cols == 0 {
 					continue
 				}
-				sp := s.ptr + cu.DevicePtr(int64(p.LocalCol*rows)*elem)
-				dp := b.ptr + cu.DevicePtr(int64(p.Col*rows)*elem)
+				so, do := int64(p.LocalCol*rows)*elem, int64(p.Col*rows)*elem
 				bytes := int64(p.Cols*rows) * elem
-				src, srcCtx, dst, dstCtx := sp, s.ctx, dp, b.ctx
-				if !toDense {
-					src, srcCtx, dst, dstCtx = dp, b.ctx, sp, s.ctx
-				}
 				var err error
-				if s.dev == b.dev {
-					err = cu.MemcpyDtoD(dst, src, bytes)
+				if toDense {
+					err = copyBytes(b, do, s, so, bytes)
 				} else {
-					err = cu.MemcpyPeer(dst, dstCtx, src, srcCtx, bytes)
+					err = copyBytes(s, so, b, do, bytes)
 				}
 				if err != nil {
 					return fmt.Errorf("sharding: dense copy between %v and %v: %w", s.dev, b.dev, err)
@@ -438,14 +439,7 @@ func (t *Tensor) CopyColumns(dstCol int, src *Tensor, srcCol, cols int) error {
 					continue
 				}
 				sb := src.shards[r.sdev].(*DeviceBuffer)
-				sp, dp := sb.ptr+cu.DevicePtr(int64(r.scol*rows)*elem), db.ptr+cu.DevicePtr(int64(r.dcol*rows)*elem)
-				bytes := int64(r.n*rows) * elem
-				var err error
-				if sb.dev == db.dev {
-					err = cu.MemcpyDtoD(dp, sp, bytes)
-				} else {
-					err = cu.MemcpyPeer(dp, db.ctx, sp, sb.ctx, bytes)
-				}
+				err := copyBytes(db, int64(r.dcol*rows)*elem, sb, int64(r.scol*rows)*elem, int64(r.n*rows)*elem)
 				if err != nil {
 					return fmt.Errorf("sharding: column copy from %v to %v: %w", sb.dev, db.dev, err)
 				}
