@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/benchreport [-out docs/bench] [-md FILE] results.csv [more.csv ...]
+//	go run ./cmd/benchreport [-out docs/bench] [-md FILE] [-drop FILTER]... results.csv [more.csv ...]
 //
 // Every input file starts with exactly this header line:
 //
@@ -15,8 +15,10 @@
 // one. Empty or "NaN" numeric cells are allowed (a run that did not fit in
 // memory has seconds = NaN): such rows are left out of the plots and shown as
 // "—" in the tables. Empty integer cells read as 0. Lines starting with '#'
-// are comments. When tflops (gbps) is empty but flops (bytes) and seconds are
-// known, it is computed as flops/seconds/1e12 (bytes/seconds/1e9).
+// are comments. When tflops (gbps) is empty but flops (bytes) and seconds
+// are known, it is computed as flops/seconds/1e12 (bytes/seconds/1e9).
+// -drop op=potri,tile=1024 leaves out every row whose key has those values
+// (superseded or known-wrong measurements).
 //
 // Output:
 //
@@ -58,8 +60,14 @@ import (
 func main() {
 	outDir := flag.String("out", "docs/bench", "directory for the SVG plots")
 	mdFile := flag.String("md", "", "file for the Markdown tables (default: standard output)")
+	var drops []rowFilter
+	flag.Func("drop", "leave out the rows that match `FIELD=VALUE,...` (fields: op, dtype, n, nrhs, ndev, tile, path); repeatable", func(s string) error {
+		f, err := parseFilter(s)
+		drops = append(drops, f)
+		return err
+	})
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: benchreport [-out DIR] [-md FILE] results.csv...\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: benchreport [-out DIR] [-md FILE] [-drop FILTER]... results.csv...\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -67,19 +75,23 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Args(), *outDir, *mdFile); err != nil {
+	if err := run(flag.Args(), *outDir, *mdFile, drops...); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-// run reads the CSV files, writes the plots into outDir and the Markdown
-// tables into mdFile ("" for standard output).
-func run(files []string, outDir, mdFile string) error {
+// run reads the CSV files, leaves out the rows that match one of drops,
+// writes the plots into outDir and the Markdown tables into mdFile ("" for
+// standard output).
+func run(files []string, outDir, mdFile string, drops ...rowFilter) error {
 	rows, err := loadFiles(files)
 	if err != nil {
 		return err
 	}
+	rows = filter(rows, func(r result) bool {
+		return !slices.ContainsFunc(drops, func(f rowFilter) bool { return f.matches(r.key) })
+	})
 	written, err := writePlots(rows, outDir)
 	if err != nil {
 		return err
@@ -108,6 +120,35 @@ type key struct {
 	Op, Dtype           string
 	N, NRHS, NDev, Tile int
 	Path                string
+}
+
+// rowFilter selects rows by the fields of their key that it names: a row
+// matches when every named field has the given value.
+type rowFilter map[string]string
+
+// parseFilter reads FIELD=VALUE,... with fields named as in the header.
+func parseFilter(s string) (rowFilter, error) {
+	f := rowFilter{}
+	for _, kv := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !slices.Contains(columns[:7], name) || value == "" {
+			return nil, fmt.Errorf("filter %q: want FIELD=VALUE,... with fields %s", s, strings.Join(columns[:7], ", "))
+		}
+		f[name] = value
+	}
+	return f, nil
+}
+
+// matches reports whether k has every value that f names.
+func (f rowFilter) matches(k key) bool {
+	fields := map[string]string{"op": k.Op, "dtype": k.Dtype, "n": strconv.Itoa(k.N), "nrhs": strconv.Itoa(k.NRHS),
+		"ndev": strconv.Itoa(k.NDev), "tile": strconv.Itoa(k.Tile), "path": k.Path}
+	for name, value := range f {
+		if fields[name] != value {
+			return false
+		}
+	}
+	return true
 }
 
 // result is one CSV row. Missing numbers are NaN.
@@ -262,12 +303,12 @@ func parseFloat(s string) (float64, error) {
 // Ops, paths and groups
 
 // opOrder is the order of ops in the report; unknown ops come after, by name.
-var opOrder = []string{"potrf", "potrs", "potri", "syevd-values", "syevd-vectors", "upload", "download", "register", "relayout"}
+var opOrder = []string{"potrf", "potrs", "potri", "syevd-values", "syevd-vectors", "upload", "download", "register", "relayout", "hostcopy"}
 
 // isTransfer reports whether op measures a data movement (GB/s) rather than
 // a solver (TFLOP/s).
 func isTransfer(op string) bool {
-	return op == "upload" || op == "download" || op == "register" || op == "relayout"
+	return op == "upload" || op == "download" || op == "register" || op == "relayout" || op == "hostcopy"
 }
 
 // pathStyle is how a path is named and drawn.
@@ -277,7 +318,7 @@ type pathStyle struct {
 }
 
 // pathOrder is the column and legend order of the known paths.
-var pathOrder = []string{"mg", "mgla", "auto", "single", "dn", "graph", "registered", "pinned", "pageable"}
+var pathOrder = []string{"mg", "mgla", "auto", "single", "dn", "graph", "registered", "pinned", "pageable", "memcpy"}
 
 // pathStyles uses the Okabe–Ito palette, which stays distinct for readers
 // with colour-vision deficiencies.
@@ -291,6 +332,7 @@ var pathStyles = map[string]pathStyle{
 	"registered": {"mgla, registered host", color.RGBA{240, 228, 66, 255}},
 	"pinned":     {"pinned memcpy", color.RGBA{86, 180, 233, 255}},
 	"pageable":   {"pageable memcpy", color.RGBA{230, 159, 0, 255}},
+	"memcpy":     {"host memcpy (all CPUs)", color.RGBA{0, 0, 0, 255}},
 }
 
 // styleOf returns the style of path, a grey for unknown paths.

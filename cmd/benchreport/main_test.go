@@ -287,3 +287,44 @@ func TestRunWritesPlotsAndTables(t *testing.T) {
 		}
 	}
 }
+
+func TestDropFilters(t *testing.T) {
+	in := writeCSV(t, "bench.csv", synthetic()...)
+	md := filepath.Join(t.TempDir(), "tables.md")
+	var drops []rowFilter
+	for _, s := range []string{"op=potrf,tile=256", "op=potrs,nrhs=256,ndev=4"} {
+		f, err := parseFilter(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drops = append(drops, f)
+	}
+	if err := run([]string{in}, t.TempDir(), md, drops...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, gone := range []string{"| 4096 | 2 | 256 |", "| 16384 | 4 | 256 |"} {
+		if strings.Contains(text, gone) {
+			t.Errorf("dropped potrf T=256 row %q is in the tables", gone)
+		}
+	}
+	for _, kept := range []string{"| 4096 | 2 | 512 | 20.0 ms | ", "### potrs, 256 right-hand sides, float64\n"} {
+		if !strings.Contains(text, kept) {
+			t.Errorf("tables lack %q", kept)
+		}
+	}
+	nrhs256 := text[strings.Index(text, "### potrs, 256"):]
+	nrhs256 = nrhs256[:strings.Index(nrhs256[3:], "###")+3]
+	if strings.Contains(nrhs256, "| 4 | 512 |") || !strings.Contains(nrhs256, "| 2 | 512 |") {
+		t.Errorf("potrs K=256: want the 2-GPU rows only, got:\n%s", nrhs256)
+	}
+	for _, bad := range []string{"op", "op=potrf,colour=red", "n=", "op=potrf,,n=4"} {
+		if _, err := parseFilter(bad); err == nil {
+			t.Errorf("parseFilter(%q): no error", bad)
+		}
+	}
+}

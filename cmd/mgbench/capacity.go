@@ -352,9 +352,10 @@ func (j *job) warmUp() {
 }
 
 // openQueries makes the solver handles of the workspace queries, after the
-// free memory is read (they hold some).
+// free memory is read (they hold some). One GPU needs cuSolverMg too for
+// potri above cuSOLVER's limit (model.potri).
 func (j *job) openQueries() (err error) {
-	if len(j.ids) > 1 {
+	if len(j.ids) > 1 || j.name == "potri" {
 		if j.mg, err = cusolver.NewMg(j.ids); err != nil {
 			return err
 		}
@@ -538,7 +539,8 @@ func (m *model) potrs() error {
 }
 
 // potri is ops.gpuSolver.potri, then the Gather: single-GPU cuSOLVER
-// wherever the dense copy fits and N ≤ 46340 (ops.dnCanRun), else
+// wherever the dense copy fits and N ≤ 46340 and N is past the crossover
+// (ops.singleGPUFaster, ops.dnCanRun; any N ≤ 46340 on one GPU), else
 // cuSolverMg potrs on blocks of T identity columns held on the first GPU
 // (ops.gpuSolver.inverseByBlocks).
 func (m *model) potri() error {
@@ -546,7 +548,7 @@ func (m *model) potri() error {
 	m.held = append(m.held, m.mat("C"))
 	var err error
 	var ws int64
-	if n <= 46340 && m.single(true) {
+	if n <= 46340 && m.single(n >= 11264 && len(m.j.ids) == 2 || n >= 14336) { // ops.dnCanRun, ops.singleGPUFaster
 		ws, err = m.j.dn.PotriWorkspace(tensor.Float64, n)
 		m.wsDn = max(m.wsDn, ws)
 		m.add("Potri on gpu:0 (cuSOLVER)", kernelTime("potri", 1, n), m.matBytes(), m.denseCopy("C")...)

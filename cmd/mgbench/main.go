@@ -316,7 +316,9 @@ func (b *bench) fail(op, path string, err error) {
 // pinned buffers), the same from a host matrix registered once with
 // sharding.RegisterHost (copied in place; path registered), the cost of
 // registering and unregistering the matrix, the relayout from row blocks,
-// and plain pinned and pageable copies of the same bytes to the same GPUs.
+// a parallel host memcpy of the matrix (path memcpy: the ceiling of the
+// staged default), and plain pinned and pageable copies of the same bytes to
+// the same GPUs.
 func (b *bench) transfers() {
 	bytes := float64(b.n) * float64(b.n) * float64(b.dt.Size())
 	b.roundTrip("mgla", bytes)
@@ -363,6 +365,11 @@ func (b *bench) transfers() {
 		}
 		rb.Free()
 	}
+	if secs, err := hostCopy(b.host); err == nil {
+		b.put("hostcopy", "memcpy", 0, 0, secs, 0, bytes)
+	} else {
+		b.fail("hostcopy", "memcpy", err)
+	}
 	if secs, err := plainCopies(b.ndev, int(bytes), true, b.host); err == nil {
 		b.put("upload", "pinned", 0, 0, secs, 0, bytes)
 	} else {
@@ -402,6 +409,30 @@ func (b *bench) roundTrip(path string, bytes float64) {
 		return
 	}
 	b.put("download", path, 0, b.tile, secs, 0, bytes)
+}
+
+// hostCopy times a copy of the host matrix into another Go slice by one
+// goroutine per CPU: the host memory bandwidth that bounds the default
+// upload of an unregistered matrix, which copies every byte into pinned
+// staging buffers before the DMA reads it again.
+func hostCopy(host *tensor.Dense) (float64, error) {
+	n := host.DataSize() * int(host.Dtype().Size())
+	src := unsafe.Slice((*byte)(dataPtr(host)), n)
+	dst := make([]byte, n)
+	workers := runtime.NumCPU()
+	per := (n + workers - 1) / workers
+	return timeIt(nil, func() error {
+		var wg sync.WaitGroup
+		for lo := 0; lo < n; lo += per {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				copy(dst[lo:hi], src[lo:hi])
+			}(lo, min(lo+per, n))
+		}
+		wg.Wait()
+		return nil
+	})
 }
 
 // plainCopies times host → device copies of total bytes split evenly over
