@@ -4,6 +4,7 @@ package mgla_test
 
 import (
 	"flag"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -18,7 +19,10 @@ import (
 	"gorgonia.org/tensor"
 )
 
-var potrsN = flag.Int("mgla.potrs-n", 16384, "matrix order of BenchmarkGPUPotrsPhases")
+var (
+	potrsN = flag.Int("mgla.potrs-n", 16384, "matrix order of BenchmarkGPUPotrsPhases")
+	potriN = flag.Int("mgla.potri-n", 8192, "matrix order of BenchmarkGPUPotriSinglePhases")
+)
 
 // BenchmarkGPUPotrsPhases splits the time of the Potrs op with one
 // right-hand side (float64, N = -mgla.potrs-n, T = 2048, the factor already
@@ -28,17 +32,8 @@ var potrsN = flag.Int("mgla.potrs-n", 16384, "matrix order of BenchmarkGPUPotrsP
 func BenchmarkGPUPotrsPhases(b *testing.B) {
 	const tile = 2048
 	n := *potrsN
-	mesh, err := sharding.GPUMesh()
-	require.NoError(b, err)
-	a, err := sharding.Put(benchSPD(n), mesh, sharding.Cyclic(tile))
-	require.NoError(b, err)
+	mesh, a, l := factorOnGPUs(b, n, tile)
 	defer a.Free()
-	g := G.NewGraph()
-	ln, err := ops.Cholesky(ops.Input(g, a, "A"), ops.WithDispatch(ops.DispatchMesh))
-	require.NoError(b, err)
-	m := G.NewTapeMachine(g)
-	require.NoError(b, m.RunAll())
-	l := ln.Value().(*sharding.Tensor)
 	rhs, err := sharding.Put(benchOnes(n), mesh, sharding.Cyclic(tile))
 	require.NoError(b, err)
 	x, err := sharding.New(mesh, tensor.Shape{n, 1}, tensor.Float64, sharding.Cyclic(tile))
@@ -105,6 +100,71 @@ func BenchmarkGPUPotrsPhases(b *testing.B) {
 	})
 }
 
+// BenchmarkGPUPotriSinglePhases splits the time of Potri with
+// DispatchSingle on every visible GPU (float64, N = -mgla.potri-n, T = 2048,
+// the factor already on the GPUs) into its phases: the copy of the factor
+// into the result, the dense copy onto the first GPU (with and without the
+// allocation), cuSOLVER's potri there, the copy back and the mirror of the
+// lower triangle; next to the whole op on the single and on the mesh path.
+func BenchmarkGPUPotriSinglePhases(b *testing.B) {
+	const tile = 2048
+	n := *potriN
+	mesh, a, l := factorOnGPUs(b, n, tile)
+	defer a.Free()
+	c, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(tile))
+	require.NoError(b, err)
+	defer c.Free()
+	first := mesh.Device(0).ID
+	dn, err := cusolver.NewDn(first)
+	require.NoError(b, err)
+	defer dn.Close()
+	dense, err := l.ToDense(0)
+	require.NoError(b, err)
+	defer dense.Release()
+	phases := []struct {
+		name string
+		run  func() error
+	}{
+		{"relayout-into", func() error { return l.RelayoutInto(c) }},
+		{"to-dense-alloc", func() error {
+			buf, err := c.ToDense(0)
+			if err == nil {
+				buf.Release()
+			}
+			return err
+		}},
+		{"into-dense", func() error { return c.IntoDense(dense) }},
+		{"into-dense+dn-potri", func() error {
+			if err := l.IntoDense(dense); err != nil {
+				return err
+			}
+			return dn.Potri(tensor.Float64, n, dense.Ptr(), n)
+		}},
+		{"from-dense", func() error { return c.FromDense(dense) }},
+		{"mirror-lower", c.MirrorLower},
+	}
+	for _, p := range phases {
+		b.Run(p.name, func(b *testing.B) {
+			for b.Loop() {
+				require.NoError(b, p.run())
+				require.NoError(b, cusolver.Synchronize(first))
+			}
+		})
+	}
+	for _, d := range []ops.Dispatch{ops.DispatchSingle, ops.DispatchMesh} {
+		opGraph := G.NewGraph()
+		_, err := ops.Potri(ops.Input(opGraph, a, "A"), ops.Input(opGraph, l, "L"), ops.WithDispatch(d))
+		require.NoError(b, err)
+		m := G.NewTapeMachine(opGraph)
+		b.Run(fmt.Sprintf("op-%v", d), func(b *testing.B) {
+			for b.Loop() {
+				m.Reset()
+				require.NoError(b, m.RunAll())
+			}
+		})
+	}
+}
+
 // BenchmarkGPUGraphEndToEnd times mgla.Potrs from a host matrix to the host
 // solution on every visible GPU (float64, N = -mgla.potrs-n, one right-hand
 // side) next to its parts: the upload of A and the op on A already on the
@@ -144,6 +204,20 @@ func BenchmarkGPUGraphEndToEnd(b *testing.B) {
 		g := G.NewGraph()
 		run(b, G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(host)), g)
 	})
+}
+
+// factorOnGPUs puts an n×n SPD matrix on every visible GPU (block-cyclic,
+// tile T) and factors it with cuSolverMg: the mesh, A and its factor L.
+func factorOnGPUs(b *testing.B, n, tile int) (*sharding.Mesh, *sharding.Tensor, *sharding.Tensor) {
+	mesh, err := sharding.GPUMesh()
+	require.NoError(b, err)
+	a, err := sharding.Put(benchSPD(n), mesh, sharding.Cyclic(tile))
+	require.NoError(b, err)
+	g := G.NewGraph()
+	ln, err := ops.Cholesky(ops.Input(g, a, "A"), ops.WithDispatch(ops.DispatchMesh))
+	require.NoError(b, err)
+	require.NoError(b, G.NewTapeMachine(g).RunAll())
+	return mesh, a, ln.Value().(*sharding.Tensor)
 }
 
 // benchSPD is a diagonally dominant, so positive definite, n×n matrix,

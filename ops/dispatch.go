@@ -64,6 +64,14 @@ const mgPotrfMinTile = 256
 // run on the mesh's solver (cuSolverMg), one GPU included.
 const maxDnPotri = 46340
 
+// potriSingleMinN and potriSingleMinNWide are the orders from which
+// single-GPU potri beats the block inverse on a mesh of two GPUs and of
+// more (singleGPUFaster).
+const (
+	potriSingleMinN     = 11264
+	potriSingleMinNWide = 14336
+)
+
 // dnCanRun reports whether single-GPU cuSOLVER runs kernel k at order n.
 func dnCanRun(k solverKernel, n int) bool { return k != solvePotri || n <= maxDnPotri }
 
@@ -101,14 +109,33 @@ func dnCanRun(k solverKernel, n int) bool { return k != solvePotri || n <= maxDn
 // The rule holds for 2 and 4 GPUs alike. Since then potri on the mesh is no
 // longer cusolverMgPotri, which returned wrong inverses on several GPUs at
 // N = 6000 and 8192 (TestMgInverseLarge), but cusolverMgPotrs on blocks of
-// the identity (gpuSolver.inverseByBlocks), with three times the flops:
-// single GPU wherever it fits.
+// the identity (gpuSolver.inverseByBlocks). Re-measured in three runs
+// (T = 2048, 4×H200, 2026-11-21, docs/bench/gpu-4xH200-2026-11-21-c.csv),
+// the block inverse on the mesh against single-GPU cuSOLVER with its
+// copies, in ms:
+//
+//	N        2 GPUs: mesh  single        4 GPUs: mesh  single
+//	4096             12.9   14.9                 14.4   15.1
+//	8192             55.8   66-86                62.0   86
+//	10240            92.9  116                  101    117
+//	11264           123    109                  130    139
+//	12288           140    131                  148    131-160
+//	16384           270    240                  282    244
+//	32768          1496   1140                 1440   1147
+//
+// On 4 GPUs the single path gathers from three peers and varies by ±10%
+// between runs (at 12288 it won one run of three). Single GPU from
+// potriSingleMinN on 2 GPUs, from potriSingleMinNWide on more (3 GPUs not
+// measured: the rule of 4).
 func singleGPUFaster(k solverKernel, n, ndev int) bool {
 	switch k {
 	case solveSyevd:
 		return true
 	case solvePotri:
-		return true // cusolverMgPotri is wrong (gpuSolver.potri)
+		if ndev == 2 {
+			return n >= potriSingleMinN
+		}
+		return n >= potriSingleMinNWide
 	case solvePotrf:
 		return n < 6144
 	}
