@@ -41,20 +41,48 @@ func logOf(x float64) float64 {
 type hostSolver struct{}
 
 func (hostSolver) potrf(a, l *sharding.Tensor) error {
-	switch a.Dtype() {
-	case tensor.Float32:
-		return potrfHost[float32](a, l)
-	case tensor.Float64:
-		return potrfHost[float64](a, l)
-	case tensor.Complex64:
-		return potrfHost[complex64](a, l)
-	case tensor.Complex128:
-		return potrfHost[complex128](a, l)
-	}
-	return sharding.CheckDtype(a.Dtype())
+	return withHost(a, func(h hostKernels) error { return h.potrf(a, l) })
 }
 
-func potrfHost[T kernels.Scalar](a, l *sharding.Tensor) error {
+func (hostSolver) potrs(l, b, x *sharding.Tensor) error {
+	return withHost(l, func(h hostKernels) error { return h.potrs(l, b, x) })
+}
+
+func (hostSolver) potri(l, c *sharding.Tensor) error {
+	return withHost(l, func(h hostKernels) error { return h.potri(l, c) })
+}
+
+func (hostSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
+	return withHost(a, func(h hostKernels) error { return h.syevd(a, w, v) })
+}
+
+// hostKernels is hostSolver's work for one element type.
+type hostKernels interface {
+	potrf(a, l *sharding.Tensor) error
+	potrs(l, b, x *sharding.Tensor) error
+	potri(l, c *sharding.Tensor) error
+	syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error
+}
+
+// hostOf is hostKernels for elements of type T, whose real part is R.
+type hostOf[T kernels.Scalar, R float32 | float64] struct{}
+
+// withHost calls run with the hostKernels of t's element type.
+func withHost(t *sharding.Tensor, run func(hostKernels) error) error {
+	switch t.Dtype() {
+	case tensor.Float32:
+		return run(hostOf[float32, float32]{})
+	case tensor.Float64:
+		return run(hostOf[float64, float64]{})
+	case tensor.Complex64:
+		return run(hostOf[complex64, float32]{})
+	case tensor.Complex128:
+		return run(hostOf[complex128, float64]{})
+	}
+	return sharding.CheckDtype(t.Dtype())
+}
+
+func (hostOf[T, R]) potrf(a, l *sharding.Tensor) error {
 	n := a.Rows()
 	src, err := colMajor[T](a, true)
 	if err != nil {
@@ -71,21 +99,7 @@ func potrfHost[T kernels.Scalar](a, l *sharding.Tensor) error {
 	return storeColMajor(dst, l)
 }
 
-func (hostSolver) potrs(l, b, x *sharding.Tensor) error {
-	switch l.Dtype() {
-	case tensor.Float32:
-		return potrsHost[float32](l, b, x)
-	case tensor.Float64:
-		return potrsHost[float64](l, b, x)
-	case tensor.Complex64:
-		return potrsHost[complex64](l, b, x)
-	case tensor.Complex128:
-		return potrsHost[complex128](l, b, x)
-	}
-	return sharding.CheckDtype(l.Dtype())
-}
-
-func potrsHost[T kernels.Scalar](l, b, x *sharding.Tensor) error {
+func (hostOf[T, R]) potrs(l, b, x *sharding.Tensor) error {
 	n, k := l.Rows(), b.Cols()
 	lg, err := colMajor[T](l, true)
 	if err != nil {
@@ -109,21 +123,7 @@ func potrsHost[T kernels.Scalar](l, b, x *sharding.Tensor) error {
 	return storeColMajor(xg, x)
 }
 
-func (hostSolver) potri(l, c *sharding.Tensor) error {
-	switch l.Dtype() {
-	case tensor.Float32:
-		return potriHost[float32](l, c)
-	case tensor.Float64:
-		return potriHost[float64](l, c)
-	case tensor.Complex64:
-		return potriHost[complex64](l, c)
-	case tensor.Complex128:
-		return potriHost[complex128](l, c)
-	}
-	return sharding.CheckDtype(l.Dtype())
-}
-
-func potriHost[T kernels.Scalar](l, c *sharding.Tensor) error {
+func (hostOf[T, R]) potri(l, c *sharding.Tensor) error {
 	n := l.Rows()
 	lg, err := colMajor[T](l, true)
 	if err != nil {
@@ -137,21 +137,7 @@ func potriHost[T kernels.Scalar](l, c *sharding.Tensor) error {
 	return storeColMajor(cg, c)
 }
 
-func (hostSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
-	switch a.Dtype() {
-	case tensor.Float32:
-		return syevdHost[float32, float32](a, w, v)
-	case tensor.Float64:
-		return syevdHost[float64, float64](a, w, v)
-	case tensor.Complex64:
-		return syevdHost[complex64, float32](a, w, v)
-	case tensor.Complex128:
-		return syevdHost[complex128, float64](a, w, v)
-	}
-	return sharding.CheckDtype(a.Dtype())
-}
-
-func syevdHost[T kernels.Scalar, R float32 | float64](a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
+func (hostOf[T, R]) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
 	n := a.Rows()
 	src, err := colMajor[T](a, true)
 	if err != nil {
