@@ -37,58 +37,26 @@ func CheckFinite[T Scalar](rows, cols int, a []T, lda int, lowerOnly bool) error
 	case dtFloat64:
 		return checkFiniteF64(rows, cols, cast[float64](a), lda, lowerOnly)
 	case dtComplex64:
-		// A complex64 is two float32s: scan them as a real 2·rows × cols matrix.
-		f := parts[float32](a)
-		for j := 0; j < cols; j++ {
-			i0 := 0
-			if lowerOnly {
-				i0 = j
-			}
-			if i0 >= rows {
-				break
-			}
-			col := f[2*(j*lda+i0) : 2*(j*lda+rows)]
-			if k := firstNonFinite32(col); k >= 0 {
-				return &NonFiniteError{Row: i0 + k/2, Col: j}
-			}
-		}
-		return nil
+		// A complex number is two reals: scan them as a real 2·rows × cols matrix.
+		return scanColumns(rows, cols, parts[float32](a), lda, 2, lowerOnly, firstNonFinite32)
 	default:
-		f := parts[float64](a)
-		for j := 0; j < cols; j++ {
-			i0 := 0
-			if lowerOnly {
-				i0 = j
-			}
-			if i0 >= rows {
-				break
-			}
-			col := f[2*(j*lda+i0) : 2*(j*lda+rows)]
-			if k := firstNonFinite64(col); k >= 0 {
-				return &NonFiniteError{Row: i0 + k/2, Col: j}
-			}
-		}
-		return nil
+		return scanColumns(rows, cols, parts[float64](a), lda, 2, lowerOnly, firstNonFinite64)
 	}
 }
 
 func checkFiniteF64(rows, cols int, a []float64, lda int, lowerOnly bool) error {
-	for j := 0; j < cols; j++ {
-		i0 := 0
-		if lowerOnly {
-			i0 = j
-		}
-		if i0 >= rows {
-			break
-		}
-		if k := firstNonFinite64(a[j*lda+i0 : j*lda+rows]); k >= 0 {
-			return &NonFiniteError{Row: i0 + k, Col: j}
-		}
-	}
-	return nil
+	return scanColumns(rows, cols, a, lda, 1, lowerOnly, firstNonFinite64)
 }
 
 func checkFiniteF32(rows, cols int, a []float32, lda int, lowerOnly bool) error {
+	return scanColumns(rows, cols, a, lda, 1, lowerOnly, firstNonFinite32)
+}
+
+// scanColumns applies first to each column of the column-major rows×cols
+// matrix whose elements are per consecutive reals of f (1 for real, 2 for
+// complex matrices; lda counts elements), from the diagonal down with
+// lowerOnly, and reports the first non-finite element it finds.
+func scanColumns[F float32 | float64](rows, cols int, f []F, lda, per int, lowerOnly bool, first func([]F) int) error {
 	for j := 0; j < cols; j++ {
 		i0 := 0
 		if lowerOnly {
@@ -97,8 +65,8 @@ func checkFiniteF32(rows, cols int, a []float32, lda int, lowerOnly bool) error 
 		if i0 >= rows {
 			break
 		}
-		if k := firstNonFinite32(a[j*lda+i0 : j*lda+rows]); k >= 0 {
-			return &NonFiniteError{Row: i0 + k, Col: j}
+		if k := first(f[per*(j*lda+i0) : per*(j*lda+rows)]); k >= 0 {
+			return &NonFiniteError{Row: i0 + k/per, Col: j}
 		}
 	}
 	return nil
