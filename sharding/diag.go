@@ -132,7 +132,7 @@ func setRun[T any](s []T, r diagonalRun, v T) {
 
 // onesOf is a host slice of n ones of element type dt.
 func onesOf(dt tensor.Dtype, n int) (any, error) {
-	b, err := hostBackend{}.alloc(Device{}, dt, n)
+	b, err := hostBackend{}.alloc(Device{}, dt, n, true)
 	if err != nil {
 		return nil, err
 	}

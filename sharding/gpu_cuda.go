@@ -158,24 +158,7 @@ func onDevice(dev Device, fn func() error) error {
 	return fn()
 }
 
-// perDevice runs fn for every device index concurrently.
-func perDevice(n int, fn func(d int) error) error {
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for d := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[d] = fn(d) }()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
-func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error) {
+func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, error) {
 	ctx, err := primary(dev.ID)
 	if err != nil {
 		return nil, err
@@ -190,6 +173,9 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error) {
 			return fmt.Errorf("sharding: allocating %d bytes on %v: %w", n*b.elem, dev, err)
 		}
 		b.ptr = p
+		if !zero {
+			return nil
+		}
 		if err := cu.MemsetD8(p, 0, int64(n*b.elem)); err != nil {
 			return err
 		}
@@ -280,7 +266,7 @@ func (gpuBackend) diagonal(t *Tensor) (any, error) {
 	if err := cusolver.Load(); err != nil {
 		return nil, err
 	}
-	hb, err := hostBackend{}.alloc(Device{}, t.dtype, n)
+	hb, err := hostBackend{}.alloc(Device{}, t.dtype, n, true)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +297,7 @@ func (t *Tensor) ToDense(pos int) (*DeviceBuffer, error) {
 	if err := t.checkWholeColumns(); err != nil {
 		return nil, err
 	}
-	buf, err := gpuBackend{}.alloc(t.mesh.devices[pos], t.dtype, t.Rows()*t.Cols())
+	buf, err := gpuBackend{}.alloc(t.mesh.devices[pos], t.dtype, t.Rows()*t.Cols(), true)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,9 @@ import (
 
 // backend moves shard memory for the devices of one kind.
 type backend interface {
-	alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error)
+	// alloc returns a buffer of n elements, zeroed when zero is set and
+	// of any contents otherwise (which a host buffer never has).
+	alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, error)
 	free(b Buffer)
 	zero(b Buffer)
 	put(t *Tensor, host any) error    // row-major host slice → shards
@@ -73,7 +75,7 @@ func HostShards[T any](t *Tensor) ([][]T, error) {
 
 type hostBackend struct{}
 
-func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int) (Buffer, error) {
+func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int, _ bool) (Buffer, error) {
 	var data any
 	switch dt {
 	case tensor.Float32:

@@ -145,3 +145,20 @@ func CheckDtype(dt tensor.Dtype) error {
 	}
 	return fmt.Errorf("sharding: unsupported dtype %v (want float32, float64, complex64 or complex128)", dt)
 }
+
+// perDevice runs fn for every device index concurrently.
+func perDevice(n int, fn func(d int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for d := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[d] = fn(d) }()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -54,6 +54,12 @@ func matrixShape(shape tensor.Shape) (rows, cols int, err error) {
 
 // New allocates a zeroed sharded tensor.
 func New(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tensor, error) {
+	return newTensor(mesh, shape, dt, layout, true)
+}
+
+// newTensor allocates a sharded tensor on every device at once, zeroed or,
+// for a caller that overwrites every element, not.
+func newTensor(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout, zero bool) (*Tensor, error) {
 	if mesh == nil {
 		return nil, fmt.Errorf("sharding: nil mesh")
 	}
@@ -68,12 +74,14 @@ func New(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tenso
 		return nil, err
 	}
 	t := &Tensor{mesh: mesh, layout: layout, shape: shape.Clone(), dtype: dt, shards: make([]Buffer, mesh.Size())}
-	for d := range t.shards {
+	err = perDevice(mesh.Size(), func(d int) (err error) {
 		lr, lc := cyclic.LocalShape(layout, rows, cols, mesh.Size(), d)
-		if t.shards[d], err = mesh.mem.alloc(mesh.devices[d], dt, lr*lc); err != nil {
-			t.Free()
-			return nil, err
-		}
+		t.shards[d], err = mesh.mem.alloc(mesh.devices[d], dt, lr*lc, zero)
+		return err
+	})
+	if err != nil {
+		t.Free()
+		return nil, err
 	}
 	return t, nil
 }
@@ -93,7 +101,8 @@ func Put(host tensor.Tensor, mesh *Mesh, layout Layout) (*Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("sharding: Put needs a *tensor.Dense, got %T", host)
 	}
-	t, err := New(mesh, d.Shape(), d.Dtype(), layout)
+	// Load writes every element: no zeroing first.
+	t, err := newTensor(mesh, d.Shape(), d.Dtype(), layout, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +149,7 @@ func (t *Tensor) GatherInto(d *tensor.Dense) error {
 
 // Relayout returns a new tensor with the same values in layout to.
 func (t *Tensor) Relayout(to Layout) (*Tensor, error) {
-	out, err := New(t.mesh, t.shape, t.dtype, to)
+	out, err := newTensor(t.mesh, t.shape, t.dtype, to, false) // the plan writes every element
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +224,7 @@ func (t *Tensor) Type() hm.Type { return gorgonia.TensorType{Dims: len(t.shape),
 
 // Clone returns a deep copy on the same mesh and layout.
 func (t *Tensor) Clone() (interface{}, error) {
-	out, err := New(t.mesh, t.shape, t.dtype, t.layout)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.RelayoutInto(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return t.Relayout(t.layout)
 }
 
 // Zero sets every element to zero.
