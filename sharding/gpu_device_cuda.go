@@ -316,6 +316,19 @@ func (gpuBackend) transfer(t *Tensor, host any, up bool) (err error) {
 // column-major shards of every device (through peer access, over NVLink),
 // or, on the way down, gathers it from them.
 func transferRowBands(t *Tensor, hostPtr unsafe.Pointer, direct, up bool, workers int) error {
+	return eachRowBands(t, hostPtr, direct, workers, func(rb *rowBands) error {
+		if up {
+			return rb.up()
+		}
+		return rb.down()
+	})
+}
+
+// eachRowBands cuts the matrix into bands of whole rows, deals them
+// round-robin to the devices and runs move on every device at once with
+// that device's share, its column table on the device, and waits for the
+// device's work.
+func eachRowBands(t *Tensor, hostPtr unsafe.Pointer, direct bool, workers int, move func(*rowBands) error) error {
 	rows, cols, ndev := t.Rows(), t.Cols(), t.mesh.Size()
 	elem := int(t.dtype.Size())
 	table := make([]uint64, ndev, ndev+cols) // shard addresses, then the column map
@@ -354,12 +367,7 @@ func transferRowBands(t *Tensor, hostPtr unsafe.Pointer, direct, up bool, worker
 			for b := d; b < nb; b += ndev {
 				rb.bands = append(rb.bands, [2]int{b * h, min(h, rows-b*h)})
 			}
-			if up {
-				err = rb.up()
-			} else {
-				err = rb.down()
-			}
-			if err != nil {
+			if err := move(&rb); err != nil {
 				return err
 			}
 			return cu.Synchronize()
