@@ -27,7 +27,7 @@
 //     sides, potri, syevd-values, syevd-vectors — for float64 at the op's main
 //     tile (the tile with the most mg/mgla/auto rows; ties go to the larger
 //     tile), named <op>[-nrhs<k>]-float64.svg; upload-float64.svg with the
-//     upload bandwidth of the mgla and pinned paths; and tile-potrf-float64.svg
+//     upload bandwidth of the mgla, registered and pinned paths; and tile-potrf-float64.svg
 //     (seconds against tile width) when potrf was run at several tiles.
 //     Plots without data are not written.
 //   - On standard output, or in the -md file, a Markdown table per
@@ -303,12 +303,12 @@ func parseFloat(s string) (float64, error) {
 // Ops, paths and groups
 
 // opOrder is the order of ops in the report; unknown ops come after, by name.
-var opOrder = []string{"potrf", "potrs", "potri", "syevd-values", "syevd-vectors", "upload", "download", "register", "relayout", "hostcopy"}
+var opOrder = []string{"potrf", "potrs", "potri", "syevd-values", "syevd-vectors", "upload", "load", "download", "register", "relayout", "hostcopy"}
 
 // isTransfer reports whether op measures a data movement (GB/s) rather than
 // a solver (TFLOP/s).
 func isTransfer(op string) bool {
-	return op == "upload" || op == "download" || op == "register" || op == "relayout" || op == "hostcopy"
+	return op == "upload" || op == "load" || op == "download" || op == "register" || op == "relayout" || op == "hostcopy"
 }
 
 // pathStyle is how a path is named and drawn.
@@ -592,7 +592,9 @@ func solverPlot(rows []result, g group) *plot.Plot {
 // uploadPlot draws the upload bandwidth of the mgla, registered and pinned paths
 // against N, or returns nil if there is nothing to draw.
 func uploadPlot(rows []result) *plot.Plot {
-	rows = filter(rows, func(r result) bool { return r.Path == "mgla" || r.Path == "registered" || r.Path == "pinned" })
+	rows = filter(rows, func(r result) bool {
+		return r.Path == "mgla" || r.Path == "registered" || r.Path == "pinned"
+	})
 	tile := mainTile(rows, "mgla")
 	lines := curves(atTile(rows, tile), byN, byGBps, tile)
 	if len(lines) == 0 {
@@ -845,10 +847,20 @@ func markdown(rows []result) string {
 	b.WriteString("Times are medians. \"—\": the run did not complete (e.g. it did not fit in memory); empty: not measured.\n")
 	b.WriteString("Paths: mg = raw cuSolverMg on laid-out device buffers; mgla = the same op through mgla on the multi-GPU solver; " +
 		"auto = mgla with its default dispatch; dn = single-GPU cuSOLVER; graph = Gorgonia graph, host in → host out; " +
-		"pinned / pageable = plain cudaMemcpyAsync from pinned / ordinary host memory.\n")
+		"registered = mgla from a host matrix registered with sharding.RegisterHost; " +
+		"pinned / pageable = plain cudaMemcpyAsync from pinned / ordinary host memory; " +
+		"upload = Put (allocates the shards), load = Load into allocated shards.\n")
 	for _, g := range groups(rows) {
 		fmt.Fprintf(&b, "\n### %s\n\n", g)
 		gr := inGroup(rows, g)
+		if g.Op == "load" {
+			// Loads into allocated shards compare with the same pinned
+			// copies as uploads, at the orders and GPU counts measured.
+			loads := gr
+			gr = append(gr, filter(inGroup(rows, group{"upload", g.NRHS, g.Dtype}), func(r result) bool {
+				return r.Path == "pinned" && slices.ContainsFunc(loads, func(l result) bool { return l.N == r.N && l.NDev == r.NDev })
+			})...)
+		}
 		if isTransfer(g.Op) {
 			writeTable(&b, transferTable(gr))
 		} else {
@@ -946,10 +958,14 @@ func solverTable(rows []result) [][]string {
 }
 
 // transferTable has N | GPUs | [T |] GB, time and GB/s per path, and the
-// mgla / pinned bandwidth ratio. T is shown only when some row has a tile.
+// mgla / pinned and registered / pinned bandwidth ratios. T is shown only
+// when some row has a tile.
 func transferTable(rows []result) [][]string {
 	ps := paths(rows)
-	ratio := slices.Contains(ps, "mgla") && slices.Contains(ps, "pinned")
+	var ratios []string // paths compared with pinned
+	if slices.Contains(ps, "pinned") {
+		ratios = slices.DeleteFunc([]string{"mgla", "registered"}, func(p string) bool { return !slices.Contains(ps, p) })
+	}
 	tiled := slices.ContainsFunc(rows, func(r result) bool { return r.Tile != 0 })
 	head := []string{"N", "GPUs"}
 	if tiled {
@@ -959,8 +975,8 @@ func transferTable(rows []result) [][]string {
 	for _, p := range ps {
 		head = append(head, p+" time", p+" GB/s")
 	}
-	if ratio {
-		head = append(head, "mgla / pinned")
+	for _, p := range ratios {
+		head = append(head, p+" / pinned")
 	}
 	t := [][]string{head}
 	cs, at := cells(rows, mainTile(rows, ps...))
@@ -974,8 +990,8 @@ func transferTable(rows []result) [][]string {
 			r, have := at[c][p]
 			row = append(row, timeText(r, have), rateText(r.GBps, have))
 		}
-		if ratio {
-			row = append(row, ratioText(at[c]["mgla"].GBps, at[c]["pinned"].GBps))
+		for _, p := range ratios {
+			row = append(row, ratioText(at[c][p].GBps, at[c]["pinned"].GBps))
 		}
 		t = append(t, row)
 	}

@@ -154,6 +154,10 @@ func TestRatioColumn(t *testing.T) {
 		{"transfers: bandwidth ratio", []string{
 			"upload,float64,4096,0,2,0,pinned,0.1,0,0,1e9,",
 			"upload,float64,4096,0,2,0,mgla,0.2,0,0,1e9,"}, "0.500"},
+		{"transfers: registered after mgla", []string{
+			"upload,float64,4096,0,2,0,pinned,0.1,0,0,1e9,",
+			"upload,float64,4096,0,2,0,mgla,0.2,0,0,1e9,",
+			"upload,float64,4096,0,2,0,registered,0.125,0,0,1e9,"}, "0.800"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,5 +330,40 @@ func TestDropFilters(t *testing.T) {
 		if _, err := parseFilter(bad); err == nil {
 			t.Errorf("parseFilter(%q): no error", bad)
 		}
+	}
+}
+
+// The load table (transfers into allocated shards) compares with the
+// pinned copies of the upload group at the orders it has; other groups do
+// not borrow rows.
+func TestLoadTableComparesWithPinned(t *testing.T) {
+	rows, err := loadFiles([]string{writeCSV(t, "r.csv",
+		"upload,float64,4096,0,2,0,pinned,0.1,0,0,1e9,",
+		"upload,float64,8192,0,2,0,pinned,0.4,0,0,4e9,",
+		"upload,float64,4096,0,2,2048,registered,0.2,0,0,1e9,",
+		"load,float64,4096,0,2,2048,registered,0.11,0,0,1e9,",
+		"download,float64,4096,0,2,2048,registered,0.1,0,0,1e9,")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := markdown(rows)
+	section := func(title string) string {
+		_, rest, ok := strings.Cut(md, "### "+title+"\n")
+		if !ok {
+			t.Fatalf("no section %q in\n%s", title, md)
+		}
+		before, _, _ := strings.Cut(rest, "### ")
+		return before
+	}
+	if load := section("load, float64"); !strings.Contains(load, "registered / pinned") || !strings.Contains(load, "| 0.909 |") {
+		t.Errorf("load table without the ratio to the pinned upload:\n%s", load)
+	} else if strings.Contains(load, "| 8192 |") {
+		t.Errorf("load table borrowed a pinned copy at an order with no load:\n%s", load)
+	}
+	if up := section("upload, float64"); !strings.Contains(up, "| 0.500 |") {
+		t.Errorf("upload table:\n%s", up)
+	}
+	if down := section("download, float64"); strings.Contains(down, "pinned") {
+		t.Errorf("download table borrowed the pinned uploads:\n%s", down)
 	}
 }
