@@ -133,26 +133,16 @@ __device__ void mirrorLower(const unsigned long long *shards, long long dev, lon
   }
 }
 
-extern "C" __global__ void mgla_mirror_lower_s(const unsigned long long *shards, long long dev,
-                                               long long ndev, long long n, long long tile,
-                                               long long lcols) {
-  mirrorLower<float>(shards, dev, ndev, n, tile, lcols);
-}
-extern "C" __global__ void mgla_mirror_lower_d(const unsigned long long *shards, long long dev,
-                                               long long ndev, long long n, long long tile,
-                                               long long lcols) {
-  mirrorLower<double>(shards, dev, ndev, n, tile, lcols);
-}
-extern "C" __global__ void mgla_mirror_lower_c(const unsigned long long *shards, long long dev,
-                                               long long ndev, long long n, long long tile,
-                                               long long lcols) {
-  mirrorLower<float2>(shards, dev, ndev, n, tile, lcols);
-}
-extern "C" __global__ void mgla_mirror_lower_z(const unsigned long long *shards, long long dev,
-                                               long long ndev, long long n, long long tile,
-                                               long long lcols) {
-  mirrorLower<double2>(shards, dev, ndev, n, tile, lcols);
-}
+#define MIRROR_LOWER(SUFFIX, T)                                                                 \
+  extern "C" __global__ void mgla_mirror_lower_##SUFFIX(const unsigned long long *shards,        \
+                                                        long long dev, long long ndev, long long n, \
+                                                        long long tile, long long lcols) {         \
+    mirrorLower<T>(shards, dev, ndev, n, tile, lcols);                                             \
+  }
+MIRROR_LOWER(s, float)
+MIRROR_LOWER(d, double)
+MIRROR_LOWER(c, float2)
+MIRROR_LOWER(z, double2)
 
 // axpy: y += alpha·x over n reals (complex data is passed as 2n reals).
 extern "C" __global__ void mgla_axpy_s(long long n, double alpha, const float *x, float *y) {
