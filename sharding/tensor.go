@@ -224,7 +224,11 @@ func (t *Tensor) Type() hm.Type { return gorgonia.TensorType{Dims: len(t.shape),
 
 // Clone returns a deep copy on the same mesh and layout.
 func (t *Tensor) Clone() (interface{}, error) {
-	return t.Relayout(t.layout)
+	out, err := t.Relayout(t.layout)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return out, nil
 }
 
 // Zero sets every element to zero.

@@ -389,7 +389,6 @@ func (b *bench) transfers() {
 // layout (Put, which allocates the shards: op upload; Load into them: op
 // load) and the download back into it, reported under path.
 func (b *bench) roundTrip(path string, bytes float64) {
-	host := b.host
 	layout := sharding.Cyclic(b.tile)
 	var st *sharding.Tensor
 	secs, err := timeIt(func() error {
@@ -397,7 +396,7 @@ func (b *bench) roundTrip(path string, bytes float64) {
 			st.Free()
 		}
 		return nil
-	}, func() (err error) { st, err = sharding.Put(host, b.mesh, layout); return err })
+	}, func() (err error) { st, err = sharding.Put(b.host, b.mesh, layout); return err })
 	if err != nil {
 		b.fail("upload", path, err)
 		return
@@ -406,15 +405,15 @@ func (b *bench) roundTrip(path string, bytes float64) {
 	b.put("upload", path, 0, b.tile, secs, 0, bytes)
 	// The same into the shards already allocated: the transfer alone, like
 	// the plain pinned copies, without Put's device allocation.
-	secs, err = timeIt(nil, func() error { return st.Load(host) })
+	secs, err = timeIt(nil, func() error { return st.Load(b.host) })
 	if err != nil {
 		b.fail("load", path, err)
 		return
 	}
 	b.put("load", path, 0, b.tile, secs, 0, bytes)
-	// Back into host itself (the same values): in place when it is
-	// page-locked.
-	secs, err = timeIt(nil, func() error { return st.GatherInto(host) })
+	// Back into the host matrix itself (the same values): in place when
+	// it is page-locked.
+	secs, err = timeIt(nil, func() error { return st.GatherInto(b.host) })
 	if err != nil {
 		b.fail("download", path, err)
 		return
