@@ -197,3 +197,14 @@ func executeHost[T any](p *cyclic.Plan, src, dst *Tensor) error {
 	}
 	return cyclic.ExecuteHost(p, s, d)
 }
+
+// NewHostBuffer wraps a typed host slice ([]float32, []float64, []complex64
+// or []complex128) as a Buffer of host device 0 without copying it, so
+// collective engines can take host tensors and shards alike.
+func NewHostBuffer(data any) (*HostBuffer, error) {
+	switch data.(type) {
+	case []float32, []float64, []complex64, []complex128:
+		return &HostBuffer{dev: Device{Kind: CPU}, data: data}, nil
+	}
+	return nil, fmt.Errorf("sharding: a host buffer needs a []float32, []float64, []complex64 or []complex128, got %T", data)
+}
