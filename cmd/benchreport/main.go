@@ -50,6 +50,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mgla/mgla/cmd/internal/benchcsv"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -111,9 +112,9 @@ func run(files []string, outDir, mdFile string, drops ...rowFilter) error {
 // Input
 
 // header is the exact first line of every input file.
-const header = "op,dtype,n,nrhs,ndev,tile,path,seconds,flops,tflops,bytes,gbps"
+const header = benchcsv.Header
 
-var columns = strings.Split(header, ",")
+var columns = benchcsv.Columns
 
 // key identifies a measurement; a later row with the same key wins.
 type key struct {
@@ -273,10 +274,10 @@ func parseRecord(rec []string) (result, error) {
 	}
 
 	if math.IsNaN(r.TFlops) && positive(r.Flops) && r.ok() {
-		r.TFlops = r.Flops / r.Seconds / 1e12
+		r.TFlops = benchcsv.Rate(r.Flops, r.Seconds, 1e12)
 	}
 	if math.IsNaN(r.GBps) && positive(r.Bytes) && r.ok() {
-		r.GBps = r.Bytes / r.Seconds / 1e9
+		r.GBps = benchcsv.Rate(r.Bytes, r.Seconds, 1e9)
 	}
 	return r, nil
 }
