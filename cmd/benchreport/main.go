@@ -1,5 +1,5 @@
 // Command benchreport turns the CSV results of cmd/mgbench into SVG plots
-// and Markdown tables for BENCHMARKS.md.
+// and the Markdown tables of docs/bench/tables.md (BENCHMARKS.md links them).
 //
 // Usage:
 //
