@@ -33,6 +33,9 @@
 //   - On standard output, or in the -md file, a Markdown table per
 //     (op, nrhs, dtype), then a crossover table comparing single-GPU cuSOLVER
 //     (path dn) with cuSolverMg (path mg) on several GPUs.
+//
+// It imports cmd/internal/benchcsv (the input format) and gonum/plot, none
+// of mgla's solver code, so it runs anywhere Go does.
 package main
 
 import (

@@ -18,6 +18,10 @@
 // hold) and shows that 4% more does not fit:
 //
 //	mgbench -capacity potrs,potri,syevd -gpus 1,2,4 -csv out.csv
+//
+// It imports mgla, ops and sharding (what it measures), kernels/cusolver
+// (the raw cuSolverMg and cuSOLVER calls it measures against, and device
+// memory) and cmd/internal/benchcsv (its output format).
 package main
 
 import (
