@@ -7,7 +7,9 @@
 # except graph-flat, which reads the devices' free memory (cudaMemGetInfo
 # counts every process on a GPU) and so runs after the others, alone.
 #
-#   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named)
+#   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
+#                               shim sharding graph-gpu shared-mesh shared-auto
+#                               shared-1gpu shared-2gpu graph-flat)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
