@@ -222,7 +222,7 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	}
 	rec := record{seq: s.seq, kind: kindSplit, dtype: -1, extra: int64(h.Sum64())}
 	s.seq++
-	recs, err := s.exchange(&rec, deadline)
+	recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func (s *commState) breakWith(err error) {
 
 // exchange sends rec to every other rank and receives theirs by the
 // deadline: the collective check's metadata exchange.
-func (s *commState) exchange(rec *record, deadline time.Time) ([]record, error) {
+func (s *commState) exchange(rec *record, deadline time.Time, timeout time.Duration) ([]record, error) {
 	words := s.records()
 	rec.encode(words[s.rank*recordWords:])
 	rank, size := C.int(s.rank), C.int(s.size)
@@ -282,8 +282,8 @@ func (s *commState) exchange(rec *record, deadline time.Time) ([]record, error) 
 	}
 	if !ok {
 		missing := s.abandonExchange()
-		err := fmt.Errorf("%w: mpi: %s: no word from %s by the deadline (they did not make this call, or are stuck before it)",
-			collective.ErrTimeout, rec.label(), rankList(missing))
+		err := fmt.Errorf("%w: mpi: %s: no word from %s within %v (they did not make this call, or are stuck before it)",
+			collective.ErrTimeout, rec.label(), rankList(missing), timeout)
 		s.breakWith(err)
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func (c *Comm) Do(call *collective.Call) error {
 	rec := callRecord(call, s.seq)
 	s.seq++
 	if c.cfg.checks {
-		recs, err := s.exchange(&rec, deadline)
+		recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
 		if err != nil {
 			return err
 		}
