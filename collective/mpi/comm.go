@@ -11,7 +11,6 @@ import "C"
 import (
 	"fmt"
 	"hash/fnv"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +47,8 @@ type commState struct {
 	meta unsafe.Pointer
 	reqs requests
 
-	broken    error             // set by a timeout: later calls fail with ErrClosed
-	abandoned bool              // MPI may still use meta and reqs: never free them
-	pins      []*runtime.Pinner // buffers of abandoned calls, pinned for good
+	broken    error // set by a timeout: later calls fail with ErrClosed
+	abandoned bool  // MPI may still use meta and reqs: never free them
 	freed     bool
 }
 

@@ -13,6 +13,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -150,7 +151,7 @@ func (c *Comm) Do(call *collective.Call) error {
 	if err != nil || !ok {
 		// MPI cannot cancel a collective: it keeps the buffers and the
 		// request, and the communicator is done for.
-		s.pins = append(s.pins, &pin)
+		keepPinned(&pin)
 		if err == nil {
 			why := "ranks unknown: the checks are off"
 			if c.cfg.checks {
@@ -304,7 +305,7 @@ func (c *Comm) transfer(call *collective.Call, posts []post, deadline time.Time,
 		if rc != 0 {
 			err := engineError("MPI_Isend/MPI_Irecv", rc)
 			c.abandonPosts(posts[:i])
-			s.pins = append(s.pins, &pin)
+			keepPinned(&pin)
 			s.breakWith(err)
 			return err
 		}
@@ -316,7 +317,7 @@ func (c *Comm) transfer(call *collective.Call, posts []post, deadline time.Time,
 		return nil
 	}
 	missing := c.abandonPosts(posts)
-	s.pins = append(s.pins, &pin)
+	keepPinned(&pin)
 	if err == nil {
 		err = fmt.Errorf("%w: mpi: %v (tag %d): %s within %v", collective.ErrTimeout, call, call.Tag, strings.Join(missing, "; "), c.cfg.timeout)
 	}
@@ -341,4 +342,17 @@ func (c *Comm) abandonPosts(posts []post) []string {
 		}
 	}
 	return missing
+}
+
+// abandonedPins keeps the buffers of calls MPI was left holding pinned, and
+// their Pinners reachable, for the life of the process.
+var abandonedPins struct {
+	sync.Mutex
+	pins []*runtime.Pinner
+}
+
+func keepPinned(p *runtime.Pinner) {
+	abandonedPins.Lock()
+	abandonedPins.pins = append(abandonedPins.pins, p)
+	abandonedPins.Unlock()
 }
