@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ var engine struct {
 	mu        sync.Mutex  // serialized mode: held around every MPI call
 	funnel    chan func() // funneled mode: the calls the MPI thread runs
 	tagUB     int         // MPI_TAG_UB
+	yield     C.int       // 1: yield the processor while polling (oversubscribed)
 	final     sync.Mutex  // Finalize
 	finalized bool        // guarded by final
 	started   bool        // MPI initialised by World
@@ -115,6 +117,7 @@ func initialise() error {
 			C.mgla_tag_ub(&ub)
 			engine.tagUB = int(ub)
 			engine.started = true
+			engine.yield = oversubscribed()
 			ready <- nil
 			if engine.mode != funneled {
 				runtime.UnlockOSThread()
@@ -127,6 +130,24 @@ func initialise() error {
 		engine.initErr = <-ready
 	})
 	return engine.initErr
+}
+
+// oversubscribed says whether this node runs more ranks than it has
+// processors (OMPI_COMM_WORLD_LOCAL_SIZE, set by mpirun), or what
+// MGLA_MPI_YIELD (0 or 1) says: then polls yield the processor between
+// tests.
+func oversubscribed() C.int {
+	switch os.Getenv("MGLA_MPI_YIELD") {
+	case "0":
+		return 0
+	case "1":
+		return 1
+	}
+	local, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+	if err == nil && local > runtime.NumCPU() {
+		return 1
+	}
+	return 0
 }
 
 // engineError wraps MPI error code rc from the named MPI function.
@@ -172,17 +193,25 @@ const pollSlice = 200 * time.Microsecond
 // as long as the transfer should take, then sleeps between polls with a
 // backoff up to a millisecond, never more than a sixteenth of the time
 // waited so far, so that a rank waiting for a late peer leaves the
-// processor to the others.
-func wait(reqs requests, n int, deadline time.Time, hot time.Duration) (bool, error) {
+// processor to the others. Meanwhile it does the local work side (may be
+// nil) a chunk at a time between tests, so that MPI keeps progressing; it
+// finishes side before it returns true.
+func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *localWork) (bool, error) {
 	start := time.Now()
 	sleep := 20 * time.Microsecond
 	for {
+		spin := pollSlice
+		if side.step() {
+			spin = 0 // one test between chunks
+		}
 		var done, rc C.int
-		mpiCall(func() { done = C.mgla_poll(C.int(n), reqs.p, C.int64_t(pollSlice), &rc) })
+		mpiCall(func() { done = C.mgla_poll(C.int(n), reqs.p, C.int64_t(spin), engine.yield, &rc) })
 		if rc != 0 {
 			return false, engineError("MPI_Testall", rc)
 		}
 		if done != 0 {
+			for side.step() {
+			}
 			return true, nil
 		}
 		now := time.Now()
@@ -190,13 +219,41 @@ func wait(reqs requests, n int, deadline time.Time, hot time.Duration) (bool, er
 			return false, nil
 		}
 		waited := now.Sub(start)
-		if waited < hot {
+		if waited < hot || side.pending() {
 			continue
 		}
 		time.Sleep(min(sleep, waited/16, deadline.Sub(now)))
 		sleep = min(2*sleep, time.Millisecond)
 	}
 }
+
+// localWork is a copy (src set) or a clear (src nil) of dst that a call
+// does while MPI moves its data: the root's copy of Bcast, the zeros of the
+// ranks other than the root of Reduce and Gather.
+type localWork struct {
+	dst, src []byte
+	done     int
+}
+
+// localChunk is how many bytes localWork.step handles between two tests.
+const localChunk = 256 << 10
+
+// step does the next chunk and reports whether there was one.
+func (w *localWork) step() bool {
+	if !w.pending() {
+		return false
+	}
+	end := min(w.done+localChunk, len(w.dst))
+	if w.src != nil {
+		copy(w.dst[w.done:end], w.src[w.done:end])
+	} else {
+		clear(w.dst[w.done:end])
+	}
+	w.done = end
+	return true
+}
+
+func (w *localWork) pending() bool { return w != nil && w.done < len(w.dst) }
 
 // hotTime is how long wait spins for a call that moves bytes per rank: a
 // millisecond plus the bytes at a pessimistic 250 MB/s.

@@ -110,7 +110,7 @@ func dup(comm C.MPI_Comm, deadline time.Time, what string) (C.MPI_Comm, error) {
 	if err := call("MPI_Comm_idup", func() C.int { return C.mgla_comm_idup(comm, out, reqs.p) }); err != nil {
 		return nil, err
 	}
-	ok, err := wait(reqs, 1, deadline, hotTime(0))
+	ok, err := wait(reqs, 1, deadline, hotTime(0), nil)
 	if err != nil || !ok {
 		// MPI still holds out and reqs: leave them.
 		if err == nil {
@@ -272,7 +272,7 @@ func (s *commState) exchange(rec *record, deadline time.Time, timeout time.Durat
 		s.breakWith(err)
 		return nil, err
 	}
-	ok, err := wait(s.reqs, 2*s.size, deadline, hotTime(0))
+	ok, err := wait(s.reqs, 2*s.size, deadline, hotTime(0), nil)
 	if err != nil {
 		s.abandonExchange()
 		s.breakWith(err)

@@ -133,8 +133,14 @@ func (c *Comm) Do(call *collective.Call) error {
 			return nil // the exchange was one
 		}
 	}
-	if call.Kind == collective.Bcast && s.rank == call.Root {
-		copy(recv.slice(), send.slice())
+	// The root of Bcast broadcasts from Send and copies it to Recv, the
+	// others of Reduce and Gather zero Recv, while MPI moves the data.
+	var side *localWork
+	switch {
+	case call.Kind == collective.Bcast && s.rank == call.Root:
+		side = &localWork{dst: recv.slice(), src: send.slice()}
+	case (call.Kind == collective.Reduce || call.Kind == collective.Gather) && s.rank != call.Root:
+		side = &localWork{dst: recv.slice()}
 	}
 	var pin runtime.Pinner
 	pinSpans(&pin, send, recv)
@@ -147,7 +153,7 @@ func (c *Comm) Do(call *collective.Call) error {
 		return err
 	}
 	reqs := requests{p: req, n: 1}
-	ok, err := wait(reqs, 1, deadline, hotTime(max(send.bytes, recv.bytes)))
+	ok, err := wait(reqs, 1, deadline, hotTime(max(send.bytes, recv.bytes)), side)
 	if err != nil || !ok {
 		// MPI cannot cancel a collective: it keeps the buffers and the
 		// request, and the communicator is done for.
@@ -163,9 +169,6 @@ func (c *Comm) Do(call *collective.Call) error {
 		return err
 	}
 	pin.Unpin()
-	if (call.Kind == collective.Reduce || call.Kind == collective.Gather) && s.rank != call.Root {
-		clear(recv.slice())
-	}
 	return nil
 }
 
@@ -311,7 +314,7 @@ func (c *Comm) transfer(call *collective.Call, posts []post, deadline time.Time,
 		}
 	}
 	reqs := requests{p: s.reqs.at(base), n: len(posts)}
-	ok, err := wait(reqs, len(posts), deadline, hotTime(bytes))
+	ok, err := wait(reqs, len(posts), deadline, hotTime(bytes), nil)
 	if err == nil && ok {
 		pin.Unpin()
 		return nil

@@ -72,7 +72,9 @@ static inline MPI_Op mgla_op(int code) {
 	return MPI_SUM;
 }
 
-// mgla_start issues one nonblocking collective (kind: collective.Kind).
+// mgla_start issues one nonblocking collective (kind: collective.Kind);
+// Bcast broadcasts from send at the root (which MPI only reads) into recv
+// elsewhere.
 static inline int mgla_start(int kind, const void *send, void *recv, int count, int dtype, int op, int root,
 		MPI_Comm comm, MPI_Request *req) {
 	MPI_Datatype dt = mgla_dtype(dtype);
@@ -82,7 +84,11 @@ static inline int mgla_start(int kind, const void *send, void *recv, int count, 
 	case 1: return MPI_Iallgather(send, count, dt, recv, count, dt, comm, req);
 	case 2: return MPI_Ireduce_scatter_block(send, recv, count, dt, o, comm, req);
 	case 3: return MPI_Ialltoall(send, count, dt, recv, count, dt, comm, req);
-	case 4: return MPI_Ibcast(recv, count, dt, root, comm, req);
+	case 4: {
+		int rank;
+		MPI_Comm_rank(comm, &rank);
+		return MPI_Ibcast(rank == root ? (void *)send : recv, count, dt, root, comm, req);
+	}
 	case 5: return MPI_Ireduce(send, recv, count, dt, o, root, comm, req);
 	case 6: return MPI_Igather(send, count, dt, recv, count, dt, root, comm, req);
 	case 7: return MPI_Iscatter(send, count, dt, recv, count, dt, root, comm, req);
@@ -126,17 +132,18 @@ static inline int64_t mgla_now_ns(void) {
 
 // mgla_poll tests the n requests until all are complete (returns 1) or
 // spin_ns passed (returns 0), yielding the processor between tests after
-// the first few, as Open MPI's own wait does on an oversubscribed node.
+// the first few when yield is set, as Open MPI's own wait does on an
+// oversubscribed node.
 // *rc is the MPI error code of a failed test.
-static inline int mgla_poll(int n, MPI_Request *reqs, int64_t spin_ns, int *rc) {
+static inline int mgla_poll(int n, MPI_Request *reqs, int64_t spin_ns, int yield, int *rc) {
 	int64_t start = mgla_now_ns();
 	for (int i = 0;; i++) {
 		int flag = 0;
 		*rc = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
 		if (*rc != MPI_SUCCESS) return 0;
 		if (flag) return 1;
-		if ((i & 15) == 15 && mgla_now_ns() - start >= spin_ns) return 0;
-		if (i >= 64) sched_yield();
+		if ((i & 15) == 0 && mgla_now_ns() - start >= spin_ns) return 0;
+		if (yield && i >= 64) sched_yield();
 	}
 }
 
