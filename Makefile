@@ -64,6 +64,7 @@ gpu-bin:
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/cusolver.test ./kernels/cusolver/
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/sharding.test ./sharding/
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgla.test .
+	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/nccl.test ./collective/nccl/
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgbench ./cmd/mgbench/
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/ ./examples/gp ./examples/sharded ./examples/eigen
 	cp scripts/run-gpu.sh $(GPU_BIN)/

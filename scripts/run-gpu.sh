@@ -7,6 +7,7 @@
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
+#   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
 LOG=${OUT:-./gpu-logs}
@@ -50,6 +51,14 @@ tests)
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU
 	wanted shared-1gpu && step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-2gpu && step shared-2gpu env CUDA_VISIBLE_DEVICES=0,1 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
+	# The NCCL engine (collective/nccl): every collective on the GPU meshes
+	# and a one-rank process communicator; NCCL_NVLS_ENABLE=0 keeps NVLink
+	# multicast off on shared hosts.
+	wanted nccl && step nccl env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.v -test.count=1
+	;;
+nccl-bench)
+	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench Collectives -test.benchtime 0.5s
+	cat "$LOG"/nccl-bench.log
 	;;
 bench)
 	shift
