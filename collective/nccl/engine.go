@@ -39,6 +39,10 @@ type engine struct {
 	streams []cu.Stream
 	scratch []cu.DevicePtr // one float32 per local rank for Barrier, made on first use
 	dead    error          // why calls are refused (closed, aborted); nil while usable
+	// nonblocking: the communicators were made non-blocking (calls may
+	// return ncclInProgress; wait polls them before synchronizing).
+	nonblocking bool
+	aborted     bool // ncclCommAbort was called on comms
 }
 
 // Comm is an NCCL communicator; it implements collective.Comm. Handles of
@@ -143,10 +147,11 @@ func (e *engine) abort(why error) {
 		return
 	}
 	for _, c := range e.comms {
-		if c != 0 {
+		if c != 0 && !e.aborted {
 			C.mgla_nccl_comm_abort(C.uintptr_t(c))
 		}
 	}
+	e.aborted = true
 	e.release()
 	e.dead = why
 }
@@ -239,10 +244,17 @@ func (h *Comm) Do(c *collective.Call) error {
 	defer runtime.UnlockOSThread()
 	deadline := time.Now().Add(h.timeout)
 	free, err := e.enqueue(c)
-	if werr := e.wait(c, deadline, h.timeout); err == nil {
-		err = werr
+	werr := e.wait(c, deadline, h.timeout)
+	if err != nil && werr == nil {
+		// NCCL refused the call: abort if that left a communicator in error.
+		if aerr := e.asyncError(c); aerr != nil {
+			e.abort(abortedBy(e, c, aerr))
+		}
 	}
 	free()
+	if err == nil {
+		err = werr
+	}
 	return err
 }
 
@@ -257,7 +269,10 @@ func (e *engine) enqueue(c *collective.Call) (free func(), err error) {
 	free = func() {}
 	typ, parts := ncclType(c.Dtype)
 	n := C.size_t(c.Count * parts)
-	block := c.Count * int(c.Dtype.Size()) // bytes of one rank's block
+	block := 0 // bytes of one rank's block
+	if c.Kind != collective.Barrier {
+		block = c.Count * int(c.Dtype.Size())
+	}
 	op := ncclOp(c.Op)
 	root := C.int(c.Root)
 
@@ -277,10 +292,11 @@ func (e *engine) enqueue(c *collective.Call) (free func(), err error) {
 		if ident, err = e.identities(c); err != nil {
 			return free, err
 		}
+		ctxs := e.ctxs // wait may release the engine's
 		free = func() {
 			for i, p := range ident {
 				if p != 0 {
-					_ = cu.SetCurrentContext(e.ctxs[i])
+					_ = cu.SetCurrentContext(ctxs[i])
 					_ = cu.MemFree(p)
 				}
 			}
@@ -455,56 +471,85 @@ func identityBytes(dt tensor.Dtype, op collective.ReduceOp, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*n)
 }
 
-// wait polls the communicators' asynchronous errors and the streams until
-// every local rank's work is done. Past deadline, or on an NCCL error, it
-// aborts the engine.
+// wait returns once every local rank's stream has finished c. The calling
+// thread blocks in cuStreamSynchronize, as a program calling NCCL directly
+// would, while a watchdog goroutine checks the communicators' asynchronous
+// errors every millisecond and, on an NCCL error or once deadline has
+// passed, aborts the communicators (ncclCommAbort), which ends their
+// kernels and so the synchronization. Non-blocking communicators (process
+// communicators) are first polled until NCCL has launched the group.
 func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Duration) error {
-	done := make([]bool, len(e.local))
-	start := time.Now()
-	for {
-		var pending []int
-		for i := range e.local {
-			if done[i] {
-				continue
-			}
-			var ae C.int
-			comm := C.uintptr_t(e.comms[i])
-			if r := C.mgla_nccl_comm_async_error(comm, &ae); r != ncclSuccess {
-				err := ncclErr("ncclCommGetAsyncError", r, e.comms[i])
-				e.abort(abortedBy(e, c, err))
-				return err
-			}
-			if ae == ncclInProgress {
-				pending = append(pending, e.local[i])
-				continue
-			}
-			if ae != ncclSuccess {
-				err := ncclErr(c.String(), ae, e.comms[i])
-				e.abort(abortedBy(e, c, err))
-				return err
-			}
-			switch err := e.streams[i].Query(); err {
-			case nil:
-				done[i] = true
-			case cu.NotReady:
-				pending = append(pending, e.local[i])
-			default:
-				err = fmt.Errorf("%w: collective/nccl: %v on %s: stream of gpu:%d: %v", collective.ErrEngine, c, e.what, e.devices[i], err)
-				e.abort(abortedBy(e, c, err))
-				return err
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			err := fmt.Errorf("%w: collective/nccl: %v on %s: local ranks %v not done after %v (peers missing or a mismatched call); the NCCL communicator was aborted",
-				collective.ErrTimeout, c, e.what, pending, timeout)
+	if e.nonblocking {
+		if err := waitReady(e.comms, deadline, timeout, fmt.Sprintf("%v on %s", c, e.what)); err != nil {
 			e.abort(abortedBy(e, c, err))
 			return err
 		}
-		pause(time.Since(start))
 	}
+	stop := make(chan struct{})
+	fired := make(chan error, 1) // the watchdog's verdict, after it aborted
+	go e.watch(c, deadline, timeout, stop, fired)
+	var syncErr error
+	for i := range e.streams {
+		if err := e.streams[i].Synchronize(); err != nil && syncErr == nil {
+			syncErr = fmt.Errorf("%w: collective/nccl: %v on %s: stream of gpu:%d: %v", collective.ErrEngine, c, e.what, e.devices[i], err)
+		}
+	}
+	close(stop)
+	if err := <-fired; err != nil {
+		e.release()
+		e.dead = abortedBy(e, c, err)
+		return err
+	}
+	if syncErr != nil {
+		e.abort(abortedBy(e, c, syncErr))
+		return syncErr
+	}
+	return nil
+}
+
+// watch is wait's watchdog: it sends nil on fired when stop closes first,
+// or aborts the NCCL communicators and sends why.
+func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Duration, stop <-chan struct{}, fired chan<- error) {
+	const period = time.Millisecond
+	t := time.NewTimer(min(period, time.Until(deadline)))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			fired <- nil
+			return
+		case <-t.C:
+		}
+		err := e.asyncError(c)
+		if err == nil && time.Now().After(deadline) {
+			err = fmt.Errorf("%w: collective/nccl: %v on %s: not done after %v (peers missing or a mismatched call); the NCCL communicator was aborted",
+				collective.ErrTimeout, c, e.what, timeout)
+		}
+		if err != nil {
+			for _, comm := range e.comms {
+				C.mgla_nccl_comm_abort(C.uintptr_t(comm))
+			}
+			e.aborted = true
+			<-stop
+			fired <- err
+			return
+		}
+		t.Reset(min(period, max(time.Until(deadline), 0)))
+	}
+}
+
+// asyncError reports the first asynchronous NCCL error of the communicators.
+func (e *engine) asyncError(c *collective.Call) error {
+	for _, comm := range e.comms {
+		var ae C.int
+		if r := C.mgla_nccl_comm_async_error(C.uintptr_t(comm), &ae); r != ncclSuccess {
+			return ncclErr("ncclCommGetAsyncError", r, comm)
+		}
+		if ae != ncclSuccess && ae != ncclInProgress {
+			return ncclErr(c.String(), ae, comm)
+		}
+	}
+	return nil
 }
 
 // abortedBy is the error of the calls after c failed with err and the

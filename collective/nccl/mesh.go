@@ -173,7 +173,7 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	sort.Ints(order)
 	var out []collective.Comm
 	for _, col := range order {
-		sub := &engine{isMesh: e.isMesh}
+		sub := &engine{isMesh: e.isMesh, nonblocking: e.nonblocking}
 		for _, i := range byColor[col] {
 			var r, n C.int
 			if err := ncclErr("ncclCommUserRank", C.mgla_nccl_comm_user_rank(news[i], &r), uintptr(news[i])); err != nil {

@@ -562,3 +562,43 @@ func TestProcessInitTimeout(t *testing.T) {
 		t.Fatalf("NewProcess with a missing peer: %v, want ErrTimeout", err)
 	}
 }
+
+// A call still running at its deadline is aborted by the watchdog: a 1 GiB
+// AllReduce (hundreds of microseconds on any GPU) under a timeout of one
+// nanosecond returns ErrTimeout, the handle then returns ErrClosed, and the
+// next NewMesh of the mesh makes new, working communicators.
+func TestWatchdogTimeout(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	comm, err := NewMesh(m, WithTimeout(time.Nanosecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const count = 1 << 28 // float32: 1 GiB
+	send, err := sharding.New(m, tensor.Shape{count, 1}, tensor.Float32, sharding.ColBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer send.Free()
+	recv, err := sharding.New(m, tensor.Shape{count, 1}, tensor.Float32, sharding.ColBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Free()
+	call := &collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float32, Count: count,
+		Send: []sharding.Buffer{send.Shard(0)}, Recv: []sharding.Buffer{recv.Shard(0)}}
+	start := time.Now()
+	err = comm.Do(call)
+	t.Logf("after %v: %v", time.Since(start), err)
+	if !errors.Is(err, collective.ErrTimeout) {
+		t.Fatalf("1 GiB AllReduce with a 1ns timeout: %v, want ErrTimeout", err)
+	}
+	if err := comm.Do(call); !errors.Is(err, collective.ErrClosed) {
+		t.Fatalf("Do after the timeout: %v, want ErrClosed", err)
+	}
+	fresh, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCase(t, rng, fresh, m, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 513, 0)
+}

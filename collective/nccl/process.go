@@ -49,7 +49,7 @@ func NewProcess(rank, size, gpu int, boot Bootstrap, opts ...Option) (collective
 		return nil, fmt.Errorf("%w: collective/nccl: the bootstrap gave an NCCL id of %d bytes, want %d", collective.ErrEngine, len(id), IDBytes)
 	}
 	e := &engine{what: fmt.Sprintf("rank %d of %d on gpu:%d", rank, size, gpu), size: size,
-		local: []int{rank}, devices: []int{gpu}}
+		local: []int{rank}, devices: []int{gpu}, nonblocking: true}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := e.setup(); err != nil { // makes gpu's context current, which NCCL joins on
