@@ -15,10 +15,11 @@
 //
 // Buffers of a Call are *sharding.DeviceBuffer on the rank's GPU. A call is
 // enqueued on one stream per local rank (ncclGroupStart/End around the
-// per-device calls) and waited for by polling the streams and the
-// communicators' asynchronous errors until the communicator's timeout
-// (collective.Timeout by default); on timeout or an NCCL failure the NCCL
-// communicators are aborted (ncclCommAbort), the call returns
+// per-device calls) and waited for: the streams are polled for 200µs, then
+// the caller blocks in cuStreamSynchronize while a watchdog goroutine
+// watches the communicators' asynchronous errors and the communicator's
+// timeout (collective.Timeout by default). On timeout or an NCCL failure the
+// NCCL communicators are aborted (ncclCommAbort), the call returns
 // collective.ErrTimeout or collective.ErrEngine, and every later call
 // returns collective.ErrClosed.
 //

@@ -471,12 +471,13 @@ func identityBytes(dt tensor.Dtype, op collective.ReduceOp, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*n)
 }
 
-// wait returns once every local rank's stream has finished c. The calling
-// thread blocks in cuStreamSynchronize, as a program calling NCCL directly
-// would, while a watchdog goroutine checks the communicators' asynchronous
-// errors every millisecond and, on an NCCL error or once deadline has
-// passed, aborts the communicators (ncclCommAbort), which ends their
-// kernels and so the synchronization. Non-blocking communicators (process
+// wait returns once every local rank's stream has finished c. It polls the
+// streams for spinWait; after that the calling thread blocks in
+// cuStreamSynchronize, as a program calling NCCL directly would, while a
+// watchdog goroutine checks the communicators' asynchronous errors every
+// millisecond and, on an NCCL error or once deadline has passed, aborts the
+// communicators (ncclCommAbort), which ends their kernels and so the
+// synchronization. Non-blocking communicators (process
 // communicators) are first polled until NCCL has launched the group.
 func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Duration) error {
 	if e.nonblocking {
@@ -484,6 +485,16 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 			e.abort(abortedBy(e, c, err))
 			return err
 		}
+	}
+	// Short calls: poll the streams for up to spinWait, with no goroutine
+	// or timer (blocking a locked thread on Go channels costs tens of
+	// microseconds per call in wake-ups).
+	until := time.Now().Add(spinWait)
+	if deadline.Before(until) {
+		until = deadline
+	}
+	if done, err := e.spin(c, until); done || err != nil {
+		return err
 	}
 	stop := make(chan struct{})
 	fired := make(chan error, 1) // the watchdog's verdict, after it aborted
@@ -505,6 +516,36 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 		return syncErr
 	}
 	return nil
+}
+
+// spinWait is how long wait polls the streams before it blocks in
+// cuStreamSynchronize under the watchdog.
+const spinWait = 200 * time.Microsecond
+
+// spin polls every stream with cuStreamQuery until all are done (true) or
+// until (false). A stream error aborts the engine.
+func (e *engine) spin(c *collective.Call, until time.Time) (bool, error) {
+	next := 0 // streams before next are done
+	for {
+		for next < len(e.streams) {
+			err := e.streams[next].Query()
+			if err == cu.NotReady {
+				break
+			}
+			if err != nil {
+				err = fmt.Errorf("%w: collective/nccl: %v on %s: stream of gpu:%d: %v", collective.ErrEngine, c, e.what, e.devices[next], err)
+				e.abort(abortedBy(e, c, err))
+				return false, err
+			}
+			next++
+		}
+		if next == len(e.streams) {
+			return true, nil
+		}
+		if time.Now().After(until) {
+			return false, nil
+		}
+	}
 }
 
 // watch is wait's watchdog: it sends nil on fired when stop closes first,

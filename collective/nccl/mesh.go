@@ -3,6 +3,7 @@
 package nccl
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/sharding"
@@ -129,7 +131,11 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	colors := make([]int, len(e.local))
-	news := make([]C.uintptr_t, len(e.local))
+	// Inside a group NCCL writes the new communicators at ncclGroupEnd,
+	// so they go to C memory that outlives the ncclCommSplit calls.
+	mem := C.malloc(C.size_t(len(e.local)) * C.size_t(unsafe.Sizeof(C.uintptr_t(0))))
+	defer C.free(mem)
+	news := unsafe.Slice((*C.uintptr_t)(mem), len(e.local))
 	var first error
 	if r := C.mgla_nccl_group_start(); r != ncclSuccess {
 		return nil, ncclErr("ncclGroupStart", r, 0)

@@ -151,10 +151,8 @@ int mgla_nccl_comm_init_rank(uintptr_t *comm, int nranks, const void *id, int ra
 }
 
 int mgla_nccl_comm_split(uintptr_t comm, int color, int key, uintptr_t *out) {
-    void *c = NULL;
-    st r = CALL(ncclCommSplit, P(comm), color, key, &c, NULL);
-    *out = (uintptr_t)c;
-    return r;
+    *out = 0;
+    return CALL(ncclCommSplit, P(comm), color, key, (void **)out, NULL);
 }
 
 int mgla_nccl_comm_destroy(uintptr_t comm) { return CALL(ncclCommDestroy, P(comm)); }

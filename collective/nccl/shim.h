@@ -36,6 +36,8 @@ int mgla_nccl_comm_init_all(uintptr_t *comms, int n, const int *devs);
 /* blocking: 0 makes a non-blocking communicator (calls may return
    ncclInProgress; poll mgla_nccl_comm_async_error). */
 int mgla_nccl_comm_init_rank(uintptr_t *comm, int nranks, const void *id, int rank, int blocking);
+/* out must stay valid until ncclGroupEnd (NCCL writes it then inside a
+   group): C memory, never Go memory. */
 int mgla_nccl_comm_split(uintptr_t comm, int color, int key, uintptr_t *out);
 int mgla_nccl_comm_destroy(uintptr_t comm);
 int mgla_nccl_comm_abort(uintptr_t comm);
