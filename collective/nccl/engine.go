@@ -31,6 +31,7 @@ type engine struct {
 	mu      sync.Mutex
 	what    string // for messages: "mesh[gpu:0,gpu:1]", "rank 2 of 4 on gpu:0"
 	isMesh  bool
+	mesh    *sharding.Mesh // the ranks' devices, of a mesh communicator
 	size    int
 	local   []int // the local ranks, in buffer order
 	devices []int // GPU ordinal of each local rank
@@ -59,6 +60,10 @@ var _ collective.Comm = (*Comm)(nil)
 
 // Size is the number of ranks.
 func (h *Comm) Size() int { return h.e.size }
+
+// Mesh is the GPU mesh whose devices are the ranks of a mesh communicator
+// (nil for a process communicator), so that it is a collective.MeshComm.
+func (h *Comm) Mesh() *sharding.Mesh { return h.e.mesh }
 
 // LocalRanks are the ranks this process drives: every rank of a mesh, the
 // process's own rank otherwise.

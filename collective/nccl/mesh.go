@@ -69,7 +69,7 @@ func NewMesh(m *sharding.Mesh, opts ...Option) (collective.Comm, error) {
 
 func newMeshEngine(m *sharding.Mesh) (*engine, error) {
 	n := m.Size()
-	e := &engine{what: m.String(), isMesh: true, size: n}
+	e := &engine{what: m.String(), isMesh: true, mesh: m, size: n}
 	for i, d := range m.Devices() {
 		e.local = append(e.local, i)
 		e.devices = append(e.devices, d.ID)
@@ -200,6 +200,9 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 		sort.Slice(idx, func(a, b int) bool { return sub.local[idx[a]] < sub.local[idx[b]] })
 		sub.local, sub.devices, sub.comms = permute(sub.local, idx), permute(sub.devices, idx), permute(sub.comms, idx)
 		sub.what = fmt.Sprintf("%s split (color %d, ranks %v of %d)", e.what, col, sub.local, sub.size)
+		if first == nil && sub.isMesh {
+			sub.mesh, first = sharding.GPUMesh(sub.devices...)
+		}
 		if first == nil {
 			first = sub.setup()
 		}

@@ -487,6 +487,10 @@ func TestMeshCacheAndSplit(t *testing.T) {
 	if a.(*Comm).e != b.(*Comm).e {
 		t.Fatal("two NewMesh of one mesh made two NCCL communicators")
 	}
+	// collective.NewMesh needs the Mesh method (collective.MeshComm).
+	if mc, ok := b.(interface{ Mesh() *sharding.Mesh }); !ok || mc.Mesh() != m {
+		t.Fatalf("the hook's communicator %T does not report its mesh %v", b, m)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -500,8 +504,8 @@ func TestMeshCacheAndSplit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Split: %v", err)
 	}
-	if len(subs) != 1 || subs[0].Size() != m.Size() {
-		t.Fatalf("Split into one color: %d communicators, want 1 of size %d", len(subs), m.Size())
+	if len(subs) != 1 || subs[0].Size() != m.Size() || !subs[0].(*Comm).Mesh().Same(m) {
+		t.Fatalf("Split into one color: %d communicators, want 1 of size %d on the devices of %v", len(subs), m.Size(), m)
 	}
 	runCase(t, rng, subs[0], m, callCase{collective.AllReduce, collective.Sum, tensor.Float32}, 1000, 0)
 	if err := subs[0].Close(); err != nil {
