@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/collectivetest"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/cu"
 	"gorgonia.org/tensor"
@@ -122,111 +123,6 @@ func (d rankData) download(t testing.TB) [][]complex128 {
 	return out
 }
 
-// random returns n values for dtype dt: near 1 for products (no overflow),
-// in [-1, 1) otherwise; real dtypes have no imaginary part.
-func random(rng *rand.Rand, dt tensor.Dtype, op collective.ReduceOp, n int) []complex128 {
-	out := make([]complex128, n)
-	for i := range out {
-		re, im := 2*rng.Float64()-1, 2*rng.Float64()-1
-		if op == collective.Prod {
-			re, im = 0.5+rng.Float64(), 0.2*im
-		}
-		if !isComplex(dt) {
-			im = 0
-		}
-		out[i] = complex(re, im)
-	}
-	return out
-}
-
-// roundTo rounds v to dtype dt's precision (the reference starts from the
-// values the GPU holds).
-func roundTo(dt tensor.Dtype, v complex128) complex128 {
-	switch dt {
-	case tensor.Float32:
-		return complex(float64(float32(real(v))), 0)
-	case tensor.Complex64:
-		return complex128(complex64(v))
-	}
-	return v
-}
-
-func reduce(op collective.ReduceOp, vals []complex128) complex128 {
-	acc := vals[0]
-	for _, v := range vals[1:] {
-		switch op {
-		case collective.Sum:
-			acc += v
-		case collective.Prod:
-			acc *= v
-		case collective.Min:
-			acc = complex(math.Min(real(acc), real(v)), 0)
-		case collective.Max:
-			acc = complex(math.Max(real(acc), real(v)), 0)
-		}
-	}
-	return acc
-}
-
-// reference computes every rank's receive buffer of c from the send buffers
-// in float64 arithmetic.
-func reference(c *collective.Call, size int, send [][]complex128) [][]complex128 {
-	C := c.Count
-	out := make([][]complex128, size)
-	for r := range out {
-		out[r] = make([]complex128, c.RecvLen(size))
-	}
-	column := func(off int, ranks []int) []complex128 {
-		v := make([]complex128, len(ranks))
-		for j, q := range ranks {
-			v[j] = send[q][off]
-		}
-		return v
-	}
-	upTo := func(r int) []int {
-		s := make([]int, r+1)
-		for i := range s {
-			s[i] = i
-		}
-		return s
-	}
-	all := upTo(size - 1)
-	for r := range size {
-		for i := range C {
-			switch c.Kind {
-			case collective.AllReduce:
-				out[r][i] = reduce(c.Op, column(i, all))
-			case collective.ReduceScatter:
-				out[r][i] = reduce(c.Op, column(r*C+i, all))
-			case collective.Scan:
-				out[r][i] = reduce(c.Op, column(i, upTo(r)))
-			case collective.Reduce:
-				if r == c.Root {
-					out[r][i] = reduce(c.Op, column(i, all))
-				}
-			case collective.Bcast:
-				out[r][i] = send[c.Root][i]
-			case collective.Scatter:
-				out[r][i] = send[c.Root][r*C+i]
-			case collective.SendRecv:
-				out[r][i] = send[c.Src[r]][i]
-			case collective.AllGather, collective.AllToAll, collective.Gather:
-				for q := range size {
-					switch {
-					case c.Kind == collective.AllGather:
-						out[r][q*C+i] = send[q][i]
-					case c.Kind == collective.AllToAll:
-						out[r][q*C+i] = send[q][r*C+i]
-					case r == c.Root:
-						out[r][q*C+i] = send[q][i]
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
 // tolerance is the largest error allowed for size ranks reduced in dt.
 func tolerance(dt tensor.Dtype, size int) float64 {
 	if dt == tensor.Float32 || dt == tensor.Complex64 {
@@ -281,14 +177,8 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 	sendLen, recvLen := c.SendLen(size), c.RecvLen(size)+3
 	send, recv := make([][]complex128, size), make([][]complex128, size)
 	for r := range size {
-		send[r] = random(rng, cc.dt, cc.op, sendLen)
-		recv[r] = random(rng, cc.dt, collective.Sum, recvLen)
-		for i := range send[r] {
-			send[r][i] = roundTo(cc.dt, send[r][i])
-		}
-		for i := range recv[r] {
-			recv[r][i] = roundTo(cc.dt, recv[r][i])
-		}
+		send[r] = collectivetest.Random(rng, cc.dt, cc.op, sendLen)
+		recv[r] = collectivetest.Random(rng, cc.dt, collective.Sum, recvLen)
 	}
 	sd, rd := upload(t, m, cc.dt, send), upload(t, m, cc.dt, recv)
 	defer sd.t.Free()
@@ -297,7 +187,7 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 	if err := comm.Do(c); err != nil {
 		t.Fatalf("%v %v %v count %d root %d: %v", cc.kind, cc.op, cc.dt, count, root, err)
 	}
-	want := reference(c, size, send)
+	want := collectivetest.Reference(c, size, send)
 	got := rd.download(t)
 	tol := tolerance(cc.dt, size)
 	for r := range size {
@@ -405,10 +295,10 @@ func TestBadCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 37
-	send := upload(t, m, tensor.Float64, [][]complex128{random(rng, tensor.Float64, collective.Sum, n)})
-	recv := upload(t, m, tensor.Float64, [][]complex128{random(rng, tensor.Float64, collective.Sum, n)})
-	csend := upload(t, m, tensor.Complex128, [][]complex128{random(rng, tensor.Complex128, collective.Sum, n)})
-	crecv := upload(t, m, tensor.Complex128, [][]complex128{random(rng, tensor.Complex128, collective.Sum, n)})
+	send := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
+	recv := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
+	csend := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
+	crecv := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
 	before, cbefore := recv.download(t), crecv.download(t)
 	host, err := sharding.NewHostBuffer(make([]float64, n))
 	if err != nil {
@@ -542,7 +432,7 @@ func TestCallTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer comm.Close()
-	send := upload(t, m, tensor.Float32, [][]complex128{random(rng, tensor.Float32, collective.Sum, 1000)})
+	send := upload(t, m, tensor.Float32, [][]complex128{collectivetest.Random(rng, tensor.Float32, collective.Sum, 1000)})
 	start := time.Now()
 	err = comm.Do(&collective.Call{Kind: collective.Send, Dest: []int{0}, Dtype: tensor.Float32, Count: 1000, Send: send.bufs})
 	t.Logf("lone Send after %v: %v", time.Since(start), err)
