@@ -15,7 +15,7 @@
 //
 // Buffers of a Call are *sharding.DeviceBuffer on the rank's GPU. A call is
 // enqueued on one stream per local rank (ncclGroupStart/End around the
-// per-device calls) and waited for: the streams are polled for 200µs, then
+// per-device calls) and waited for: the streams are polled for 1 ms, then
 // the caller blocks in cuStreamSynchronize while a watchdog goroutine
 // watches the communicators' asynchronous errors and the communicator's
 // timeout (collective.Timeout by default). On timeout or an NCCL failure the

@@ -482,8 +482,8 @@ func identityBytes(dt tensor.Dtype, op collective.ReduceOp, n int) []byte {
 // watchdog goroutine checks the communicators' asynchronous errors every
 // millisecond and, on an NCCL error or once deadline has passed, aborts the
 // communicators (ncclCommAbort), which ends their kernels and so the
-// synchronization. Non-blocking communicators (process
-// communicators) are first polled until NCCL has launched the group.
+// synchronization. Non-blocking communicators (process communicators) are
+// first polled until NCCL has launched the group.
 func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Duration) error {
 	if e.nonblocking {
 		if err := waitReady(e.comms, deadline, timeout, fmt.Sprintf("%v on %s", c, e.what)); err != nil {
@@ -492,8 +492,8 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 		}
 	}
 	// Short calls: poll the streams for up to spinWait, with no goroutine
-	// or timer (blocking a locked thread on Go channels costs tens of
-	// microseconds per call in wake-ups).
+	// or timer (on the H100 the watchdog path cost 20-70µs a call more
+	// than the raw call, from goroutine and thread wake-ups).
 	until := time.Now().Add(spinWait)
 	if deadline.Before(until) {
 		until = deadline
@@ -501,31 +501,44 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 	if done, err := e.spin(c, until); done || err != nil {
 		return err
 	}
-	stop := make(chan struct{})
-	fired := make(chan error, 1) // the watchdog's verdict, after it aborted
-	go e.watch(c, deadline, timeout, stop, fired)
+	w := &watchdog{stop: make(chan struct{}), fired: make(chan error, 1)}
+	go e.watch(c, deadline, timeout, w)
 	var syncErr error
 	for i := range e.streams {
 		if err := e.streams[i].Synchronize(); err != nil && syncErr == nil {
 			syncErr = fmt.Errorf("%w: collective/nccl: %v on %s: stream of gpu:%d: %v", collective.ErrEngine, c, e.what, e.devices[i], err)
 		}
 	}
-	close(stop)
-	if err := <-fired; err != nil {
-		e.release()
-		e.dead = abortedBy(e, c, err)
-		return err
-	}
-	if syncErr != nil {
-		e.abort(abortedBy(e, c, syncErr))
+	if w.state.CompareAndSwap(watchRunning, watchFinished) {
+		close(w.stop) // the watchdog leaves; nothing to wait for
+		if syncErr != nil {
+			e.abort(abortedBy(e, c, syncErr))
+		}
 		return syncErr
 	}
-	return nil
+	err := <-w.fired // the watchdog aborted the communicators
+	e.release()
+	e.dead = abortedBy(e, c, err)
+	return err
 }
+
+// watchdog is the state wait shares with its watchdog goroutine: whichever
+// moves state from watchRunning first decides the call's outcome.
+type watchdog struct {
+	state atomic.Int32
+	stop  chan struct{} // closed when the call finished first
+	fired chan error    // the watchdog's error, once it aborted
+}
+
+const (
+	watchRunning int32 = iota
+	watchFinished
+	watchAborted
+)
 
 // spinWait is how long wait polls the streams before it blocks in
 // cuStreamSynchronize under the watchdog.
-const spinWait = 200 * time.Microsecond
+const spinWait = time.Millisecond
 
 // spin polls every stream with cuStreamQuery until all are done (true) or
 // until (false). A stream error aborts the engine.
@@ -553,16 +566,17 @@ func (e *engine) spin(c *collective.Call, until time.Time) (bool, error) {
 	}
 }
 
-// watch is wait's watchdog: it sends nil on fired when stop closes first,
-// or aborts the NCCL communicators and sends why.
-func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Duration, stop <-chan struct{}, fired chan<- error) {
+// watch is wait's watchdog: every millisecond it checks the communicators'
+// asynchronous errors and the deadline; on an error, unless the call
+// finished meanwhile, it aborts the NCCL communicators and sends why on
+// w.fired.
+func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Duration, w *watchdog) {
 	const period = time.Millisecond
 	t := time.NewTimer(min(period, time.Until(deadline)))
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
-			fired <- nil
+		case <-w.stop:
 			return
 		case <-t.C:
 		}
@@ -572,12 +586,14 @@ func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Dura
 				collective.ErrTimeout, c, e.what, timeout)
 		}
 		if err != nil {
+			if !w.state.CompareAndSwap(watchRunning, watchAborted) {
+				return // the call finished first
+			}
 			for _, comm := range e.comms {
 				C.mgla_nccl_comm_abort(C.uintptr_t(comm))
 			}
 			e.aborted = true
-			<-stop
-			fired <- err
+			w.fired <- err
 			return
 		}
 		t.Reset(min(period, max(time.Until(deadline), 0)))
