@@ -509,21 +509,27 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 			syncErr = fmt.Errorf("%w: collective/nccl: %v on %s: stream of gpu:%d: %v", collective.ErrEngine, c, e.what, e.devices[i], err)
 		}
 	}
-	if w.state.CompareAndSwap(watchRunning, watchFinished) {
-		close(w.stop) // the watchdog leaves; nothing to wait for
-		if syncErr != nil {
-			e.abort(abortedBy(e, c, syncErr))
+	for !w.state.CompareAndSwap(watchRunning, watchFinished) {
+		if w.state.Load() == watchAborted {
+			err := <-w.fired
+			e.release()
+			e.dead = abortedBy(e, c, err)
+			return err
 		}
-		return syncErr
+		// The watchdog is reading the communicators' errors, for
+		// microseconds: it must be done before they may be destroyed.
+		runtime.Gosched()
 	}
-	err := <-w.fired // the watchdog aborted the communicators
-	e.release()
-	e.dead = abortedBy(e, c, err)
-	return err
+	close(w.stop) // the watchdog leaves; nothing to wait for
+	if syncErr != nil {
+		e.abort(abortedBy(e, c, syncErr))
+	}
+	return syncErr
 }
 
 // watchdog is the state wait shares with its watchdog goroutine: whichever
-// moves state from watchRunning first decides the call's outcome.
+// moves state from watchRunning first decides the call's outcome; while the
+// watchdog reads the communicators' errors the state is watchChecking.
 type watchdog struct {
 	state atomic.Int32
 	stop  chan struct{} // closed when the call finished first
@@ -532,6 +538,7 @@ type watchdog struct {
 
 const (
 	watchRunning int32 = iota
+	watchChecking
 	watchFinished
 	watchAborted
 )
@@ -566,10 +573,9 @@ func (e *engine) spin(c *collective.Call, until time.Time) (bool, error) {
 	}
 }
 
-// watch is wait's watchdog: every millisecond it checks the communicators'
-// asynchronous errors and the deadline; on an error, unless the call
-// finished meanwhile, it aborts the NCCL communicators and sends why on
-// w.fired.
+// watch is wait's watchdog: every millisecond, unless the call finished,
+// it checks the communicators' asynchronous errors and the deadline; on an
+// error it aborts the NCCL communicators and sends why on w.fired.
 func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Duration, w *watchdog) {
 	const period = time.Millisecond
 	t := time.NewTimer(min(period, time.Until(deadline)))
@@ -580,22 +586,24 @@ func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Dura
 			return
 		case <-t.C:
 		}
+		if !w.state.CompareAndSwap(watchRunning, watchChecking) {
+			return // the call finished first
+		}
 		err := e.asyncError(c)
 		if err == nil && time.Now().After(deadline) {
 			err = fmt.Errorf("%w: collective/nccl: %v on %s: not done after %v (peers missing or a mismatched call); the NCCL communicator was aborted",
 				collective.ErrTimeout, c, e.what, timeout)
 		}
 		if err != nil {
-			if !w.state.CompareAndSwap(watchRunning, watchAborted) {
-				return // the call finished first
-			}
 			for _, comm := range e.comms {
 				C.mgla_nccl_comm_abort(C.uintptr_t(comm))
 			}
 			e.aborted = true
 			w.fired <- err
+			w.state.Store(watchAborted)
 			return
 		}
+		w.state.Store(watchRunning)
 		t.Reset(min(period, max(time.Until(deadline), 0)))
 	}
 }
