@@ -6,7 +6,7 @@ RACE_PKGS := ./cyclic/ ./sharding/ ./ops/
 OPENBLAS_LDFLAGS := -llapacke -lopenblas
 GPU_BIN   := gpu-bin
 # Packages with mpi-tagged tests that make mpi-test runs under mpirun (append yours).
-MPI_TEST_PKGS := ./collective/mpi/
+MPI_TEST_PKGS := ./collective/mpi/ ./collective/nccl/
 # ... and those also run with MPI's lower thread levels (MGLA_MPI_THREAD_LEVEL).
 MPI_THREAD_TEST_PKGS := ./collective/mpi/
 MPI_NP    := 1 2 3 4
@@ -41,6 +41,7 @@ openblas:
 # `make cuda-deps`), and run the shim's host-side checking helpers' test.
 cuda-vet:
 	$(GO) vet -tags mglacuda $(PKGS)
+	$(GO) vet -tags 'mglacuda mpi' ./collective/nccl/
 	$(GO) test -tags mglacuda -run '^TestHostHelpers$$' -count=1 ./kernels/cusolver/
 
 # The mpi-tagged code (Open MPI: make mpi-deps): vet, the tests as a one-rank
@@ -98,6 +99,7 @@ gpu-bin:
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/cusolver.test ./kernels/cusolver/
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/sharding.test ./sharding/
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgla.test .
+	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/nccl.test ./collective/nccl/
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgbench ./cmd/mgbench/
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/ ./examples/gp ./examples/sharded ./examples/eigen
 	cp scripts/run-gpu.sh $(GPU_BIN)/

@@ -9,8 +9,9 @@
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
 #                               shim sharding graph-gpu shared-mesh shared-auto
-#                               shared-1gpu shared-2gpu graph-flat)
+#                               shared-1gpu shared-2gpu nccl graph-flat)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
+#   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
 LOG=${OUT:-./gpu-logs}
@@ -55,12 +56,21 @@ tests)
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU
 	wanted shared-1gpu && step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-2gpu && step shared-2gpu env CUDA_VISIBLE_DEVICES=0,1 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
+	# The NCCL engine (collective/nccl): every collective on the GPU meshes
+	# and a one-rank process communicator; NCCL_NVLS_ENABLE=0 keeps NVLink
+	# multicast off on shared hosts.
+	wanted nccl && step nccl env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.v -test.count=1
 	# The whole stack's leak check (sharding's shards, the shim, cuSOLVER's
 	# own allocations) can only read free device memory: no other step may
 	# run beside it. (The shim's own flat-memory tests count its allocations
 	# and run in parallel.)
 	wait
 	wanted graph-flat && run_step graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
+	;;
+nccl-bench)
+	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench Collectives -test.benchtime 0.5s
+	wait
+	cat "$LOG"/nccl-bench.log
 	;;
 bench)
 	shift

@@ -11,18 +11,17 @@ import "C"
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/mgla/mgla/internal/libpath"
 )
 
 // LibDirEnv names the environment variable whose directories (colon
 // separated) are searched first for the CUDA libraries.
-const LibDirEnv = "MGLA_CUDA_LIB_DIR"
+const LibDirEnv = libpath.CUDALibDirEnv
 
 // library describes one shared object Load opens, with the names tried in
 // order.
@@ -59,25 +58,7 @@ var (
 
 // candidates returns the paths tried for one library, in order.
 func candidates(names []string) []string {
-	var out []string
-	if dirs := os.Getenv(LibDirEnv); dirs != "" {
-		for _, d := range strings.Split(dirs, ":") {
-			if d == "" {
-				continue
-			}
-			for _, n := range names {
-				out = append(out, filepath.Join(d, n))
-			}
-		}
-	}
-	out = append(out, names...)
-	arch := map[string]string{"amd64": "x86_64", "arm64": "sbsa"}[runtime.GOARCH]
-	for _, d := range []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/" + arch + "-linux/lib"} {
-		for _, n := range names {
-			out = append(out, filepath.Join(d, n))
-		}
-	}
-	return out
+	return libpath.Candidates(names, libpath.EnvDirs(LibDirEnv), libpath.CUDADirs())
 }
 
 // Load opens the CUDA runtime, cuSOLVER and cuSolverMg with dlopen and

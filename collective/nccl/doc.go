@@ -1,0 +1,63 @@
+// Package nccl is mgla's NCCL engine for package collective: communicators
+// whose ranks are NVIDIA GPUs, with the data staying in GPU memory.
+//
+//   - NewMesh: one process drives every device of a GPU sharding.Mesh, each
+//     device a rank (ncclCommInitAll). The NCCL communicators of a mesh are
+//     made on first use and cached by the mesh's Key for the rest of the
+//     process (ReleaseMesh frees them); every NewMesh handle of that mesh
+//     shares them. Importing this package sets collective.GPUMeshComm, so
+//     collective.NewMesh returns this engine for GPU meshes.
+//   - NewProcess: one GPU per process, every process a rank
+//     (ncclCommInitRank). Rank 0's ncclUniqueId reaches the other ranks
+//     through a Bootstrap: another communicator of the same processes
+//     (CommBootstrap, e.g. the MPI engine's) or a file on a shared file
+//     system (FileBootstrap).
+//
+// Buffers of a Call are *sharding.DeviceBuffer on the rank's GPU. A call is
+// enqueued on one stream per local rank (ncclGroupStart/End around the
+// per-device calls) and waited for: the streams are polled for 1 ms, then
+// the caller blocks in cuStreamSynchronize while a watchdog goroutine
+// watches the communicators' asynchronous errors and the communicator's
+// timeout (collective.Timeout by default). On timeout or an NCCL failure the
+// NCCL communicators are aborted (ncclCommAbort), the call returns
+// collective.ErrTimeout or collective.ErrEngine, and every later call
+// returns collective.ErrClosed.
+//
+// How each Kind maps to NCCL:
+//
+//	AllReduce, AllGather, ReduceScatter  the NCCL collective of that name
+//	Bcast                                ncclBroadcast (out of place)
+//	Reduce                               ncclReduce; the non-root receive buffers are zeroed
+//	AllToAll, Gather, Scatter, SendRecv  grouped ncclSend/ncclRecv (also to the rank itself);
+//	                                     Gather zeroes the non-root receive buffers
+//	Send, Recv                           ncclSend, ncclRecv (process communicators only: on a
+//	                                     mesh one call drives every rank, so use SendRecv)
+//	Scan                                 NCCL has no scan: one ncclReduce per rank k, to root k,
+//	                                     in one group, where ranks after k send the identity
+//	                                     of the reduction (0, 1, +Inf, -Inf); NCCL does the
+//	                                     arithmetic, and the cost is Size reductions
+//	Barrier                              a one-element ncclAllReduce, waited for
+//
+// NCCL has no tags: Send/Recv pairs between two ranks match in the order
+// they are issued, and Call.Tag is not used. Complex values are reduced as
+// interleaved real and imaginary parts, which is right for Sum only: a
+// complex Prod is collective.ErrUnavailable (Min and Max are undefined for
+// complex values and rejected by Call.Check).
+//
+// The library is loaded at run time with dlopen (nothing is linked at build
+// time, like kernels/cusolver), from the first of: $MGLA_NCCL_LIB (the
+// library file, or a directory holding libnccl.so.2); libnccl.so.2 in each
+// directory of $MGLA_CUDA_LIB_DIR; the bare name (LD_LIBRARY_PATH, the ld.so
+// cache); /usr/local/cuda's library directories; and the nvidia/nccl/lib
+// folder of the nvidia-nccl-cu13 (or -cu12) Python wheel in the
+// site-packages or dist-packages of every python3.* under $VIRTUAL_ENV,
+// $CONDA_PREFIX, the prefix of each python3 on $PATH, ~/.local, /usr/local
+// and /usr. When none opens, the error wraps collective.ErrUnavailable, lists
+// every path tried and says how to install the library.
+//
+// Everything that needs CUDA is behind the mglacuda build tag; without it,
+// NewMesh and NewProcess return collective.ErrUnavailable saying so. The
+// library search and the bootstraps are plain Go and tested without a GPU.
+// The package may import collective, sharding, internal/libpath and
+// gorgonia.org/cu.
+package nccl

@@ -1,0 +1,498 @@
+//go:build mglacuda
+
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/collectivetest"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/cu"
+	"gorgonia.org/tensor"
+)
+
+// seeded returns a generator seeded fresh for this run, the seed logged.
+func seeded(t testing.TB) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, 7))
+}
+
+// testMeshes are the GPU meshes of 1, 2 (in reverse device order), 3 and 4
+// devices that this machine has; the test skips without a GPU.
+func testMeshes(t *testing.T) []*sharding.Mesh {
+	t.Helper()
+	if _, err := sharding.GPUMesh(); errors.Is(err, sharding.ErrNoGPU) {
+		t.Skipf("no GPU (%v): the NCCL engine needs one", err)
+	}
+	n, err := cu.NumDevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*sharding.Mesh
+	for _, ids := range [][]int{{0}, {1, 0}, {0, 1, 2}, {0, 1, 2, 3}} {
+		if len(ids) > n {
+			break
+		}
+		m, err := sharding.GPUMesh(ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// rankData is one buffer per rank on a mesh, as the columns of a
+// len×size column-block tensor (column r is rank r's shard).
+type rankData struct {
+	t    *sharding.Tensor
+	bufs []sharding.Buffer
+}
+
+// upload puts cols (one slice per device of m, equal lengths) on m in dtype dt.
+func upload(t testing.TB, m *sharding.Mesh, dt tensor.Dtype, cols [][]complex128) rankData {
+	t.Helper()
+	rows, n := len(cols[0]), len(cols)
+	host := tensor.New(tensor.WithShape(rows, n), tensor.Of(dt))
+	for r, col := range cols {
+		for i, v := range col {
+			var x any
+			switch dt {
+			case tensor.Float32:
+				x = float32(real(v))
+			case tensor.Float64:
+				x = real(v)
+			case tensor.Complex64:
+				x = complex64(v)
+			default:
+				x = v
+			}
+			if err := host.SetAt(x, i, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st, err := sharding.Put(host, m, sharding.ColBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rankData{t: st}
+	for r := range n {
+		d.bufs = append(d.bufs, st.Shard(r))
+	}
+	return d
+}
+
+// download reads every rank's buffer back.
+func (d rankData) download(t testing.TB) [][]complex128 {
+	t.Helper()
+	host, err := d.t.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, n := host.Shape()[0], host.Shape()[1]
+	out := make([][]complex128, n)
+	for r := range n {
+		out[r] = make([]complex128, rows)
+		for i := range rows {
+			v, err := host.At(i, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch x := v.(type) {
+			case float32:
+				out[r][i] = complex(float64(x), 0)
+			case float64:
+				out[r][i] = complex(x, 0)
+			case complex64:
+				out[r][i] = complex128(x)
+			case complex128:
+				out[r][i] = x
+			}
+		}
+	}
+	return out
+}
+
+// tolerance is the largest error allowed for size ranks reduced in dt.
+func tolerance(dt tensor.Dtype, size int) float64 {
+	if dt == tensor.Float32 || dt == tensor.Complex64 {
+		return 4e-6 * float64(size+1)
+	}
+	return 1e-14 * float64(size+1)
+}
+
+// callCase is one Call of the table: kind, op and dtype.
+type callCase struct {
+	kind collective.Kind
+	op   collective.ReduceOp
+	dt   tensor.Dtype
+}
+
+// cases lists every Kind (but Send, Recv and Barrier) for every dtype, with
+// every reduction the dtype allows.
+func cases() []callCase {
+	var out []callCase
+	kinds := []collective.Kind{collective.AllReduce, collective.AllGather, collective.ReduceScatter, collective.AllToAll,
+		collective.Bcast, collective.Reduce, collective.Gather, collective.Scatter, collective.Scan, collective.SendRecv}
+	for _, dt := range sharding.Dtypes {
+		for _, k := range kinds {
+			if !reduces(k) {
+				out = append(out, callCase{k, collective.Sum, dt})
+				continue
+			}
+			for _, op := range []collective.ReduceOp{collective.Sum, collective.Prod, collective.Min, collective.Max} {
+				if isComplex(dt) && op != collective.Sum {
+					continue
+				}
+				out = append(out, callCase{k, op, dt})
+			}
+		}
+	}
+	return out
+}
+
+// runCase runs one call on comm (whose local ranks are every rank, with the
+// GPU mesh m) against the float64 reference: random send data, receive
+// buffers longer than needed and pre-filled with random values (the part
+// past RecvLen must stay), send buffers unchanged.
+func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mesh, cc callCase, count, root int) {
+	size := comm.Size()
+	c := &collective.Call{Kind: cc.kind, Op: cc.op, Dtype: cc.dt, Count: count, Root: root}
+	if cc.kind == collective.SendRecv {
+		for r := range size {
+			c.Dest = append(c.Dest, (r+1)%size)
+			c.Src = append(c.Src, (r+size-1)%size)
+		}
+	}
+	sendLen, recvLen := c.SendLen(size), c.RecvLen(size)+3
+	send, recv := make([][]complex128, size), make([][]complex128, size)
+	for r := range size {
+		send[r] = collectivetest.Random(rng, cc.dt, cc.op, sendLen)
+		recv[r] = collectivetest.Random(rng, cc.dt, collective.Sum, recvLen)
+	}
+	sd, rd := upload(t, m, cc.dt, send), upload(t, m, cc.dt, recv)
+	defer sd.t.Free()
+	defer rd.t.Free()
+	c.Send, c.Recv = sd.bufs, rd.bufs
+	if err := comm.Do(c); err != nil {
+		t.Fatalf("%v %v %v count %d root %d: %v", cc.kind, cc.op, cc.dt, count, root, err)
+	}
+	want := collectivetest.Reference(c, size, send)
+	got := rd.download(t)
+	tol := tolerance(cc.dt, size)
+	for r := range size {
+		for i, w := range want[r] {
+			if e := cmplx.Abs(got[r][i] - w); e > tol*math.Max(1, cmplx.Abs(w)) {
+				t.Fatalf("%v %v %v count %d root %d: rank %d element %d = %v, want %v (error %.3g)",
+					cc.kind, cc.op, cc.dt, count, root, r, i, got[r][i], w, e)
+			}
+		}
+		for i := len(want[r]); i < recvLen; i++ {
+			if got[r][i] != recv[r][i] {
+				t.Fatalf("%v %v %v: rank %d element %d past the receive length changed: %v, was %v", cc.kind, cc.op, cc.dt, r, i, got[r][i], recv[r][i])
+			}
+		}
+	}
+	after := sd.download(t)
+	for r := range size {
+		for i := range send[r] {
+			if after[r][i] != send[r][i] {
+				t.Fatalf("%v %v %v: rank %d's send buffer changed at %d", cc.kind, cc.op, cc.dt, r, i)
+			}
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	path, version, err := Library()
+	if err != nil {
+		t.Fatalf("NCCL not found on this GPU machine: %v", err)
+	}
+	t.Logf("NCCL %s from %s", version, path)
+}
+
+// Every Kind, dtype and reduction on every GPU mesh, against the float64
+// reference, with counts that are not multiples of anything and roots at
+// both ends.
+func TestMeshCollectives(t *testing.T) {
+	rng := seeded(t)
+	for _, m := range testMeshes(t) {
+		comm, err := NewMesh(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cc := range cases() {
+			for _, count := range []int{1, 1 + rng.IntN(5000)} {
+				root := 0
+				if count > 1 {
+					root = m.Size() - 1
+				}
+				t.Run(fmt.Sprintf("%v/%v/%v/%v/count=%d", m, cc.kind, cc.op, cc.dt, count), func(t *testing.T) {
+					runCase(t, rng, comm, m, cc, count, root)
+				})
+			}
+		}
+		// Barrier, and a zero count (a no-op that must still check).
+		if err := comm.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+			t.Errorf("%v Barrier: %v", m, err)
+		}
+		if err := comm.Do(&collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: 0,
+			Send: make([]sharding.Buffer, m.Size()), Recv: make([]sharding.Buffer, m.Size())}); err != nil {
+			t.Errorf("%v AllReduce of 0 elements: %v", m, err)
+		}
+	}
+}
+
+// One process communicator of one rank (file bootstrap) runs the same table.
+func TestProcessCollectives(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer comm.Close()
+	if comm.Size() != 1 || len(comm.LocalRanks()) != 1 || comm.LocalRanks()[0] != 0 {
+		t.Fatalf("Size %d, LocalRanks %v; want 1, [0]", comm.Size(), comm.LocalRanks())
+	}
+	for _, cc := range cases() {
+		count := 1 + rng.IntN(5000)
+		t.Run(fmt.Sprintf("%v/%v/%v/count=%d", cc.kind, cc.op, cc.dt, count), func(t *testing.T) {
+			runCase(t, rng, comm, m, cc, count, 0)
+		})
+	}
+	if err := comm.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+		t.Errorf("Barrier: %v", err)
+	}
+	if err := comm.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := comm.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := comm.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+		t.Fatalf("Do after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Bad calls return the right sentinel and leave the receive buffers as they
+// were.
+func TestBadCalls(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	comm, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 37
+	send := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
+	recv := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
+	csend := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
+	crecv := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
+	before, cbefore := recv.download(t), crecv.download(t)
+	host, err := sharding.NewHostBuffer(make([]float64, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		call collective.Call
+		want error
+	}{
+		{"host buffer", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: n,
+			Send: []sharding.Buffer{host}, Recv: recv.bufs}, collective.ErrBadCall},
+		{"short receive", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: n + 1,
+			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
+		{"root outside", collective.Call{Kind: collective.Bcast, Root: 1, Dtype: tensor.Float64, Count: n,
+			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
+		{"lone send on a mesh", collective.Call{Kind: collective.Send, Dest: []int{0}, Dtype: tensor.Float64, Count: n,
+			Send: send.bufs}, collective.ErrBadCall},
+		{"lone receive on a mesh", collective.Call{Kind: collective.Recv, Src: []int{0}, Dtype: tensor.Float64, Count: n,
+			Recv: recv.bufs}, collective.ErrBadCall},
+		{"complex product", collective.Call{Kind: collective.AllReduce, Op: collective.Prod, Dtype: tensor.Complex128, Count: n,
+			Send: csend.bufs, Recv: crecv.bufs}, collective.ErrUnavailable},
+		{"complex max", collective.Call{Kind: collective.Scan, Op: collective.Max, Dtype: tensor.Complex128, Count: n,
+			Send: csend.bufs, Recv: crecv.bufs}, collective.ErrBadCall},
+		{"integer dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Int, Count: n,
+			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
+	} {
+		err := comm.Do(&tc.call)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	after, cafter := recv.download(t), crecv.download(t)
+	for i := range n {
+		if after[0][i] != before[0][i] || cafter[0][i] != cbefore[0][i] {
+			t.Fatalf("a rejected call changed the receive buffer at %d", i)
+		}
+	}
+	if _, err := NewMesh(nil); !errors.Is(err, collective.ErrBadCall) {
+		t.Errorf("NewMesh(nil): %v, want ErrBadCall", err)
+	}
+	cpu, _ := sharding.CPUMesh(2)
+	if _, err := NewMesh(cpu); !errors.Is(err, collective.ErrBadCall) {
+		t.Errorf("NewMesh(CPU mesh): %v, want ErrBadCall", err)
+	}
+	boot := FileBootstrap(filepath.Join(t.TempDir(), "id"))
+	for _, a := range [][3]int{{1, 1, 0}, {-1, 2, 0}, {0, 0, 0}, {0, 1, -1}} {
+		if _, err := NewProcess(a[0], a[1], a[2], boot); !errors.Is(err, collective.ErrBadCall) {
+			t.Errorf("NewProcess(rank %d, size %d, gpu %d): %v, want ErrBadCall", a[0], a[1], a[2], err)
+		}
+	}
+	if _, err := NewProcess(0, 1, 0, nil); !errors.Is(err, collective.ErrBadCall) {
+		t.Errorf("NewProcess without a bootstrap: %v, want ErrBadCall", err)
+	}
+}
+
+// The NCCL communicators of a mesh are made once and shared, collective's
+// hook returns them, ReleaseMesh closes them, and the next NewMesh makes
+// new ones; Split makes working sub-communicators.
+func TestMeshCacheAndSplit(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	a, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if collective.GPUMeshComm == nil {
+		t.Fatal("collective.GPUMeshComm is not set")
+	}
+	b, err := collective.GPUMeshComm(m, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.(*Comm).e != b.(*Comm).e {
+		t.Fatal("two NewMesh of one mesh made two NCCL communicators")
+	}
+	// collective.NewMesh needs the Mesh method (collective.MeshComm).
+	if mc, ok := b.(interface{ Mesh() *sharding.Mesh }); !ok || mc.Mesh() != m {
+		t.Fatalf("the hook's communicator %T does not report its mesh %v", b, m)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+		t.Fatalf("Do on a closed handle: %v, want ErrClosed", err)
+	}
+	if err := a.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+		t.Fatalf("closing one handle broke another: %v", err)
+	}
+	subs, err := a.Split(func(int) int { return 5 }, func(r int) int { return r })
+	if err != nil {
+		t.Fatalf("Split: %v", err)
+	}
+	if len(subs) != 1 || subs[0].Size() != m.Size() || !subs[0].(*Comm).Mesh().Same(m) {
+		t.Fatalf("Split into one color: %d communicators, want 1 of size %d on the devices of %v", len(subs), m.Size(), m)
+	}
+	runCase(t, rng, subs[0], m, callCase{collective.AllReduce, collective.Sum, tensor.Float32}, 1000, 0)
+	if err := subs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	none, err := a.Split(func(int) int { return -1 }, func(r int) int { return r })
+	if err != nil || len(none) != 0 {
+		t.Fatalf("Split leaving every rank out: %v, %v; want none", none, err)
+	}
+	if err := ReleaseMesh(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+		t.Fatalf("Do after ReleaseMesh: %v, want ErrClosed", err)
+	}
+	c, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.(*Comm).e == a.(*Comm).e {
+		t.Fatal("NewMesh after ReleaseMesh reused the released communicators")
+	}
+	runCase(t, rng, c, m, callCase{collective.Scan, collective.Max, tensor.Float64}, 777, 0)
+}
+
+// A call that can never complete (a lone Send to itself on a one-rank
+// process communicator) returns ErrTimeout (or NCCL's own error) within the
+// timeout, and the communicator refuses later calls.
+func TestCallTimeout(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")), WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer comm.Close()
+	send := upload(t, m, tensor.Float32, [][]complex128{collectivetest.Random(rng, tensor.Float32, collective.Sum, 1000)})
+	start := time.Now()
+	err = comm.Do(&collective.Call{Kind: collective.Send, Dest: []int{0}, Dtype: tensor.Float32, Count: 1000, Send: send.bufs})
+	t.Logf("lone Send after %v: %v", time.Since(start), err)
+	if !errors.Is(err, collective.ErrTimeout) && !errors.Is(err, collective.ErrEngine) {
+		t.Fatalf("lone Send: %v, want ErrTimeout or ErrEngine", err)
+	}
+	if errors.Is(err, collective.ErrTimeout) {
+		if err := comm.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+			t.Fatalf("Do after a timeout: %v, want ErrClosed", err)
+		}
+	}
+}
+
+// Rank 0 of two whose peer never starts gets ErrTimeout from NewProcess.
+func TestProcessInitTimeout(t *testing.T) {
+	m := testMeshes(t)[0]
+	start := time.Now()
+	_, err := NewProcess(0, 2, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")), WithTimeout(3*time.Second))
+	t.Logf("after %v: %v", time.Since(start), err)
+	if !errors.Is(err, collective.ErrTimeout) {
+		t.Fatalf("NewProcess with a missing peer: %v, want ErrTimeout", err)
+	}
+}
+
+// A call still running at its deadline is aborted by the watchdog: a 1 GiB
+// AllReduce (hundreds of microseconds on any GPU) under a timeout of one
+// nanosecond returns ErrTimeout, the handle then returns ErrClosed, and the
+// next NewMesh of the mesh makes new, working communicators.
+func TestWatchdogTimeout(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	comm, err := NewMesh(m, WithTimeout(time.Nanosecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const count = 1 << 28 // float32: 1 GiB
+	send, err := sharding.New(m, tensor.Shape{count, 1}, tensor.Float32, sharding.ColBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer send.Free()
+	recv, err := sharding.New(m, tensor.Shape{count, 1}, tensor.Float32, sharding.ColBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Free()
+	call := &collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float32, Count: count,
+		Send: []sharding.Buffer{send.Shard(0)}, Recv: []sharding.Buffer{recv.Shard(0)}}
+	start := time.Now()
+	err = comm.Do(call)
+	t.Logf("after %v: %v", time.Since(start), err)
+	if !errors.Is(err, collective.ErrTimeout) {
+		t.Fatalf("1 GiB AllReduce with a 1ns timeout: %v, want ErrTimeout", err)
+	}
+	if err := comm.Do(call); !errors.Is(err, collective.ErrClosed) {
+		t.Fatalf("Do after the timeout: %v, want ErrClosed", err)
+	}
+	fresh, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCase(t, rng, fresh, m, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 513, 0)
+}
