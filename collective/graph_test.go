@@ -1,0 +1,403 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// processView hides a one-rank mesh communicator's Mesh, so the graph ops
+// take host values as for a process communicator (MPI, one rank).
+type processView struct{ Comm }
+
+// opCase is one graph op of the table: how to build it and the engine call
+// that the reference of mesh_test.go evaluates.
+type opCase struct {
+	name   string
+	linear bool // has a gradient
+	build  func(x *G.Node, comm Comm) (*G.Node, error)
+	call   func(size int) *Call // Kind, Op, Root, Src for the reference
+}
+
+func opCases(rng *rand.Rand, size int) []opCase {
+	root := rng.IntN(size)
+	perm := rng.Perm(size) // rank r sends to perm[r]
+	src := make([]int, size)
+	for r, d := range perm {
+		src[d] = r
+	}
+	cases := []opCase{
+		{"AllReduce(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return AllReduceNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Sum} }},
+		{"AllReduce(prod)", false, func(x *G.Node, c Comm) (*G.Node, error) { return AllReduceNode(x, c, Prod) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Prod} }},
+		{"AllReduce(max)", false, func(x *G.Node, c Comm) (*G.Node, error) { return AllReduceNode(x, c, Max) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Max} }},
+		{"AllGather", true, func(x *G.Node, c Comm) (*G.Node, error) { return AllGatherNode(x, c) }, func(int) *Call { return &Call{Kind: AllGather} }},
+		{"ReduceScatter(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ReduceScatterNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: ReduceScatter, Op: Sum} }},
+		{"ReduceScatter(min)", false, func(x *G.Node, c Comm) (*G.Node, error) { return ReduceScatterNode(x, c, Min) }, func(int) *Call { return &Call{Kind: ReduceScatter, Op: Min} }},
+		{"AllToAll", true, func(x *G.Node, c Comm) (*G.Node, error) { return AllToAllNode(x, c) }, func(int) *Call { return &Call{Kind: AllToAll} }},
+		{"Bcast", true, func(x *G.Node, c Comm) (*G.Node, error) { return BcastNode(x, c, root) }, func(int) *Call { return &Call{Kind: Bcast, Root: root} }},
+		{"Reduce(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ReduceNode(x, c, Sum, root) }, func(int) *Call { return &Call{Kind: Reduce, Op: Sum, Root: root} }},
+		{"Gather", true, func(x *G.Node, c Comm) (*G.Node, error) { return GatherNode(x, c, root) }, func(int) *Call { return &Call{Kind: Gather, Root: root} }},
+		{"Scatter", true, func(x *G.Node, c Comm) (*G.Node, error) { return ScatterNode(x, c, root) }, func(int) *Call { return &Call{Kind: Scatter, Root: root} }},
+		{"Scan(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ScanNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: Scan, Op: Sum} }},
+		{"Scan(prod)", false, func(x *G.Node, c Comm) (*G.Node, error) { return ScanNode(x, c, Prod) }, func(int) *Call { return &Call{Kind: Scan, Op: Prod} }},
+		{"SendRecv", true, func(x *G.Node, c Comm) (*G.Node, error) {
+			if len(c.LocalRanks()) == 1 {
+				return SendRecvNode(x, c, perm[:1], src[:1], 3)
+			}
+			return SendRecvNode(x, c, perm, src, 3)
+		}, func(int) *Call { return &Call{Kind: SendRecv, Src: src} }},
+		{"Barrier", true, func(x *G.Node, c Comm) (*G.Node, error) { return BarrierNode(x, c) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Max} }},
+	}
+	return cases
+}
+
+// expectedBlocks: what every rank's output block holds (row-major), from
+// the element formulas of mesh_test.go on the row-major rank blocks.
+func expectedBlocks(oc opCase, size int, blocks [][]complex128) [][]complex128 {
+	c := oc.call(size)
+	if oc.name == "Barrier" {
+		return blocks
+	}
+	c.Count = len(blocks[0])
+	switch c.Kind {
+	case ReduceScatter, AllToAll, Scatter:
+		c.Count /= size
+	}
+	return reference(c, size, blocks)
+}
+
+// meshInput makes x (the stacked rank blocks, rows·size × cols) as a host
+// node and places it on the mesh in RowBlocks, one block per rank; a
+// process communicator takes the host node itself.
+func meshInput(t *testing.T, g *G.ExprGraph, comm Comm, dt tensor.Dtype, vals []complex128, shape tensor.Shape) (host, placed *G.Node) {
+	t.Helper()
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	b := hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data()
+	switch s := d.Data().(type) {
+	case []float32:
+		copy(s, b.([]float32))
+	case []float64:
+		copy(s, b.([]float64))
+	case []complex64:
+		copy(s, b.([]complex64))
+	case []complex128:
+		copy(s, b.([]complex128))
+	}
+	host = G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"), G.WithValue(d))
+	mc, ok := comm.(MeshComm)
+	if !ok {
+		return host, host
+	}
+	placed, err := ops.Shard(host, mc.Mesh(), sharding.RowBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, placed
+}
+
+func denseValues(t *testing.T, v G.Value) []complex128 {
+	t.Helper()
+	d, err := hostDense(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sharding.NewHostBuffer(denseSlice(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bufferValues(b)
+}
+
+type commCase struct {
+	name string
+	comm Comm
+}
+
+func testComms(t *testing.T, sizes ...int) []commCase {
+	var out []commCase
+	for _, n := range sizes {
+		m, err := sharding.CPUMesh(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewMesh(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, commCase{fmt.Sprintf("mesh%d", n), c})
+		if n == 1 {
+			out = append(out, commCase{"process1", processView{c}})
+		}
+	}
+	return out
+}
+
+// TestGraphOpsForward runs every op through a TapeMachine on CPU meshes of
+// 1…5 devices (and a one-rank process communicator), every dtype, vectors
+// and matrices of odd sizes, against the reference.
+func TestGraphOpsForward(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 2, 3, 4, 5) {
+		size := cc.comm.Size()
+		for _, oc := range opCases(rng, size) {
+			for _, dt := range sharding.Dtypes {
+				if (oc.name == "AllReduce(max)" || oc.name == "ReduceScatter(min)") && (dt == tensor.Complex64 || dt == tensor.Complex128) {
+					continue
+				}
+				for _, cols := range []int{0, 1, 3} { // 0: a vector
+					rows := size * (1 + rng.IntN(2)) // per rank, divisible by size
+					block := tensor.Shape{rows}
+					if cols > 0 {
+						block = tensor.Shape{rows, cols}
+					}
+					name := fmt.Sprintf("%s/%s/%v/%v", cc.name, oc.name, dt, block)
+					checkForward(t, rng, cc.comm, oc, dt, block, name)
+				}
+			}
+		}
+	}
+}
+
+func stackedShape(comm Comm, block tensor.Shape) tensor.Shape {
+	s := block.Clone()
+	if _, ok := comm.(MeshComm); ok {
+		s[0] *= comm.Size()
+	}
+	return s
+}
+
+func checkForward(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.Dtype, block tensor.Shape, name string) {
+	t.Helper()
+	size := comm.Size()
+	blocks := make([][]complex128, size)
+	var all []complex128
+	for r := range blocks {
+		blocks[r] = randomValues(rng, dt, block.TotalSize())
+		all = append(all, blocks[r]...)
+	}
+	g := G.NewGraph()
+	host, x := meshInput(t, g, comm, dt, all, stackedShape(comm, block))
+	y, err := oc.build(x, comm)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	yh, err := ops.Gather(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	for run := range 2 { // the second run reuses the output buffers
+		if err := m.RunAll(); err != nil {
+			t.Fatalf("%s: run %d: %v", name, run, err)
+		}
+		got := denseValues(t, yh.Value())
+		var want []complex128
+		for _, b := range expectedBlocks(oc, size, blocks) {
+			want = append(want, b...)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values, want %d (shape %v)", name, len(got), len(want), yh.Shape())
+		}
+		tol := tolerance(dt)
+		for i := range want {
+			if cmplx.Abs(got[i]-want[i]) > tol*(1+cmplx.Abs(want[i])) {
+				t.Fatalf("%s: run %d: element %d = %v, want %v", name, run, i, got[i], want[i])
+			}
+		}
+		if in := denseValues(t, host.Value()); cmplx.Abs(in[0]-all[0]) > tol || cmplx.Abs(in[len(in)-1]-all[len(all)-1]) > tol {
+			t.Fatalf("%s: the input changed", name)
+		}
+		m.Reset()
+	}
+}
+
+// gradCheck builds cost = Σ W∘Gather(op(x)) for a random W and compares
+// the gradient of x from Grad + TapeMachine or from the LispMachine with
+// central finite differences of the cost.
+func gradCheck(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.Dtype, block tensor.Shape, lisp bool, name string) {
+	t.Helper()
+	size := comm.Size()
+	shape := stackedShape(comm, block)
+	xv := randomValues(rng, dt, shape.TotalSize())
+	var wv []complex128
+	build := func(vals []complex128) (*G.ExprGraph, *G.Node, *G.Node) {
+		g := G.NewGraph()
+		host, x := meshInput(t, g, comm, dt, vals, shape)
+		y, err := oc.build(x, comm)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// y feeds two consumers on purpose: Gorgonia sums their gradients.
+		y2, err := AllReduceNode(y, comm, Sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yh, err := ops.Gather(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y2h, err := ops.Gather(y2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wv == nil {
+			wv = randomValues(rng, dt, 2*yh.Shape().TotalSize())
+		}
+		w1 := G.NewTensor(g, dt, yh.Dims(), G.WithShape(yh.Shape()...), G.WithName("w1"), G.WithValue(denseOf(t, dt, yh.Shape(), wv[:yh.Shape().TotalSize()])))
+		w2 := G.NewTensor(g, dt, yh.Dims(), G.WithShape(yh.Shape()...), G.WithName("w2"), G.WithValue(denseOf(t, dt, yh.Shape(), wv[yh.Shape().TotalSize():])))
+		cost := G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(yh, w1)))), G.Must(G.Sum(G.Must(G.HadamardProd(y2h, w2))))))
+		return g, host, cost
+	}
+	costOf := func(vals []complex128) float64 {
+		g, _, cost := build(vals)
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		if err := m.RunAll(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return real(denseScalar(cost.Value()))
+	}
+	g, host, cost := build(xv)
+	var m G.VM
+	if lisp {
+		m = G.NewLispMachine(g)
+	} else {
+		if _, err := G.Grad(cost, host); err != nil {
+			t.Fatalf("%s: Grad: %v", name, err)
+		}
+		m = G.NewTapeMachine(g)
+	}
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	gv, err := host.Grad()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	grad := denseValues(t, gv)
+	h, tol := 1e-6, 1e-7
+	if dt == tensor.Float32 {
+		h, tol = 1e-2, 2e-3
+	}
+	for i := range xv {
+		p, q := append([]complex128(nil), xv...), append([]complex128(nil), xv...)
+		p[i] += complex(h, 0)
+		q[i] -= complex(h, 0)
+		fd := (costOf(p) - costOf(q)) / (2 * h)
+		if math.Abs(real(grad[i])-fd) > tol*(1+math.Abs(fd)) {
+			t.Fatalf("%s: d cost / d x[%d] = %v, finite differences %v", name, i, real(grad[i]), fd)
+		}
+	}
+	_ = size
+}
+
+func denseOf(t *testing.T, dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	switch s := denseSlice(d).(type) {
+	case []float32:
+		copy(s, hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data().([]float32))
+	case []float64:
+		copy(s, hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data().([]float64))
+	}
+	return d
+}
+
+func denseScalar(v G.Value) complex128 {
+	switch x := v.(type) {
+	case *G.F64:
+		return complex(float64(*x), 0)
+	case *G.F32:
+		return complex(float64(*x), 0)
+	case *tensor.Dense:
+		switch s := denseSlice(x).(type) {
+		case []float64:
+			return complex(s[0], 0)
+		case []float32:
+			return complex(float64(s[0]), 0)
+		}
+	}
+	panic(fmt.Sprintf("not a real scalar: %T", v))
+}
+
+// TestGraphOpsGradients checks the gradient of every linear op against
+// finite differences on meshes of 1…4 devices and a one-rank process
+// communicator, float64 tightly and float32 loosely, TapeMachine and
+// LispMachine.
+func TestGraphOpsGradients(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 2, 3, 4) {
+		size := cc.comm.Size()
+		for _, oc := range opCases(rng, size) {
+			if !oc.linear {
+				continue
+			}
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				for _, lisp := range []bool{false, true} {
+					block := tensor.Shape{size, 1 + rng.IntN(2)}
+					if dt == tensor.Float32 {
+						block = tensor.Shape{size}
+					}
+					name := fmt.Sprintf("%s/%s/%v/%v/lisp=%v", cc.name, oc.name, dt, block, lisp)
+					gradCheck(t, rng, cc.comm, oc, dt, block, lisp, name)
+				}
+			}
+		}
+	}
+}
+
+// TestGraphOpsNonLinearGradient: prod/min/max reductions and Send have no
+// gradient; Grad says so.
+func TestGraphOpsNonLinearGradient(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 3) {
+		for _, oc := range opCases(rng, cc.comm.Size()) {
+			if oc.linear {
+				continue
+			}
+			g := G.NewGraph()
+			shape := stackedShape(cc.comm, tensor.Shape{cc.comm.Size()})
+			host, x := meshInput(t, g, cc.comm, tensor.Float64, randomValues(rng, tensor.Float64, shape.TotalSize()), shape)
+			y, err := oc.build(x, cc.comm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			yh, _ := ops.Gather(y)
+			cost := G.Must(G.Sum(yh))
+			if _, err := G.Grad(cost, host); !errorsIsDeep(err, ErrBadCall) {
+				t.Errorf("%s/%s: Grad err = %v, want ErrBadCall", cc.name, oc.name, err)
+			}
+		}
+	}
+}
+
+// errorsIsDeep digs through Gorgonia's wrappers like mgla.Cause.
+func errorsIsDeep(err, target error) bool {
+	for err != nil {
+		if errors.Is(err, target) {
+			return true
+		}
+		if inner := ops.UnwrapSymDiff(err); inner != nil && inner != err {
+			err = inner
+			continue
+		}
+		switch e := err.(type) {
+		case interface{ Err() error }:
+			err = e.Err()
+		case interface{ Cause() error }:
+			err = e.Cause()
+		default:
+			return false
+		}
+	}
+	return false
+}
