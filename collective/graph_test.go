@@ -49,8 +49,8 @@ func opCases(rng *rand.Rand, size int) []opCase {
 		{"Scan(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ScanNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: Scan, Op: Sum} }},
 		{"Scan(prod)", false, func(x *G.Node, c Comm) (*G.Node, error) { return ScanNode(x, c, Prod) }, func(int) *Call { return &Call{Kind: Scan, Op: Prod} }},
 		{"SendRecv", true, func(x *G.Node, c Comm) (*G.Node, error) {
-			if len(c.LocalRanks()) == 1 {
-				return SendRecvNode(x, c, perm[:1], src[:1], 3)
+			if ranks := c.LocalRanks(); len(ranks) == 1 { // a process communicator
+				return SendRecvNode(x, c, perm[ranks[0]:ranks[0]+1], src[ranks[0]:ranks[0]+1], 3)
 			}
 			return SendRecvNode(x, c, perm, src, 3)
 		}, func(int) *Call { return &Call{Kind: SendRecv, Src: src} }},
