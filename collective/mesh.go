@@ -137,3 +137,32 @@ func checkPairs(call *Call, size int) error {
 	}
 	return nil
 }
+
+// Self returns a process communicator of one rank, this process alone: what
+// a world of processes is for a program run without mpirun, for code written
+// for process communicators (host values, one rank block per process). Every
+// collective copies (reduces over one rank); Send and Recv return
+// ErrBadCall (there is no peer).
+func Self() Comm {
+	m, _ := sharding.CPUMesh(1) // cannot fail for one device
+	return selfComm{mesh: &hostMesh{mesh: m, closed: new(atomic.Bool)}}
+}
+
+// selfComm is a one-device host mesh without its Mesh method, so that the
+// graph ops take host values.
+type selfComm struct{ mesh *hostMesh }
+
+func (c selfComm) Size() int           { return 1 }
+func (c selfComm) LocalRanks() []int   { return []int{0} }
+func (c selfComm) Do(call *Call) error { return c.mesh.Do(call) }
+func (c selfComm) Close() error        { return c.mesh.Close() }
+func (c selfComm) String() string      { return "self communicator" }
+func (c selfComm) Split(color, key func(rank int) int) ([]Comm, error) {
+	if _, err := c.mesh.Split(color, key); err != nil {
+		return nil, err
+	}
+	if color(0) < 0 {
+		return nil, nil
+	}
+	return []Comm{Self()}, nil
+}

@@ -345,3 +345,19 @@ func TestNewMeshErrors(t *testing.T) {
 		t.Errorf("nil mesh: %v", err)
 	}
 }
+
+// TestSelf: the one-rank process communicator is not a mesh and runs
+// every collective of one rank.
+func TestSelf(t *testing.T) {
+	rng := newRand(t)
+	c := Self()
+	if _, ok := c.(MeshComm); ok || c.Size() != 1 || len(c.LocalRanks()) != 1 {
+		t.Fatalf("Self: %T size %d local %v", c, c.Size(), c.LocalRanks())
+	}
+	for _, k := range []Kind{AllReduce, AllGather, ReduceScatter, AllToAll, Bcast, Reduce, Gather, Scatter, Scan} {
+		checkCall(t, rng, c, &Call{Kind: k, Dtype: tensor.Complex64, Count: 5}, k.String())
+	}
+	if err := c.Do(&Call{Kind: Send, Dtype: tensor.Float64, Count: 1, Dest: []int{0}}); !errors.Is(err, ErrBadCall) {
+		t.Fatalf("Send on Self: %v", err)
+	}
+}
