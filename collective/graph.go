@@ -462,7 +462,7 @@ func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (g
 // flatBuffers returns n host buffers of length elems (prev when it fits).
 func flatBuffers(prev []sharding.Buffer, dt tensor.Dtype, n, elems int) ([]sharding.Buffer, error) {
 	if len(prev) == n && prev[0].Len() == elems {
-		if hb, ok := prev[0].(*sharding.HostBuffer); ok && dtypeOf(hb) == dt {
+		if hb, ok := prev[0].(*sharding.HostBuffer); ok && reflect.TypeOf(hb.Data()).Elem() == dt.Type {
 			return prev, nil
 		}
 	}
@@ -475,18 +475,6 @@ func flatBuffers(prev []sharding.Buffer, dt tensor.Dtype, n, elems int) ([]shard
 		out[i] = b
 	}
 	return out, nil
-}
-
-func dtypeOf(b *sharding.HostBuffer) tensor.Dtype {
-	switch b.Data().(type) {
-	case []float32:
-		return tensor.Float32
-	case []float64:
-		return tensor.Float64
-	case []complex64:
-		return tensor.Complex64
-	}
-	return tensor.Complex128
 }
 
 // restack moves size blocks of q×cols between a column-major (size·q)×cols
