@@ -96,8 +96,12 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 	}
 	op := &collOp{spec: s, comm: comm, name: o.name, recvShape: recvShape, recvDtype: recvDtype}
 	if mc, ok := comm.(MeshComm); ok {
-		op.mesh = mc.Mesh()
-	} else if n := len(comm.LocalRanks()); n != 1 {
+		op.mesh = mc.Mesh() // nil for a process communicator of a GPU engine
+	}
+	if op.mesh != nil && (op.mesh.Size() != comm.Size() || len(comm.LocalRanks()) != comm.Size()) {
+		return nil, bad("a mesh communicator of %d ranks on %v drives %d of them", comm.Size(), op.mesh, len(comm.LocalRanks()))
+	}
+	if n := len(comm.LocalRanks()); op.mesh == nil && n != 1 {
 		return nil, bad("a %T drives %d ranks but has no mesh", comm, n)
 	}
 	size, local := comm.Size(), len(comm.LocalRanks())
