@@ -248,7 +248,8 @@ func (o *collOp) OverwritesInput() int { return -1 }
 func (o *collOp) String() string       { return o.name }
 
 func (o *collOp) Type() hm.Type {
-	a, b := hm.TypeVariable('a'), hm.TypeVariable('b')
+	// Not 'b': Gorgonia's inference names the result so.
+	a, b := hm.TypeVariable('p'), hm.TypeVariable('q')
 	if o.kind == Recv {
 		return hm.NewFnType(b, gorgonia.TensorType{Dims: len(o.recvShape), Of: o.recvDtype})
 	}

@@ -397,3 +397,54 @@ func errorsIsDeep(err, target error) bool {
 	}
 	return false
 }
+
+// TestGraphOpsBuildErrors: what does not fit the communicator fails when
+// the node is built, with ErrBadCall (or ErrMeshMismatch).
+func TestGraphOpsBuildErrors(t *testing.T) {
+	m3, _ := sharding.CPUMesh(3)
+	m2, _ := sharding.CPUMesh(2)
+	mesh, _ := NewMesh(m3)
+	self := Self()
+	g := G.NewGraph()
+	vec := func(n int, dt tensor.Dtype) *G.Node { return G.NewVector(g, dt, G.WithShape(n)) }
+	mat := func(r, c int) *G.Node { return G.NewMatrix(g, tensor.Float64, G.WithShape(r, c)) }
+	other, err := ops.Shard(vec(6, tensor.Float64), m2, sharding.RowBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		build func() (*G.Node, error)
+		want  error
+	}{
+		{"first axis not in rank blocks", func() (*G.Node, error) { return AllReduceNode(vec(7, tensor.Float64), mesh, Sum) }, ErrBadCall},
+		{"reduce-scatter of 2 rows on 3 ranks", func() (*G.Node, error) { return ReduceScatterNode(mat(6, 2), mesh, Sum) }, ErrBadCall},
+		{"scatter on self of any rows", func() (*G.Node, error) { return ScatterNode(mat(5, 2), self, 0) }, nil},
+		{"all-to-all of 1 row per rank", func() (*G.Node, error) { return AllToAllNode(vec(3, tensor.Float64), mesh) }, ErrBadCall},
+		{"3-D on a mesh", func() (*G.Node, error) {
+			return AllGatherNode(G.NewTensor(g, tensor.Float64, 3, G.WithShape(3, 2, 2)), mesh)
+		}, ErrBadCall},
+		{"3-D on self", func() (*G.Node, error) {
+			return AllGatherNode(G.NewTensor(g, tensor.Float64, 3, G.WithShape(3, 2, 2)), self)
+		}, nil},
+		{"root out of range", func() (*G.Node, error) { return BcastNode(vec(3, tensor.Float64), mesh, 3) }, ErrBadCall},
+		{"negative root", func() (*G.Node, error) { return ReduceNode(vec(3, tensor.Float64), mesh, Sum, -1) }, ErrBadCall},
+		{"max of complex", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Complex128), mesh, Max) }, ErrBadCall},
+		{"unknown reduction", func() (*G.Node, error) { return ScanNode(vec(3, tensor.Float64), mesh, ReduceOp(9)) }, ErrBadCall},
+		{"integers", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Int), mesh, Sum) }, ErrBadCall},
+		{"send on a mesh", func() (*G.Node, error) { return SendNode(vec(3, tensor.Float64), mesh, 1, 0) }, ErrBadCall},
+		{"recv on a mesh", func() (*G.Node, error) { return RecvNode(g, mesh, tensor.Shape{3}, tensor.Float64, 1, 0) }, ErrBadCall},
+		{"peers per local rank", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 0}, []int{1, 0}, 0) }, ErrBadCall},
+		{"peer out of range", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 2, 3}, []int{2, 0, 1}, 0) }, ErrBadCall},
+		{"negative tag", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), self, []int{0}, []int{0}, -1) }, ErrBadCall},
+		{"value on another mesh", func() (*G.Node, error) { return AllReduceNode(other, mesh, Sum) }, sharding.ErrMeshMismatch},
+		{"sharded value on a process communicator", func() (*G.Node, error) { return AllReduceNode(other, self, Sum) }, sharding.ErrMeshMismatch},
+		{"nil communicator", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Float64), nil, Sum) }, ErrBadCall},
+		{"recv into a nil graph", func() (*G.Node, error) { return RecvNode(nil, self, tensor.Shape{3}, tensor.Float64, 0, 0) }, ErrBadCall},
+	} {
+		_, err := tc.build()
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
