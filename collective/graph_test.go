@@ -434,8 +434,12 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		{"integers", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Int), mesh, Sum) }, ErrBadCall},
 		{"send on a mesh", func() (*G.Node, error) { return SendNode(vec(3, tensor.Float64), mesh, 1, 0) }, ErrBadCall},
 		{"recv on a mesh", func() (*G.Node, error) { return RecvNode(g, mesh, tensor.Shape{3}, tensor.Float64, 1, 0) }, ErrBadCall},
-		{"peers per local rank", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 0}, []int{1, 0}, 0) }, ErrBadCall},
-		{"peer out of range", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 2, 3}, []int{2, 0, 1}, 0) }, ErrBadCall},
+		{"peers per local rank", func() (*G.Node, error) {
+			return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 0}, []int{1, 0}, 0)
+		}, ErrBadCall},
+		{"peer out of range", func() (*G.Node, error) {
+			return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 2, 3}, []int{2, 0, 1}, 0)
+		}, ErrBadCall},
 		{"negative tag", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), self, []int{0}, []int{0}, -1) }, ErrBadCall},
 		{"value on another mesh", func() (*G.Node, error) { return AllReduceNode(other, mesh, Sum) }, sharding.ErrMeshMismatch},
 		{"sharded value on a process communicator", func() (*G.Node, error) { return AllReduceNode(other, self, Sum) }, sharding.ErrMeshMismatch},
