@@ -23,6 +23,12 @@
 // the memory of a value once nothing reads it, so copy results out with
 // gorgonia.Read (as the Example does) rather than reading node.Value() after
 // RunAll.
+//
+// The package owns the user-facing builders, their options (WithMesh,
+// WithTile, WithDispatch, EigenvaluesOnly) and the errors a user tests
+// (ErrBadInput, ErrNotPositiveDefinite, …, Cause). It may import ops,
+// sharding, cyclic and the kernels packages; within the module only the
+// examples and the commands import it.
 package mgla
 
 import (

@@ -22,4 +22,8 @@
 // list of Moves (rectangles copied from one device's shard to another's);
 // ExecuteHost runs it on host memory, one copy per contiguous piece, and the
 // GPU backend runs the same Moves as peer copies.
+//
+// The package owns the layouts (Layout and its kinds) and the plans between
+// them (Plan, Move, Piece). It imports only the standard library; every
+// other package of mgla that moves matrices builds on it.
 package cyclic

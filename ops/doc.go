@@ -25,4 +25,10 @@
 // run sharded; only the N×N results are gathered. A sharded node with one
 // consumer keeps its gradient on the mesh. The LispMachine accumulates dual
 // values in place and never needs this.
+//
+// The package owns the sharded-level ops, their gradients, the choice
+// between cuSolverMg over a mesh and single-GPU cuSOLVER (dispatch.go) and
+// the checks of the ops' inputs. It may import sharding, cyclic and the
+// kernels packages (the kernel API; with mglacuda, the cuSolverMg and
+// cuSOLVER shim); never the root package mgla, which builds on it.
 package ops

@@ -3,9 +3,13 @@
 # on a GPU machine that has the NVIDIA driver and the CUDA runtime libraries
 # but no Go toolchain. Full logs go to $OUT (or ./gpu-logs); a pass/fail
 # summary with timings is printed last. STEP_TIMEOUT (seconds, default 600)
-# bounds each step; PARALLEL=1 runs the steps of one call at the same time.
+# bounds each step; PARALLEL=1 runs the steps of one call at the same time,
+# except graph-flat, which reads the devices' free memory (cudaMemGetInfo
+# counts every process on a GPU) and so runs after the others, alone.
 #
-#   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named)
+#   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
+#                               shim sharding graph-gpu shared-mesh shared-auto
+#                               shared-1gpu shared-2gpu graph-flat)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
@@ -42,14 +46,21 @@ tests)
 	# run-gpu.sh tests [STEP...]: all steps, or only those named.
 	shift
 	only=("$@")
+	flat='^TestGPUManyPotrsFlat$'
 	nvidia-smi -L >"$LOG/gpus.log" 2>&1
 	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
 	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1
-	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU'
+	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU' -test.skip "$flat"
 	wanted shared-mesh && step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU
 	wanted shared-1gpu && step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-2gpu && step shared-2gpu env CUDA_VISIBLE_DEVICES=0,1 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
+	# The whole stack's leak check (sharding's shards, the shim, cuSOLVER's
+	# own allocations) can only read free device memory: no other step may
+	# run beside it. (The shim's own flat-memory tests count its allocations
+	# and run in parallel.)
+	wait
+	wanted graph-flat && run_step graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
 	;;
 bench)
 	shift

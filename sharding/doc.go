@@ -2,7 +2,7 @@
 //
 // A Mesh is an ordered list of devices of one kind: virtual CPU devices
 // (CPUMesh, the embedded default, always available) or NVIDIA GPUs (GPUMesh,
-// built with the cuda tag). A *Tensor is a sharded value: one column-major
+// built with the mglacuda tag). A *Tensor is a sharded value: one column-major
 // shard per device of its mesh, a global shape (a matrix, or a vector held as
 // an n×1 matrix), a dtype (float32, float64, complex64 or complex128) and a
 // Layout (see package cyclic): replicated, row blocks, column blocks or the
@@ -19,4 +19,14 @@
 // deliberately not a tensor.Tensor: Gorgonia's generic tensor code would read
 // its memory as one host slab. Package ops explains what that means for
 // gradient summation.
+//
+// The package owns the meshes and devices, the sharded Tensor and its
+// buffers (Buffer, HostBuffer, DeviceBuffer), the host ↔ device transfers
+// (Put, Load, Gather, RegisterHost), and the backends that run a plan and
+// the few element-wise kernels (triangle zeroing, mirroring, NaN and
+// zero-pivot checks, axpy) on shards: host copies on CPU meshes; with
+// mglacuda, the CUDA driver (gorgonia.org/cu), mgla's PTX kernels and the
+// runtime helpers of the cuSolverMg shim. It may import cyclic and the
+// kernels packages (the kernel API's errors; with mglacuda, the CUDA shim and
+// the PTX); never ops, collective or the root package, which build on it.
 package sharding

@@ -5,10 +5,10 @@ package sharding
 import "fmt"
 
 // GPUMesh returns a mesh over the given GPU ordinals (every visible GPU when
-// none are given). This binary was built without the cuda tag, so it always
+// none are given). This binary was built without the mglacuda tag, so it always
 // fails with ErrNoGPU.
 func GPUMesh(ids ...int) (*Mesh, error) {
-	return nil, fmt.Errorf("%w: this binary was built without the cuda build tag", ErrNoGPU)
+	return nil, fmt.Errorf("%w: this binary was built without the mglacuda build tag (go build -tags mglacuda)", ErrNoGPU)
 }
 
 // RegisterHost page-locks host memory for fast GPU copies in a mglacuda

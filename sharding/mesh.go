@@ -16,7 +16,7 @@ type DeviceKind int
 const (
 	// CPU is a virtual device in host memory.
 	CPU DeviceKind = iota
-	// GPU is an NVIDIA GPU (cuda build tag).
+	// GPU is an NVIDIA GPU (mglacuda build tag).
 	GPU
 )
 

@@ -1,5 +1,5 @@
 // Command benchreport turns the CSV results of cmd/mgbench into SVG plots
-// and Markdown tables for BENCHMARKS.md.
+// and the Markdown tables of docs/bench/tables.md (BENCHMARKS.md links them).
 //
 // Usage:
 //
@@ -33,6 +33,9 @@
 //   - On standard output, or in the -md file, a Markdown table per
 //     (op, nrhs, dtype), then a crossover table comparing single-GPU cuSOLVER
 //     (path dn) with cuSolverMg (path mg) on several GPUs.
+//
+// It imports cmd/internal/benchcsv (the input format) and gonum/plot, none
+// of mgla's solver code, so it runs anywhere Go does.
 package main
 
 import (
@@ -50,6 +53,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mgla/mgla/cmd/internal/benchcsv"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -111,9 +115,9 @@ func run(files []string, outDir, mdFile string, drops ...rowFilter) error {
 // Input
 
 // header is the exact first line of every input file.
-const header = "op,dtype,n,nrhs,ndev,tile,path,seconds,flops,tflops,bytes,gbps"
+const header = benchcsv.Header
 
-var columns = strings.Split(header, ",")
+var columns = benchcsv.Columns
 
 // key identifies a measurement; a later row with the same key wins.
 type key struct {
@@ -273,10 +277,10 @@ func parseRecord(rec []string) (result, error) {
 	}
 
 	if math.IsNaN(r.TFlops) && positive(r.Flops) && r.ok() {
-		r.TFlops = r.Flops / r.Seconds / 1e12
+		r.TFlops = benchcsv.Rate(r.Flops, r.Seconds, 1e12)
 	}
 	if math.IsNaN(r.GBps) && positive(r.Bytes) && r.ok() {
-		r.GBps = r.Bytes / r.Seconds / 1e9
+		r.GBps = benchcsv.Rate(r.Bytes, r.Seconds, 1e9)
 	}
 	return r, nil
 }

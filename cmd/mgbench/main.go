@@ -14,19 +14,21 @@
 //	mgbench -n 4096,8192,16384 -gpus 1,2,4 -dtype float64 -tile 1024 -csv out.csv
 //
 // The capacity mode (capacity.go) finds, for each op and GPU count, the
-// largest N that fits, runs (or allocates) it and shows that 4% more does
-// not fit:
+// largest N that fits, runs Potrs there (allocates what Potri and Syevd
+// hold) and shows that 4% more does not fit:
 //
 //	mgbench -capacity potrs,potri,syevd -gpus 1,2,4 -csv out.csv
+//
+// It imports mgla, ops and sharding (what it measures), kernels/cusolver
+// (the raw cuSolverMg and cuSOLVER calls it measures against, and device
+// memory) and cmd/internal/benchcsv (its output format).
 package main
 
 import (
-	"encoding/csv"
 	"flag"
 	"fmt"
 	"log"
 	"math"
-	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -36,6 +38,7 @@ import (
 	"unsafe"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/cmd/internal/benchcsv"
 	"github.com/mgla/mgla/kernels/cusolver"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
@@ -81,46 +84,25 @@ func words(s string) map[string]bool {
 }
 
 // row is one CSV line.
-type row struct {
-	op, dtype, path        string
-	n, nrhs, ndev, tile    int
-	seconds, flops, nbytes float64
-}
+// row is one measurement (the CSV format of cmd/internal/benchcsv).
+type row = benchcsv.Row
 
-type writer struct {
-	mu sync.Mutex
-	f  *os.File
-	w  *csv.Writer
-}
+// writer appends the rows to the CSV file and prints each.
+type writer struct{ *benchcsv.Writer }
 
 func newWriter(path string) *writer {
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	w, err := benchcsv.Append(path)
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := &writer{f: f, w: csv.NewWriter(f)}
-	if statErr != nil {
-		w.w.Write(strings.Split("op,dtype,n,nrhs,ndev,tile,path,seconds,flops,tflops,bytes,gbps", ","))
-		w.w.Flush()
-	}
-	return w
+	return &writer{w}
 }
 
 func (w *writer) put(r row) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	tf, gb := 0.0, 0.0
-	if r.flops > 0 {
-		tf = r.flops / r.seconds / 1e12
+	if err := w.Write(r); err != nil {
+		log.Fatal(err)
 	}
-	if r.nbytes > 0 {
-		gb = r.nbytes / r.seconds / 1e9
-	}
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-	w.w.Write([]string{r.op, r.dtype, fmt.Sprint(r.n), fmt.Sprint(r.nrhs), fmt.Sprint(r.ndev), fmt.Sprint(r.tile),
-		r.path, g(r.seconds), g(r.flops), g(tf), g(r.nbytes), g(gb)})
-	w.w.Flush()
+	tf, gb := r.Rates()
 	extra := ""
 	if tf > 0 {
 		extra = fmt.Sprintf("%8.2f TFLOP/s", tf)
@@ -129,7 +111,7 @@ func (w *writer) put(r row) {
 		extra = fmt.Sprintf("%8.1f GB/s", gb)
 	}
 	fmt.Printf("%-14s %-7s N=%-6d K=%-3d gpus=%d T=%-4d %-8s %10.4f s %s\n",
-		r.op, r.dtype, r.n, r.nrhs, r.ndev, r.tile, r.path, r.seconds, extra)
+		r.Op, r.Dtype, r.N, r.NRHS, r.NDev, r.Tile, r.Path, r.Seconds, extra)
 }
 
 // timeIt returns the median of reps timed runs of fn after one warm-up run;
@@ -158,20 +140,16 @@ func timeIt(prep, fn func() error) (float64, error) {
 // (diagonally dominant, with junk in nothing: both triangles are filled),
 // generated in parallel from a hash so that every N is fast to make.
 func spd(dt tensor.Dtype, n int) *tensor.Dense {
-	if dt != tensor.Float32 {
-		return spdInto(make([]float64, n*n), n)
+	if dt == tensor.Float32 {
+		d := make([]float32, n*n)
+		parallelRows(n, func(i int) {
+			for j := range n {
+				d[i*n+j] = float32(spdAt(n, i, j))
+			}
+		})
+		return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(d))
 	}
-	d := make([]float32, n*n)
-	parallelRows(n, func(i int) {
-		for j := range n {
-			d[i*n+j] = float32(spdAt(n, i, j))
-		}
-	})
-	return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(d))
-}
-
-// spdInto writes spd's float64 matrix of order n into d (n² elements).
-func spdInto(d []float64, n int) *tensor.Dense {
+	d := make([]float64, n*n)
 	parallelRows(n, func(i int) {
 		for j := range n {
 			d[i*n+j] = spdAt(n, i, j)
@@ -246,7 +224,7 @@ func must[T any](v T, err error) T {
 func main() {
 	flag.Parse()
 	out := newWriter(*csvPath)
-	defer out.f.Close()
+	defer out.Close()
 	if *capacityJob != "" {
 		capacityJobMain(out)
 		return
@@ -304,7 +282,7 @@ func (b *bench) put(op, path string, nrhs, tile int, secs, flops, nbytes float64
 	if path == "dn" {
 		ndev = 1
 	}
-	b.out.put(row{op: op, dtype: b.dtName, path: path, n: b.n, nrhs: nrhs, ndev: ndev, tile: tile, seconds: secs, flops: flops, nbytes: nbytes})
+	b.out.put(row{Op: op, Dtype: b.dtName, Path: path, N: b.n, NRHS: nrhs, NDev: ndev, Tile: tile, Seconds: secs, Flops: flops, Bytes: nbytes})
 }
 
 func (b *bench) fail(op, path string, err error) {

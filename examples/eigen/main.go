@@ -8,6 +8,9 @@
 //
 //	go run ./examples/eigen
 //	go run ./examples/eigen -cliques 12 -size 40 -mesh cpu:3 -tile 50
+//
+// Its graphs are built in examples/builders; it may import that, mgla and
+// sharding (the meshes) only.
 package main
 
 import (

@@ -14,6 +14,9 @@
 //	go run ./examples/gp                           # the embedded default: one CPU device
 //	go run ./examples/gp -mesh cpu:4 -tile 64      # four virtual CPU devices
 //	go run -tags mglacuda ./examples/gp -mesh gpu  # every GPU
+//
+// Its graphs are built in examples/builders; it may import that, mgla and
+// sharding (the meshes) only.
 package main
 
 import (

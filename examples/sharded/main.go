@@ -8,6 +8,9 @@
 //	go run ./examples/sharded -n 1000 -tile 96 -mesh cpu:3
 //	go run -tags mglacuda ./examples/sharded -mesh gpu:0,1 -n 16384 -tile 1024
 //	go run ./examples/sharded -n 10 -tile 3 -mesh cpu:3 -svg docs/tilemap.svg
+//
+// Its graphs are built in examples/builders; it may import that, mgla and
+// sharding (the meshes) only.
 package main
 
 import (

@@ -86,12 +86,12 @@ func NewDn(device int) (*Dn, error) {
 		return nil, err
 	}
 	d.params = p
-	var q C.uintptr_t
-	if err := cudaErr("cudaMalloc", C.mgla_cudaMalloc(&q, minAllocBytes)); err != nil {
+	q, err := deviceMalloc(device, minAllocBytes)
+	if err != nil {
 		d.release()
 		return nil, err
 	}
-	d.dinfo = uintptr(q)
+	d.dinfo = q
 	return d, nil
 }
 
@@ -124,7 +124,7 @@ func (d *Dn) release() error {
 	}
 	for _, p := range []*uintptr{&d.dwork, &d.dinfo} {
 		if *p != 0 {
-			errs = append(errs, cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(*p))))
+			errs = append(errs, deviceFree(*p))
 			*p = 0
 		}
 	}
@@ -157,16 +157,16 @@ func (d *Dn) ensure(dev, host int64) error {
 	}
 	if dev > d.dworkBytes {
 		if d.dwork != 0 {
-			if err := cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(d.dwork))); err != nil {
+			if err := deviceFree(d.dwork); err != nil {
 				return err
 			}
 			d.dwork, d.dworkBytes = 0, 0
 		}
-		var q C.uintptr_t
-		if err := cudaErr("cudaMalloc", C.mgla_cudaMalloc(&q, C.size_t(dev))); err != nil {
+		q, err := deviceMalloc(d.device, int(dev))
+		if err != nil {
 			return fmt.Errorf("%w (device %d, %d bytes)", err, d.device, dev)
 		}
-		d.dwork, d.dworkBytes = uintptr(q), dev
+		d.dwork, d.dworkBytes = q, dev
 	}
 	if host > d.hworkBytes {
 		if d.hwork != nil {

@@ -112,7 +112,8 @@ func checkDn(t *testing.T, dn *Dn, p prec, n, lda, ldb int) {
 	t.Logf("potrf %v, syevd(vectors) %v", tPotrf, tSyevd)
 }
 
-// TestDnMemoryFlat: 200 Potrf+Potrs on one Dn keep free memory flat.
+// TestDnMemoryFlat: 200 Potrf+Potrs on one Dn allocate nothing more: the
+// device memory that the package holds (heldBytes) stays the same.
 func TestDnMemoryFlat(t *testing.T) {
 	gpus(t)
 	dn, err := NewDn(0)
@@ -142,13 +143,13 @@ func TestDnMemoryFlat(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		iter()
 	}
-	free0 := freeMem(t, []int{0})
+	held0 := heldOn([]int{0})
 	for i := 0; i < 200; i++ {
 		iter()
 	}
-	free1 := freeMem(t, []int{0})
+	held1 := heldOn([]int{0})
 	checkRatio(t, "potrs after 200 rounds", solveRatio(a, db.get(t), b, p.eps))
-	checkFlat(t, []int{0}, free0, free1)
+	checkHeldFlat(t, []int{0}, held0, held1)
 }
 
 // TestRuntimeHelpers exercises the cudart helpers on every device.
@@ -160,9 +161,13 @@ func TestRuntimeHelpers(t *testing.T) {
 			t.Fatalf("MemGetInfo(%d) = %d, %d, %v", d, f, tot, err)
 		}
 		const nb = 1 << 20
+		held0 := heldBytes(d)
 		p, err := Malloc(d, nb)
 		if err != nil {
 			t.Fatalf("Malloc(%d): %v", d, err)
+		}
+		if got := heldBytes(d) - held0; got != nb {
+			t.Errorf("device %d: Malloc(%d) counted as %d bytes held", d, nb, got)
 		}
 		src := make([]byte, nb)
 		for i := range src {
@@ -188,6 +193,9 @@ func TestRuntimeHelpers(t *testing.T) {
 		}
 		if err := Free(d, p); err != nil {
 			t.Fatalf("Free: %v", err)
+		}
+		if got := heldBytes(d); got != held0 {
+			t.Errorf("device %d: %d bytes held after Free, want %d", d, got, held0)
 		}
 		t.Logf("device %d: %d of %d bytes free", d, f, tot)
 	}

@@ -197,11 +197,11 @@ func (m *Mg) mallocOn(device, bytes int, p *uintptr) error {
 	if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(device))); err != nil {
 		return err
 	}
-	var q C.uintptr_t
-	if err := cudaErr("cudaMalloc", C.mgla_cudaMalloc(&q, C.size_t(bytes))); err != nil {
+	q, err := deviceMalloc(device, bytes)
+	if err != nil {
 		return fmt.Errorf("%w (device %d, %d bytes)", err, device, bytes)
 	}
-	*p = uintptr(q)
+	*p = q
 	return nil
 }
 
@@ -212,7 +212,7 @@ func (m *Mg) freeOn(device int, p *uintptr) error {
 	if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(device))); err != nil {
 		return err
 	}
-	err := cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(*p)))
+	err := deviceFree(*p)
 	*p = 0
 	return err
 }

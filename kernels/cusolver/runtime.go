@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -65,14 +66,15 @@ func Malloc(device int, bytes int) (uintptr, error) {
 	if bytes < 0 {
 		return 0, fmt.Errorf("cusolver: Malloc: negative size %d", bytes)
 	}
-	var p C.uintptr_t
-	err := onDevice(device, func() error {
-		return cudaErr("cudaMalloc", C.mgla_cudaMalloc(&p, C.size_t(bytes)))
+	var p uintptr
+	err := onDevice(device, func() (err error) {
+		p, err = deviceMalloc(device, bytes)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("%w (device %d, %d bytes)", err, device, bytes)
 	}
-	return uintptr(p), nil
+	return p, nil
 }
 
 // Free releases device memory obtained from Malloc on device. Free(d, 0) is a
@@ -81,9 +83,63 @@ func Free(device int, p uintptr) error {
 	if p == 0 {
 		return nil
 	}
-	return onDevice(device, func() error {
-		return cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(p)))
-	})
+	return onDevice(device, func() error { return deviceFree(p) })
+}
+
+// held is the device memory that this package holds: every cudaMalloc it
+// makes goes through deviceMalloc and every cudaFree through deviceFree.
+// cudaMemGetInfo reports a device's free memory over all the processes that
+// use it, so the tests that check that repeated calls allocate nothing more
+// read this count of the process's own allocations instead (heldBytes).
+var held = struct {
+	sync.Mutex
+	allocs map[uintptr]heldAlloc
+}{allocs: map[uintptr]heldAlloc{}}
+
+type heldAlloc struct {
+	device int
+	bytes  int
+}
+
+// deviceMalloc allocates bytes on the current device, which the caller has
+// made device on a locked OS thread, and counts them as held.
+func deviceMalloc(device, bytes int) (uintptr, error) {
+	var q C.uintptr_t
+	if err := cudaErr("cudaMalloc", C.mgla_cudaMalloc(&q, C.size_t(bytes))); err != nil {
+		return 0, err
+	}
+	if q != 0 {
+		held.Lock()
+		held.allocs[uintptr(q)] = heldAlloc{device, bytes}
+		held.Unlock()
+	}
+	return uintptr(q), nil
+}
+
+// deviceFree frees p (from deviceMalloc) on its device, which the caller has
+// made current; memory that cudaFree fails to free stays counted as held.
+func deviceFree(p uintptr) error {
+	if err := cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(p))); err != nil {
+		return err
+	}
+	held.Lock()
+	delete(held.allocs, p)
+	held.Unlock()
+	return nil
+}
+
+// heldBytes returns the bytes of device memory on device that this package
+// has allocated and not freed (Malloc, and the handles' workspaces).
+func heldBytes(device int) int {
+	held.Lock()
+	defer held.Unlock()
+	n := 0
+	for _, a := range held.allocs {
+		if a.device == device {
+			n += a.bytes
+		}
+	}
+	return n
 }
 
 // MemcpyHtoD copies bytes from host memory src to device memory dst on
