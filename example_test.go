@@ -85,8 +85,13 @@ func Example() {
 // first ```go block of README.md must be a gofmt-formatted package main whose
 // func main has exactly Example's body, and it must compile (go vet), so its
 // imports are complete and used.
-func TestReadmeUsage(t *testing.T) {
-	src, err := os.ReadFile("example_test.go")
+func TestReadmeUsage(t *testing.T) { checkReadmeProgram(t, "", "example_test.go", "Example") }
+
+// checkReadmeProgram checks the first ```go block of README.md after the
+// text after ("": the first of the file) against the body of the function
+// fn of the Go file exampleFile, and compiles it.
+func checkReadmeProgram(t *testing.T, after, exampleFile, fn string) {
+	src, err := os.ReadFile(exampleFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skip("not run from the source tree (a test binary copied elsewhere)")
 	}
@@ -94,6 +99,9 @@ func TestReadmeUsage(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	const open, end = "```go\n", "\n```\n"
+	k := bytes.Index(readme, []byte(after))
+	require.GreaterOrEqual(t, k, 0, "README.md has no %q", after)
+	readme = readme[k:]
 	i := bytes.Index(readme, []byte(open))
 	require.GreaterOrEqual(t, i, 0, "README.md has no ```go block")
 	rest := readme[i+len(open):]
@@ -120,8 +128,8 @@ func TestReadmeUsage(t *testing.T) {
 		t.Fatalf("%s: no func %s", name, fn)
 		return ""
 	}
-	require.Equal(t, body("example_test.go", src, "Example"), body("README.md", snippet, "main"),
-		"README.md's func main must have the body of example_test.go's Example")
+	require.Equal(t, body(exampleFile, src, fn), body("README.md", snippet, "main"),
+		"README.md's func main must have the body of %s's %s", exampleFile, fn)
 
 	goCmd, err := exec.LookPath("go")
 	if err != nil {

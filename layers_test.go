@@ -10,17 +10,19 @@ import (
 // layers is what each package of the module may import from the module,
 // as its doc comment says: a name allows that package and the packages
 // under it ("kernels" allows kernels/cusolver); "mgla" is the root package.
-// Packages not listed (the kernels themselves, collective and the engines
-// beside it) state their own rules.
+// Packages not listed (the kernels themselves, the engines under collective)
+// state their own rules.
 var layers = map[string][]string{
 	"cyclic":                {},
 	"sharding":              {"cyclic", "kernels"},
 	"ops":                   {"cyclic", "sharding", "kernels"},
-	".":                     {"cyclic", "sharding", "ops", "kernels"},
+	"collective":            {"cyclic", "sharding", "ops"},
+	".":                     {"collective", "cyclic", "sharding", "ops", "kernels"},
 	"examples/builders":     {"mgla", "cyclic", "sharding", "ops"},
 	"examples/gp":           {"mgla", "examples/builders", "sharding"},
 	"examples/sharded":      {"mgla", "examples/builders", "sharding"},
 	"examples/eigen":        {"mgla", "examples/builders", "sharding"},
+	"examples/dataparallel": {"collective", "cyclic"},
 	"cmd/internal/benchcsv": {},
 	"cmd/benchreport":       {"cmd/internal/benchcsv"},
 	"cmd/mgbench":           {"mgla", "ops", "sharding", "kernels/cusolver", "cmd/internal/benchcsv"},

@@ -26,9 +26,10 @@
 //
 // The package owns the user-facing builders, their options (WithMesh,
 // WithTile, WithDispatch, EigenvaluesOnly) and the errors a user tests
-// (ErrBadInput, ErrNotPositiveDefinite, …, Cause). It may import ops,
-// sharding, cyclic and the kernels packages; within the module only the
-// examples and the commands import it.
+// (ErrBadInput, ErrNotPositiveDefinite, …, Cause), the collective builders
+// included (AllReduce …, forwarding to package collective). It may import
+// collective, ops, sharding, cyclic and the kernels packages; within the
+// module only the examples and the commands import it.
 package mgla
 
 import (

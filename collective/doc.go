@@ -19,8 +19,79 @@
 // AllToAll, the output of Gather) are the flat concatenation of the blocks in
 // rank order, as in MPI.
 //
+// # Graph ops
+//
+// AllReduceNode, AllGatherNode, ReduceScatterNode, AllToAllNode, BcastNode,
+// ReduceNode, GatherNode, ScatterNode, ScanNode, SendRecvNode, SendNode,
+// RecvNode and BarrierNode add one collective node to a Gorgonia graph
+// (package mgla has them as mgla.AllReduce …). They return new values and
+// never overwrite their inputs; a node reuses its output buffers from one run
+// of a machine to the next. The value of a node depends on the communicator:
+//
+//   - process communicator (one local rank: MPI, NCCL with one GPU per
+//     process): the value is a host *tensor.Dense of any rank ≥ 1 holding
+//     this rank's block b = (b₀, b₁, …), and every process builds the same
+//     graph;
+//   - mesh communicator (NewMesh, MeshComm): the value is a
+//     *sharding.Tensor on the communicator's mesh in RowBlocks layout with
+//     equal blocks: global shape (s·b₀, b₁) or (s·b₀) for s = Size() ranks,
+//     block r (rows r·b₀ …) being rank r's data. Results are again RowBlocks
+//     with one block per rank, so ops.Gather of a result gives the per-rank
+//     results stacked in rank order. A host value reaching a mesh op (a
+//     gradient Gorgonia summed) is placed in RowBlocks first.
+//
+// With s ranks and a rank block b (shapes as in jax.lax with tiled=True):
+//
+//	AllReduce(op)      b → b            op over the ranks' blocks
+//	AllGather          b → (s·b₀, …)    the blocks stacked in rank order
+//	ReduceScatter(op)  b → (b₀/s, …)    part r of op over the blocks (s | b₀)
+//	AllToAll           b → b            part j of rank i → part i of rank j (s | b₀)
+//	Bcast(root)        b → b            the root's block
+//	Reduce(op, root)   b → b            op at the root, zeros elsewhere
+//	Gather(root)       b → (s·b₀, …)    the stack at the root, zeros elsewhere
+//	Scatter(root)      b → (b₀/s, …)    part r of the root's block (s | b₀)
+//	Scan(op)           b → b            op over ranks 0…r (inclusive)
+//	SendRecv(dest,src) b → b            the block of src[i], ours to dest[i]
+//	Send(dest)         b → b            sends; the value is a copy of x
+//	Recv(shape, src)   → shape          receives
+//	Barrier            b → b            waits for every rank; a copy of x
+//
+// "Part r" cuts the first axis in s equal parts. A first axis that does not
+// divide is an error when the node is built (ErrBadCall). Shapes and dtypes
+// that differ between ranks are the engine's to catch (ErrMismatch on every
+// rank; the MPI engine compares the calls' metadata). Send and Recv alone are
+// for process communicators; on a mesh use SendRecv, whose peers must pair up.
+//
+// # Gradients
+//
+// The linear collectives are differentiable, with Grad + TapeMachine and with
+// the LispMachine: the gradient of AllReduce-sum is AllReduce-sum, AllGather
+// and ReduceScatter-sum are each other's adjoints, so are Bcast and Reduce-sum
+// to the root, Scatter and Gather (the zeros that Reduce and Gather leave on
+// the other ranks make these exact adjoints), AllToAll is its own adjoint,
+// SendRecv's is the reverse SendRecv (dest and src swapped), Scan-sum's the
+// reverse inclusive scan (a Split of the communicator with its ranks numbered
+// backwards, made once per communicator), Barrier passes the gradient
+// through. Prod, min and max reductions, Send and Recv have none: Grad fails
+// with an error wrapping ErrBadCall.
+//
+// # Order
+//
+// Every rank must run a communicator's collectives in the same order. The
+// graph ops make that hold by construction: each collective node of a
+// communicator takes the collective node of the same communicator built
+// before it in the graph as a hidden second input (not differentiated,
+// value unused), so the collectives of one communicator form a chain that
+// any topological order — TapeMachine's, the LispMachine's, forward and
+// backward — runs in build order, whatever else the graphs of the ranks
+// hold. Gradient collectives are built by Grad, in the same order on every
+// rank. Build the collectives of a communicator in the same order on every
+// rank (as an SPMD program does); a rank that builds them in another order
+// gets ErrMismatch (the engine compares each call's kind, dtype and count) or
+// ErrTimeout, both naming the op, not a hang.
+//
 // The package owns the Comm interface, the Call descriptor and its checks,
-// the errors every engine returns, and the in-process CPU mesh engine. It may
-// import sharding and cyclic; engines in sub-packages import it, never the
-// reverse.
+// the errors every engine returns, the in-process CPU mesh engine and the
+// graph ops. It may import sharding, cyclic and ops; engines in sub-packages
+// import it, never the reverse.
 package collective

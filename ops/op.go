@@ -165,3 +165,16 @@ func gradOf(n *gorgonia.Node) (gorgonia.Value, error) {
 	}
 	return g, nil
 }
+
+// GradFor is gradFor for ops of other packages (package collective): the
+// gradient node an op's SymDiff returns for input in, gathered to the host
+// when in is a sharded node with several consumers (see the package doc).
+func GradFor(in, grad *gorgonia.Node) (*gorgonia.Node, error) { return gradFor(in, grad) }
+
+// Accumulate adds src into the gradient accumulator dst in place (an op's
+// DoDiff for LispMachine); either may be sharded or a host tensor.
+func Accumulate(dst, src gorgonia.Value) error { return accumulate(dst, src) }
+
+// GradValue is the gradient accumulator of n during LispMachine's backward
+// pass.
+func GradValue(n *gorgonia.Node) (gorgonia.Value, error) { return gradOf(n) }

@@ -15,8 +15,10 @@
 // repetition starts after a barrier, and its time is the slowest rank's;
 // the table shows the median over the repetitions, after two warm-up calls.
 //
-// To time another way of making the calls (the graph ops), add an entry to
-// paths.
+// The graph path is the collective graph op (package collective) on the
+// checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
+// is the cost of the graph layer. To time another way of making the calls,
+// add an entry to paths.
 package main
 
 /*
@@ -90,6 +92,7 @@ import (
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/sharding"
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -142,6 +145,49 @@ var paths = []struct {
 	{"mpi-i", rawPath(true)},
 	{"do", func(b *bench) func() error { c := b.call(); return func() error { return b.checked.Do(c) } }},
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
+	{"graph", graphPath},
+}
+
+// graphPath makes the call as a graph op (package collective, the checked
+// communicator) run by a TapeMachine: one collective node on an input node
+// that holds the send buffer, run and reset per call.
+func graphPath(b *bench) func() error {
+	c := b.call()
+	n := c.SendLen(b.size)
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(b.send[:n]))))
+	var err error
+	switch b.kind {
+	case collective.AllReduce:
+		_, err = collective.AllReduceNode(x, b.checked, collective.Sum)
+	case collective.AllGather:
+		_, err = collective.AllGatherNode(x, b.checked)
+	case collective.ReduceScatter:
+		_, err = collective.ReduceScatterNode(x, b.checked, collective.Sum)
+	case collective.AllToAll:
+		_, err = collective.AllToAllNode(x, b.checked)
+	case collective.Bcast:
+		_, err = collective.BcastNode(x, b.checked, 0)
+	case collective.Reduce:
+		_, err = collective.ReduceNode(x, b.checked, collective.Sum, 0)
+	case collective.Gather:
+		_, err = collective.GatherNode(x, b.checked, 0)
+	case collective.Scatter:
+		_, err = collective.ScatterNode(x, b.checked, 0)
+	case collective.Scan:
+		_, err = collective.ScanNode(x, b.checked, collective.Sum)
+	case collective.SendRecv:
+		_, err = collective.SendRecvNode(x, b.checked, c.Dest, c.Src, c.Tag)
+	default:
+		err = fmt.Errorf("no graph op for %v", b.kind)
+	}
+	check(err)
+	vm := G.NewTapeMachine(g)
+	return func() error {
+		defer vm.Reset()
+		return vm.RunAll()
+	}
 }
 
 // rawPath calls MPI from C, blocking or nonblocking with MPI_Wait.

@@ -1,0 +1,651 @@
+package collective
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Option configures a graph op.
+type Option func(*nodeOptions)
+
+type nodeOptions struct{ name string }
+
+// WithName names the op in its errors (default: the kind, "AllReduce").
+func WithName(name string) Option { return func(o *nodeOptions) { o.name = name } }
+
+// spec is what a collective node does.
+type spec struct {
+	kind      Kind
+	op        ReduceOp
+	root, tag int
+	dest, src []int // SendRecv (per local rank), Send (dest[0]), Recv (src[0])
+	reverse   bool  // Scan over ranks Size-1 … r: the gradient of Scan-sum
+}
+
+func (s spec) String() string {
+	switch s.kind {
+	case AllReduce, ReduceScatter:
+		return fmt.Sprintf("%v(%v)", s.kind, s.op)
+	case Scan:
+		if s.reverse {
+			return fmt.Sprintf("ReverseScan(%v)", s.op)
+		}
+		return fmt.Sprintf("Scan(%v)", s.op)
+	case Reduce:
+		return fmt.Sprintf("Reduce(%v, root %d)", s.op, s.root)
+	case Bcast, Gather, Scatter:
+		return fmt.Sprintf("%v(root %d)", s.kind, s.root)
+	case SendRecv:
+		return fmt.Sprintf("SendRecv(dest %v, src %v, tag %d)", s.dest, s.src, s.tag)
+	case Send:
+		return fmt.Sprintf("Send(dest %d, tag %d)", s.dest[0], s.tag)
+	case Recv:
+		return fmt.Sprintf("Recv(src %d, tag %d)", s.src[0], s.tag)
+	}
+	return s.kind.String()
+}
+
+// collOp is the graph op of every collective.
+type collOp struct {
+	spec
+	comm  Comm
+	mesh  *sharding.Mesh // nil: a process communicator, host values
+	name  string         // in errors
+	seq   uint64         // build order among all collective nodes
+	arity int            // 1, or 2 when chained to the previous collective
+	// Recv only: the shape and dtype received.
+	recvShape tensor.Shape
+	recvDtype tensor.Dtype
+
+	// reused from run to run
+	outMesh    *sharding.Tensor
+	outHost    *tensor.Dense
+	sendFlat   []sharding.Buffer
+	recvFlat   []sharding.Buffer
+	adjointRun *collOp // DoDiff's adjoint (LispMachine)
+}
+
+var buildSeq atomic.Uint64
+
+// newNode checks x against comm and s and adds the collective node. x is
+// nil for Recv.
+func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvShape tensor.Shape, recvDtype tensor.Dtype, opts []Option) (*gorgonia.Node, error) {
+	var o nodeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.name == "" {
+		o.name = s.String()
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadCall, o.name, fmt.Sprintf(format, args...))
+	}
+	if comm == nil {
+		return nil, bad("nil communicator")
+	}
+	op := &collOp{spec: s, comm: comm, name: o.name, recvShape: recvShape, recvDtype: recvDtype}
+	if mc, ok := comm.(MeshComm); ok {
+		op.mesh = mc.Mesh() // nil for a process communicator of a GPU engine
+	}
+	if op.mesh != nil && (op.mesh.Size() != comm.Size() || len(comm.LocalRanks()) != comm.Size()) {
+		return nil, bad("a mesh communicator of %d ranks on %v drives %d of them", comm.Size(), op.mesh, len(comm.LocalRanks()))
+	}
+	if n := len(comm.LocalRanks()); op.mesh == nil && n != 1 {
+		return nil, bad("a %T drives %d ranks but has no mesh", comm, n)
+	}
+	size, local := comm.Size(), len(comm.LocalRanks())
+	switch s.kind {
+	case Send, Recv:
+		if op.mesh != nil {
+			return nil, bad("one process drives every rank of a mesh: use SendRecv on a mesh")
+		}
+	case AllReduce, ReduceScatter, Reduce, Scan:
+		if s.op < Sum || s.op > Max {
+			return nil, bad("unknown reduction %d", int(s.op))
+		}
+	}
+	if (s.kind == Bcast || s.kind == Reduce || s.kind == Gather || s.kind == Scatter) && (s.root < 0 || s.root >= size) {
+		return nil, bad("root %d outside [0, %d)", s.root, size)
+	}
+	peers := func(what string, ps []int, want int) error {
+		if len(ps) != want {
+			return bad("%d %s ranks for %d local ranks", len(ps), what, want)
+		}
+		for _, p := range ps {
+			if p < 0 || p >= size {
+				return bad("%s rank %d outside [0, %d)", what, p, size)
+			}
+		}
+		return nil
+	}
+	switch s.kind {
+	case SendRecv:
+		if err := peers("destination", s.dest, local); err != nil {
+			return nil, err
+		}
+		if err := peers("source", s.src, local); err != nil {
+			return nil, err
+		}
+	case Send:
+		if err := peers("destination", s.dest, 1); err != nil {
+			return nil, err
+		}
+	case Recv:
+		if err := peers("source", s.src, 1); err != nil {
+			return nil, err
+		}
+	}
+	if s.tag < 0 {
+		return nil, bad("negative tag %d", s.tag)
+	}
+	var children gorgonia.Nodes
+	if x != nil {
+		if err := CheckDtype(x.Dtype()); err != nil {
+			return nil, bad("%v", err)
+		}
+		if (s.op == Min || s.op == Max) && (x.Dtype() == tensor.Complex64 || x.Dtype() == tensor.Complex128) {
+			return nil, bad("%v of complex values is not defined", s.op)
+		}
+		if p, ok := ops.PlacementOf(x); ok && (op.mesh == nil || !p.Mesh.Same(op.mesh)) {
+			return nil, fmt.Errorf("%w: %s: %v is on %v, the communicator is %v", sharding.ErrMeshMismatch, o.name, x.Name(), p.Mesh, comm)
+		}
+		if _, _, err := op.shapes(x.Shape()); err != nil {
+			return nil, err
+		}
+		g = x.Graph()
+		children = gorgonia.Nodes{x}
+	} else {
+		if g == nil {
+			return nil, bad("nil graph")
+		}
+		if err := CheckDtype(recvDtype); err != nil {
+			return nil, bad("%v", err)
+		}
+		if _, _, err := op.shapes(recvShape); err != nil {
+			return nil, err
+		}
+	}
+	op.seq = buildSeq.Add(1)
+	if prev := lastCollective(g, comm); prev != nil {
+		children = append(children, prev)
+	} else if x == nil {
+		// Recv has no data input: anchor it in g.
+		children = append(children, gorgonia.NewScalar(g, tensor.Float64, gorgonia.WithValue(0.0)))
+	}
+	op.arity = len(children)
+	return gorgonia.ApplyOp(op, children...)
+}
+
+// lastCollective is the collective node of comm built last in g (nil if
+// none): every new one depends on it, so they run in build order.
+func lastCollective(g *gorgonia.ExprGraph, comm Comm) *gorgonia.Node {
+	var last *gorgonia.Node
+	var seq uint64
+	for _, n := range g.AllNodes() {
+		if o, ok := n.Op().(*collOp); ok && o.comm == comm && o.seq > seq {
+			last, seq = n, o.seq
+		}
+	}
+	return last
+}
+
+// shapes returns the output shape and the Count of the engine call for an
+// input (or, for Recv, received) shape: per rank for a process
+// communicator, the global RowBlocks shape for a mesh.
+func (o *collOp) shapes(in tensor.Shape) (tensor.Shape, int, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadCall, o.name, fmt.Sprintf(format, args...))
+	}
+	size := o.comm.Size()
+	if len(in) < 1 || in.TotalSize() < 1 {
+		return nil, 0, bad("needs a non-empty tensor of rank ≥ 1, got shape %v", in)
+	}
+	block := in.Clone()
+	if o.mesh != nil {
+		if len(in) > 2 {
+			return nil, 0, bad("values on a mesh are matrices or vectors, got shape %v", in)
+		}
+		if in[0]%size != 0 {
+			return nil, 0, bad("the first axis (%d) of %v does not split into %d equal rank blocks", in[0], in, size)
+		}
+		block[0] /= size
+	}
+	elems := block.TotalSize()
+	out, count := block.Clone(), elems
+	switch o.kind {
+	case AllGather, Gather:
+		out[0] *= size
+	case ReduceScatter, Scatter, AllToAll:
+		if block[0]%size != 0 {
+			return nil, 0, bad("the first axis of the rank block %v is not divisible by the communicator size %d", block, size)
+		}
+		count = elems / size
+		if o.kind != AllToAll {
+			out[0] /= size
+		}
+	}
+	if o.mesh != nil {
+		out[0] *= size
+	}
+	return out, count, nil
+}
+
+func (o *collOp) Arity() int           { return o.arity }
+func (o *collOp) ReturnsPtr() bool     { return false }
+func (o *collOp) CallsExtern() bool    { return false }
+func (o *collOp) OverwritesInput() int { return -1 }
+func (o *collOp) String() string       { return o.name }
+
+func (o *collOp) Type() hm.Type {
+	// Not 'b': Gorgonia's inference names the result so.
+	a, b := hm.TypeVariable('p'), hm.TypeVariable('q')
+	if o.kind == Recv {
+		return hm.NewFnType(b, gorgonia.TensorType{Dims: len(o.recvShape), Of: o.recvDtype})
+	}
+	if o.arity == 2 {
+		return hm.NewFnType(a, b, a)
+	}
+	return hm.NewFnType(a, a)
+}
+
+func (o *collOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	if o.kind == Recv {
+		return o.recvShape.Clone(), nil
+	}
+	s, ok := in[0].(tensor.Shape)
+	if !ok {
+		return nil, fmt.Errorf("collective: %s: expected a tensor.Shape, got %T", o.name, in[0])
+	}
+	out, _, err := o.shapes(s)
+	return out, err
+}
+
+func (o *collOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "collective|%v|%p|%d|%d", o.spec, o.comm, o.seq, o.arity)
+}
+
+func (o *collOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	o.WriteHash(h)
+	return h.Sum32()
+}
+
+// Placement makes the node of a mesh collective a sharded node for package
+// ops (ops.Gather brings it to the host).
+func (o *collOp) Placement() (ops.Placement, bool) {
+	if o.mesh == nil {
+		return ops.Placement{}, false
+	}
+	return ops.Placement{Mesh: o.mesh, Layout: sharding.RowBlocks()}, true
+}
+
+// Do runs the collective on the input value (host tensor for a process
+// communicator; sharded tensor, or host tensor to place, for a mesh).
+func (o *collOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	if o.kind == Recv {
+		return o.run(nil, o.recvShape, o.recvDtype)
+	}
+	return o.run(vals[0], vals[0].Shape(), vals[0].Dtype())
+}
+
+func (o *collOp) run(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gorgonia.Value, error) {
+	outShape, count, err := o.shapes(shape)
+	if err != nil {
+		return nil, err
+	}
+	call := &Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Name: o.name}
+	if o.mesh != nil {
+		return o.runMesh(call, x, outShape)
+	}
+	if o.outHost == nil || !o.outHost.Shape().Eq(outShape) || o.outHost.Dtype() != dt {
+		o.outHost = tensor.New(tensor.Of(dt), tensor.WithShape(outShape...))
+	}
+	out := o.outHost
+	outBuf, err := sharding.NewHostBuffer(denseSlice(out))
+	if err != nil {
+		return nil, err
+	}
+	var xBuf sharding.Buffer
+	if x != nil {
+		xd, err := hostDense(x)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadCall, o.name, err)
+		}
+		if xBuf, err = sharding.NewHostBuffer(denseSlice(xd)); err != nil {
+			return nil, err
+		}
+		if o.kind == Send || o.kind == Barrier {
+			// The node's value is a copy of its input (outputs never
+			// alias inputs).
+			reflect.Copy(reflect.ValueOf(denseSlice(out)), reflect.ValueOf(denseSlice(xd)))
+		}
+	}
+	switch o.kind {
+	case Barrier:
+	case Send:
+		call.Send = []sharding.Buffer{xBuf}
+	case Recv:
+		call.Recv = []sharding.Buffer{outBuf}
+	default:
+		call.Send, call.Recv = []sharding.Buffer{xBuf}, []sharding.Buffer{outBuf}
+	}
+	if err := o.do(call); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// denseSlice is the typed backing slice of a host tensor of a supported
+// dtype (also for one-element tensors, whose Data is a scalar).
+func denseSlice(d *tensor.Dense) any {
+	switch d.Dtype() {
+	case tensor.Float32:
+		return d.Float32s()
+	case tensor.Float64:
+		return d.Float64s()
+	case tensor.Complex64:
+		return d.Complex64s()
+	case tensor.Complex128:
+		return d.Complex128s()
+	}
+	return d.Data()
+}
+
+// hostDense returns a host value as a contiguous row-major *tensor.Dense.
+func hostDense(v gorgonia.Value) (*tensor.Dense, error) {
+	switch x := v.(type) {
+	case *sharding.Tensor:
+		return x.Gather()
+	case *tensor.Dense:
+		if x.IsView() || x.DataOrder().IsColMajor() {
+			c := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape()...))
+			if err := tensor.Copy(c, tensor.Materialize(x)); err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("unsupported value %T (want a host tensor)", v)
+}
+
+// runMesh runs call on a mesh: x (sharded, or a host tensor to place) in
+// RowBlocks, one equal block per rank; the output likewise.
+func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (gorgonia.Value, error) {
+	var xt *sharding.Tensor
+	switch v := x.(type) {
+	case *sharding.Tensor:
+		if !v.Mesh().Same(o.mesh) {
+			return nil, fmt.Errorf("%w: %s: value on %v, communicator on %v", sharding.ErrMeshMismatch, o.name, v.Mesh(), o.mesh)
+		}
+		xt = v
+		if v.Layout() != sharding.RowBlocks() {
+			t, err := v.Relayout(sharding.RowBlocks())
+			if err != nil {
+				return nil, err
+			}
+			xt = t
+		}
+	case tensor.Tensor: // a host gradient summed by Gorgonia
+		t, err := sharding.Put(v, o.mesh, sharding.RowBlocks())
+		if err != nil {
+			return nil, err
+		}
+		xt = t
+	default:
+		return nil, fmt.Errorf("%w: %s: unsupported value %T", ErrBadCall, o.name, x)
+	}
+	out, err := sharding.Reuse(o.outMesh, o.mesh, outShape, call.Dtype, sharding.RowBlocks())
+	if err != nil {
+		return nil, err
+	}
+	o.outMesh = out
+	size := o.comm.Size()
+	ranks := o.comm.LocalRanks()
+	cols := xt.Cols()
+	rows := xt.Rows() / size // one rank's block
+	if o.kind == Barrier {
+		if err := xt.RelayoutInto(out); err != nil {
+			return nil, err
+		}
+		return out, o.do(call)
+	}
+	call.Send, call.Recv = make([]sharding.Buffer, len(ranks)), make([]sharding.Buffer, len(ranks))
+	for i, r := range ranks {
+		call.Send[i], call.Recv[i] = xt.Shard(r), out.Shard(r)
+	}
+	// Blocks of several rows and columns are stacked in a column-major
+	// shard; the engine exchanges their flat concatenation.
+	stackedSend := cols > 1 && (o.kind == ReduceScatter || o.kind == Scatter || o.kind == AllToAll)
+	stackedRecv := cols > 1 && (o.kind == AllGather || o.kind == Gather || o.kind == AllToAll)
+	if stackedSend {
+		if o.sendFlat, err = flatBuffers(o.sendFlat, call.Dtype, len(ranks), rows*cols); err != nil {
+			return nil, err
+		}
+		for i := range ranks {
+			if err := restack(false, rows/size, cols, size, call.Dtype, call.Send[i], o.sendFlat[i]); err != nil {
+				return nil, fmt.Errorf("%s: %w", o.name, err)
+			}
+		}
+		call.Send = o.sendFlat
+	}
+	final := call.Recv
+	if stackedRecv {
+		if o.recvFlat, err = flatBuffers(o.recvFlat, call.Dtype, len(ranks), call.RecvLen(size)); err != nil {
+			return nil, err
+		}
+		call.Recv = o.recvFlat
+	}
+	if err := o.do(call); err != nil {
+		return nil, err
+	}
+	if stackedRecv {
+		q := rows
+		if o.kind == AllToAll {
+			q = rows / size
+		}
+		for i := range ranks {
+			if err := restack(true, q, cols, size, call.Dtype, call.Recv[i], final[i]); err != nil {
+				return nil, fmt.Errorf("%s: %w", o.name, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// flatBuffers returns n host buffers of length elems (prev when it fits).
+func flatBuffers(prev []sharding.Buffer, dt tensor.Dtype, n, elems int) ([]sharding.Buffer, error) {
+	if len(prev) == n && prev[0].Len() == elems {
+		if hb, ok := prev[0].(*sharding.HostBuffer); ok && reflect.TypeOf(hb.Data()).Elem() == dt.Type {
+			return prev, nil
+		}
+	}
+	out := make([]sharding.Buffer, n)
+	for i := range out {
+		b, err := sharding.NewHostBuffer(reflect.MakeSlice(reflect.SliceOf(dt.Type), elems, elems).Interface())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// restack moves size blocks of q×cols between a column-major (size·q)×cols
+// buffer (stacked) and their flat concatenation: toStacked picks the
+// direction. Host buffers only.
+func restack(toStacked bool, q, cols, size int, dt tensor.Dtype, src, dst sharding.Buffer) error {
+	s, ok1 := src.(*sharding.HostBuffer)
+	d, ok2 := dst.(*sharding.HostBuffer)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("%w: blocks of several columns on a %v mesh need a device-side restack (use vectors or one column)", ErrUnavailable, src.Device().Kind)
+	}
+	var p *cyclic.Plan
+	var err error
+	if toStacked {
+		p, err = cyclic.StackRowsPlan(q, cols, size)
+	} else {
+		p, err = cyclic.SplitRowsPlan(q, cols, size)
+	}
+	if err != nil {
+		return err
+	}
+	switch dt {
+	case tensor.Float32:
+		return restackHost(p, toStacked, q*cols, s.Data().([]float32), d.Data().([]float32))
+	case tensor.Float64:
+		return restackHost(p, toStacked, q*cols, s.Data().([]float64), d.Data().([]float64))
+	case tensor.Complex64:
+		return restackHost(p, toStacked, q*cols, s.Data().([]complex64), d.Data().([]complex64))
+	case tensor.Complex128:
+		return restackHost(p, toStacked, q*cols, s.Data().([]complex128), d.Data().([]complex128))
+	}
+	return CheckDtype(dt)
+}
+
+func restackHost[T element](p *cyclic.Plan, toStacked bool, block int, src, dst []T) error {
+	n := p.NDev
+	srcs, dsts := make([][]T, n), make([][]T, n)
+	for r := range n {
+		if toStacked {
+			srcs[r], dsts[r] = src[r*block:(r+1)*block], dst
+		} else {
+			srcs[r], dsts[r] = src, dst[r*block:(r+1)*block]
+		}
+	}
+	return cyclic.ExecuteHost(p, srcs, dsts)
+}
+
+// do runs call on the communicator, or for a reverse Scan on its reversed
+// copy (rank r there is rank Size-1-r here).
+func (o *collOp) do(call *Call) error {
+	if !o.reverse {
+		return o.comm.Do(call)
+	}
+	rev, err := reversed(o.comm)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.name, err)
+	}
+	size := o.comm.Size()
+	pos := map[int]int{}
+	for i, r := range o.comm.LocalRanks() {
+		pos[r] = i
+	}
+	rc := *call
+	rc.Send, rc.Recv = make([]sharding.Buffer, len(call.Send)), make([]sharding.Buffer, len(call.Recv))
+	for i, k := range rev.LocalRanks() {
+		j := pos[size-1-k]
+		rc.Send[i], rc.Recv[i] = call.Send[j], call.Recv[j]
+	}
+	return rev.Do(&rc)
+}
+
+// reversedComms caches, per communicator, the Split that numbers its ranks
+// backwards (the reverse scan of Scan's gradient).
+var reversedComms sync.Map
+
+func reversed(c Comm) (Comm, error) {
+	if r, ok := reversedComms.Load(c); ok {
+		return r.(Comm), nil
+	}
+	size := c.Size()
+	subs, err := c.Split(func(int) int { return 0 }, func(r int) int { return size - 1 - r })
+	if err != nil {
+		return nil, err
+	}
+	if len(subs) != 1 {
+		return nil, fmt.Errorf("%w: Split of every rank gave %d communicators", ErrEngine, len(subs))
+	}
+	r, _ := reversedComms.LoadOrStore(c, subs[0])
+	return r.(Comm), nil
+}
+
+// DiffWRT: the data input; not the chain to the previous collective.
+func (o *collOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	d[0] = o.kind != Recv
+	return d
+}
+
+// adjoint is the collective whose value is the gradient of o's input given
+// the gradient of its output (the transpose of o, a linear map).
+func (o *collOp) adjoint() (spec, error) {
+	s := o.spec
+	a := spec{kind: s.kind, op: Sum, root: s.root, tag: s.tag}
+	if (s.kind == AllReduce || s.kind == ReduceScatter || s.kind == Reduce || s.kind == Scan) && s.op != Sum {
+		return a, fmt.Errorf("%w: %s: %v is not linear, only sum reductions have gradients", ErrBadCall, o.name, s.op)
+	}
+	switch s.kind {
+	case AllReduce, AllToAll, Barrier:
+	case AllGather:
+		a.kind = ReduceScatter
+	case ReduceScatter:
+		a.kind = AllGather
+	case Bcast:
+		a.kind = Reduce
+	case Reduce:
+		a.kind = Bcast
+	case Gather:
+		a.kind = Scatter
+	case Scatter:
+		a.kind = Gather
+	case Scan:
+		a.reverse = !s.reverse
+	case SendRecv:
+		a.dest, a.src = s.src, s.dest
+	default:
+		return a, fmt.Errorf("%w: %s: %v has no gradient (use SendRecv, whose gradient is the reverse SendRecv)", ErrBadCall, o.name, s.kind)
+	}
+	return a, nil
+}
+
+func (o *collOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	a, err := o.adjoint()
+	if err != nil {
+		return nil, err
+	}
+	g, err := newNode(grad.Graph(), grad, o.comm, a, nil, tensor.Dtype{}, []Option{WithName("grad " + o.name)})
+	if err != nil {
+		return nil, err
+	}
+	if g, err = ops.GradFor(in[0], g); err != nil {
+		return nil, err
+	}
+	grads := make(gorgonia.Nodes, len(in))
+	grads[0] = g
+	return grads, nil
+}
+
+func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	if o.adjointRun == nil {
+		a, err := o.adjoint()
+		if err != nil {
+			return err
+		}
+		o.adjointRun = &collOp{spec: a, comm: o.comm, mesh: o.mesh, name: "grad " + o.name, arity: 1}
+	}
+	og, err := ops.GradValue(out)
+	if err != nil {
+		return err
+	}
+	g, err := o.adjointRun.Do(og)
+	if err != nil {
+		return err
+	}
+	ig, err := ops.GradValue(in[0])
+	if err != nil {
+		return err
+	}
+	return ops.Accumulate(ig, g)
+}

@@ -1,0 +1,466 @@
+//go:build mpi
+
+package collective_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/mpi"
+	"github.com/mgla/mgla/sharding"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Under mpirun (make mpi-test) every rank runs every test of the package:
+// the mesh tests on its own, and these graph tests together, each on its
+// own communicator split from the world, so that one failure breaks no
+// other test.
+
+var (
+	world *mpi.Comm
+	seed  uint64
+)
+
+const testTimeout = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	w, err := mpi.World(mpi.WithTimeout(testTimeout))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mpi.World:", err)
+		os.Exit(1)
+	}
+	world = w
+	mine, buf := []float64{float64(uint64(time.Now().UnixNano()) & (1<<52 - 1))}, []float64{0}
+	if err := w.Do(call(collective.Call{Kind: collective.Bcast, Dtype: tensor.Float64, Count: 1}, mine, buf)); err != nil {
+		fmt.Fprintln(os.Stderr, "sharing the seed:", err)
+		os.Exit(1)
+	}
+	seed = uint64(buf[0])
+	collective.SetSeed(seed)
+	if w.Rank() == 0 {
+		fmt.Printf("collective graph tests under MPI: %d ranks, seed %d\n", w.Size(), seed)
+	}
+	code := m.Run()
+	worst := []float64{0}
+	if err := w.Do(call(collective.Call{Kind: collective.AllReduce, Op: collective.Max, Dtype: tensor.Float64, Count: 1}, []float64{float64(code)}, worst)); err != nil {
+		fmt.Fprintln(os.Stderr, "combining the exit codes:", err)
+		worst[0] = max(float64(code), 1)
+	}
+	if err := mpi.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi.Finalize:", err)
+		worst[0] = max(worst[0], 1)
+	}
+	os.Exit(int(worst[0]))
+}
+
+func call(c collective.Call, send, recv any) *collective.Call {
+	wrap := func(d any) []sharding.Buffer {
+		if d == nil {
+			return nil
+		}
+		b, err := sharding.NewHostBuffer(d)
+		if err != nil {
+			panic(err)
+		}
+		return []sharding.Buffer{b}
+	}
+	c.Send, c.Recv = wrap(send), wrap(recv)
+	return &c
+}
+
+// newComm is a communicator of every rank for one test.
+func newComm(t *testing.T, opts ...mpi.Option) *mpi.Comm {
+	t.Helper()
+	view, err := mpi.World(append([]mpi.Option{mpi.WithTimeout(testTimeout)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comms, err := view.Split(func(int) int { return 0 }, func(r int) int { return r })
+	if err != nil || len(comms) != 1 {
+		t.Fatalf("Split: %v, %d communicators", err, len(comms))
+	}
+	c := comms[0].(*mpi.Comm)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func rngFor(label string) *rand.Rand {
+	h := uint64(14695981039346656037)
+	for _, b := range []byte(label) {
+		h = (h ^ uint64(b)) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(seed, h))
+}
+
+func denseFrom(dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	switch dt {
+	case tensor.Float32:
+		s := d.Float32s()
+		for i, v := range vals {
+			s[i] = float32(real(v))
+		}
+	case tensor.Float64:
+		s := d.Float64s()
+		for i, v := range vals {
+			s[i] = real(v)
+		}
+	case tensor.Complex64:
+		s := d.Complex64s()
+		for i, v := range vals {
+			s[i] = complex64(v)
+		}
+	case tensor.Complex128:
+		copy(d.Complex128s(), vals)
+	}
+	return d
+}
+
+func valuesOf(v G.Value) []complex128 {
+	var out []complex128
+	d := v.(*tensor.Dense)
+	switch d.Dtype() {
+	case tensor.Float32:
+		for _, x := range d.Float32s() {
+			out = append(out, complex(float64(x), 0))
+		}
+	case tensor.Float64:
+		for _, x := range d.Float64s() {
+			out = append(out, complex(x, 0))
+		}
+	case tensor.Complex64:
+		for _, x := range d.Complex64s() {
+			out = append(out, complex128(x))
+		}
+	case tensor.Complex128:
+		out = append(out, d.Complex128s()...)
+	}
+	return out
+}
+
+// TestMPIGraphForward: every op on every dtype, vectors and matrices, on
+// host values per process, against the reference evaluated on every rank's
+// block (every rank can compute every rank's data from the shared seed).
+func TestMPIGraphForward(t *testing.T) {
+	comm := newComm(t)
+	size, me := comm.Size(), comm.Rank()
+	rng := rngFor(t.Name())
+	for _, oc := range collective.OpCases(rng, size) {
+		for _, dt := range sharding.Dtypes {
+			if strings.Contains(oc.Name(), "max") || strings.Contains(oc.Name(), "min") {
+				if dt == tensor.Complex64 || dt == tensor.Complex128 {
+					continue
+				}
+			}
+			for _, cols := range []int{0, 3} {
+				block := tensor.Shape{size * (1 + rng.IntN(2))}
+				if cols > 0 {
+					block = tensor.Shape{block[0], cols}
+				}
+				blocks := make([][]complex128, size)
+				for r := range blocks {
+					blocks[r] = collective.RandomValues(rng, dt, block.TotalSize())
+				}
+				name := fmt.Sprintf("%s/%v/%v", oc.Name(), dt, block)
+				g := G.NewGraph()
+				x := G.NewTensor(g, dt, len(block), G.WithShape(block...), G.WithName("x"), G.WithValue(denseFrom(dt, block, blocks[me])))
+				y, err := oc.Build(x, comm)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				vm := G.NewTapeMachine(g)
+				if err := vm.RunAll(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				vm.Close()
+				got, want := valuesOf(y.Value()), collective.ExpectedBlocks(oc, size, blocks)[me]
+				if len(got) != len(want) {
+					t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
+				}
+				tol := collective.Tolerance(dt)
+				for i := range want {
+					if cmplx.Abs(got[i]-want[i]) > tol*(1+cmplx.Abs(want[i])) {
+						t.Errorf("%s: rank %d element %d = %v, want %v", name, me, i, got[i], want[i])
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMPIGraphGradients: the gradient of every linear op across processes
+// against central finite differences. Every rank r has its loss
+// L_r = Σ W_r∘op(x_r); the gradient each rank gets from Grad (or the
+// LispMachine) is that of the total L = Σ_r L_r with respect to its own
+// x_r, since the adjoint collectives gather the other ranks' parts. The
+// differences perturb one element of one rank's input at a time and
+// AllReduce the per-rank losses; the perturbed rank checks.
+func TestMPIGraphGradients(t *testing.T) {
+	comm := newComm(t)
+	size, me := comm.Size(), comm.Rank()
+	rng := rngFor(t.Name())
+	for _, oc := range collective.OpCases(rng, size) {
+		if !oc.Linear() {
+			continue
+		}
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			block := tensor.Shape{size, 2}
+			xs := make([][]complex128, size)
+			for r := range xs {
+				xs[r] = collective.RandomValues(rng, dt, block.TotalSize())
+			}
+			var w []complex128
+			build := func(x0 []complex128) (*G.ExprGraph, *G.Node, *G.Node) {
+				g := G.NewGraph()
+				x := G.NewTensor(g, dt, 2, G.WithShape(block...), G.WithName("x"), G.WithValue(denseFrom(dt, block, x0)))
+				y, err := oc.Build(x, comm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w == nil {
+					wr := rngFor(fmt.Sprintf("%s/w/%d", oc.Name(), me))
+					w = collective.RandomValues(wr, dt, y.Shape().TotalSize())
+				}
+				wn := G.NewTensor(g, dt, y.Dims(), G.WithShape(y.Shape()...), G.WithName("w"), G.WithValue(denseFrom(dt, y.Shape(), w)))
+				return g, x, G.Must(G.Sum(G.Must(G.HadamardProd(y, wn))))
+			}
+			total := func(x0 []complex128) float64 {
+				g, _, cost := build(x0)
+				vm := G.NewTapeMachine(g)
+				defer vm.Close()
+				if err := vm.RunAll(); err != nil {
+					t.Fatal(err)
+				}
+				var l float64
+				switch v := cost.Value().(type) {
+				case *G.F64:
+					l = float64(*v)
+				case *G.F32:
+					l = float64(*v)
+				}
+				sum := []float64{0}
+				if err := comm.Do(call(collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: 1}, []float64{l}, sum)); err != nil {
+					t.Fatal(err)
+				}
+				return sum[0]
+			}
+			grads := map[bool][]complex128{}
+			for _, lisp := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%v/lisp=%v", oc.Name(), dt, lisp)
+				g, x, cost := build(xs[me])
+				var vm G.VM
+				if lisp {
+					vm = G.NewLispMachine(g)
+				} else {
+					if _, err := G.Grad(cost, x); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					vm = G.NewTapeMachine(g)
+				}
+				if err := vm.RunAll(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				gv, err := x.Grad()
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				grads[lisp] = valuesOf(gv)
+				vm.Close()
+			}
+			h, tol := 1e-6, 1e-7
+			if dt == tensor.Float32 {
+				h, tol = 1e-2, 3e-3
+			}
+			for r := range size {
+				for i := range xs[r] {
+					p, q := append([]complex128(nil), xs[me]...), append([]complex128(nil), xs[me]...)
+					if r == me {
+						p[i] += complex(h, 0)
+						q[i] -= complex(h, 0)
+					}
+					fd := (total(p) - total(q)) / (2 * h)
+					for lisp, grad := range grads {
+						if r == me && math.Abs(real(grad[i])-fd) > tol*(1+math.Abs(fd)) {
+							t.Errorf("%s/%v/lisp=%v: rank %d: dL/dx[%d] = %v, finite differences %v", oc.Name(), dt, lisp, me, i, real(grad[i]), fd)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// runGraph builds a graph with build and runs it on a TapeMachine.
+func runGraph(t *testing.T, build func(g *G.ExprGraph) error) error {
+	t.Helper()
+	g := G.NewGraph()
+	if err := build(g); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	return vm.RunAll()
+}
+
+func input(g *G.ExprGraph, name string, n int) *G.Node {
+	return G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName(name),
+		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(make([]float64, n)))))
+}
+
+// sameOnEveryRank checks that every rank got the same error text.
+func sameOnEveryRank(t *testing.T, comm *mpi.Comm, text string) {
+	t.Helper()
+	h := uint64(14695981039346656037)
+	for _, b := range []byte(text) {
+		h = (h ^ uint64(b)) * 1099511628211
+	}
+	mine := float64(h >> 12)
+	lo, hi := []float64{0}, []float64{0}
+	if err := world.Do(call(collective.Call{Kind: collective.AllReduce, Op: collective.Min, Dtype: tensor.Float64, Count: 1}, []float64{mine}, lo)); err != nil {
+		t.Fatal(err)
+	}
+	if err := world.Do(call(collective.Call{Kind: collective.AllReduce, Op: collective.Max, Dtype: tensor.Float64, Count: 1}, []float64{mine}, hi)); err != nil {
+		t.Fatal(err)
+	}
+	if lo[0] != hi[0] {
+		t.Errorf("the ranks got different errors; this rank's: %q", text)
+	}
+}
+
+// TestMPIMismatchedShapes: rank 0's block is one element shorter; every
+// rank gets the same ErrMismatch naming the op.
+func TestMPIMismatchedShapes(t *testing.T) {
+	comm := newComm(t)
+	if comm.Size() < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	n := 4
+	if comm.Rank() == 0 {
+		n = 3
+	}
+	err := runGraph(t, func(g *G.ExprGraph) error {
+		_, err := mgla.AllReduce(input(g, "x", n), comm, mgla.ReduceSum, mgla.CollectiveName("average"))
+		return err
+	})
+	if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), "average") {
+		t.Fatalf("got %v, want ErrMismatch naming average", err)
+	}
+	sameOnEveryRank(t, comm, mgla.Cause(err).Error())
+}
+
+// TestMPIOrderMismatch: rank 0 builds two independent collectives in the
+// other order than the rest; the graphs run them in build order, so every
+// rank gets ErrMismatch naming the ops, not a hang or wrong data.
+func TestMPIOrderMismatch(t *testing.T) {
+	comm := newComm(t)
+	if comm.Size() < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	err := runGraph(t, func(g *G.ExprGraph) error {
+		a, b := input(g, "a", 4), input(g, "b", 4)
+		first := func() error {
+			_, err := mgla.AllReduce(a, comm, mgla.ReduceSum, mgla.CollectiveName("sum of a"))
+			return err
+		}
+		second := func() error {
+			_, err := mgla.AllGather(b, comm, mgla.CollectiveName("gather of b"))
+			return err
+		}
+		if comm.Rank() == 0 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		return second()
+	})
+	if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), "sum of a") || !strings.Contains(err.Error(), "gather of b") {
+		t.Fatalf("got %v, want ErrMismatch naming both ops", err)
+	}
+	sameOnEveryRank(t, comm, mgla.Cause(err).Error())
+}
+
+// TestMPIMissingPeer: the last rank never runs the graph; the others get
+// ErrTimeout naming the op and that rank within the short timeout.
+func TestMPIMissingPeer(t *testing.T) {
+	comm := newComm(t, mpi.WithTimeout(1500*time.Millisecond))
+	size := comm.Size()
+	if size < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	if comm.Rank() != size-1 {
+		err := runGraph(t, func(g *G.ExprGraph) error {
+			_, err := mgla.Bcast(input(g, "x", 3), comm, 0, mgla.CollectiveName("share x"))
+			return err
+		})
+		if !errors.Is(mgla.Cause(err), mgla.ErrTimeout) || !strings.Contains(err.Error(), "share x") || !strings.Contains(err.Error(), fmt.Sprintf("rank %d", size-1)) {
+			t.Errorf("got %v, want ErrTimeout naming share x and rank %d", err, size-1)
+		}
+	}
+	if err := world.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMPISendRecvNodes: a ring of Send and Recv nodes (even ranks send
+// first, odd ranks receive first, so nobody waits on a cycle); every rank
+// receives its predecessor's block, and the Send node's value is its own.
+func TestMPISendRecvNodes(t *testing.T) {
+	comm := newComm(t)
+	size, me := comm.Size(), comm.Rank()
+	if size < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	next, prev := (me+1)%size, (me+size-1)%size
+	shape := tensor.Shape{3, 2}
+	blockOf := func(r int) []complex128 {
+		return collective.RandomValues(rngFor(fmt.Sprintf("%s/%d", t.Name(), r)), tensor.Complex64, shape.TotalSize())
+	}
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Complex64, 2, G.WithShape(shape...), G.WithName("x"), G.WithValue(denseFrom(tensor.Complex64, shape, blockOf(me))))
+	var sent, got *G.Node
+	var err error
+	send := func() { sent, err = collective.SendNode(x, comm, next, 5, collective.WithName("ring send")) }
+	recv := func() {
+		got, err = collective.RecvNode(g, comm, shape, tensor.Complex64, prev, 5, collective.WithName("ring recv"))
+	}
+	if me%2 == 0 {
+		if send(); err == nil {
+			recv()
+		}
+	} else {
+		if recv(); err == nil {
+			send()
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		n    *G.Node
+		want []complex128
+	}{"received": {got, blockOf(prev)}, "sent": {sent, blockOf(me)}} {
+		v := valuesOf(c.n.Value())
+		for i := range c.want {
+			if cmplx.Abs(v[i]-c.want[i]) > 1e-6 {
+				t.Fatalf("rank %d: %s element %d = %v, want %v", me, name, i, v[i], c.want[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,457 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// opCase is one graph op of the table: how to build it and the engine call
+// that the reference of mesh_test.go evaluates.
+type opCase struct {
+	name   string
+	linear bool // has a gradient
+	build  func(x *G.Node, comm Comm) (*G.Node, error)
+	call   func(size int) *Call // Kind, Op, Root, Src for the reference
+}
+
+func opCases(rng *rand.Rand, size int) []opCase {
+	root := rng.IntN(size)
+	perm := rng.Perm(size) // rank r sends to perm[r]
+	src := make([]int, size)
+	for r, d := range perm {
+		src[d] = r
+	}
+	cases := []opCase{
+		{"AllReduce(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return AllReduceNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Sum} }},
+		{"AllReduce(prod)", false, func(x *G.Node, c Comm) (*G.Node, error) { return AllReduceNode(x, c, Prod) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Prod} }},
+		{"AllReduce(max)", false, func(x *G.Node, c Comm) (*G.Node, error) { return AllReduceNode(x, c, Max) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Max} }},
+		{"AllGather", true, func(x *G.Node, c Comm) (*G.Node, error) { return AllGatherNode(x, c) }, func(int) *Call { return &Call{Kind: AllGather} }},
+		{"ReduceScatter(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ReduceScatterNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: ReduceScatter, Op: Sum} }},
+		{"ReduceScatter(min)", false, func(x *G.Node, c Comm) (*G.Node, error) { return ReduceScatterNode(x, c, Min) }, func(int) *Call { return &Call{Kind: ReduceScatter, Op: Min} }},
+		{"AllToAll", true, func(x *G.Node, c Comm) (*G.Node, error) { return AllToAllNode(x, c) }, func(int) *Call { return &Call{Kind: AllToAll} }},
+		{"Bcast", true, func(x *G.Node, c Comm) (*G.Node, error) { return BcastNode(x, c, root) }, func(int) *Call { return &Call{Kind: Bcast, Root: root} }},
+		{"Reduce(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ReduceNode(x, c, Sum, root) }, func(int) *Call { return &Call{Kind: Reduce, Op: Sum, Root: root} }},
+		{"Gather", true, func(x *G.Node, c Comm) (*G.Node, error) { return GatherNode(x, c, root) }, func(int) *Call { return &Call{Kind: Gather, Root: root} }},
+		{"Scatter", true, func(x *G.Node, c Comm) (*G.Node, error) { return ScatterNode(x, c, root) }, func(int) *Call { return &Call{Kind: Scatter, Root: root} }},
+		{"Scan(sum)", true, func(x *G.Node, c Comm) (*G.Node, error) { return ScanNode(x, c, Sum) }, func(int) *Call { return &Call{Kind: Scan, Op: Sum} }},
+		{"Scan(prod)", false, func(x *G.Node, c Comm) (*G.Node, error) { return ScanNode(x, c, Prod) }, func(int) *Call { return &Call{Kind: Scan, Op: Prod} }},
+		{"SendRecv", true, func(x *G.Node, c Comm) (*G.Node, error) {
+			if ranks := c.LocalRanks(); len(ranks) == 1 { // a process communicator
+				return SendRecvNode(x, c, perm[ranks[0]:ranks[0]+1], src[ranks[0]:ranks[0]+1], 3)
+			}
+			return SendRecvNode(x, c, perm, src, 3)
+		}, func(int) *Call { return &Call{Kind: SendRecv, Src: src} }},
+		{"Barrier", true, func(x *G.Node, c Comm) (*G.Node, error) { return BarrierNode(x, c) }, func(int) *Call { return &Call{Kind: AllReduce, Op: Max} }},
+	}
+	return cases
+}
+
+// expectedBlocks: what every rank's output block holds (row-major), from
+// the element formulas of mesh_test.go on the row-major rank blocks.
+func expectedBlocks(oc opCase, size int, blocks [][]complex128) [][]complex128 {
+	c := oc.call(size)
+	if oc.name == "Barrier" {
+		return blocks
+	}
+	c.Count = len(blocks[0])
+	switch c.Kind {
+	case ReduceScatter, AllToAll, Scatter:
+		c.Count /= size
+	}
+	return reference(c, size, blocks)
+}
+
+// meshInput makes x (the stacked rank blocks, rows·size × cols) as a host
+// node and places it on the mesh in RowBlocks, one block per rank; a
+// process communicator takes the host node itself.
+func meshInput(t *testing.T, g *G.ExprGraph, comm Comm, dt tensor.Dtype, vals []complex128, shape tensor.Shape) (host, placed *G.Node) {
+	t.Helper()
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	b := hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data()
+	switch s := d.Data().(type) {
+	case []float32:
+		copy(s, b.([]float32))
+	case []float64:
+		copy(s, b.([]float64))
+	case []complex64:
+		copy(s, b.([]complex64))
+	case []complex128:
+		copy(s, b.([]complex128))
+	}
+	host = G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"), G.WithValue(d))
+	mc, ok := comm.(MeshComm)
+	if !ok {
+		return host, host
+	}
+	placed, err := ops.Shard(host, mc.Mesh(), sharding.RowBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, placed
+}
+
+func denseValues(t *testing.T, v G.Value) []complex128 {
+	t.Helper()
+	d, err := hostDense(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sharding.NewHostBuffer(denseSlice(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bufferValues(b)
+}
+
+type commCase struct {
+	name string
+	comm Comm
+}
+
+func testComms(t *testing.T, sizes ...int) []commCase {
+	var out []commCase
+	for _, n := range sizes {
+		m, err := sharding.CPUMesh(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewMesh(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, commCase{fmt.Sprintf("mesh%d", n), c})
+		if n == 1 {
+			out = append(out, commCase{"self", Self()})
+		}
+	}
+	return out
+}
+
+// TestGraphOpsForward runs every op through a TapeMachine on CPU meshes of
+// 1…5 devices (and a one-rank process communicator), every dtype, vectors
+// and matrices of odd sizes, against the reference.
+func TestGraphOpsForward(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 2, 3, 4, 5) {
+		size := cc.comm.Size()
+		for _, oc := range opCases(rng, size) {
+			for _, dt := range sharding.Dtypes {
+				if (oc.name == "AllReduce(max)" || oc.name == "ReduceScatter(min)") && (dt == tensor.Complex64 || dt == tensor.Complex128) {
+					continue
+				}
+				for _, cols := range []int{0, 1, 3} { // 0: a vector
+					rows := size * (1 + rng.IntN(2)) // per rank, divisible by size
+					block := tensor.Shape{rows}
+					if cols > 0 {
+						block = tensor.Shape{rows, cols}
+					}
+					name := fmt.Sprintf("%s/%s/%v/%v", cc.name, oc.name, dt, block)
+					checkForward(t, rng, cc.comm, oc, dt, block, name)
+				}
+			}
+		}
+	}
+}
+
+func stackedShape(comm Comm, block tensor.Shape) tensor.Shape {
+	s := block.Clone()
+	if _, ok := comm.(MeshComm); ok {
+		s[0] *= comm.Size()
+	}
+	return s
+}
+
+func checkForward(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.Dtype, block tensor.Shape, name string) {
+	t.Helper()
+	size := comm.Size()
+	blocks := make([][]complex128, size)
+	var all []complex128
+	for r := range blocks {
+		blocks[r] = randomValues(rng, dt, block.TotalSize())
+		all = append(all, blocks[r]...)
+	}
+	g := G.NewGraph()
+	_, x := meshInput(t, g, comm, dt, all, stackedShape(comm, block))
+	y, err := oc.build(x, comm)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	yh, err := ops.Gather(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	for run := range 2 { // the second run reuses the output buffers
+		if err := m.RunAll(); err != nil {
+			t.Fatalf("%s: run %d: %v", name, run, err)
+		}
+		got := denseValues(t, yh.Value())
+		var want []complex128
+		for _, b := range expectedBlocks(oc, size, blocks) {
+			want = append(want, b...)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values, want %d (shape %v)", name, len(got), len(want), yh.Shape())
+		}
+		tol := tolerance(dt)
+		for i := range want {
+			if cmplx.Abs(got[i]-want[i]) > tol*(1+cmplx.Abs(want[i])) {
+				t.Fatalf("%s: run %d: element %d = %v, want %v", name, run, i, got[i], want[i])
+			}
+		}
+		for i, v := range denseValues(t, x.Value()) { // the op's own input
+
+			if cmplx.Abs(v-all[i]) > tol*(1+cmplx.Abs(all[i])) {
+				t.Fatalf("%s: input element %d changed to %v from %v", name, i, v, all[i])
+			}
+		}
+		m.Reset()
+	}
+}
+
+// gradCheck builds cost = Σ W∘Gather(op(x)) for a random W and compares
+// the gradient of x from Grad + TapeMachine or from the LispMachine with
+// central finite differences of the cost.
+func gradCheck(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.Dtype, block tensor.Shape, lisp bool, name string) {
+	t.Helper()
+	size := comm.Size()
+	shape := stackedShape(comm, block)
+	xv := randomValues(rng, dt, shape.TotalSize())
+	var wv []complex128
+	build := func(vals []complex128) (*G.ExprGraph, *G.Node, *G.Node) {
+		g := G.NewGraph()
+		host, x := meshInput(t, g, comm, dt, vals, shape)
+		y, err := oc.build(x, comm)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// y feeds two consumers on purpose: Gorgonia sums their gradients.
+		y2, err := AllReduceNode(y, comm, Sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yh, err := ops.Gather(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y2h, err := ops.Gather(y2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wv == nil {
+			wv = randomValues(rng, dt, 2*yh.Shape().TotalSize())
+		}
+		w1 := G.NewTensor(g, dt, yh.Dims(), G.WithShape(yh.Shape()...), G.WithName("w1"), G.WithValue(denseOf(t, dt, yh.Shape(), wv[:yh.Shape().TotalSize()])))
+		w2 := G.NewTensor(g, dt, yh.Dims(), G.WithShape(yh.Shape()...), G.WithName("w2"), G.WithValue(denseOf(t, dt, yh.Shape(), wv[yh.Shape().TotalSize():])))
+		cost := G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(yh, w1)))), G.Must(G.Sum(G.Must(G.HadamardProd(y2h, w2))))))
+		return g, host, cost
+	}
+	costOf := func(vals []complex128) float64 {
+		g, _, cost := build(vals)
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		if err := m.RunAll(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return real(denseScalar(cost.Value()))
+	}
+	g, host, cost := build(xv)
+	var m G.VM
+	if lisp {
+		m = G.NewLispMachine(g)
+	} else {
+		if _, err := G.Grad(cost, host); err != nil {
+			t.Fatalf("%s: Grad: %v", name, err)
+		}
+		m = G.NewTapeMachine(g)
+	}
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	gv, err := host.Grad()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	grad := denseValues(t, gv)
+	h, tol := 1e-6, 1e-7
+	if dt == tensor.Float32 {
+		h, tol = 1e-2, 2e-3
+	}
+	for i := range xv {
+		p, q := append([]complex128(nil), xv...), append([]complex128(nil), xv...)
+		p[i] += complex(h, 0)
+		q[i] -= complex(h, 0)
+		fd := (costOf(p) - costOf(q)) / (2 * h)
+		if math.Abs(real(grad[i])-fd) > tol*(1+math.Abs(fd)) {
+			t.Fatalf("%s: d cost / d x[%d] = %v, finite differences %v", name, i, real(grad[i]), fd)
+		}
+	}
+	_ = size
+}
+
+func denseOf(t *testing.T, dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	switch s := denseSlice(d).(type) {
+	case []float32:
+		copy(s, hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data().([]float32))
+	case []float64:
+		copy(s, hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data().([]float64))
+	}
+	return d
+}
+
+func denseScalar(v G.Value) complex128 {
+	switch x := v.(type) {
+	case *G.F64:
+		return complex(float64(*x), 0)
+	case *G.F32:
+		return complex(float64(*x), 0)
+	case *tensor.Dense:
+		switch s := denseSlice(x).(type) {
+		case []float64:
+			return complex(s[0], 0)
+		case []float32:
+			return complex(float64(s[0]), 0)
+		}
+	}
+	panic(fmt.Sprintf("not a real scalar: %T", v))
+}
+
+// TestGraphOpsGradients checks the gradient of every linear op against
+// finite differences on meshes of 1…4 devices and a one-rank process
+// communicator, float64 tightly and float32 loosely, TapeMachine and
+// LispMachine.
+func TestGraphOpsGradients(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 2, 3, 4) {
+		size := cc.comm.Size()
+		for _, oc := range opCases(rng, size) {
+			if !oc.linear {
+				continue
+			}
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				for _, lisp := range []bool{false, true} {
+					block := tensor.Shape{size, 1 + rng.IntN(2)}
+					if dt == tensor.Float32 {
+						block = tensor.Shape{size}
+					}
+					name := fmt.Sprintf("%s/%s/%v/%v/lisp=%v", cc.name, oc.name, dt, block, lisp)
+					gradCheck(t, rng, cc.comm, oc, dt, block, lisp, name)
+				}
+			}
+		}
+	}
+}
+
+// TestGraphOpsNonLinearGradient: prod/min/max reductions and Send have no
+// gradient; Grad says so.
+func TestGraphOpsNonLinearGradient(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 3) {
+		for _, oc := range opCases(rng, cc.comm.Size()) {
+			if oc.linear {
+				continue
+			}
+			g := G.NewGraph()
+			shape := stackedShape(cc.comm, tensor.Shape{cc.comm.Size()})
+			host, x := meshInput(t, g, cc.comm, tensor.Float64, randomValues(rng, tensor.Float64, shape.TotalSize()), shape)
+			y, err := oc.build(x, cc.comm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			yh, _ := ops.Gather(y)
+			cost := G.Must(G.Sum(yh))
+			if _, err := G.Grad(cost, host); !errorsIsDeep(err, ErrBadCall) {
+				t.Errorf("%s/%s: Grad err = %v, want ErrBadCall", cc.name, oc.name, err)
+			}
+		}
+	}
+}
+
+// errorsIsDeep digs through Gorgonia's wrappers like mgla.Cause.
+func errorsIsDeep(err, target error) bool {
+	for err != nil {
+		if errors.Is(err, target) {
+			return true
+		}
+		if inner := ops.UnwrapSymDiff(err); inner != nil && inner != err {
+			err = inner
+			continue
+		}
+		switch e := err.(type) {
+		case interface{ Err() error }:
+			err = e.Err()
+		case interface{ Cause() error }:
+			err = e.Cause()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// TestGraphOpsBuildErrors: what does not fit the communicator fails when
+// the node is built, with ErrBadCall (or ErrMeshMismatch).
+func TestGraphOpsBuildErrors(t *testing.T) {
+	m3, _ := sharding.CPUMesh(3)
+	m2, _ := sharding.CPUMesh(2)
+	mesh, _ := NewMesh(m3)
+	self := Self()
+	g := G.NewGraph()
+	vec := func(n int, dt tensor.Dtype) *G.Node { return G.NewVector(g, dt, G.WithShape(n)) }
+	mat := func(r, c int) *G.Node { return G.NewMatrix(g, tensor.Float64, G.WithShape(r, c)) }
+	other, err := ops.Shard(vec(6, tensor.Float64), m2, sharding.RowBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		build func() (*G.Node, error)
+		want  error
+	}{
+		{"first axis not in rank blocks", func() (*G.Node, error) { return AllReduceNode(vec(7, tensor.Float64), mesh, Sum) }, ErrBadCall},
+		{"reduce-scatter of 2 rows on 3 ranks", func() (*G.Node, error) { return ReduceScatterNode(mat(6, 2), mesh, Sum) }, ErrBadCall},
+		{"scatter on self of any rows", func() (*G.Node, error) { return ScatterNode(mat(5, 2), self, 0) }, nil},
+		{"all-to-all of 1 row per rank", func() (*G.Node, error) { return AllToAllNode(vec(3, tensor.Float64), mesh) }, ErrBadCall},
+		{"3-D on a mesh", func() (*G.Node, error) {
+			return AllGatherNode(G.NewTensor(g, tensor.Float64, 3, G.WithShape(3, 2, 2)), mesh)
+		}, ErrBadCall},
+		{"3-D on self", func() (*G.Node, error) {
+			return AllGatherNode(G.NewTensor(g, tensor.Float64, 3, G.WithShape(3, 2, 2)), self)
+		}, nil},
+		{"root out of range", func() (*G.Node, error) { return BcastNode(vec(3, tensor.Float64), mesh, 3) }, ErrBadCall},
+		{"negative root", func() (*G.Node, error) { return ReduceNode(vec(3, tensor.Float64), mesh, Sum, -1) }, ErrBadCall},
+		{"max of complex", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Complex128), mesh, Max) }, ErrBadCall},
+		{"unknown reduction", func() (*G.Node, error) { return ScanNode(vec(3, tensor.Float64), mesh, ReduceOp(9)) }, ErrBadCall},
+		{"integers", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Int), mesh, Sum) }, ErrBadCall},
+		{"send on a mesh", func() (*G.Node, error) { return SendNode(vec(3, tensor.Float64), mesh, 1, 0) }, ErrBadCall},
+		{"recv on a mesh", func() (*G.Node, error) { return RecvNode(g, mesh, tensor.Shape{3}, tensor.Float64, 1, 0) }, ErrBadCall},
+		{"peers per local rank", func() (*G.Node, error) {
+			return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 0}, []int{1, 0}, 0)
+		}, ErrBadCall},
+		{"peer out of range", func() (*G.Node, error) {
+			return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 2, 3}, []int{2, 0, 1}, 0)
+		}, ErrBadCall},
+		{"negative tag", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), self, []int{0}, []int{0}, -1) }, ErrBadCall},
+		{"value on another mesh", func() (*G.Node, error) { return AllReduceNode(other, mesh, Sum) }, sharding.ErrMeshMismatch},
+		{"sharded value on a process communicator", func() (*G.Node, error) { return AllReduceNode(other, self, Sum) }, sharding.ErrMeshMismatch},
+		{"nil communicator", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Float64), nil, Sum) }, ErrBadCall},
+		{"recv into a nil graph", func() (*G.Node, error) { return RecvNode(nil, self, tensor.Shape{3}, tensor.Float64, 0, 0) }, ErrBadCall},
+	} {
+		_, err := tc.build()
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
