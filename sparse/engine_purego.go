@@ -43,3 +43,6 @@ func (e *goEngine) agree(ok bool) (bool, error) { return ok, nil }
 
 func (e *goEngine) free()  {}
 func (e *goEngine) close() {}
+
+// HypreAvailable reports whether this build has hypre (the mpi build tag).
+func HypreAvailable() bool { return false }
