@@ -262,6 +262,8 @@ int mh_setup(mh_engine *e, int t, char *err, int errlen) {
 		hypre_ParCSRMatrix *at = NULL;
 		CHECK(hypre_ParCSRMatrixTranspose((hypre_ParCSRMatrix *)e->A, &at, 1), "ParCSRMatrixTranspose");
 		e->AT = (HYPRE_ParCSRMatrix)at;
+		// BoomerAMG's smoothers read each row's diagonal entry first.
+		CHECK(hypre_CSRMatrixReorder(hypre_ParCSRMatrixDiag(at)), "CSRMatrixReorder");
 	}
 	HYPRE_Solver amg;
 	CHECK(HYPRE_BoomerAMGCreate(&amg), "BoomerAMGCreate");

@@ -20,8 +20,8 @@ var (
 	ErrBadInput = errors.New("sparse: bad input")
 	// ErrNonFinite: NaN or Inf in the values or the right-hand side.
 	ErrNonFinite = errors.New("sparse: NaN or Inf input")
-	// ErrZeroDiagonal: a zero (or absent) diagonal entry with a smoother or
-	// preconditioner that divides by the diagonal.
+	// ErrZeroDiagonal: a zero (or absent) diagonal entry with BoomerAMG or
+	// Jacobi, which divide by the diagonal.
 	ErrZeroDiagonal = errors.New("sparse: zero diagonal entry")
 	// ErrNotConverged is wrapped by the error of a solve that stopped with
 	// a Status other than Success (see WithStatusOnly).
@@ -188,16 +188,6 @@ const (
 	WCycle Cycle = 2
 )
 
-// needsDiagonal reports whether a smoother divides by A's diagonal (the ℓ1
-// variants divide by row ℓ1 norms, Chebyshev by an estimate).
-func (s Smoother) needsDiagonal() bool {
-	switch s {
-	case L1GaussSeidel, L1GaussSeidelForward, 14, L1Jacobi, Chebyshev:
-		return false
-	}
-	return true
-}
-
 // config is the solver's settings.
 type config struct {
 	method       Method
@@ -355,6 +345,9 @@ func WithStatusOnly() Option {
 // WithKeepHierarchy keeps the AMG hierarchy when the values change: the old
 // hierarchy preconditions the new matrix (the finest level's smoother sees
 // the new values) instead of a new setup. Call Free to force a new setup.
+// Use it with a Krylov method: BoomerAMG alone, cycled on a hierarchy that
+// no longer matches A, may diverge. The hierarchy of Aᵀ (gradients of
+// non-symmetric systems) is always rebuilt.
 func WithKeepHierarchy() Option {
 	return func(c *config) error { c.keepOld = true; return nil }
 }

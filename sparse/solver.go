@@ -2,7 +2,6 @@ package sparse
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -265,7 +264,7 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind) error
 			diagBad = s.pat.zeroDiagonal(vals)
 		}
 		if diagBad >= 0 && s.needsDiagonal(kind) {
-			errLocal = fmt.Errorf("%w: %s: row %d (the %s needs a non-zero diagonal; an ℓ1 smoother does not)", ErrZeroDiagonal, name, s.pat.firstRow+diagBad, s.diagUser(kind))
+			errLocal = fmt.Errorf("%w: %s: row %d (the %s divides by the diagonal)", ErrZeroDiagonal, name, s.pat.firstRow+diagBad, s.diagUser(kind))
 		}
 	}
 	ok, err := s.eng.agree(errLocal == nil)
@@ -292,31 +291,17 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind) error
 	return nil
 }
 
-func (s *Solver) smoother() Smoother {
-	if v, ok := s.cfg.set["RelaxType"]; ok {
-		return Smoother(math.Round(v))
-	}
-	return s.cfg.smoother
-}
-
+// needsDiagonal: BoomerAMG (its interpolation and smoothers) and Jacobi
+// divide by the diagonal; only the unpreconditioned Go Krylov runs do not.
 func (s *Solver) needsDiagonal(kind runKind) bool {
-	switch kind {
-	case runCG, runBiCGStab:
-		switch s.cfg.precond {
-		case NoPrecond:
-			return false
-		case Jacobi:
-			return true
-		}
-	}
-	return s.smoother().needsDiagonal()
+	return !((kind == runCG || kind == runBiCGStab) && s.cfg.precond == NoPrecond)
 }
 
 func (s *Solver) diagUser(kind runKind) string {
 	if (kind == runCG || kind == runBiCGStab) && s.cfg.precond == Jacobi {
 		return "Jacobi preconditioner"
 	}
-	return fmt.Sprintf("smoother (relax type %d)", int(s.smoother()))
+	return "BoomerAMG setup"
 }
 
 // ensureSetup builds the hierarchy of A (or Aᵀ) when there is none, or when
