@@ -16,8 +16,26 @@ import (
 
 // commHandle is the MPI communicator a solver's matrix lives on.
 type commHandle struct {
-	fortran C.MPI_Fint
-	size    int
+	fortran    C.MPI_Fint
+	size, rank int
+}
+
+// WithComm distributes the solver's matrix by rows over the ranks of an MPI
+// communicator, given by its Fortran handle (MPI_Comm_c2f; collective/mpi's
+// Comm.Fortran()). Each rank passes its own row block (NewRowBlock) and the
+// blocks in rank order tile the rows. Every rank must make the same calls.
+func WithComm(fortran int) Option {
+	return func(c *config) error {
+		if err := initMPI(); err != nil {
+			return fmt.Errorf("%w: sparse: initialising MPI: %w", collective.ErrUnavailable, err)
+		}
+		h, err := handleOf(fortran)
+		if err != nil {
+			return err
+		}
+		c.comm = h
+		return nil
+	}
 }
 
 // commOrSelf is the WithComm communicator, or MPI_COMM_SELF (MPI
@@ -29,13 +47,22 @@ func (c *config) commOrSelf() (*commHandle, error) {
 	if err := initMPI(); err != nil {
 		return nil, fmt.Errorf("%w: sparse: initialising MPI for hypre: %w", collective.ErrUnavailable, err)
 	}
-	return &commHandle{fortran: C.mh_self_fortran(), size: 1}, nil
+	return &commHandle{fortran: C.mh_self_fortran(), size: 1, rank: 0}, nil
 }
 
 func handleOf(fortran int) (*commHandle, error) {
-	var size C.int
-	if rc := C.mh_comm_size(C.MPI_Fint(fortran), &size); rc != 0 {
+	var size, rank C.int
+	if rc := C.mh_comm_size(C.MPI_Fint(fortran), &size, &rank); rc != 0 {
 		return nil, fmt.Errorf("%w: sparse: MPI_Comm_size failed (%d)", collective.ErrEngine, int(rc))
 	}
-	return &commHandle{fortran: C.MPI_Fint(fortran), size: int(size)}, nil
+	return &commHandle{fortran: C.MPI_Fint(fortran), size: int(size), rank: int(rank)}, nil
+}
+
+// bcast is rank 0's v on every rank.
+func (h *commHandle) bcast(v uint64) (uint64, error) {
+	x := C.ulonglong(v)
+	if rc := C.mh_bcast_u64(h.fortran, &x); rc != 0 {
+		return 0, fmt.Errorf("%w: sparse: MPI_Bcast failed (%d)", collective.ErrEngine, int(rc))
+	}
+	return uint64(x), nil
 }

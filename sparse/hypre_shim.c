@@ -457,4 +457,12 @@ void mh_destroy(mh_engine *e) {
 
 MPI_Fint mh_self_fortran(void) { return MPI_Comm_c2f(MPI_COMM_SELF); }
 
-int mh_comm_size(MPI_Fint fcomm, int *size) { return MPI_Comm_size(MPI_Comm_f2c(fcomm), size); }
+int mh_comm_size(MPI_Fint fcomm, int *size, int *rank) {
+	MPI_Comm c = MPI_Comm_f2c(fcomm);
+	int rc = MPI_Comm_size(c, size);
+	return rc ? rc : MPI_Comm_rank(c, rank);
+}
+
+int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v) {
+	return MPI_Bcast(v, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_Comm_f2c(fcomm));
+}

@@ -36,7 +36,9 @@ void mh_destroy(mh_engine *e);
 int mh_check_setting(const char *name);
 // MPI_COMM_SELF as a Fortran handle (MPI must be initialised).
 MPI_Fint mh_self_fortran(void);
-// The size of a communicator given as a Fortran handle.
-int mh_comm_size(MPI_Fint fcomm, int *size);
+// The size and rank of a communicator given as a Fortran handle.
+int mh_comm_size(MPI_Fint fcomm, int *size, int *rank);
+// Broadcast of one 64-bit value from rank 0.
+int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v);
 
 #endif

@@ -109,7 +109,7 @@ func TestPreconditionerOp(t *testing.T) {
 	t.Logf("one V-cycle: ‖r − A·M⁻¹r‖/‖r‖ = %.2g", e)
 	require.Less(t, e, 0.5)
 	require.Equal(t, 1, s.Stats().Setups)
-	c := solverCase{name: "Preconditioner", op: (*Solver).Preconditioner}
+	c := solverCase{name: "Preconditioner", kind: runPrecond}
 	w := randVec(rng, tr.n)
 	for _, lisp := range []bool{false, true} {
 		g, vn, bn, _, cost := solveGraph(t, s, c, a.Values, r1, w)
@@ -143,7 +143,7 @@ func TestAdjointReusesHierarchy(t *testing.T) {
 		a := tr.whole(t)
 		s, err := NewSolver(a.Pattern, WithMethod(GMRES), WithTolerance(1e-12))
 		require.NoError(t, err)
-		c := solverCase{op: (*Solver).Solve}
+		c := solverCase{kind: runSolve}
 		g, vn, bn, _, cost := solveGraph(t, s, c, a.Values, randVec(rng, tr.n), randVec(rng, tr.n))
 		_, err = G.Grad(cost, vn, bn)
 		require.NoError(t, err)

@@ -19,9 +19,9 @@ func TestUnavailable(t *testing.T) {
 	a := tr.whole(t)
 	b := randVec(rng, tr.n)
 	for _, c := range []solverCase{
-		{name: "Solve", op: (*Solver).Solve},
-		{name: "Preconditioner", op: (*Solver).Preconditioner},
-		{name: "CG/AMG", op: (*Solver).CG, opts: []Option{WithPrecond(AMGPrecond)}},
+		{name: "Solve", kind: runSolve},
+		{name: "Preconditioner", kind: runPrecond},
+		{name: "CG/AMG", kind: runCG, opts: []Option{WithPrecond(AMGPrecond)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := NewSolver(a.Pattern, c.opts...)

@@ -17,22 +17,27 @@ type solverCase struct {
 	name   string
 	nonSym bool // the method handles non-symmetric A
 	opts   []Option
-	op     func(s *Solver, values, b *G.Node) (*G.Node, error)
+	kind   runKind
 	hypre  bool
+}
+
+// op applies the case's op.
+func (c solverCase) op(s *Solver, values, b *G.Node) (*G.Node, error) {
+	return s.apply(c.kind, values, b)
 }
 
 func solverCases() []solverCase {
 	all := []solverCase{
-		{name: "CG/Jacobi", opts: []Option{WithPrecond(Jacobi)}, op: (*Solver).CG},
-		{name: "CG/none", opts: []Option{WithPrecond(NoPrecond)}, op: (*Solver).CG},
-		{name: "BiCGStab/Jacobi", nonSym: true, opts: []Option{WithPrecond(Jacobi)}, op: (*Solver).BiCGStab},
-		{name: "CG/AMG", opts: []Option{WithPrecond(AMGPrecond)}, op: (*Solver).CG, hypre: true},
-		{name: "BiCGStab/AMG", nonSym: true, opts: []Option{WithPrecond(AMGPrecond)}, op: (*Solver).BiCGStab, hypre: true},
-		{name: "Solve/PCG", opts: []Option{WithMethod(PCG)}, op: (*Solver).Solve, hypre: true},
-		{name: "Solve/AMG", nonSym: true, opts: []Option{WithMethod(AMG)}, op: (*Solver).Solve, hypre: true},
-		{name: "Solve/BiCGStab", nonSym: true, opts: []Option{WithMethod(BiCGStab)}, op: (*Solver).Solve, hypre: true},
-		{name: "Solve/GMRES", nonSym: true, opts: []Option{WithMethod(GMRES), WithRestart(17)}, op: (*Solver).Solve, hypre: true},
-		{name: "Solve/GMRES/PMIS,W,SymGS", nonSym: true, op: (*Solver).Solve, hypre: true, opts: []Option{
+		{name: "CG/Jacobi", opts: []Option{WithPrecond(Jacobi)}, kind: runCG},
+		{name: "CG/none", opts: []Option{WithPrecond(NoPrecond)}, kind: runCG},
+		{name: "BiCGStab/Jacobi", nonSym: true, opts: []Option{WithPrecond(Jacobi)}, kind: runBiCGStab},
+		{name: "CG/AMG", opts: []Option{WithPrecond(AMGPrecond)}, kind: runCG, hypre: true},
+		{name: "BiCGStab/AMG", nonSym: true, opts: []Option{WithPrecond(AMGPrecond)}, kind: runBiCGStab, hypre: true},
+		{name: "Solve/PCG", opts: []Option{WithMethod(PCG)}, kind: runSolve, hypre: true},
+		{name: "Solve/AMG", nonSym: true, opts: []Option{WithMethod(AMG)}, kind: runSolve, hypre: true},
+		{name: "Solve/BiCGStab", nonSym: true, opts: []Option{WithMethod(BiCGStab)}, kind: runSolve, hypre: true},
+		{name: "Solve/GMRES", nonSym: true, opts: []Option{WithMethod(GMRES), WithRestart(17)}, kind: runSolve, hypre: true},
+		{name: "Solve/GMRES/PMIS,W,SymGS", nonSym: true, kind: runSolve, hypre: true, opts: []Option{
 			WithMethod(GMRES), WithCoarsening(PMIS), WithInterpolation(DirectInterp), WithCycle(WCycle),
 			WithSmoother(SymGaussSeidel), WithStrongThreshold(0.5), WithHypre("MaxLevels", 4), WithHypre("TruncFactor", 0.1)}},
 	}

@@ -25,7 +25,7 @@ import (
 const (
 	tol     = 1e-8
 	maxIter = 500
-	strong  = 0.5
+	strong  = 0.25
 )
 
 func measure(n, reps int, withCG bool) ([]result, error) {
