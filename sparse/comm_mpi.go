@@ -21,9 +21,13 @@ type commHandle struct {
 }
 
 // WithComm distributes the solver's matrix by rows over the ranks of an MPI
-// communicator, given by its Fortran handle (MPI_Comm_c2f; collective/mpi's
-// Comm.Fortran()). Each rank passes its own row block (NewRowBlock) and the
-// blocks in rank order tile the rows. Every rank must make the same calls.
+// communicator, given by its Fortran handle: collective/mpi's
+// Comm.Fortran() (for example of mpi.World()). Each rank passes its own row
+// block (NewRowBlock, BlockRows) and the blocks in rank order tile the rows.
+// Every rank must make the same calls in the same order (SPMD). hypre calls
+// MPI from whichever goroutine runs the op, so MPI must provide
+// MPI_THREAD_MULTIPLE (collective/mpi asks for it; Debian's Open MPI gives
+// it); a Solver serialises its own runs.
 func WithComm(fortran int) Option {
 	return func(c *config) error {
 		if err := initMPI(); err != nil {

@@ -158,3 +158,30 @@ func TestAdjointReusesHierarchy(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestSymmetryOption: WithSymmetry(NonSymmetric) builds the hierarchy of Aᵀ
+// even for a symmetric A (same gradient), Symmetric never does.
+func TestSymmetryOption(t *testing.T) {
+	for _, sym := range []Symmetry{Symmetric, NonSymmetric} {
+		rng := testRNG(t, uint64(800+int(sym)))
+		tr := laplace2D(rng, 7, 8, 0)
+		a := tr.whole(t)
+		s, err := NewSolver(a.Pattern, WithSymmetry(sym), WithTolerance(1e-13))
+		require.NoError(t, err)
+		c := solverCase{name: "Solve", kind: runSolve}
+		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+		checkGradients(t, rng, s, c, a.Values, b, w)
+		// One gradient run from scratch: the hierarchies it builds.
+		s.Free()
+		before := s.Stats().Setups
+		g, vn, bn, _, cost := solveGraph(t, s, c, a.Values, b, w)
+		_, err = G.Grad(cost, vn, bn)
+		require.NoError(t, err)
+		m := G.NewTapeMachine(g)
+		require.NoError(t, m.RunAll())
+		m.Close()
+		want := map[Symmetry]int{Symmetric: 1, NonSymmetric: 2}[sym]
+		require.Equal(t, want, s.Stats().Setups-before)
+		s.Close()
+	}
+}

@@ -19,7 +19,6 @@ import (
 
 func worldRNG(t *testing.T, stream uint64) (*rand.Rand, *commHandle) {
 	t.Helper()
-	require.NoError(t, initMPI())
 	h, err := handleOf(worldFortran())
 	require.NoError(t, err)
 	seed, err := h.bcast(testSeed)

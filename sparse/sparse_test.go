@@ -408,3 +408,47 @@ func TestIndefiniteCG(t *testing.T) {
 	t.Log(err)
 	require.Contains(t, []Status{Failed, Diverged, NotConverged}, se.Info.Status)
 }
+
+// TestPoisson3D: the 7-point Laplacian built whole and by blocks of odd
+// sizes agrees with a dense stencil.
+func TestPoisson3D(t *testing.T) {
+	rng := testRNG(t, 6)
+	n := 2 + rng.IntN(5)
+	order := n * n * n
+	whole, err := Poisson3D(n, 0, order)
+	require.NoError(t, err)
+	x := randVec(rng, order)
+	y, err := whole.MulVec(x)
+	require.NoError(t, err)
+	at := func(i, j, k int) float64 {
+		if i < 0 || j < 0 || k < 0 || i >= n || j >= n || k >= n {
+			return 0
+		}
+		return x[i+n*j+n*n*k]
+	}
+	for k := range n {
+		for j := range n {
+			for i := range n {
+				want := 6*at(i, j, k) - at(i-1, j, k) - at(i+1, j, k) - at(i, j-1, k) - at(i, j+1, k) - at(i, j, k-1) - at(i, j, k+1)
+				require.InDelta(t, want, y[i+n*j+n*n*k], 1e-12)
+			}
+		}
+	}
+	size := 1 + rng.IntN(5)
+	var vals []float64
+	next := 0
+	for r := range size {
+		lo, rows := BlockRows(order, r, size)
+		require.Equal(t, next, lo)
+		next += rows
+		blk, err := Poisson3D(n, lo, rows)
+		require.NoError(t, err)
+		vals = append(vals, blk.Values...)
+	}
+	require.Equal(t, order, next)
+	require.Equal(t, whole.Values, vals)
+	_, err = Poisson3D(0, 0, 0)
+	require.ErrorIs(t, err, ErrBadInput)
+	_, err = Poisson3D(3, 20, 10)
+	require.ErrorIs(t, err, ErrBadInput)
+}

@@ -4,8 +4,8 @@
 // "Sparse: hypre BoomerAMG". In one process, for each grid size:
 //
 //   - graph: the Solve op (PCG + BoomerAMG) in a Gorgonia TapeMachine: the
-//     first run (load values, AMG setup, solve) and the best of the cached
-//     runs (solve only, the hierarchy reused);
+//     first run of a new solver (load values, AMG setup, solve) and the
+//     cached runs (solve only, the hierarchy reused), best of -reps each;
 //
 //   - direct: the same hypre calls made from C (cgo) — IJ matrix, BoomerAMG
 //     and PCG with the same settings, setup, solves — timed in C;
@@ -49,11 +49,11 @@ var header = []string{"path", "n", "unknowns", "build_s", "setup_s", "solve_s", 
 
 func main() {
 	sizes := flag.String("sizes", "32,48,64,96", "grid sizes n (n³ unknowns)")
-	reps := flag.Int("reps", 3, "cached solves per path (the best counts)")
+	reps := flag.Int("reps", 3, "runs from scratch per path, and cached solves per run (the best counts)")
 	csvOut := flag.String("csv", "", "write the results as CSV here")
 	svgDir := flag.String("svg", "", "write sparse-iterations.svg and sparse-time.svg here")
 	mdOut := flag.String("md", "", "write the Markdown table here (default standard output)")
-	cgMax := flag.Int("cg-max", 96, "largest n for unpreconditioned CG")
+	cgMax := flag.Int("cg-max", 128, "largest n for unpreconditioned CG")
 	flag.Parse()
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {

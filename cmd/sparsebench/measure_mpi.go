@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/sparse"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -29,6 +30,10 @@ const (
 )
 
 func measure(n, reps int, withCG bool) ([]result, error) {
+	// MPI first: the direct C path runs before any solver would initialise it.
+	if _, err := mpi.World(); err != nil {
+		return nil, err
+	}
 	a, err := sparse.Poisson3D(n, 0, n*n*n)
 	if err != nil {
 		return nil, err
@@ -43,10 +48,17 @@ func measure(n, reps int, withCG bool) ([]result, error) {
 		sparse.WithCoarsening(sparse.HMIS), sparse.WithInterpolation(sparse.ExtPlusIInterp),
 		sparse.WithSmoother(sparse.L1GaussSeidel), sparse.WithStrongThreshold(strong)}
 	// Direct first, then the graph op: the direct run warms the allocator and
-	// hypre's first-call costs for both.
-	d, err := direct(a, b, reps)
-	if err != nil {
-		return nil, err
+	// hypre's first-call costs for both. Each path is run reps times from
+	// scratch (a new hypre matrix and hierarchy) and the best counts.
+	var d result
+	for rep := range reps {
+		r, err := direct(a, b, reps)
+		if err != nil {
+			return nil, err
+		}
+		if rep == 0 || r.First < d.First {
+			d = r
+		}
 	}
 	out = append(out, d)
 	g, err := graphRun(a, b, reps, "graph", (*sparse.Solver).Solve, append(amg, sparse.WithMethod(sparse.PCG)))
@@ -75,6 +87,25 @@ type opFunc func(*sparse.Solver, *gorgonia.Node, *gorgonia.Node) (*gorgonia.Node
 // graphRun times one op in a TapeMachine: the first run, then reps runs with
 // the hierarchy cached.
 func graphRun(a *sparse.CSR, b []float64, reps int, path string, op opFunc, opts []sparse.Option) (result, error) {
+	var best result
+	for rep := range reps {
+		r, err := graphOnce(a, b, reps, path, op, opts)
+		if err != nil {
+			return r, err
+		}
+		if rep == 0 || r.First < best.First {
+			best.First, best.Setup = r.First, r.Setup
+		}
+		if rep == 0 || r.Solve < best.Solve {
+			best.Path, best.Grid, best.Solve, best.Iters, best.Residual = r.Path, r.Grid, r.Solve, r.Iters, r.Residual
+		}
+	}
+	return best, nil
+}
+
+// graphOnce is one solver from scratch: the first run (load, setup, solve)
+// and reps−1 cached runs.
+func graphOnce(a *sparse.CSR, b []float64, reps int, path string, op opFunc, opts []sparse.Option) (result, error) {
 	r := result{Path: path, Grid: round3(len(b))}
 	s, err := sparse.NewSolver(a.Pattern, opts...)
 	if err != nil {
