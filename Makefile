@@ -95,5 +95,5 @@ sparse-example:
 
 # BENCHMARKS.md, "Sparse: hypre BoomerAMG": CSV, table and plots.
 sparse-bench:
-	$(GO) run -tags mpi ./cmd/sparsebench -sizes 32,48,64,96,128 -reps 3 \
+	$(GO) run -tags mpi ./cmd/sparsebench -sizes 32,48,64,96,128 -reps 4 \
 		-csv docs/bench/sparse.csv -svg docs/bench -md docs/bench/sparse.md

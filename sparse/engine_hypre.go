@@ -14,6 +14,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -21,6 +22,11 @@ import (
 const defaultPrecond = AMGPrecond
 
 const errLen = 512
+
+// hypreMu serialises every call into hypre in the process: hypre keeps
+// global state (its error flag, its memory pools), so two solvers must not
+// run at once. Gorgonia machines run ops one at a time anyway.
+var hypreMu sync.Mutex
 
 // hypreEngine is a hypre IJ/ParCSR matrix on this rank's row block, with
 // BoomerAMG hierarchies and Krylov solvers for A and Aᵀ (hypre_shim.c).
@@ -87,6 +93,8 @@ func newEngine(p *Pattern, cfg *config) (engine, error) {
 	}
 	buf := make([]C.char, errLen)
 	var e *C.mh_engine
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	rc := C.mh_create(&e, comm.fortran, C.int(p.n), C.int(p.firstRow), C.int(p.Rows()),
 		&rowPtr[0], &cols[0], &ccfg, &buf[0], errLen)
 	if rc != 0 {
@@ -100,6 +108,8 @@ func newEngine(p *Pattern, cfg *config) (engine, error) {
 }
 
 func (h *hypreEngine) load(vals []float64) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	buf := make([]C.char, errLen)
 	if rc := C.mh_load(h.e, (*C.double)(ptrOf(vals)), &buf[0], errLen); rc != 0 {
 		return hypreErr("loading values", rc, buf)
@@ -108,6 +118,8 @@ func (h *hypreEngine) load(vals []float64) error {
 }
 
 func (h *hypreEngine) setup(trans bool) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	buf := make([]C.char, errLen)
 	if rc := C.mh_setup(h.e, cbool(trans), &buf[0], errLen); rc != 0 {
 		return hypreErr("AMG setup", rc, buf)
@@ -116,6 +128,8 @@ func (h *hypreEngine) setup(trans bool) error {
 }
 
 func (h *hypreEngine) solve(trans bool, b, x []float64) (Info, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	buf := make([]C.char, errLen)
 	var iters, status C.int
 	var res C.double
@@ -133,6 +147,8 @@ func (h *hypreEngine) solve(trans bool, b, x []float64) (Info, error) {
 }
 
 func (h *hypreEngine) vcycle(trans bool, r, z []float64) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	buf := make([]C.char, errLen)
 	if rc := C.mh_vcycle(h.e, cbool(trans), (*C.double)(ptrOf(r)), (*C.double)(ptrOf(z)), &buf[0], errLen); rc != 0 {
 		return hypreErr("V-cycle", rc, buf)
@@ -141,6 +157,8 @@ func (h *hypreEngine) vcycle(trans bool, r, z []float64) error {
 }
 
 func (h *hypreEngine) matvec(trans bool, x, y []float64) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	buf := make([]C.char, errLen)
 	if rc := C.mh_matvec(h.e, cbool(trans), (*C.double)(ptrOf(x)), (*C.double)(ptrOf(y)), &buf[0], errLen); rc != 0 {
 		return hypreErr("product", rc, buf)
@@ -149,6 +167,8 @@ func (h *hypreEngine) matvec(trans bool, x, y []float64) error {
 }
 
 func (h *hypreEngine) dot(a, b []float64) (float64, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	var s float64
 	for i, x := range a {
 		s += x * b[i]
@@ -162,6 +182,8 @@ func (h *hypreEngine) dot(a, b []float64) (float64, error) {
 }
 
 func (h *hypreEngine) gather(local []float64) ([]float64, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	global := make([]float64, h.p.n)
 	buf := make([]C.char, errLen)
 	if rc := C.mh_gather(h.e, (*C.double)(ptrOf(local)), (*C.double)(ptrOf(global)), &buf[0], errLen); rc != 0 {
@@ -171,6 +193,8 @@ func (h *hypreEngine) gather(local []float64) ([]float64, error) {
 }
 
 func (h *hypreEngine) agree(ok bool) (bool, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	var all C.int
 	buf := make([]C.char, errLen)
 	if rc := C.mh_agree(h.e, cbool(ok), &all, &buf[0], errLen); rc != 0 {
@@ -179,9 +203,15 @@ func (h *hypreEngine) agree(ok bool) (bool, error) {
 	return all != 0, nil
 }
 
-func (h *hypreEngine) free() { C.mh_free_hierarchies(h.e) }
+func (h *hypreEngine) free() {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	C.mh_free_hierarchies(h.e)
+}
 
 func (h *hypreEngine) close() {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
 	C.mh_destroy(h.e)
 	h.e = nil
 }

@@ -185,3 +185,41 @@ func TestSymmetryOption(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestDiverged: BoomerAMG alone, cycled with the kept hierarchy of A on −A
+// (error propagation ≈ 2I), blows up; the status says Diverged (an error by
+// default, the status alone on request).
+func TestDiverged(t *testing.T) {
+	rng := testRNG(t, 900)
+	tr := laplace2D(rng, 12, 11, 0)
+	a := tr.whole(t)
+	neg := slices.Clone(a.Values)
+	for k := range neg {
+		neg[k] = -neg[k]
+	}
+	b := randVec(rng, tr.n)
+	for _, statusOnly := range []bool{false, true} {
+		opts := []Option{WithMethod(AMG), WithMaxIterations(400), WithKeepHierarchy()}
+		if statusOnly {
+			opts = append(opts, WithStatusOnly())
+		}
+		s, err := NewSolver(a.Pattern, opts...)
+		require.NoError(t, err)
+		_, info, err := s.SolveValues(a.Values, b, false)
+		require.NoError(t, err)
+		require.Equal(t, Success, info.Status)
+		_, info, err = s.SolveValues(neg, b, false)
+		t.Logf("status only %v: %v; %v", statusOnly, info, err)
+		require.Equal(t, Diverged, info.Status)
+		if statusOnly {
+			require.NoError(t, err)
+		} else {
+			var se *StatusError
+			require.ErrorAs(t, err, &se)
+			require.ErrorIs(t, err, ErrNotConverged)
+			require.Equal(t, Diverged, se.Info.Status)
+		}
+		require.Equal(t, 1, s.Stats().Setups)
+		s.Close()
+	}
+}

@@ -28,62 +28,54 @@ func worldRNG(t *testing.T, stream uint64) (*rand.Rand, *commHandle) {
 }
 
 func TestMPIRowBlocks(t *testing.T) {
-	for i, c := range solverCases() {
-		for _, nonSym := range []bool{false, true} {
-			if nonSym && !c.nonSym {
-				continue
+	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
+		rng, h := worldRNG(t, uint64(500+10*i+btoi(nonSym)))
+		tr := laplace2D(rng, 6+rng.IntN(8), 5+rng.IntN(8), float64(btoi(nonSym))*0.8)
+		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+		lo, rows := BlockRows(tr.n, h.rank, h.size)
+		blk := tr.block(t, lo, lo+rows)
+		whole := tr.whole(t)
+		opts := append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)
+		dist, err := NewSolver(blk.Pattern, append(opts, WithComm(worldFortran()))...)
+		require.NoError(t, err)
+		defer dist.Close()
+		one, err := NewSolver(whole.Pattern, opts...)
+		require.NoError(t, err)
+		defer one.Close()
+		grads := func(s *Solver, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
+			g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
+			var m G.VM
+			if lisp {
+				m = G.NewLispMachine(g)
+			} else {
+				_, err := G.Grad(cost, vn, bn)
+				require.NoError(t, err)
+				m = G.NewTapeMachine(g)
 			}
-			name := c.name + map[bool]string{false: "/SPD", true: "/nonsymmetric"}[nonSym]
-			t.Run(name, func(t *testing.T) {
-				rng, h := worldRNG(t, uint64(500+10*i+btoi(nonSym)))
-				tr := laplace2D(rng, 6+rng.IntN(8), 5+rng.IntN(8), float64(btoi(nonSym))*0.8)
-				b, w := randVec(rng, tr.n), randVec(rng, tr.n)
-				lo, rows := BlockRows(tr.n, h.rank, h.size)
-				blk := tr.block(t, lo, lo+rows)
-				whole := tr.whole(t)
-				opts := append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)
-				dist, err := NewSolver(blk.Pattern, append(opts, WithComm(worldFortran()))...)
-				require.NoError(t, err)
-				defer dist.Close()
-				one, err := NewSolver(whole.Pattern, opts...)
-				require.NoError(t, err)
-				defer one.Close()
-				grads := func(s *Solver, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
-					g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
-					var m G.VM
-					if lisp {
-						m = G.NewLispMachine(g)
-					} else {
-						_, err := G.Grad(cost, vn, bn)
-						require.NoError(t, err)
-						m = G.NewTapeMachine(g)
-					}
-					defer m.Close()
-					require.NoError(t, m.RunAll())
-					x = nodeFloats(t, *xv)
-					gvv, err := vn.Grad()
-					require.NoError(t, err)
-					gbv, err := bn.Grad()
-					require.NoError(t, err)
-					return x, nodeFloats(t, gvv), nodeFloats(t, gbv)
-				}
-				rowPtr := whole.Pattern.RowPtr()
-				for _, lisp := range []bool{false, true} {
-					x1, gv1, gb1 := grads(one, whole.Values, b, w, lisp)
-					xd, gvd, gbd := grads(dist, blk.Values, b[lo:lo+rows], w[lo:lo+rows], lisp)
-					ex := relErr(xd, x1[lo:lo+rows])
-					ev := relErr(gvd, gv1[rowPtr[lo]:rowPtr[lo+rows]])
-					eb := relErr(gbd, gb1[lo:lo+rows])
-					t.Logf("lisp=%v rows [%d, %d) of %d: x %.1e, values gradient %.1e, b gradient %.1e; %v", lisp, lo, lo+rows, tr.n, ex, ev, eb, dist.Info())
-					for _, e := range []float64{ex, ev, eb} {
-						if rows > 0 {
-							require.Less(t, e, 1e-9)
-						}
-					}
-				}
-			})
+			defer m.Close()
+			require.NoError(t, m.RunAll())
+			x = nodeFloats(t, *xv)
+			gvv, err := vn.Grad()
+			require.NoError(t, err)
+			gbv, err := bn.Grad()
+			require.NoError(t, err)
+			return x, nodeFloats(t, gvv), nodeFloats(t, gbv)
 		}
-	}
+		rowPtr := whole.Pattern.RowPtr()
+		for _, lisp := range []bool{false, true} {
+			x1, gv1, gb1 := grads(one, whole.Values, b, w, lisp)
+			xd, gvd, gbd := grads(dist, blk.Values, b[lo:lo+rows], w[lo:lo+rows], lisp)
+			ex := relErr(xd, x1[lo:lo+rows])
+			ev := relErr(gvd, gv1[rowPtr[lo]:rowPtr[lo+rows]])
+			eb := relErr(gbd, gb1[lo:lo+rows])
+			t.Logf("lisp=%v rows [%d, %d) of %d: x %.1e, values gradient %.1e, b gradient %.1e; %v", lisp, lo, lo+rows, tr.n, ex, ev, eb, dist.Info())
+			for _, e := range []float64{ex, ev, eb} {
+				if rows > 0 {
+					require.Less(t, e, 1e-9)
+				}
+			}
+		}
+	})
 }
 
 // TestMPIBadInputOnOneRank: NaN in the last rank's block of b fails the run

@@ -67,34 +67,40 @@ func solveGraph(t testing.TB, s *Solver, c solverCase, vals, b, w []float64) (g 
 }
 
 func TestSolveMatchesDense(t *testing.T) {
+	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
+		rng := testRNG(t, uint64(10*i+btoi(nonSym)))
+		nx, ny := 5+rng.IntN(9), 4+rng.IntN(9)
+		tr := laplace2D(rng, nx, ny, float64(btoi(nonSym))*0.8)
+		a := tr.whole(t)
+		b := randVec(rng, tr.n)
+		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-11), WithMaxIterations(1000)}, c.opts...)...)
+		require.NoError(t, err)
+		defer s.Close()
+		g, _, _, x, _ := solveGraph(t, s, c, a.Values, b, randVec(rng, tr.n))
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		require.NoError(t, m.RunAll())
+		want := denseSolve(tr.n, tr.dense(), b, false)
+		e := relErr(nodeFloats(t, *x), want)
+		info := s.Info()
+		t.Logf("%d×%d grid, %v, error %.1e", nx, ny, info, e)
+		require.Less(t, e, 1e-8)
+		require.Equal(t, Success, info.Status)
+		require.Greater(t, info.Iterations, 0)
+		require.LessOrEqual(t, info.Residual, 1e-11)
+	})
+}
+
+// eachCase runs f for every solver case on an SPD matrix and, for the
+// methods that take one, on a non-symmetric matrix.
+func eachCase(t *testing.T, f func(t *testing.T, i int, c solverCase, nonSym bool)) {
 	for i, c := range solverCases() {
 		for _, nonSym := range []bool{false, true} {
 			if nonSym && !c.nonSym {
 				continue
 			}
 			name := c.name + map[bool]string{false: "/SPD", true: "/nonsymmetric"}[nonSym]
-			t.Run(name, func(t *testing.T) {
-				rng := testRNG(t, uint64(10*i+btoi(nonSym)))
-				nx, ny := 5+rng.IntN(9), 4+rng.IntN(9)
-				tr := laplace2D(rng, nx, ny, float64(btoi(nonSym))*0.8)
-				a := tr.whole(t)
-				b := randVec(rng, tr.n)
-				s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-11), WithMaxIterations(1000)}, c.opts...)...)
-				require.NoError(t, err)
-				defer s.Close()
-				g, _, _, x, _ := solveGraph(t, s, c, a.Values, b, randVec(rng, tr.n))
-				m := G.NewTapeMachine(g)
-				defer m.Close()
-				require.NoError(t, m.RunAll())
-				want := denseSolve(tr.n, tr.dense(), b, false)
-				e := relErr(nodeFloats(t, *x), want)
-				info := s.Info()
-				t.Logf("%d×%d grid, %v, error %.1e", nx, ny, info, e)
-				require.Less(t, e, 1e-8)
-				require.Equal(t, Success, info.Status)
-				require.Greater(t, info.Iterations, 0)
-				require.LessOrEqual(t, info.Residual, 1e-11)
-			})
+			t.Run(name, func(t *testing.T) { f(t, i, c, nonSym) })
 		}
 	}
 }
@@ -110,24 +116,16 @@ func btoi(b bool) int {
 // and b, from the TapeMachine and the LispMachine, with fourth-order central
 // differences along random directions.
 func TestGradients(t *testing.T) {
-	for i, c := range solverCases() {
-		for _, nonSym := range []bool{false, true} {
-			if nonSym && !c.nonSym {
-				continue
-			}
-			name := c.name + map[bool]string{false: "/SPD", true: "/nonsymmetric"}[nonSym]
-			t.Run(name, func(t *testing.T) {
-				rng := testRNG(t, uint64(100+10*i+btoi(nonSym)))
-				tr := laplace2D(rng, 4+rng.IntN(6), 3+rng.IntN(6), float64(btoi(nonSym))*0.8)
-				a := tr.whole(t)
-				b, w := randVec(rng, tr.n), randVec(rng, tr.n)
-				s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)...)
-				require.NoError(t, err)
-				defer s.Close()
-				checkGradients(t, rng, s, c, a.Values, b, w)
-			})
-		}
-	}
+	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
+		rng := testRNG(t, uint64(100+10*i+btoi(nonSym)))
+		tr := laplace2D(rng, 4+rng.IntN(6), 3+rng.IntN(6), float64(btoi(nonSym))*0.8)
+		a := tr.whole(t)
+		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)...)
+		require.NoError(t, err)
+		defer s.Close()
+		checkGradients(t, rng, s, c, a.Values, b, w)
+	})
 }
 
 func checkGradients(t *testing.T, rng *rand.Rand, s *Solver, c solverCase, vals, b, w []float64) {

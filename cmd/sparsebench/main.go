@@ -181,14 +181,7 @@ func writePlots(dir string, rs []result) error {
 		return xys
 	}
 	iters := func(r result) float64 { return float64(r.Iters) }
-	p := plot.New()
-	p.Title.Text = "3-D Poisson, iterations to 1e-8"
-	p.X.Label.Text = "unknowns (n³)"
-	p.Y.Label.Text = "iterations"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
+	p := logPlot("3-D Poisson, iterations to 1e-8", "iterations")
 	if err := plotutil.AddLinePoints(p, "hypre PCG+AMG (graph op)", line("graph", iters),
 		"Go CG + AMG V-cycle", line("cg-amg", iters), "Go CG, no preconditioner", line("cg", iters)); err != nil {
 		return err
@@ -198,14 +191,7 @@ func writePlots(dir string, rs []result) error {
 	}
 	solve := func(r result) float64 { return r.Solve }
 	first := func(r result) float64 { return r.Build + r.Setup + r.Solve }
-	q := plot.New()
-	q.Title.Text = "3-D Poisson, seconds to 1e-8 (one process)"
-	q.X.Label.Text = "unknowns (n³)"
-	q.Y.Label.Text = "seconds"
-	q.X.Scale, q.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	q.Y.Scale, q.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	q.Legend.Top, q.Legend.Left = true, true
-	q.Add(plotter.NewGrid())
+	q := logPlot("3-D Poisson, seconds to 1e-8 (one process)", "seconds")
 	graphFirst := line("graph", func(r result) float64 { return r.First })
 	if err := plotutil.AddLinePoints(q, "graph op, first run (setup+solve)", graphFirst,
 		"direct C, build+setup+solve", line("direct", first),
@@ -214,4 +200,18 @@ func writePlots(dir string, rs []result) error {
 		return err
 	}
 	return q.Save(5*vg.Inch, 3.5*vg.Inch, filepath.Join(dir, "sparse-time.svg"))
+}
+
+// logPlot is an empty plot against the number of unknowns, both axes
+// logarithmic, with a grid and the legend top left.
+func logPlot(title, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "unknowns (n³)"
+	p.Y.Label.Text = yLabel
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	return p
 }
