@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	G "gorgonia.org/gorgonia"
 )
 
 // The MPI tests run on every rank of MPI_COMM_WORLD (one rank under go
@@ -42,29 +41,10 @@ func TestMPIRowBlocks(t *testing.T) {
 		one, err := NewSolver(whole.Pattern, opts...)
 		require.NoError(t, err)
 		defer one.Close()
-		grads := func(s *Solver, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
-			g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
-			var m G.VM
-			if lisp {
-				m = G.NewLispMachine(g)
-			} else {
-				_, err := G.Grad(cost, vn, bn)
-				require.NoError(t, err)
-				m = G.NewTapeMachine(g)
-			}
-			defer m.Close()
-			require.NoError(t, m.RunAll())
-			x = nodeFloats(t, *xv)
-			gvv, err := vn.Grad()
-			require.NoError(t, err)
-			gbv, err := bn.Grad()
-			require.NoError(t, err)
-			return x, nodeFloats(t, gvv), nodeFloats(t, gbv)
-		}
 		rowPtr := whole.Pattern.RowPtr()
 		for _, lisp := range []bool{false, true} {
-			x1, gv1, gb1 := grads(one, whole.Values, b, w, lisp)
-			xd, gvd, gbd := grads(dist, blk.Values, b[lo:lo+rows], w[lo:lo+rows], lisp)
+			x1, gv1, gb1 := gradsOf(t, one, c, whole.Values, b, w, lisp)
+			xd, gvd, gbd := gradsOf(t, dist, c, blk.Values, b[lo:lo+rows], w[lo:lo+rows], lisp)
 			ex := relErr(xd, x1[lo:lo+rows])
 			ev := relErr(gvd, gv1[rowPtr[lo]:rowPtr[lo+rows]])
 			eb := relErr(gbd, gb1[lo:lo+rows])

@@ -73,7 +73,9 @@ func TestSolveMatchesDense(t *testing.T) {
 		tr := laplace2D(rng, nx, ny, float64(btoi(nonSym))*0.8)
 		a := tr.whole(t)
 		b := randVec(rng, tr.n)
-		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-11), WithMaxIterations(1000)}, c.opts...)...)
+		var progress []Info
+		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-11), WithMaxIterations(1000),
+			WithProgress(func(i Info) { progress = append(progress, i) })}, c.opts...)...)
 		require.NoError(t, err)
 		defer s.Close()
 		g, _, _, x, _ := solveGraph(t, s, c, a.Values, b, randVec(rng, tr.n))
@@ -88,6 +90,7 @@ func TestSolveMatchesDense(t *testing.T) {
 		require.Equal(t, Success, info.Status)
 		require.Greater(t, info.Iterations, 0)
 		require.LessOrEqual(t, info.Residual, 1e-11)
+		require.Equal(t, []Info{info}, progress)
 	})
 }
 
@@ -151,27 +154,36 @@ func checkGradients(t *testing.T, rng *rand.Rand, s *Solver, c solverCase, vals,
 	}
 	fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
 	for _, lisp := range []bool{false, true} {
-		g, vn, bn, _, cost := solveGraph(t, s, c, vals, b, w)
-		var m G.VM
-		if lisp {
-			m = G.NewLispMachine(g)
-		} else {
-			_, err := G.Grad(cost, vn, bn)
-			require.NoError(t, err)
-			m = G.NewTapeMachine(g)
-		}
-		require.NoError(t, m.RunAll())
-		gv, err := vn.Grad()
-		require.NoError(t, err)
-		gb, err := bn.Grad()
-		require.NoError(t, err)
-		an := dotF(nodeFloats(t, gv), dv) + dotF(nodeFloats(t, gb), db)
-		m.Close()
+		_, gv, gb := gradsOf(t, s, c, vals, b, w, lisp)
+		an := dotF(gv, dv) + dotF(gb, db)
 		rel := math.Abs(an-fd) / math.Abs(fd)
 		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e; adjoint %v", lisp, an, fd, rel, s.AdjointInfo())
 		require.Less(t, rel, 1e-6, "lisp=%v", lisp)
 		require.Equal(t, Success, s.AdjointInfo().Status)
 	}
+}
+
+// gradsOf runs Σ w∘x with x = op(vals, b) and its gradient, by the
+// TapeMachine (Grad) or the LispMachine: x and the gradients of the values
+// and of b.
+func gradsOf(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
+	t.Helper()
+	g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
+	var m G.VM
+	if lisp {
+		m = G.NewLispMachine(g)
+	} else {
+		_, err := G.Grad(cost, vn, bn)
+		require.NoError(t, err)
+		m = G.NewTapeMachine(g)
+	}
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	gvv, err := vn.Grad()
+	require.NoError(t, err)
+	gbv, err := bn.Grad()
+	require.NoError(t, err)
+	return nodeFloats(t, *xv), nodeFloats(t, gvv), nodeFloats(t, gbv)
 }
 
 func dotF(a, b []float64) float64 {
