@@ -58,7 +58,14 @@
 // order tile the rows, right-hand sides and solutions are the rank's block,
 // and the values vector holds the rank's entries. Every rank builds the same
 // graph and runs it together (SPMD); the answer equals one process's. Bad
-// input found on one rank fails the run on every rank.
+// input found on one rank fails the run on every rank, and new values on
+// any rank make every rank load and set up again. Gradients come back by
+// blocks too: each rank gets the gradient of its own values and its own
+// block of b. A parameter shared by all ranks (a scalar coefficient every
+// block's values depend on) gets a partial gradient on each rank, which the
+// caller sums over the ranks (an all-reduce from package collective).
+// hypre's own MPI calls have no timeout: a rank that dies inside a solve
+// leaves the others waiting, as in any MPI program.
 //
 // The package may import collective (its errors) and, in the mpi build,
 // collective/mpi; nothing in mgla imports it.

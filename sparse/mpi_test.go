@@ -97,3 +97,31 @@ func TestMPIBadPartition(t *testing.T) {
 	t.Log(err)
 	require.ErrorIs(t, err, ErrBadMatrix)
 }
+
+// TestMPIValuesChangeOnOneRank: new values on the last rank's block only:
+// every rank loads and sets up again, and the answer is the one-process
+// solve of the new matrix.
+func TestMPIValuesChangeOnOneRank(t *testing.T) {
+	rng, h := worldRNG(t, 1000)
+	tr := laplace2D(rng, 9, 8, 0)
+	b := randVec(rng, tr.n)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	s, err := NewSolver(tr.block(t, lo, lo+rows).Pattern, WithComm(worldFortran()), WithTolerance(1e-12))
+	require.NoError(t, err)
+	defer s.Close()
+	x, _, err := s.SolveValues(tr.block(t, lo, lo+rows).Values, b[lo:lo+rows], false)
+	require.NoError(t, err)
+	require.Less(t, relErr(x, denseSolve(tr.n, tr.dense(), b, false)[lo:lo+rows]), 1e-9)
+	last, _ := BlockRows(tr.n, h.size-1, h.size)
+	for k, i := range tr.rows {
+		if i >= last && i == tr.cols[k] {
+			tr.vals[k] *= 2
+		}
+	}
+	x, _, err = s.SolveValues(tr.block(t, lo, lo+rows).Values, b[lo:lo+rows], false)
+	require.NoError(t, err)
+	e := relErr(x, denseSolve(tr.n, tr.dense(), b, false)[lo:lo+rows])
+	t.Logf("rank %d: error %.1e after the change, %d setups", h.rank, e, s.Stats().Setups)
+	require.Less(t, e, 1e-9)
+	require.Equal(t, 2, s.Stats().Setups)
+}

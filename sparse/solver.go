@@ -277,8 +277,17 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind) error
 	if !ok {
 		return fmt.Errorf("%w: sparse: %s: bad input on another rank", ErrBadInput, name)
 	}
-	if !changed {
+	// Loading is collective: when the values changed on any rank, every
+	// rank loads (its own, possibly unchanged, values).
+	unchanged, err := s.eng.agree(!changed)
+	if err != nil {
+		return err
+	}
+	if unchanged {
 		return nil
+	}
+	if !changed {
+		diagBad = s.diagBad
 	}
 	if err := s.eng.load(vals); err != nil {
 		s.loaded = nil
