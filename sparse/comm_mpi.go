@@ -1,0 +1,72 @@
+//go:build mpi
+
+package sparse
+
+/*
+#cgo pkg-config: ompi-c
+#include "hypre_shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"github.com/mgla/mgla/collective"
+)
+
+// commHandle is the MPI communicator a solver's matrix lives on.
+type commHandle struct {
+	fortran    C.MPI_Fint
+	size, rank int
+}
+
+// WithComm distributes the solver's matrix by rows over the ranks of an MPI
+// communicator, given by its Fortran handle: collective/mpi's
+// Comm.Fortran() (for example of mpi.World()). Each rank passes its own row
+// block (NewRowBlock, BlockRows) and the blocks in rank order tile the rows.
+// Every rank must make the same calls in the same order (SPMD). hypre calls
+// MPI from whichever goroutine runs the op, so MPI must provide
+// MPI_THREAD_MULTIPLE (collective/mpi asks for it; Debian's Open MPI gives
+// it); a Solver serialises its own runs.
+func WithComm(fortran int) Option {
+	return func(c *config) error {
+		if err := initMPI(); err != nil {
+			return fmt.Errorf("%w: sparse: initialising MPI: %w", collective.ErrUnavailable, err)
+		}
+		h, err := handleOf(fortran)
+		if err != nil {
+			return err
+		}
+		c.comm = h
+		return nil
+	}
+}
+
+// commOrSelf is the WithComm communicator, or MPI_COMM_SELF (MPI
+// initialised by collective/mpi) for a solver on one process.
+func (c *config) commOrSelf() (*commHandle, error) {
+	if c.comm != nil {
+		return c.comm, nil
+	}
+	if err := initMPI(); err != nil {
+		return nil, fmt.Errorf("%w: sparse: initialising MPI for hypre: %w", collective.ErrUnavailable, err)
+	}
+	return &commHandle{fortran: C.mh_self_fortran(), size: 1, rank: 0}, nil
+}
+
+func handleOf(fortran int) (*commHandle, error) {
+	var size, rank C.int
+	if rc := C.mh_comm_size(C.MPI_Fint(fortran), &size, &rank); rc != 0 {
+		return nil, fmt.Errorf("%w: sparse: MPI_Comm_size failed (%d)", collective.ErrEngine, int(rc))
+	}
+	return &commHandle{fortran: C.MPI_Fint(fortran), size: int(size), rank: int(rank)}, nil
+}
+
+// bcast is rank 0's v on every rank.
+func (h *commHandle) bcast(v uint64) (uint64, error) {
+	x := C.ulonglong(v)
+	if rc := C.mh_bcast_u64(h.fortran, &x); rc != 0 {
+		return 0, fmt.Errorf("%w: sparse: MPI_Bcast failed (%d)", collective.ErrEngine, int(rc))
+	}
+	return uint64(x), nil
+}

@@ -1,0 +1,72 @@
+// Package sparse is sparse linear solves as Gorgonia graph ops, with
+// algebraic multigrid from hypre (BoomerAMG) and gradients.
+//
+// A matrix is a Pattern — square, compressed sparse rows, fixed — and a
+// float64 vector of values on it, which is an ordinary graph node (values can
+// be parameters, gradients flow to them). NewCSR builds one from CSR arrays,
+// FromTriplets from coordinate triplets; float32 values are accepted and
+// converted to float64 (hypre computes in float64). Validation: rowPtr starts
+// at 0 and never decreases, indices lie in range, columns within a row may
+// come unsorted (they are sorted), a column repeated within a row is an error
+// in NewCSR and summed in FromTriplets, NaN and Inf are errors. Constructors
+// copy their inputs and never modify them.
+//
+// A Solver (NewSolver) is bound to one pattern and its options, and offers
+// the ops:
+//
+//   - Solve(values, b): x = A⁻¹b by BoomerAMG alone, PCG+AMG (default),
+//     BiCGStab+AMG or GMRES+AMG (WithMethod), with the tolerance, iteration
+//     limit and the common AMG settings as options, any other BoomerAMG
+//     setting by name (WithHypre);
+//   - Preconditioner(values, r): z = M⁻¹r, one V-cycle;
+//   - CG(values, b), BiCGStab(values, b): the package's Go Krylov methods,
+//     preconditioned by that V-cycle, by Jacobi, or not at all (WithPrecond).
+//
+// Status. Every run records an Info (Status, iterations, final relative
+// residual; Solver.Info, Solver.AdjointInfo). A run that does not reach
+// Success is an error wrapping ErrNotConverged (a *StatusError carrying the
+// Info), unless WithStatusOnly: then the last iterate is returned and the
+// caller reads the Status. Every solve starts from x = 0, so equal inputs
+// give equal outputs.
+//
+// Caching. The solver keeps the values it last loaded and the hierarchy it
+// built for them. A run whose values equal the loaded ones (compared entry by
+// entry, O(nnz)) reuses the hierarchy; new values are loaded into the same
+// hypre matrix and the hierarchy is built again before the next AMG run, or
+// kept as a preconditioner for the new matrix with WithKeepHierarchy. Free
+// drops the hierarchy, Close releases everything; Stats counts setups and
+// their time.
+//
+// Gradients. For x = A⁻¹b and a cost with gradient x̄: b̄ = A⁻ᵀx̄, solved by
+// the same method with the cached hierarchy when A is symmetric (WithSymmetry,
+// or detected by comparing A·r with Aᵀ·r for a random r), or with a hierarchy
+// of Aᵀ built once per set of values otherwise; Ā = −b̄xᵀ restricted to A's
+// pattern, which is the gradient of the values vector. Both Gorgonia
+// machines work (SymDiff for the TapeMachine, DoDiff for the LispMachine).
+// Second derivatives are not offered. Preconditioner's gradient flows to r
+// only.
+//
+// Builds. hypre needs MPI, so everything that calls it is behind the mpi
+// build tag (Debian libhypre-dev and libopenmpi-dev; MPI is initialised by
+// package collective/mpi). The default build keeps the pure-Go parts — the
+// matrix type, validation, CG and BiCGStab with Jacobi or no preconditioner,
+// their gradients — and the AMG runs return an error wrapping
+// collective.ErrUnavailable that says to build with -tags mpi.
+//
+// MPI. With WithComm (mpi build) each rank holds a block of consecutive rows
+// (NewRowBlock, RowBlockFromTriplets; columns are global), the blocks in rank
+// order tile the rows, right-hand sides and solutions are the rank's block,
+// and the values vector holds the rank's entries. Every rank builds the same
+// graph and runs it together (SPMD); the answer equals one process's. Bad
+// input found on one rank fails the run on every rank, and new values on
+// any rank make every rank load and set up again. Gradients come back by
+// blocks too: each rank gets the gradient of its own values and its own
+// block of b. A parameter shared by all ranks (a scalar coefficient every
+// block's values depend on) gets a partial gradient on each rank, which the
+// caller sums over the ranks (an all-reduce from package collective).
+// hypre's own MPI calls have no timeout: a rank that dies inside a solve
+// leaves the others waiting, as in any MPI program.
+//
+// The package may import collective (its errors) and, in the mpi build,
+// collective/mpi; nothing in mgla imports it.
+package sparse

@@ -1,0 +1,236 @@
+//go:build mpi
+
+package sparse
+
+/*
+#cgo pkg-config: ompi-c
+#cgo CFLAGS: -I/usr/include/hypre -O2
+#cgo LDFLAGS: -lHYPRE
+#include <stdlib.h>
+#include "hypre_shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// defaultPrecond: with hypre the Go Krylov ops default to one AMG V-cycle.
+const defaultPrecond = AMGPrecond
+
+const errLen = 512
+
+// hypreMu serialises every call into hypre in the process: hypre keeps
+// global state (its error flag, its memory pools), so two solvers must not
+// run at once. Gorgonia machines run ops one at a time anyway.
+var hypreMu sync.Mutex
+
+// hypreEngine is a hypre IJ/ParCSR matrix on this rank's row block, with
+// BoomerAMG hierarchies and Krylov solvers for A and Aᵀ (hypre_shim.c).
+type hypreEngine struct {
+	p   *Pattern
+	e   *C.mh_engine
+	tol float64
+}
+
+func hypreErr(what string, rc C.int, buf []C.char) error {
+	return fmt.Errorf("%w: %s: %s (code %d)", ErrHypre, what, C.GoString(&buf[0]), int(rc))
+}
+
+func newEngine(p *Pattern, cfg *config) (engine, error) {
+	comm, err := cfg.commOrSelf()
+	if err != nil {
+		return nil, err
+	}
+	if comm.size == 1 && p.Rows() != p.n {
+		return nil, fmt.Errorf("%w: %v on one process: give every row (or WithComm to distribute)", ErrBadMatrix, p)
+	}
+	ccfg := C.mh_config{
+		method: C.int(cfg.method), tol: C.double(cfg.tol), max_iter: C.int(cfg.maxIter),
+		coarsen: C.int(cfg.coarsen), interp: C.int(cfg.interp), relax: C.int(cfg.smoother),
+		cycle: C.int(cfg.cycle), agg_levels: C.int(cfg.aggLevels), restart: C.int(cfg.restart),
+		print_level: C.int(cfg.printLevel), strong: C.double(cfg.strong),
+	}
+	names := HypreSettings()
+	var cnames []*C.char
+	var cvals []C.double
+	for _, name := range names {
+		v, ok := cfg.set[name]
+		if !ok {
+			continue
+		}
+		cs := C.CString(name)
+		defer C.free(unsafe.Pointer(cs))
+		if C.mh_check_setting(cs) == 0 {
+			return nil, fmt.Errorf("%w: BoomerAMG setting %q unknown to the shim", ErrBadInput, name)
+		}
+		cnames = append(cnames, cs)
+		cvals = append(cvals, C.double(v))
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	if len(cnames) > 0 {
+		ccfg.nset = C.int(len(cnames))
+		// C copies the names and values in mh_create; the arrays live in C
+		// memory for the call.
+		na := (**C.char)(C.malloc(C.size_t(len(cnames)) * C.size_t(unsafe.Sizeof(cnames[0]))))
+		defer C.free(unsafe.Pointer(na))
+		copy(unsafe.Slice(na, len(cnames)), cnames)
+		ccfg.set_names = na
+		ccfg.set_values = &cvals[0]
+		pin.Pin(&cvals[0])
+	}
+	rowPtr := make([]C.int, len(p.rowPtr))
+	for i, v := range p.rowPtr {
+		rowPtr[i] = C.int(v)
+	}
+	cols := make([]C.int, max(len(p.colInd), 1))
+	for i, v := range p.colInd {
+		cols[i] = C.int(v)
+	}
+	buf := make([]C.char, errLen)
+	var e *C.mh_engine
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	rc := C.mh_create(&e, comm.fortran, C.int(p.n), C.int(p.firstRow), C.int(p.Rows()),
+		&rowPtr[0], &cols[0], &ccfg, &buf[0], errLen)
+	if rc != 0 {
+		C.mh_destroy(e)
+		if rc == -2 {
+			return nil, fmt.Errorf("%w: %s", ErrBadMatrix, C.GoString(&buf[0]))
+		}
+		return nil, hypreErr("creating the matrix", rc, buf)
+	}
+	return &hypreEngine{p: p, e: e, tol: cfg.tol}, nil
+}
+
+func (h *hypreEngine) load(vals []float64) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	buf := make([]C.char, errLen)
+	if rc := C.mh_load(h.e, (*C.double)(ptrOf(vals)), &buf[0], errLen); rc != 0 {
+		return hypreErr("loading values", rc, buf)
+	}
+	return nil
+}
+
+func (h *hypreEngine) setup(trans bool) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	buf := make([]C.char, errLen)
+	if rc := C.mh_setup(h.e, cbool(trans), &buf[0], errLen); rc != 0 {
+		return hypreErr("AMG setup", rc, buf)
+	}
+	return nil
+}
+
+func (h *hypreEngine) solve(trans bool, b, x []float64) (Info, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	buf := make([]C.char, errLen)
+	var iters, status C.int
+	var res C.double
+	rc := C.mh_solve(h.e, cbool(trans), (*C.double)(ptrOf(b)), (*C.double)(ptrOf(x)), &iters, &res, &status, &buf[0], errLen)
+	info := Info{Iterations: int(iters), Residual: float64(res)}
+	info.Status = statusOf(info.Residual, h.tol, status == 0)
+	if status != 0 && info.Status == Success {
+		info.Status = NotConverged
+	}
+	if rc != 0 {
+		info.Status = Failed
+		return info, hypreErr("solve", rc, buf)
+	}
+	return info, nil
+}
+
+func (h *hypreEngine) vcycle(trans bool, r, z []float64) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	buf := make([]C.char, errLen)
+	if rc := C.mh_vcycle(h.e, cbool(trans), (*C.double)(ptrOf(r)), (*C.double)(ptrOf(z)), &buf[0], errLen); rc != 0 {
+		return hypreErr("V-cycle", rc, buf)
+	}
+	return nil
+}
+
+func (h *hypreEngine) matvec(trans bool, x, y []float64) error {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	buf := make([]C.char, errLen)
+	if rc := C.mh_matvec(h.e, cbool(trans), (*C.double)(ptrOf(x)), (*C.double)(ptrOf(y)), &buf[0], errLen); rc != 0 {
+		return hypreErr("product", rc, buf)
+	}
+	return nil
+}
+
+func (h *hypreEngine) dot(a, b []float64) (float64, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	var s float64
+	for i, x := range a {
+		s += x * b[i]
+	}
+	buf := make([]C.char, errLen)
+	v := C.double(s)
+	if rc := C.mh_allreduce_sum(h.e, &v, &buf[0], errLen); rc != 0 {
+		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	}
+	return float64(v), nil
+}
+
+func (h *hypreEngine) gather(local []float64) ([]float64, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	global := make([]float64, h.p.n)
+	buf := make([]C.char, errLen)
+	if rc := C.mh_gather(h.e, (*C.double)(ptrOf(local)), (*C.double)(ptrOf(global)), &buf[0], errLen); rc != 0 {
+		return nil, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	}
+	return global, nil
+}
+
+func (h *hypreEngine) agree(ok bool) (bool, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	var all C.int
+	buf := make([]C.char, errLen)
+	if rc := C.mh_agree(h.e, cbool(ok), &all, &buf[0], errLen); rc != 0 {
+		return false, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	}
+	return all != 0, nil
+}
+
+func (h *hypreEngine) free() {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	C.mh_free_hierarchies(h.e)
+}
+
+func (h *hypreEngine) close() {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	C.mh_destroy(h.e)
+	h.e = nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ptrOf is the address of a slice's first element (nil for an empty slice,
+// which the shim never reads).
+func ptrOf(s []float64) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&s[0])
+}
+
+// HypreAvailable reports whether this build has hypre (the mpi build tag).
+func HypreAvailable() bool { return true }

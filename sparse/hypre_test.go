@@ -1,0 +1,225 @@
+//go:build mpi
+
+package sparse
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+)
+
+const hypreBuilt = true
+
+// TestCachedSetup: the hierarchy is built once while the values stay, again
+// when they change (or kept, WithKeepHierarchy), again after Free; every
+// answer matches the dense reference.
+func TestCachedSetup(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		for _, m := range []Method{PCG, AMG, BiCGStab, GMRES} {
+			if keep && m == AMG {
+				continue // AMG alone on a kept hierarchy may diverge (see WithKeepHierarchy)
+			}
+			t.Run(map[bool]string{false: "rebuild/", true: "keep/"}[keep]+m.String(), func(t *testing.T) {
+				rng := testRNG(t, uint64(300+int(m)+10*btoi(keep)))
+				tr := laplace2D(rng, 9+rng.IntN(7), 8+rng.IntN(7), 0)
+				a := tr.whole(t)
+				opts := []Option{WithMethod(m), WithTolerance(1e-11), WithMaxIterations(1000)}
+				if keep {
+					opts = append(opts, WithKeepHierarchy())
+				}
+				s, err := NewSolver(a.Pattern, opts...)
+				require.NoError(t, err)
+				defer s.Close()
+				g := G.NewGraph()
+				vn := a.ValuesNode(g, "values")
+				b := randVec(rng, tr.n)
+				bn := vecNode(g, "b", b)
+				x, err := s.Solve(vn, bn)
+				require.NoError(t, err)
+				var xv G.Value
+				G.Read(x, &xv)
+				vm := G.NewTapeMachine(g)
+				defer vm.Close()
+				run := func(wantSetups int, vals []float64) {
+					t.Helper()
+					require.NoError(t, vm.RunAll())
+					vm.Reset()
+					d := tr.dense()
+					if vals != nil {
+						td := tr
+						td.vals = vals
+						d = td.dense()
+					}
+					want := denseSolve(tr.n, d, b, false)
+					e := relErr(nodeFloats(t, xv), want)
+					t.Logf("%v; setups %d; error %.1e", s.Info(), s.Stats().Setups, e)
+					require.Less(t, e, 1e-8)
+					require.Equal(t, wantSetups, s.Stats().Setups)
+				}
+				run(1, nil)
+				run(1, nil)
+				require.False(t, s.Info().Setup)
+				// New values on the same pattern (A's entries in triplet order).
+				scaled := slices.Clone(tr.vals)
+				for k := range scaled {
+					if tr.rows[k] == tr.cols[k] {
+						scaled[k] *= 1 + rng.Float64()
+					}
+				}
+				tr2 := tr
+				tr2.vals = scaled
+				a2 := tr2.whole(t)
+				require.NoError(t, G.Let(vn, a2.ValuesNode(G.NewGraph(), "v").Value()))
+				if keep {
+					run(1, scaled)
+				} else {
+					run(2, scaled)
+					require.True(t, s.Info().Setup)
+				}
+				s.Free()
+				run(2+btoi(!keep), scaled)
+			})
+		}
+	}
+}
+
+// TestPreconditionerOp: z = M⁻¹r is linear in r, symmetric for SPD A, and
+// reduces the error of A·x = r; its gradient matches finite differences.
+func TestPreconditionerOp(t *testing.T) {
+	rng := testRNG(t, 5)
+	tr := laplace2D(rng, 11+rng.IntN(5), 10+rng.IntN(5), 0)
+	a := tr.whole(t)
+	s, err := NewSolver(a.Pattern)
+	require.NoError(t, err)
+	defer s.Close()
+	r1, r2 := randVec(rng, tr.n), randVec(rng, tr.n)
+	z1, err := s.run(runPrecond, false, a.Values, r1)
+	require.NoError(t, err)
+	z2, err := s.run(runPrecond, false, a.Values, r2)
+	require.NoError(t, err)
+	// Symmetry: r2ᵀM⁻¹r1 = r1ᵀM⁻¹r2.
+	require.InDelta(t, dotF(r2, z1), dotF(r1, z2), 1e-10*math.Abs(dotF(r2, z1)))
+	// An approximate inverse: ‖r − A·M⁻¹r‖ well below ‖r‖.
+	az, err := a.MulVec(z1)
+	require.NoError(t, err)
+	e := relErr(az, r1)
+	t.Logf("one V-cycle: ‖r − A·M⁻¹r‖/‖r‖ = %.2g", e)
+	require.Less(t, e, 0.5)
+	require.Equal(t, 1, s.Stats().Setups)
+	c := solverCase{name: "Preconditioner", kind: runPrecond}
+	w := randVec(rng, tr.n)
+	for _, lisp := range []bool{false, true} {
+		g, vn, bn, _, cost := solveGraph(t, s, c, a.Values, r1, w)
+		var m G.VM
+		if lisp {
+			m = G.NewLispMachine(g)
+		} else {
+			_, err := G.Grad(cost, bn)
+			require.NoError(t, err)
+			m = G.NewTapeMachine(g)
+		}
+		require.NoError(t, m.RunAll())
+		gb, err := bn.Grad()
+		require.NoError(t, err)
+		// The cost is linear in r: its gradient is M⁻ᵀw = M⁻¹w.
+		mw, err := s.run(runPrecond, false, a.Values, w)
+		require.NoError(t, err)
+		require.Less(t, relErr(nodeFloats(t, gb), mw), 1e-12)
+		_ = vn
+		m.Close()
+	}
+	require.Equal(t, 1, s.Stats().Setups)
+}
+
+// TestAdjointReusesHierarchy: for symmetric A the gradient's solve reuses
+// the forward hierarchy; for non-symmetric A one hierarchy of Aᵀ is built.
+func TestAdjointReusesHierarchy(t *testing.T) {
+	for _, nonSym := range []bool{false, true} {
+		rng := testRNG(t, uint64(400+btoi(nonSym)))
+		tr := laplace2D(rng, 8, 9, float64(btoi(nonSym)))
+		a := tr.whole(t)
+		s, err := NewSolver(a.Pattern, WithMethod(GMRES), WithTolerance(1e-12))
+		require.NoError(t, err)
+		c := solverCase{kind: runSolve}
+		g, vn, bn, _, cost := solveGraph(t, s, c, a.Values, randVec(rng, tr.n), randVec(rng, tr.n))
+		_, err = G.Grad(cost, vn, bn)
+		require.NoError(t, err)
+		m := G.NewTapeMachine(g)
+		for range 3 {
+			require.NoError(t, m.RunAll())
+			m.Reset()
+		}
+		t.Logf("non-symmetric %v: %d setups", nonSym, s.Stats().Setups)
+		require.Equal(t, 1+btoi(nonSym), s.Stats().Setups)
+		m.Close()
+		s.Close()
+	}
+}
+
+// TestSymmetryOption: WithSymmetry(NonSymmetric) builds the hierarchy of Aᵀ
+// even for a symmetric A (same gradient), Symmetric never does.
+func TestSymmetryOption(t *testing.T) {
+	for _, sym := range []Symmetry{Symmetric, NonSymmetric} {
+		rng := testRNG(t, uint64(800+int(sym)))
+		tr := laplace2D(rng, 7, 8, 0)
+		a := tr.whole(t)
+		s, err := NewSolver(a.Pattern, WithSymmetry(sym), WithTolerance(1e-13))
+		require.NoError(t, err)
+		c := solverCase{name: "Solve", kind: runSolve}
+		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+		checkGradients(t, rng, s, c, a.Values, b, w)
+		// One gradient run from scratch: the hierarchies it builds.
+		s.Free()
+		before := s.Stats().Setups
+		g, vn, bn, _, cost := solveGraph(t, s, c, a.Values, b, w)
+		_, err = G.Grad(cost, vn, bn)
+		require.NoError(t, err)
+		m := G.NewTapeMachine(g)
+		require.NoError(t, m.RunAll())
+		m.Close()
+		want := map[Symmetry]int{Symmetric: 1, NonSymmetric: 2}[sym]
+		require.Equal(t, want, s.Stats().Setups-before)
+		s.Close()
+	}
+}
+
+// TestDiverged: BoomerAMG alone, cycled with the kept hierarchy of A on −A
+// (error propagation ≈ 2I), blows up; the status says Diverged (an error by
+// default, the status alone on request).
+func TestDiverged(t *testing.T) {
+	rng := testRNG(t, 900)
+	tr := laplace2D(rng, 12, 11, 0)
+	a := tr.whole(t)
+	neg := slices.Clone(a.Values)
+	for k := range neg {
+		neg[k] = -neg[k]
+	}
+	b := randVec(rng, tr.n)
+	for _, statusOnly := range []bool{false, true} {
+		opts := []Option{WithMethod(AMG), WithMaxIterations(400), WithKeepHierarchy()}
+		if statusOnly {
+			opts = append(opts, WithStatusOnly())
+		}
+		s, err := NewSolver(a.Pattern, opts...)
+		require.NoError(t, err)
+		_, info, err := s.SolveValues(a.Values, b, false)
+		require.NoError(t, err)
+		require.Equal(t, Success, info.Status)
+		_, info, err = s.SolveValues(neg, b, false)
+		t.Logf("status only %v: %v; %v", statusOnly, info, err)
+		require.Equal(t, Diverged, info.Status)
+		if statusOnly {
+			require.NoError(t, err)
+		} else {
+			var se *StatusError
+			require.ErrorAs(t, err, &se)
+			require.ErrorIs(t, err, ErrNotConverged)
+			require.Equal(t, Diverged, se.Info.Status)
+		}
+		require.Equal(t, 1, s.Stats().Setups)
+		s.Close()
+	}
+}

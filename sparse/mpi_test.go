@@ -1,0 +1,127 @@
+//go:build mpi
+
+package sparse
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The MPI tests run on every rank of MPI_COMM_WORLD (one rank under go
+// test, 1–4 under `make mpi-test`): each rank holds a row block of the same
+// random matrix (the seed is rank 0's), and its block of the solution and of
+// the gradients must match a one-process solve of the whole matrix.
+
+func worldRNG(t *testing.T, stream uint64) (*rand.Rand, *commHandle) {
+	t.Helper()
+	h, err := handleOf(worldFortran())
+	require.NoError(t, err)
+	seed, err := h.bcast(testSeed)
+	require.NoError(t, err)
+	t.Logf("rank %d of %d: seed %d (stream %d)", h.rank, h.size, seed, stream)
+	return rand.New(rand.NewPCG(seed, stream)), h
+}
+
+func TestMPIRowBlocks(t *testing.T) {
+	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
+		rng, h := worldRNG(t, uint64(500+10*i+btoi(nonSym)))
+		tr := laplace2D(rng, 6+rng.IntN(8), 5+rng.IntN(8), float64(btoi(nonSym))*0.8)
+		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+		lo, rows := BlockRows(tr.n, h.rank, h.size)
+		blk := tr.block(t, lo, lo+rows)
+		whole := tr.whole(t)
+		opts := append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)
+		dist, err := NewSolver(blk.Pattern, append(opts, WithComm(worldFortran()))...)
+		require.NoError(t, err)
+		defer dist.Close()
+		one, err := NewSolver(whole.Pattern, opts...)
+		require.NoError(t, err)
+		defer one.Close()
+		rowPtr := whole.Pattern.RowPtr()
+		for _, lisp := range []bool{false, true} {
+			x1, gv1, gb1 := gradsOf(t, one, c, whole.Values, b, w, lisp)
+			xd, gvd, gbd := gradsOf(t, dist, c, blk.Values, b[lo:lo+rows], w[lo:lo+rows], lisp)
+			ex := relErr(xd, x1[lo:lo+rows])
+			ev := relErr(gvd, gv1[rowPtr[lo]:rowPtr[lo+rows]])
+			eb := relErr(gbd, gb1[lo:lo+rows])
+			t.Logf("lisp=%v rows [%d, %d) of %d: x %.1e, values gradient %.1e, b gradient %.1e; %v", lisp, lo, lo+rows, tr.n, ex, ev, eb, dist.Info())
+			for _, e := range []float64{ex, ev, eb} {
+				if rows > 0 {
+					require.Less(t, e, 1e-9)
+				}
+			}
+		}
+	})
+}
+
+// TestMPIBadInputOnOneRank: NaN in the last rank's block of b fails the run
+// on every rank; nothing hangs.
+func TestMPIBadInputOnOneRank(t *testing.T) {
+	rng, h := worldRNG(t, 600)
+	tr := laplace2D(rng, 7, 6, 0)
+	b := randVec(rng, tr.n)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	blk := tr.block(t, lo, lo+rows)
+	bl := slices.Clone(b[lo : lo+rows])
+	if h.rank == h.size-1 {
+		bl[rows-1] = math.NaN()
+	}
+	for _, c := range solverCases() {
+		s, err := NewSolver(blk.Pattern, append(slices.Clone(c.opts), WithComm(worldFortran()))...)
+		require.NoError(t, err)
+		_, err = s.run(c.kind, false, blk.Values, bl)
+		t.Logf("%s: %v", c.name, err)
+		if h.rank == h.size-1 {
+			require.ErrorIs(t, err, ErrNonFinite)
+		} else {
+			require.ErrorIs(t, err, ErrBadInput)
+		}
+		s.Close()
+	}
+}
+
+// TestMPIBadPartition: blocks that do not tile the rows are an error on
+// every rank.
+func TestMPIBadPartition(t *testing.T) {
+	rng, h := worldRNG(t, 700)
+	tr := laplace2D(rng, 5, 5, 0)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	if h.rank == 0 && rows > 0 {
+		lo, rows = lo+1, rows-1 // row 0 belongs to nobody
+	}
+	_, err := NewSolver(tr.block(t, lo, lo+rows).Pattern, WithComm(worldFortran()))
+	t.Log(err)
+	require.ErrorIs(t, err, ErrBadMatrix)
+}
+
+// TestMPIValuesChangeOnOneRank: new values on the last rank's block only:
+// every rank loads and sets up again, and the answer is the one-process
+// solve of the new matrix.
+func TestMPIValuesChangeOnOneRank(t *testing.T) {
+	rng, h := worldRNG(t, 1000)
+	tr := laplace2D(rng, 9, 8, 0)
+	b := randVec(rng, tr.n)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	s, err := NewSolver(tr.block(t, lo, lo+rows).Pattern, WithComm(worldFortran()), WithTolerance(1e-12))
+	require.NoError(t, err)
+	defer s.Close()
+	x, _, err := s.SolveValues(tr.block(t, lo, lo+rows).Values, b[lo:lo+rows], false)
+	require.NoError(t, err)
+	require.Less(t, relErr(x, denseSolve(tr.n, tr.dense(), b, false)[lo:lo+rows]), 1e-9)
+	last, _ := BlockRows(tr.n, h.size-1, h.size)
+	for k, i := range tr.rows {
+		if i >= last && i == tr.cols[k] {
+			tr.vals[k] *= 2
+		}
+	}
+	x, _, err = s.SolveValues(tr.block(t, lo, lo+rows).Values, b[lo:lo+rows], false)
+	require.NoError(t, err)
+	e := relErr(x, denseSolve(tr.n, tr.dense(), b, false)[lo:lo+rows])
+	t.Logf("rank %d: error %.1e after the change, %d setups", h.rank, e, s.Stats().Setups)
+	require.Less(t, e, 1e-9)
+	require.Equal(t, 2, s.Stats().Setups)
+}

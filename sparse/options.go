@@ -1,0 +1,414 @@
+package sparse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/mgla/mgla/collective"
+)
+
+// Errors. Run-time errors from a Gorgonia machine are found with
+// errors.Is(mgla.Cause(err), …).
+var (
+	// ErrBadMatrix: a pattern or values that cannot form a valid square CSR
+	// matrix (lengths, ranges, repeated columns, non-finite values).
+	ErrBadMatrix = errors.New("sparse: bad matrix")
+	// ErrBadInput: nodes, shapes or options the ops cannot take.
+	ErrBadInput = errors.New("sparse: bad input")
+	// ErrNonFinite: NaN or Inf in the values or the right-hand side.
+	ErrNonFinite = errors.New("sparse: NaN or Inf input")
+	// ErrZeroDiagonal: a zero (or absent) diagonal entry with BoomerAMG or
+	// Jacobi, which divide by the diagonal.
+	ErrZeroDiagonal = errors.New("sparse: zero diagonal entry")
+	// ErrNotConverged is wrapped by the error of a solve that stopped with
+	// a Status other than Success (see WithStatusOnly).
+	ErrNotConverged = errors.New("sparse: solve did not converge")
+	// ErrHypre: hypre reported an error (the message carries its text).
+	ErrHypre = errors.New("sparse: hypre error")
+)
+
+// errNoHypre is returned by hypre solves in a build without the mpi tag.
+var errNoHypre = fmt.Errorf("%w: sparse: hypre (BoomerAMG and its Krylov solvers) needs the mpi build tag: built without -tags mpi (Debian libhypre-dev, libopenmpi-dev)", collective.ErrUnavailable)
+
+// Status is how a solve ended.
+type Status int
+
+const (
+	// Success: the relative residual reached the tolerance.
+	Success Status = iota
+	// NotConverged: the iteration limit was reached first.
+	NotConverged
+	// Diverged: the residual became NaN or Inf, or grew past the right-hand
+	// side by a large factor.
+	Diverged
+	// Failed: the solver broke down or reported an error.
+	Failed
+)
+
+func (s Status) String() string {
+	switch s {
+	case Success:
+		return "Success"
+	case NotConverged:
+		return "NotConverged"
+	case Diverged:
+		return "Diverged"
+	case Failed:
+		return "Failed"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Info is what a solve reports: its status, the iterations it ran (AMG
+// cycles for BoomerAMG alone) and the final relative residual ‖b − Ax‖/‖b‖
+// (as the solver measures it).
+type Info struct {
+	Status     Status
+	Iterations int
+	Residual   float64
+	Setup      bool // the AMG hierarchy was (re)built for this solve
+}
+
+func (i Info) String() string {
+	return fmt.Sprintf("%v after %d iterations, relative residual %.3g", i.Status, i.Iterations, i.Residual)
+}
+
+// StatusError is the error of a solve that did not reach Success; it wraps
+// ErrNotConverged and carries the Info.
+type StatusError struct {
+	Op   string
+	Info Info
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("sparse: %s: %v", e.Op, e.Info) }
+func (e *StatusError) Unwrap() error { return ErrNotConverged }
+
+// Method is the solver a Solve runs.
+type Method int
+
+const (
+	// PCG is conjugate gradients preconditioned by one BoomerAMG V-cycle
+	// (symmetric positive definite A). The default.
+	PCG Method = iota
+	// AMG is BoomerAMG alone, cycled to the tolerance.
+	AMG
+	// BiCGStab is BiCGStab preconditioned by BoomerAMG (non-symmetric A).
+	BiCGStab
+	// GMRES is restarted GMRES preconditioned by BoomerAMG (non-symmetric A).
+	GMRES
+)
+
+var methodNames = [...]string{"PCG", "AMG", "BiCGStab", "GMRES"}
+
+func (m Method) String() string {
+	if m >= 0 && int(m) < len(methodNames) {
+		return methodNames[m]
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+// Preconditioning of the Go Krylov ops (CG, BiCGStab).
+type Precond int
+
+const (
+	// NoPrecond: plain Krylov.
+	NoPrecond Precond = iota
+	// Jacobi: diagonal scaling (pure Go, every build).
+	Jacobi
+	// AMGPrecond: one BoomerAMG V-cycle from the solver's cached hierarchy
+	// (mpi build).
+	AMGPrecond
+)
+
+var precondNames = [...]string{"none", "Jacobi", "AMG"}
+
+func (p Precond) String() string {
+	if p >= 0 && int(p) < len(precondNames) {
+		return precondNames[p]
+	}
+	return fmt.Sprintf("Precond(%d)", int(p))
+}
+
+// Symmetry tells the gradient whether A is symmetric (then A⁻ᵀ = A⁻¹ and the
+// adjoint solve reuses the forward hierarchy).
+type Symmetry int
+
+const (
+	// DetectSymmetry: test A·r against Aᵀ·r for a random r when the adjoint
+	// is first needed for the current values. The default.
+	DetectSymmetry Symmetry = iota
+	// Symmetric: the caller promises A = Aᵀ.
+	Symmetric
+	// NonSymmetric: always solve with Aᵀ (its own cached hierarchy).
+	NonSymmetric
+)
+
+// Coarsening, interpolation, smoother and cycle are hypre's numeric codes
+// (HYPRE_BoomerAMGSetCoarsenType, …SetInterpType, …SetRelaxType,
+// …SetCycleType); the constants below name the common ones, and any other
+// code hypre knows can be given as Coarsening(n) and so on.
+type (
+	Coarsening    int
+	Interpolation int
+	Smoother      int
+	Cycle         int
+)
+
+const (
+	CLJP       Coarsening = 0
+	RugeStuben Coarsening = 3 // classical Ruge–Stüben with a third pass
+	Falgout    Coarsening = 6
+	PMIS       Coarsening = 8
+	HMIS       Coarsening = 10 // hypre's default
+)
+
+const (
+	ClassicalInterp Interpolation = 0
+	DirectInterp    Interpolation = 3
+	StandardInterp  Interpolation = 8
+	ExtPlusIInterp  Interpolation = 6 // hypre's default
+	ExtPlusIMM      Interpolation = 14
+)
+
+const (
+	JacobiSmoother       Smoother = 0
+	GaussSeidel          Smoother = 3 // hybrid Gauss–Seidel forward (SOR-J)
+	SymGaussSeidel       Smoother = 6 // hybrid symmetric Gauss–Seidel
+	L1GaussSeidel        Smoother = 8 // ℓ1-scaled hybrid symmetric Gauss–Seidel
+	L1GaussSeidelForward Smoother = 13
+	L1Jacobi             Smoother = 18
+	Chebyshev            Smoother = 16
+)
+
+const (
+	VCycle Cycle = 1
+	WCycle Cycle = 2
+)
+
+// config is the solver's settings.
+type config struct {
+	method       Method
+	tol          float64
+	maxIter      int
+	coarsen      Coarsening
+	interp       Interpolation
+	smoother     Smoother
+	strong       float64
+	cycle        Cycle
+	aggLevels    int
+	restart      int
+	set          map[string]float64
+	statusOnly   bool
+	keepOld      bool
+	symmetry     Symmetry
+	precond      Precond
+	printLevel   int
+	progress     func(Info)
+	comm         *commHandle
+	hasSmoothers bool
+}
+
+func defaultConfig() config {
+	return config{method: PCG, tol: 1e-8, maxIter: 500, coarsen: HMIS, interp: ExtPlusIInterp,
+		smoother: L1GaussSeidel, strong: 0.25, cycle: VCycle, restart: 30, precond: defaultPrecond}
+}
+
+// Option configures a Solver.
+type Option func(*config) error
+
+// WithMethod picks the solver (PCG by default).
+func WithMethod(m Method) Option {
+	return func(c *config) error {
+		if m < PCG || m > GMRES {
+			return fmt.Errorf("%w: unknown method %d", ErrBadInput, int(m))
+		}
+		c.method = m
+		return nil
+	}
+}
+
+// WithTolerance is the relative residual to reach (1e-8 by default).
+func WithTolerance(tol float64) Option {
+	return func(c *config) error {
+		if !(tol > 0 && tol < 1) {
+			return fmt.Errorf("%w: tolerance %v outside (0, 1)", ErrBadInput, tol)
+		}
+		c.tol = tol
+		return nil
+	}
+}
+
+// WithMaxIterations caps the iterations (500 by default).
+func WithMaxIterations(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: max iterations %d", ErrBadInput, n)
+		}
+		c.maxIter = n
+		return nil
+	}
+}
+
+// WithCoarsening sets BoomerAMG's coarsening (HMIS by default).
+func WithCoarsening(k Coarsening) Option {
+	return func(c *config) error { c.coarsen = k; return nil }
+}
+
+// WithInterpolation sets BoomerAMG's interpolation (extended+i by default).
+func WithInterpolation(k Interpolation) Option {
+	return func(c *config) error { c.interp = k; return nil }
+}
+
+// WithSmoother sets BoomerAMG's smoother on every level but the coarsest
+// (ℓ1 hybrid symmetric Gauss–Seidel by default, which keeps the V-cycle
+// symmetric for PCG).
+func WithSmoother(k Smoother) Option {
+	return func(c *config) error { c.smoother = k; c.hasSmoothers = true; return nil }
+}
+
+// WithStrongThreshold sets BoomerAMG's strength threshold (0.25 by default;
+// 0.5 is usual for 3-D problems).
+func WithStrongThreshold(t float64) Option {
+	return func(c *config) error {
+		if !(t >= 0 && t < 1) {
+			return fmt.Errorf("%w: strength threshold %v outside [0, 1)", ErrBadInput, t)
+		}
+		c.strong = t
+		return nil
+	}
+}
+
+// WithCycle sets the AMG cycle (V by default).
+func WithCycle(k Cycle) Option {
+	return func(c *config) error {
+		if k != VCycle && k != WCycle {
+			return fmt.Errorf("%w: cycle %d (1 = V, 2 = W)", ErrBadInput, int(k))
+		}
+		c.cycle = k
+		return nil
+	}
+}
+
+// WithAggressiveLevels coarsens the first n levels aggressively (cheaper
+// hierarchies for 3-D problems; 0 by default).
+func WithAggressiveLevels(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: aggressive levels %d", ErrBadInput, n)
+		}
+		c.aggLevels = n
+		return nil
+	}
+}
+
+// WithRestart sets GMRES's restart length (30 by default).
+func WithRestart(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: restart %d", ErrBadInput, n)
+		}
+		c.restart = n
+		return nil
+	}
+}
+
+// WithHypre passes any other BoomerAMG setting by name: "MaxLevels" calls
+// HYPRE_BoomerAMGSetMaxLevels(solver, value). The names are those of the
+// HYPRE_BoomerAMGSet… functions without the prefix; HypreSettings lists
+// them. Integer settings take the value rounded.
+func WithHypre(name string, value float64) Option {
+	return func(c *config) error {
+		if _, ok := hypreSettings[name]; !ok {
+			return fmt.Errorf("%w: no BoomerAMG setting %q (known: %s)", ErrBadInput, name, strings.Join(HypreSettings(), ", "))
+		}
+		if math.IsNaN(value) || math.IsInf(value, 0) {
+			return fmt.Errorf("%w: BoomerAMG setting %s = %v", ErrBadInput, name, value)
+		}
+		if c.set == nil {
+			c.set = map[string]float64{}
+		}
+		c.set[name] = value
+		return nil
+	}
+}
+
+// WithStatusOnly makes a solve that does not reach Success return its last
+// iterate without an error; the caller reads Info().Status (jaxamg's info).
+// By default such a solve is an error wrapping ErrNotConverged.
+func WithStatusOnly() Option {
+	return func(c *config) error { c.statusOnly = true; return nil }
+}
+
+// WithKeepHierarchy keeps the AMG hierarchy when the values change: the old
+// hierarchy preconditions the new matrix (the finest level's smoother sees
+// the new values) instead of a new setup. Call Free to force a new setup.
+// Use it with a Krylov method: BoomerAMG alone, cycled on a hierarchy that
+// no longer matches A, may diverge. The hierarchy of Aᵀ (gradients of
+// non-symmetric systems) is always rebuilt.
+func WithKeepHierarchy() Option {
+	return func(c *config) error { c.keepOld = true; return nil }
+}
+
+// WithSymmetry says whether A is symmetric, for the gradient's adjoint solve
+// (detected by default).
+func WithSymmetry(s Symmetry) Option {
+	return func(c *config) error {
+		if s < DetectSymmetry || s > NonSymmetric {
+			return fmt.Errorf("%w: symmetry %d", ErrBadInput, int(s))
+		}
+		c.symmetry = s
+		return nil
+	}
+}
+
+// WithPrecond picks the preconditioner of the Go Krylov ops CG and BiCGStab
+// (AMG by default in the mpi build, Jacobi otherwise).
+func WithPrecond(p Precond) Option {
+	return func(c *config) error {
+		if p < NoPrecond || p > AMGPrecond {
+			return fmt.Errorf("%w: preconditioner %d", ErrBadInput, int(p))
+		}
+		c.precond = p
+		return nil
+	}
+}
+
+// WithProgress calls f after every solve with its Info (from rank 0's view
+// in MPI mode, on every rank).
+func WithProgress(f func(Info)) Option {
+	return func(c *config) error { c.progress = f; return nil }
+}
+
+// WithPrintLevel sets hypre's own printing (0, silent, by default; 1 prints
+// the setup statistics, 2 the convergence history, 3 both).
+func WithPrintLevel(n int) Option {
+	return func(c *config) error { c.printLevel = n; return nil }
+}
+
+// HypreSettings lists the BoomerAMG settings WithHypre accepts.
+func HypreSettings() []string {
+	names := make([]string, 0, len(hypreSettings))
+	for k := range hypreSettings {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// hypreSettings names the HYPRE_BoomerAMGSet… functions WithHypre reaches;
+// true marks those that take a float.
+var hypreSettings = map[string]bool{
+	"MaxLevels": false, "MaxCoarseSize": false, "MinCoarseSize": false, "CoarsenType": false,
+	"InterpType": false, "RelaxType": false, "CycleType": false, "NumSweeps": false,
+	"AggNumLevels": false, "AggInterpType": false, "PMaxElmts": false, "MeasureType": false,
+	"RelaxOrder": false, "SmoothType": false, "SmoothNumLevels": false,
+	"SmoothNumSweeps": false, "Variant": false, "Overlap": false, "DomainType": false,
+	"NumPaths": false, "InterpVecVariant": false,
+	"StrongThreshold": true, "MaxRowSum": true, "TruncFactor": true, "RelaxWt": true,
+	"OuterWt": true, "SchwarzRlxWeight": true, "ChebyOrder": false, "ChebyFraction": true,
+	"CoarsenCutFactor": false, "IsTriangular": false, "GSMG": false, "NumFunctions": false,
+	"NonGalerkinTol": true, "KeepTranspose": false, "RAP2": false, "ADropTol": true,
+}

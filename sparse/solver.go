@@ -1,0 +1,426 @@
+package sparse
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// engine is a matrix on one pattern held by a solver library: hypre in the
+// mpi build (one process or a row block per MPI rank), a pure-Go stand-in
+// without it that offers products and dot products but no AMG.
+type engine interface {
+	space
+	// load installs new values (same pattern) in the engine's matrix,
+	// keeping any hierarchy already built.
+	load(vals []float64) error
+	// setup builds the AMG hierarchy (and the Krylov solver) for A, or for
+	// Aᵀ (trans), from the loaded values.
+	setup(trans bool) error
+	// solve runs the configured method on A or Aᵀ from x = 0.
+	solve(trans bool, b, x []float64) (Info, error)
+	// vcycle is z = M⁻¹r, one cycle of the hierarchy of A or Aᵀ.
+	vcycle(trans bool, r, z []float64) error
+	// gather returns the global vector whose row blocks the ranks hold.
+	gather(local []float64) ([]float64, error)
+	// agree is true on every rank when ok is true on every rank.
+	agree(ok bool) (bool, error)
+	// free drops the hierarchies (the matrix stays); close releases all.
+	free()
+	close()
+}
+
+// Solver solves sparse systems on one Pattern and caches what it can between
+// runs: the matrix values last loaded, the AMG hierarchy built for them (and
+// one for Aᵀ when a gradient of a non-symmetric system needs it), and whether
+// they are symmetric. Its graph ops (Solve, CG, BiCGStab, Preconditioner)
+// take the values and the right-hand side as nodes; when the values reaching
+// the op are the ones already loaded, the hierarchy is reused, and when they
+// change the solver sets up again (or keeps the old hierarchy as a
+// preconditioner, WithKeepHierarchy). Free drops the hierarchy; Close
+// releases everything.
+//
+// A Solver is safe for use by several goroutines (runs are serialised).
+// In MPI mode every rank makes the same calls on its own Solver.
+type Solver struct {
+	pat *Pattern
+	cfg config
+	eng engine
+
+	mu      sync.Mutex
+	loaded  []float64 // values in the engine, nil before the first run
+	ready   [2]bool   // a hierarchy exists for A, Aᵀ
+	stale   [2]bool   // the values changed since it was built
+	sym     int8      // 0 unknown, 1 symmetric, −1 not, for the loaded values
+	closed  bool
+	info    [2]Info // last forward and adjoint (trans) run
+	stats   Stats
+	diagBad int // first local row with a zero diagonal, −1 none, for the loaded values
+}
+
+// Stats counts a solver's work since it was made.
+type Stats struct {
+	Setups    int           // AMG hierarchies built (A and Aᵀ)
+	Solves    int           // solves, V-cycle applications not counted
+	SetupTime time.Duration // total time in setup
+	SolveTime time.Duration // total time in solves
+}
+
+// NewSolver makes a solver for matrices on pattern p. In MPI mode (WithComm,
+// mpi build) p is this rank's row block and the blocks of the ranks, in rank
+// order, must tile the rows.
+func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil pattern", ErrBadInput)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	eng, err := newEngine(p, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1}, nil
+}
+
+// Pattern is the solver's pattern.
+func (s *Solver) Pattern() *Pattern { return s.pat }
+
+// Info is what the last forward run (Solve, CG, BiCGStab) reported.
+func (s *Solver) Info() Info { s.mu.Lock(); defer s.mu.Unlock(); return s.info[0] }
+
+// AdjointInfo is what the last adjoint run (a gradient's solve with Aᵀ, or
+// with A for symmetric systems) reported.
+func (s *Solver) AdjointInfo() Info { s.mu.Lock(); defer s.mu.Unlock(); return s.info[1] }
+
+// Stats returns the solver's counters.
+func (s *Solver) Stats() Stats { s.mu.Lock(); defer s.mu.Unlock(); return s.stats }
+
+// Free drops the cached hierarchies; the next run sets up again. The
+// matrix values stay loaded.
+func (s *Solver) Free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.eng.free()
+	}
+	s.ready = [2]bool{}
+}
+
+// Close releases the solver's hypre objects; runs after Close fail. In MPI
+// mode it is collective.
+func (s *Solver) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.eng.close()
+		s.closed = true
+	}
+}
+
+// runKind is what a run computes.
+type runKind int
+
+const (
+	runSolve    runKind = iota // the configured hypre method
+	runCG                      // Go CG with cfg.precond
+	runBiCGStab                // Go BiCGStab with cfg.precond
+	runPrecond                 // one V-cycle
+)
+
+var runNames = [...]string{"Solve", "CG", "BiCGStab", "Preconditioner"}
+
+// SolveValues solves A·x = b (or Aᵀ·x = b) directly, outside a graph: the
+// same run as the Solve op. vals and b are never modified.
+func (s *Solver) SolveValues(vals, b []float64, trans bool) ([]float64, Info, error) {
+	x, err := s.run(runSolve, trans, vals, b)
+	return x, s.lastInfo(trans), err
+}
+
+func (s *Solver) lastInfo(trans bool) Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if trans {
+		return s.info[1]
+	}
+	return s.info[0]
+}
+
+// run is every op's computation: load the values if they changed, build the
+// hierarchy if needed, run, record the Info, and turn a Status other than
+// Success into an error unless WithStatusOnly. adjoint marks the gradient's
+// solve with Aᵀ (A when symmetric).
+func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := runNames[kind]
+	if adjoint {
+		name += " (adjoint)"
+	}
+	if s.closed {
+		return nil, fmt.Errorf("%w: sparse: %s on a closed solver", ErrBadInput, name)
+	}
+	p := s.pat
+	if len(vals) != p.NNZ() || len(b) != p.Rows() {
+		return nil, fmt.Errorf("%w: %s: %d values and a vector of %d for %v", ErrBadInput, name, len(vals), len(b), p)
+	}
+	if err := s.checkInputs(name, vals, b, kind); err != nil {
+		return nil, err
+	}
+	trans := adjoint
+	if adjoint {
+		sym, err := s.symmetric()
+		if err != nil {
+			return nil, err
+		}
+		trans = !sym
+		if trans && kind == runPrecond {
+			return nil, fmt.Errorf("%w: sparse: the gradient of Preconditioner needs a symmetric A (the V-cycle of Aᵀ is not the transpose of A's)", ErrBadInput)
+		}
+	}
+	x := make([]float64, p.Rows())
+	var info Info
+	var err error
+	start := time.Now()
+	switch kind {
+	case runSolve:
+		if info.Setup, err = s.ensureSetup(trans); err != nil {
+			return nil, fmt.Errorf("sparse: %s: %w", name, err)
+		}
+		start = time.Now()
+		info2, err2 := s.eng.solve(trans, b, x)
+		info2.Setup = info.Setup
+		info, err = info2, err2
+	case runCG, runBiCGStab:
+		var precond func(r, z []float64) error
+		if precond, info.Setup, err = s.precond(trans); err != nil {
+			return nil, fmt.Errorf("sparse: %s: %w", name, err)
+		}
+		start = time.Now()
+		method := krylovFunc(cg)
+		if kind == runBiCGStab {
+			method = bicgstab
+		}
+		setup := info.Setup
+		info, err = method(s.eng, trans, precond, b, x, s.cfg.tol, s.cfg.maxIter)
+		info.Setup = setup
+	case runPrecond:
+		if _, err = s.ensureSetup(trans); err != nil {
+			return nil, fmt.Errorf("sparse: %s: %w", name, err)
+		}
+		if err = s.eng.vcycle(trans, b, x); err != nil {
+			return nil, fmt.Errorf("sparse: %s: %w", name, err)
+		}
+		return x, nil
+	}
+	s.stats.Solves++
+	s.stats.SolveTime += time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("sparse: %s: %w", name, err)
+	}
+	if adjoint {
+		s.info[1] = info
+	} else {
+		s.info[0] = info
+	}
+	if s.cfg.progress != nil {
+		s.cfg.progress(info)
+	}
+	if info.Status != Success && !s.cfg.statusOnly {
+		return nil, &StatusError{Op: fmt.Sprintf("%s (%v)", name, s.methodName(kind)), Info: info}
+	}
+	return x, nil
+}
+
+func (s *Solver) methodName(kind runKind) string {
+	switch kind {
+	case runSolve:
+		return s.cfg.method.String()
+	case runCG, runBiCGStab:
+		return "preconditioner " + s.cfg.precond.String()
+	}
+	return "V-cycle"
+}
+
+// checkInputs rejects non-finite values or right-hand sides and zero
+// diagonals where the run divides by the diagonal, on every rank alike, and
+// loads the values if they changed.
+func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind) error {
+	var errLocal error
+	changed := !slices.Equal(vals, s.loaded)
+	diagBad := s.diagBad
+	switch {
+	case changed && checkFinite("values", vals) != nil:
+		errLocal = fmt.Errorf("%w: %s: %w", ErrBadMatrix, name, checkFinite("values", vals))
+	case checkFinite("b", b) != nil:
+		errLocal = fmt.Errorf("sparse: %s: right-hand side: %w", name, checkFinite("b", b))
+	default:
+		if changed {
+			diagBad = s.pat.zeroDiagonal(vals)
+		}
+		if diagBad >= 0 && s.needsDiagonal(kind) {
+			errLocal = fmt.Errorf("%w: %s: row %d (the %s divides by the diagonal)", ErrZeroDiagonal, name, s.pat.firstRow+diagBad, s.diagUser(kind))
+		}
+	}
+	ok, err := s.eng.agree(errLocal == nil)
+	if err != nil {
+		return err
+	}
+	if errLocal != nil {
+		return errLocal
+	}
+	if !ok {
+		return fmt.Errorf("%w: sparse: %s: bad input on another rank", ErrBadInput, name)
+	}
+	// Loading is collective: when the values changed on any rank, every
+	// rank loads (its own, possibly unchanged, values).
+	unchanged, err := s.eng.agree(!changed)
+	if err != nil {
+		return err
+	}
+	if unchanged {
+		return nil
+	}
+	if !changed {
+		diagBad = s.diagBad
+	}
+	if err := s.eng.load(vals); err != nil {
+		s.loaded = nil
+		return fmt.Errorf("sparse: %s: loading values: %w", name, err)
+	}
+	s.loaded = append(s.loaded[:0], vals...)
+	s.diagBad = diagBad
+	s.sym = 0
+	s.stale = [2]bool{true, true}
+	return nil
+}
+
+// needsDiagonal: BoomerAMG (its interpolation and smoothers) and Jacobi
+// divide by the diagonal; only the unpreconditioned Go Krylov runs do not.
+func (s *Solver) needsDiagonal(kind runKind) bool {
+	return !((kind == runCG || kind == runBiCGStab) && s.cfg.precond == NoPrecond)
+}
+
+func (s *Solver) diagUser(kind runKind) string {
+	if (kind == runCG || kind == runBiCGStab) && s.cfg.precond == Jacobi {
+		return "Jacobi preconditioner"
+	}
+	return "BoomerAMG setup"
+}
+
+// ensureSetup builds the hierarchy of A (or Aᵀ) when there is none, or when
+// the values changed since it was built, unless WithKeepHierarchy keeps A's.
+// It reports whether it built one.
+func (s *Solver) ensureSetup(trans bool) (bool, error) {
+	t := 0
+	if trans {
+		t = 1
+	}
+	if s.ready[t] && (!s.stale[t] || (s.cfg.keepOld && !trans)) {
+		return false, nil
+	}
+	start := time.Now()
+	if err := s.eng.setup(trans); err != nil {
+		s.ready[t] = false
+		return false, err
+	}
+	s.stats.Setups++
+	s.stats.SetupTime += time.Since(start)
+	s.ready[t], s.stale[t] = true, false
+	return true, nil
+}
+
+// precond is the Go Krylov methods' preconditioner for A (or Aᵀ).
+func (s *Solver) precond(trans bool) (func(r, z []float64) error, bool, error) {
+	switch s.cfg.precond {
+	case Jacobi:
+		diag := make([]float64, s.pat.Rows())
+		for i, k := range s.pat.diag {
+			diag[i] = s.loaded[k]
+		}
+		return func(r, z []float64) error {
+			for i, d := range diag {
+				z[i] = r[i] / d
+			}
+			return nil
+		}, false, nil
+	case AMGPrecond:
+		built, err := s.ensureSetup(trans)
+		if err != nil {
+			return nil, false, err
+		}
+		return func(r, z []float64) error { return s.eng.vcycle(trans, r, z) }, built, nil
+	}
+	return nil, false, nil
+}
+
+// symmetryTol is the relative difference ‖Ar − Aᵀr‖/‖Ar‖ below which the
+// loaded matrix counts as symmetric.
+const symmetryTol = 1e-12
+
+// symmetric reports whether the loaded A is symmetric: the user's word
+// (WithSymmetry) or a test of A·r against Aᵀ·r for a random r, cached for
+// the loaded values.
+func (s *Solver) symmetric() (bool, error) {
+	switch s.cfg.symmetry {
+	case Symmetric:
+		return true, nil
+	case NonSymmetric:
+		return false, nil
+	}
+	if s.sym != 0 {
+		return s.sym > 0, nil
+	}
+	rng := rand.New(rand.NewPCG(0x5eed, uint64(s.pat.firstRow)))
+	r := make([]float64, s.pat.Rows())
+	for i := range r {
+		r[i] = rng.NormFloat64()
+	}
+	ar := make([]float64, len(r))
+	atr := make([]float64, len(r))
+	if err := s.eng.matvec(false, r, ar); err != nil {
+		return false, err
+	}
+	if err := s.eng.matvec(true, r, atr); err != nil {
+		return false, err
+	}
+	ref, err := s.eng.dot(ar, ar)
+	if err != nil {
+		return false, err
+	}
+	for i := range atr {
+		atr[i] -= ar[i]
+	}
+	diff, err := s.eng.dot(atr, atr)
+	if err != nil {
+		return false, err
+	}
+	sym := diff <= symmetryTol*symmetryTol*ref
+	s.sym = -1
+	if sym {
+		s.sym = 1
+	}
+	return sym, nil
+}
+
+// outer is the values' gradient −u·vᵀ on the pattern, u on this rank's rows
+// and v gathered from every rank.
+func (s *Solver) outer(u, v []float64) ([]float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: sparse: gradient on a closed solver", ErrBadInput)
+	}
+	vg, err := s.eng.gather(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, s.pat.NNZ())
+	s.pat.patternOuter(u, vg, out)
+	return out, nil
+}

@@ -1,0 +1,464 @@
+package sparse
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// solverCase is one way of solving: the ops' builder and the solver options.
+type solverCase struct {
+	name   string
+	nonSym bool // the method handles non-symmetric A
+	opts   []Option
+	kind   runKind
+	hypre  bool
+}
+
+// op applies the case's op.
+func (c solverCase) op(s *Solver, values, b *G.Node) (*G.Node, error) {
+	return s.apply(c.kind, values, b)
+}
+
+func solverCases() []solverCase {
+	all := []solverCase{
+		{name: "CG/Jacobi", opts: []Option{WithPrecond(Jacobi)}, kind: runCG},
+		{name: "CG/none", opts: []Option{WithPrecond(NoPrecond)}, kind: runCG},
+		{name: "BiCGStab/Jacobi", nonSym: true, opts: []Option{WithPrecond(Jacobi)}, kind: runBiCGStab},
+		{name: "CG/AMG", opts: []Option{WithPrecond(AMGPrecond)}, kind: runCG, hypre: true},
+		{name: "BiCGStab/AMG", nonSym: true, opts: []Option{WithPrecond(AMGPrecond)}, kind: runBiCGStab, hypre: true},
+		{name: "Solve/PCG", opts: []Option{WithMethod(PCG)}, kind: runSolve, hypre: true},
+		{name: "Solve/AMG", nonSym: true, opts: []Option{WithMethod(AMG)}, kind: runSolve, hypre: true},
+		{name: "Solve/BiCGStab", nonSym: true, opts: []Option{WithMethod(BiCGStab)}, kind: runSolve, hypre: true},
+		{name: "Solve/GMRES", nonSym: true, opts: []Option{WithMethod(GMRES), WithRestart(17)}, kind: runSolve, hypre: true},
+		{name: "Solve/GMRES/PMIS,W,SymGS", nonSym: true, kind: runSolve, hypre: true, opts: []Option{
+			WithMethod(GMRES), WithCoarsening(PMIS), WithInterpolation(DirectInterp), WithCycle(WCycle),
+			WithSmoother(SymGaussSeidel), WithStrongThreshold(0.5), WithHypre("MaxLevels", 4), WithHypre("TruncFactor", 0.1)}},
+	}
+	var cs []solverCase
+	for _, c := range all {
+		if !c.hypre || hypreBuilt {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// solveGraph is cost = Σ w∘x with x = op(values, b).
+// The machine may reuse x's memory once nothing reads it: xv is a copy
+// taken when x is computed.
+func solveGraph(t testing.TB, s *Solver, c solverCase, vals, b, w []float64) (g *G.ExprGraph, vn, bn *G.Node, xv *G.Value, cost *G.Node) {
+	g = G.NewGraph()
+	vn = vecNode(g, "values", vals)
+	bn = vecNode(g, "b", b)
+	wn := vecNode(g, "w", w)
+	x, err := c.op(s, vn, bn)
+	require.NoError(t, err)
+	xv = new(G.Value)
+	G.Read(x, xv)
+	cost = G.Must(G.Sum(G.Must(G.HadamardProd(x, wn))))
+	return
+}
+
+func TestSolveMatchesDense(t *testing.T) {
+	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
+		rng := testRNG(t, uint64(10*i+btoi(nonSym)))
+		nx, ny := 5+rng.IntN(9), 4+rng.IntN(9)
+		tr := laplace2D(rng, nx, ny, float64(btoi(nonSym))*0.8)
+		a := tr.whole(t)
+		b := randVec(rng, tr.n)
+		var progress []Info
+		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-11), WithMaxIterations(1000),
+			WithProgress(func(i Info) { progress = append(progress, i) })}, c.opts...)...)
+		require.NoError(t, err)
+		defer s.Close()
+		g, _, _, x, _ := solveGraph(t, s, c, a.Values, b, randVec(rng, tr.n))
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		require.NoError(t, m.RunAll())
+		want := denseSolve(tr.n, tr.dense(), b, false)
+		e := relErr(nodeFloats(t, *x), want)
+		info := s.Info()
+		t.Logf("%d×%d grid, %v, error %.1e", nx, ny, info, e)
+		require.Less(t, e, 1e-8)
+		require.Equal(t, Success, info.Status)
+		require.Greater(t, info.Iterations, 0)
+		require.LessOrEqual(t, info.Residual, 1e-11)
+		require.Equal(t, []Info{info}, progress)
+	})
+}
+
+// eachCase runs f for every solver case on an SPD matrix and, for the
+// methods that take one, on a non-symmetric matrix.
+func eachCase(t *testing.T, f func(t *testing.T, i int, c solverCase, nonSym bool)) {
+	for i, c := range solverCases() {
+		for _, nonSym := range []bool{false, true} {
+			if nonSym && !c.nonSym {
+				continue
+			}
+			name := c.name + map[bool]string{false: "/SPD", true: "/nonsymmetric"}[nonSym]
+			t.Run(name, func(t *testing.T) { f(t, i, c, nonSym) })
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestGradients compares the gradients of Σ w∘x with respect to the values
+// and b, from the TapeMachine and the LispMachine, with fourth-order central
+// differences along random directions.
+func TestGradients(t *testing.T) {
+	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
+		rng := testRNG(t, uint64(100+10*i+btoi(nonSym)))
+		tr := laplace2D(rng, 4+rng.IntN(6), 3+rng.IntN(6), float64(btoi(nonSym))*0.8)
+		a := tr.whole(t)
+		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)...)
+		require.NoError(t, err)
+		defer s.Close()
+		checkGradients(t, rng, s, c, a.Values, b, w)
+	})
+}
+
+func checkGradients(t *testing.T, rng *rand.Rand, s *Solver, c solverCase, vals, b, w []float64) {
+	t.Helper()
+	eval := func(v, b []float64) float64 {
+		g, _, _, _, cost := solveGraph(t, s, c, v, b, w)
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		require.NoError(t, m.RunAll())
+		return cost.Value().Data().(float64)
+	}
+	dv, db := randVec(rng, len(vals)), randVec(rng, len(b))
+	const h = 1e-3
+	at := func(step float64) float64 {
+		v2, b2 := slices.Clone(vals), slices.Clone(b)
+		for k := range v2 {
+			v2[k] += step * h * dv[k]
+		}
+		for k := range b2 {
+			b2[k] += step * h * db[k]
+		}
+		return eval(v2, b2)
+	}
+	fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
+	for _, lisp := range []bool{false, true} {
+		_, gv, gb := gradsOf(t, s, c, vals, b, w, lisp)
+		an := dotF(gv, dv) + dotF(gb, db)
+		rel := math.Abs(an-fd) / math.Abs(fd)
+		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e; adjoint %v", lisp, an, fd, rel, s.AdjointInfo())
+		require.Less(t, rel, 1e-6, "lisp=%v", lisp)
+		require.Equal(t, Success, s.AdjointInfo().Status)
+	}
+}
+
+// gradsOf runs Σ w∘x with x = op(vals, b) and its gradient, by the
+// TapeMachine (Grad) or the LispMachine: x and the gradients of the values
+// and of b.
+func gradsOf(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
+	t.Helper()
+	g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
+	var m G.VM
+	if lisp {
+		m = G.NewLispMachine(g)
+	} else {
+		_, err := G.Grad(cost, vn, bn)
+		require.NoError(t, err)
+		m = G.NewTapeMachine(g)
+	}
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	gvv, err := vn.Grad()
+	require.NoError(t, err)
+	gbv, err := bn.Grad()
+	require.NoError(t, err)
+	return nodeFloats(t, *xv), nodeFloats(t, gvv), nodeFloats(t, gbv)
+}
+
+func dotF(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func TestCSRConstruction(t *testing.T) {
+	rng := testRNG(t, 1)
+	tr := laplace2D(rng, 3+rng.IntN(5), 2+rng.IntN(5), 0.5)
+	// Shuffled triplets with every entry split in two: summed back.
+	perm := rng.Perm(len(tr.rows))
+	var r, c []int
+	var v []float32
+	for _, k := range perm {
+		half := float32(tr.vals[k]) / 2
+		r, c, v = append(r, tr.rows[k], tr.rows[k]), append(c, tr.cols[k], tr.cols[k]), append(v, half, float32(tr.vals[k])-half)
+	}
+	r0, c0, v0 := slices.Clone(r), slices.Clone(c), slices.Clone(v)
+	a, err := FromTriplets(tr.n, r, c, v)
+	require.NoError(t, err)
+	require.Equal(t, r0, r)
+	require.Equal(t, c0, c)
+	require.Equal(t, v0, v)
+	require.Equal(t, len(tr.rows), a.Pattern.NNZ())
+	// Unsorted CSR arrays: the same matrix.
+	rowPtr, colInd := a.Pattern.RowPtr(), a.Pattern.ColInd()
+	vals := slices.Clone(a.Values)
+	for i := range a.Pattern.Rows() {
+		lo, hi := rowPtr[i], rowPtr[i+1]
+		p := rng.Perm(hi - lo)
+		ci, vi := slices.Clone(colInd[lo:hi]), slices.Clone(vals[lo:hi])
+		for j, q := range p {
+			colInd[lo+j], vals[lo+j] = ci[q], vi[q]
+		}
+	}
+	b, err := NewCSR(tr.n, rowPtr, colInd, vals)
+	require.NoError(t, err)
+	require.Equal(t, a.Pattern.ColInd(), b.Pattern.ColInd())
+	require.Equal(t, a.Values, b.Values)
+	x := randVec(rng, tr.n)
+	y, err := a.MulVec(x)
+	require.NoError(t, err)
+	d := tr.dense()
+	for i := range tr.n {
+		var s float64
+		for j := range tr.n {
+			s += d[i*tr.n+j] * x[j]
+		}
+		require.InDelta(t, s, y[i], 1e-5*(1+math.Abs(s)), "row %d", i) // float32 input
+	}
+}
+
+func TestCSRBadInput(t *testing.T) {
+	nan := math.NaN()
+	cases := []struct {
+		name           string
+		n              int
+		rowPtr, colInd []int
+		vals           []float64
+		wantNonFinite  bool
+	}{
+		{"not square", 3, []int{0, 1, 2}, []int{0, 1}, []float64{1, 1}, false},
+		{"rowPtr not from 0", 2, []int{1, 2, 3}, []int{0, 1}, []float64{1, 1}, false},
+		{"rowPtr decreasing", 2, []int{0, 2, 1}, []int{0, 1}, []float64{1, 1}, false},
+		{"values length", 2, []int{0, 1, 2}, []int{0, 1}, []float64{1}, false},
+		{"column length", 2, []int{0, 1, 2}, []int{0}, []float64{1, 1}, false},
+		{"column out of range", 2, []int{0, 1, 2}, []int{0, 2}, []float64{1, 1}, false},
+		{"negative column", 2, []int{0, 1, 2}, []int{0, -1}, []float64{1, 1}, false},
+		{"repeated column", 2, []int{0, 2, 3}, []int{1, 1, 1}, []float64{1, 1, 1}, false},
+		{"NaN value", 2, []int{0, 1, 2}, []int{0, 1}, []float64{1, nan}, true},
+		{"Inf value", 2, []int{0, 1, 2}, []int{0, 1}, []float64{math.Inf(-1), 1}, true},
+		{"zero order", 0, []int{0}, nil, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rp, ci, v := slices.Clone(c.rowPtr), slices.Clone(c.colInd), slices.Clone(c.vals)
+			_, err := NewCSR(c.n, c.rowPtr, c.colInd, c.vals)
+			t.Log(err)
+			require.ErrorIs(t, err, ErrBadMatrix)
+			require.Equal(t, c.wantNonFinite, errors.Is(err, ErrNonFinite))
+			require.Equal(t, rp, c.rowPtr)
+			require.Equal(t, ci, c.colInd)
+			require.True(t, slices.EqualFunc(v, c.vals, func(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }))
+		})
+	}
+	_, err := FromTriplets(2, []int{0, 2}, []int{0, 1}, []float64{1, 1})
+	require.ErrorIs(t, err, ErrBadMatrix)
+	_, err = FromTriplets(2, []int{0, 1}, []int{0}, []float64{1, 1})
+	require.ErrorIs(t, err, ErrBadMatrix)
+}
+
+// TestRunBadInput: NaN in b or the values, a zero diagonal with a method
+// that divides by it, wrong shapes: clear errors, inputs untouched.
+func TestRunBadInput(t *testing.T) {
+	rng := testRNG(t, 2)
+	tr := laplace2D(rng, 5, 4, 0)
+	a := tr.whole(t)
+	b := randVec(rng, tr.n)
+	zeroDiag := slices.Clone(a.Values)
+	zeroDiag[a.Pattern.diag[3]] = 0
+	nanVals := slices.Clone(a.Values)
+	nanVals[7] = math.NaN()
+	nanB := slices.Clone(b)
+	nanB[2] = math.Inf(1)
+	type runCase struct {
+		name string
+		c    solverCase
+		vals []float64
+		b    []float64
+		want error
+	}
+	var cases []runCase
+	for _, c := range solverCases() {
+		cases = append(cases,
+			runCase{c.name + "/NaN in b", c, a.Values, nanB, ErrNonFinite},
+			runCase{c.name + "/NaN in values", c, nanVals, b, ErrNonFinite})
+		if c.name != "CG/none" {
+			cases = append(cases, runCase{c.name + "/zero diagonal", c, zeroDiag, b, ErrZeroDiagonal})
+		}
+	}
+	for _, rc := range cases {
+		t.Run(rc.name, func(t *testing.T) {
+			s, err := NewSolver(a.Pattern, rc.c.opts...)
+			require.NoError(t, err)
+			defer s.Close()
+			v0, b0 := slices.Clone(rc.vals), slices.Clone(rc.b)
+			g, vn, bn, _, _ := solveGraph(t, s, rc.c, rc.vals, rc.b, b)
+			m := G.NewTapeMachine(g)
+			defer m.Close()
+			err = m.RunAll()
+			t.Log(err)
+			require.ErrorIs(t, cause(err), rc.want)
+			same := func(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+			require.True(t, slices.EqualFunc(v0, nodeFloats(t, vn.Value()), same))
+			require.True(t, slices.EqualFunc(b0, nodeFloats(t, bn.Value()), same))
+		})
+	}
+	// Build-time shape and dtype errors.
+	s, err := NewSolver(a.Pattern)
+	require.NoError(t, err)
+	defer s.Close()
+	g := G.NewGraph()
+	vn := vecNode(g, "values", a.Values)
+	short := vecNode(g, "short", b[:tr.n-1])
+	_, err = s.CG(vn, short)
+	require.ErrorIs(t, err, ErrBadInput)
+	_, err = s.Solve(short, vecNode(g, "b", b))
+	require.ErrorIs(t, err, ErrBadInput)
+	_, err = s.BiCGStab(vn, G.NewVector(g, tensor.Float32, G.WithShape(tr.n), G.WithName("b32")))
+	require.Error(t, err)
+	_, err = s.Preconditioner(nil, vn)
+	require.ErrorIs(t, err, ErrBadInput)
+	for _, o := range []Option{WithTolerance(0), WithTolerance(math.NaN()), WithMaxIterations(0), WithMethod(9),
+		WithStrongThreshold(1), WithCycle(3), WithHypre("NoSuchSetting", 1), WithHypre("MaxLevels", math.Inf(1)), WithPrecond(7)} {
+		_, err := NewSolver(a.Pattern, o)
+		require.ErrorIs(t, err, ErrBadInput)
+	}
+}
+
+// cause digs the op's error out of a machine's error (as mgla.Cause does;
+// mgla imports nothing from here, and this package cannot import mgla).
+func cause(err error) error {
+	for err != nil {
+		e, ok := err.(interface{ Err() error })
+		if !ok || e.Err() == nil || e.Err() == err {
+			return err
+		}
+		err = e.Err()
+	}
+	return err
+}
+
+// TestNotConverged: too few iterations is an error wrapping ErrNotConverged
+// carrying the Info, or, WithStatusOnly, the status alone.
+func TestNotConverged(t *testing.T) {
+	for i, c := range solverCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rng := testRNG(t, uint64(200+i))
+			tr := laplace2D(rng, 30, 27, 0)
+			a := tr.whole(t)
+			b := randVec(rng, tr.n)
+			for _, statusOnly := range []bool{false, true} {
+				opts := append(slices.Clone(c.opts), WithMaxIterations(2), WithTolerance(1e-14))
+				if statusOnly {
+					opts = append(opts, WithStatusOnly())
+				}
+				s, err := NewSolver(a.Pattern, opts...)
+				require.NoError(t, err)
+				g, _, _, x, _ := solveGraph(t, s, c, a.Values, b, b)
+				m := G.NewTapeMachine(g)
+				err = m.RunAll()
+				info := s.Info()
+				t.Logf("status only %v: %v; %v", statusOnly, err, info)
+				if statusOnly {
+					require.NoError(t, err)
+					require.Len(t, nodeFloats(t, *x), tr.n)
+				} else {
+					require.ErrorIs(t, cause(err), ErrNotConverged)
+					var se *StatusError
+					require.ErrorAs(t, cause(err), &se)
+					require.Equal(t, NotConverged, se.Info.Status)
+				}
+				require.Equal(t, NotConverged, info.Status)
+				require.Equal(t, 2, info.Iterations)
+				require.Greater(t, info.Residual, 1e-14)
+				m.Close()
+				s.Close()
+			}
+		})
+	}
+}
+
+// TestIndefiniteCG: CG on an indefinite matrix stops with Failed, not NaN.
+func TestIndefiniteCG(t *testing.T) {
+	rng := testRNG(t, 3)
+	tr := laplace2D(rng, 6, 5, 0)
+	for k, i := range tr.rows {
+		if i == tr.cols[k] && i%2 == 0 {
+			tr.vals[k] = -tr.vals[k]
+		}
+	}
+	a := tr.whole(t)
+	s, err := NewSolver(a.Pattern, WithPrecond(NoPrecond))
+	require.NoError(t, err)
+	_, err = s.run(runCG, false, a.Values, randVec(rng, tr.n))
+	var se *StatusError
+	require.ErrorAs(t, err, &se)
+	t.Log(err)
+	require.Contains(t, []Status{Failed, Diverged, NotConverged}, se.Info.Status)
+}
+
+// TestPoisson3D: the 7-point Laplacian built whole and by blocks of odd
+// sizes agrees with a dense stencil.
+func TestPoisson3D(t *testing.T) {
+	rng := testRNG(t, 6)
+	n := 2 + rng.IntN(5)
+	order := n * n * n
+	whole, err := Poisson3D(n, 0, order)
+	require.NoError(t, err)
+	x := randVec(rng, order)
+	y, err := whole.MulVec(x)
+	require.NoError(t, err)
+	at := func(i, j, k int) float64 {
+		if i < 0 || j < 0 || k < 0 || i >= n || j >= n || k >= n {
+			return 0
+		}
+		return x[i+n*j+n*n*k]
+	}
+	for k := range n {
+		for j := range n {
+			for i := range n {
+				want := 6*at(i, j, k) - at(i-1, j, k) - at(i+1, j, k) - at(i, j-1, k) - at(i, j+1, k) - at(i, j, k-1) - at(i, j, k+1)
+				require.InDelta(t, want, y[i+n*j+n*n*k], 1e-12)
+			}
+		}
+	}
+	size := 1 + rng.IntN(5)
+	var vals []float64
+	next := 0
+	for r := range size {
+		lo, rows := BlockRows(order, r, size)
+		require.Equal(t, next, lo)
+		next += rows
+		blk, err := Poisson3D(n, lo, rows)
+		require.NoError(t, err)
+		vals = append(vals, blk.Values...)
+	}
+	require.Equal(t, order, next)
+	require.Equal(t, whole.Values, vals)
+	_, err = Poisson3D(0, 0, 0)
+	require.ErrorIs(t, err, ErrBadInput)
+	_, err = Poisson3D(3, 20, 10)
+	require.ErrorIs(t, err, ErrBadInput)
+}
