@@ -427,8 +427,14 @@ func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (g
 	}
 	// Blocks of several rows and columns are stacked in a column-major
 	// shard; the engine exchanges their flat concatenation.
-	stackedSend := cols > 1 && (o.kind == ReduceScatter || o.kind == Scatter || o.kind == AllToAll)
-	stackedRecv := cols > 1 && (o.kind == AllGather || o.kind == Gather || o.kind == AllToAll)
+	// With one rank the flat concatenation is the stacked block itself.
+	stackedSend := size > 1 && cols > 1 && (o.kind == ReduceScatter || o.kind == Scatter || o.kind == AllToAll)
+	stackedRecv := size > 1 && cols > 1 && (o.kind == AllGather || o.kind == Gather || o.kind == AllToAll)
+	if (stackedSend || stackedRecv) && o.mesh.Kind() != sharding.CPU {
+		// Checked before any data moves: the restack runs on host buffers only.
+		return nil, fmt.Errorf("%s: %w: blocks of several columns on a %v mesh of %d devices need a device-side restack (use vectors or one column)",
+			o.name, ErrUnavailable, o.mesh.Kind(), size)
+	}
 	if stackedSend {
 		if o.sendFlat, err = flatBuffers(o.sendFlat, call.Dtype, len(ranks), rows*cols); err != nil {
 			return nil, err
