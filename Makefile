@@ -125,9 +125,12 @@ sparse-mpi-test:
 		$(MPIRUN) -n $$n ./sparse-mpi.test -test.run 'MPI' -test.count=1 || { rm -f sparse-mpi.test; exit 1; }; done
 	rm -f sparse-mpi.test
 
-# 3-D Poisson, 64³: AMG-PCG to 1e-8, then the inverse problem through Solve.
+# 3-D Poisson, 64³: AMG-PCG to 1e-8, then the inverse problem through Solve;
+# then the Poisson solve by row blocks on 4 MPI processes.
 sparse-example:
 	$(GO) run -tags mpi ./examples/poisson -quiet
+	$(GO) build -tags mpi -o poisson-mpi ./examples/poisson
+	$(MPIRUN) -n 4 ./poisson-mpi -quiet -steps 20; rc=$$?; rm -f poisson-mpi; exit $$rc
 
 # BENCHMARKS.md, "Sparse: hypre BoomerAMG": CSV, table and plots.
 sparse-bench:

@@ -168,22 +168,41 @@ func checkGradients(t *testing.T, rng *rand.Rand, s *Solver, c solverCase, vals,
 // and of b.
 func gradsOf(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
 	t.Helper()
+	return grads(t, s, c, vals, b, w, lisp, true)
+}
+
+// gradsOfB is gradsOf for ops that differentiate b only (Preconditioner):
+// gv is nil.
+func gradsOfB(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp bool) (x, gv, gb []float64) {
+	t.Helper()
+	return grads(t, s, c, vals, b, w, lisp, false)
+}
+
+func grads(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp, wrtValues bool) (x, gv, gb []float64) {
+	t.Helper()
 	g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
 	var m G.VM
 	if lisp {
 		m = G.NewLispMachine(g)
 	} else {
-		_, err := G.Grad(cost, vn, bn)
+		wrt := G.Nodes{bn}
+		if wrtValues {
+			wrt = append(wrt, vn)
+		}
+		_, err := G.Grad(cost, wrt...)
 		require.NoError(t, err)
 		m = G.NewTapeMachine(g)
 	}
 	defer m.Close()
 	require.NoError(t, m.RunAll())
-	gvv, err := vn.Grad()
-	require.NoError(t, err)
 	gbv, err := bn.Grad()
 	require.NoError(t, err)
-	return nodeFloats(t, *xv), nodeFloats(t, gvv), nodeFloats(t, gbv)
+	if wrtValues {
+		gvv, err := vn.Grad()
+		require.NoError(t, err)
+		gv = nodeFloats(t, gvv)
+	}
+	return nodeFloats(t, *xv), gv, nodeFloats(t, gbv)
 }
 
 func dotF(a, b []float64) float64 {

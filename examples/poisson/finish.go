@@ -1,5 +1,0 @@
-//go:build !mpi
-
-package main
-
-func finish() {}
