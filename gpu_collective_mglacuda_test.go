@@ -3,7 +3,6 @@
 package mgla_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/cmplx"
@@ -21,10 +20,9 @@ import (
 
 // collectiveCase builds one collective graph op on a mesh communicator.
 type collectiveCase struct {
-	name     string
-	linear   bool // has a gradient
-	stacking bool // exchanges blocks that stack along rows
-	build    func(x *G.Node, c mgla.Comm) (*G.Node, error)
+	name   string
+	linear bool // has a gradient
+	build  func(x *G.Node, c mgla.Comm) (*G.Node, error)
 }
 
 func collectiveCases(size int) []collectiveCase {
@@ -37,20 +35,20 @@ func collectiveCases(size int) []collectiveCase {
 	}
 	root := size - 1
 	return []collectiveCase{
-		{"AllReduce(sum)", true, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllReduce(x, c, mgla.ReduceSum) }},
-		{"AllReduce(max)", false, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllReduce(x, c, mgla.ReduceMax) }},
-		{"AllGather", true, true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllGather(x, c) }},
-		{"ReduceScatter(sum)", true, true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.ReduceScatter(x, c, mgla.ReduceSum) }},
-		{"AllToAll", true, true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllToAll(x, c) }},
-		{"Bcast", true, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Bcast(x, c, root) }},
-		{"Reduce(sum)", true, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Reduce(x, c, mgla.ReduceSum, root) }},
-		{"Gather", true, true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Gather(x, c, root) }},
-		{"Scatter", true, true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Scatter(x, c, root) }},
-		{"Scan(sum)", true, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Scan(x, c, mgla.ReduceSum) }},
-		{"SendRecv(ring)", true, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) {
+		{"AllReduce(sum)", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllReduce(x, c, mgla.ReduceSum) }},
+		{"AllReduce(max)", false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllReduce(x, c, mgla.ReduceMax) }},
+		{"AllGather", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllGather(x, c) }},
+		{"ReduceScatter(sum)", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.ReduceScatter(x, c, mgla.ReduceSum) }},
+		{"AllToAll", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.AllToAll(x, c) }},
+		{"Bcast", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Bcast(x, c, root) }},
+		{"Reduce(sum)", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Reduce(x, c, mgla.ReduceSum, root) }},
+		{"Gather", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Gather(x, c, root) }},
+		{"Scatter", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Scatter(x, c, root) }},
+		{"Scan(sum)", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Scan(x, c, mgla.ReduceSum) }},
+		{"SendRecv(ring)", true, func(x *G.Node, c mgla.Comm) (*G.Node, error) {
 			return mgla.SendRecv(x, c, ring(1), ring(-1), 0)
 		}},
-		{"Barrier", false, false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Barrier(x, c) }},
+		{"Barrier", false, func(x *G.Node, c mgla.Comm) (*G.Node, error) { return mgla.Barrier(x, c) }},
 	}
 }
 
@@ -137,8 +135,7 @@ func valuesOf(d *tensor.Dense) []complex128 {
 // copies) with the same random data, every dtype, vectors and 3-column
 // blocks, and compares the outputs and, for the linear ops in float64, the
 // gradients from Grad + TapeMachine. Blocks of several columns that stack
-// along rows need a host restack: on a GPU mesh of several devices they must
-// fail with ErrUnavailable before any data moves.
+// along rows are restacked on the devices (sharding.ExecutePlan on views).
 func TestGPUCollectivesAgainstCPU(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -174,12 +171,6 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 						w[i] = complex(rng.NormFloat64(), 0)
 					}
 					got, gotGrad, err := runCollective(t, gpu, cc, dt, shape, x, w)
-					if cc.stacking && cols > 1 && size > 1 {
-						if !errors.Is(err, mgla.ErrUnavailable) {
-							t.Fatalf("%s: %v, want ErrUnavailable", name, err)
-						}
-						continue
-					}
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}

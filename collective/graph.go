@@ -71,9 +71,9 @@ type collOp struct {
 	// reused from run to run
 	outMesh    *sharding.Tensor
 	outHost    *tensor.Dense
-	sendFlat   []sharding.Buffer
-	recvFlat   []sharding.Buffer
-	adjointRun *collOp // DoDiff's adjoint (LispMachine)
+	sendFlat   *sharding.Tensor // the flat concatenations of stacked blocks,
+	recvFlat   *sharding.Tensor // one shard per rank
+	adjointRun *collOp          // DoDiff's adjoint (LispMachine)
 }
 
 var buildSeq atomic.Uint64
@@ -430,28 +430,28 @@ func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (g
 	// With one rank the flat concatenation is the stacked block itself.
 	stackedSend := size > 1 && cols > 1 && (o.kind == ReduceScatter || o.kind == Scatter || o.kind == AllToAll)
 	stackedRecv := size > 1 && cols > 1 && (o.kind == AllGather || o.kind == Gather || o.kind == AllToAll)
-	if (stackedSend || stackedRecv) && o.mesh.Kind() != sharding.CPU {
-		// Checked before any data moves: the restack runs on host buffers only.
-		return nil, fmt.Errorf("%s: %w: blocks of several columns on a %v mesh of %d devices need a device-side restack (use vectors or one column)",
-			o.name, ErrUnavailable, o.mesh.Kind(), size)
-	}
 	if stackedSend {
-		if o.sendFlat, err = flatBuffers(o.sendFlat, call.Dtype, len(ranks), rows*cols); err != nil {
+		if o.sendFlat, err = flatShards(o.sendFlat, o.mesh, call.Dtype, rows*cols); err != nil {
 			return nil, err
 		}
-		for i := range ranks {
-			if err := restack(false, rows/size, cols, size, call.Dtype, call.Send[i], o.sendFlat[i]); err != nil {
+		flat := make([]sharding.Buffer, len(ranks))
+		for i, r := range ranks {
+			flat[i] = o.sendFlat.Shard(r)
+			if err := restack(false, rows/size, cols, size, call.Dtype, call.Send[i], flat[i]); err != nil {
 				return nil, fmt.Errorf("%s: %w", o.name, err)
 			}
 		}
-		call.Send = o.sendFlat
+		call.Send = flat
 	}
 	final := call.Recv
 	if stackedRecv {
-		if o.recvFlat, err = flatBuffers(o.recvFlat, call.Dtype, len(ranks), call.RecvLen(size)); err != nil {
+		if o.recvFlat, err = flatShards(o.recvFlat, o.mesh, call.Dtype, call.RecvLen(size)); err != nil {
 			return nil, err
 		}
-		call.Recv = o.recvFlat
+		call.Recv = make([]sharding.Buffer, len(ranks))
+		for i, r := range ranks {
+			call.Recv[i] = o.recvFlat.Shard(r)
+		}
 	}
 	if err := o.do(call); err != nil {
 		return nil, err
@@ -470,33 +470,17 @@ func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (g
 	return out, nil
 }
 
-// flatBuffers returns n host buffers of length elems (prev when it fits).
-func flatBuffers(prev []sharding.Buffer, dt tensor.Dtype, n, elems int) ([]sharding.Buffer, error) {
-	if len(prev) == n && prev[0].Len() == elems {
-		if hb, ok := prev[0].(*sharding.HostBuffer); ok && reflect.TypeOf(hb.Data()).Elem() == dt.Type {
-			return prev, nil
-		}
-	}
-	out := make([]sharding.Buffer, n)
-	for i := range out {
-		b, err := sharding.NewHostBuffer(reflect.MakeSlice(reflect.SliceOf(dt.Type), elems, elems).Interface())
-		if err != nil {
-			return nil, err
-		}
-		out[i] = b
-	}
-	return out, nil
+// flatShards returns a tensor on mesh with one shard of elems elements per
+// device (prev when it fits): the flat buffers the engine exchanges.
+func flatShards(prev *sharding.Tensor, mesh *sharding.Mesh, dt tensor.Dtype, elems int) (*sharding.Tensor, error) {
+	return sharding.Reuse(prev, mesh, tensor.Shape{mesh.Size() * elems}, dt, sharding.RowBlocks())
 }
 
 // restack moves size blocks of q×cols between a column-major (size·q)×cols
 // buffer (stacked) and their flat concatenation: toStacked picks the
-// direction. Host buffers only.
+// direction. The plan's "devices" are the blocks: views of the flat buffer.
+// Host and device buffers alike (sharding.ExecutePlan).
 func restack(toStacked bool, q, cols, size int, dt tensor.Dtype, src, dst sharding.Buffer) error {
-	s, ok1 := src.(*sharding.HostBuffer)
-	d, ok2 := dst.(*sharding.HostBuffer)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("%w: blocks of several columns on a %v mesh need a device-side restack (use vectors or one column)", ErrUnavailable, src.Device().Kind)
-	}
 	var p *cyclic.Plan
 	var err error
 	if toStacked {
@@ -507,30 +491,21 @@ func restack(toStacked bool, q, cols, size int, dt tensor.Dtype, src, dst shardi
 	if err != nil {
 		return err
 	}
-	switch dt {
-	case tensor.Float32:
-		return restackHost(p, toStacked, q*cols, s.Data().([]float32), d.Data().([]float32))
-	case tensor.Float64:
-		return restackHost(p, toStacked, q*cols, s.Data().([]float64), d.Data().([]float64))
-	case tensor.Complex64:
-		return restackHost(p, toStacked, q*cols, s.Data().([]complex64), d.Data().([]complex64))
-	case tensor.Complex128:
-		return restackHost(p, toStacked, q*cols, s.Data().([]complex128), d.Data().([]complex128))
+	flat, stacked := src, dst
+	if !toStacked {
+		flat, stacked = dst, src
 	}
-	return CheckDtype(dt)
-}
-
-func restackHost[T element](p *cyclic.Plan, toStacked bool, block int, src, dst []T) error {
-	n := p.NDev
-	srcs, dsts := make([][]T, n), make([][]T, n)
-	for r := range n {
-		if toStacked {
-			srcs[r], dsts[r] = src[r*block:(r+1)*block], dst
-		} else {
-			srcs[r], dsts[r] = src, dst[r*block:(r+1)*block]
+	blocks, whole := make([]sharding.Buffer, size), make([]sharding.Buffer, size)
+	for r := range size {
+		if blocks[r], err = sharding.View(flat, r*q*cols, q*cols); err != nil {
+			return err
 		}
+		whole[r] = stacked
 	}
-	return cyclic.ExecuteHost(p, srcs, dsts)
+	if toStacked {
+		return sharding.ExecutePlan(p, dt, blocks, whole)
+	}
+	return sharding.ExecutePlan(p, dt, whole, blocks)
 }
 
 // do runs call on the communicator, or for a reverse Scan on its reversed

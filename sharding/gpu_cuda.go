@@ -21,6 +21,7 @@ import (
 
 func init() {
 	defaultGPUMesh = func() (*Mesh, error) { return GPUMesh() }
+	gpuMemory = gpuBackend{}
 }
 
 // DeviceBuffer is a shard in GPU memory, allocated in the device's primary
@@ -32,6 +33,15 @@ type DeviceBuffer struct {
 	n    int
 	elem int
 	dt   tensor.Dtype
+	view bool // a part of another buffer: freeing it frees nothing
+}
+
+// viewOf is elements off … off+n of b, sharing its memory.
+func (b *DeviceBuffer) viewOf(off, n int) Buffer {
+	v := *b
+	v.ptr += cu.DevicePtr(off * b.elem)
+	v.n, v.view = n, true
+	return &v
 }
 
 func (b *DeviceBuffer) Device() Device { return b.dev }
@@ -186,7 +196,7 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 
 func (gpuBackend) free(b Buffer) {
 	db := b.(*DeviceBuffer)
-	if db.ptr != 0 {
+	if db.ptr != 0 && !db.view {
 		_ = onDevice(db.dev, func() error { return cu.MemFree(db.ptr) })
 		db.ptr = 0
 	}

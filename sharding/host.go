@@ -208,3 +208,56 @@ func NewHostBuffer(data any) (*HostBuffer, error) {
 	}
 	return nil, fmt.Errorf("sharding: a host buffer needs a []float32, []float64, []complex64 or []complex128, got %T", data)
 }
+
+func (b *HostBuffer) viewOf(off, n int) Buffer {
+	v := &HostBuffer{dev: b.dev}
+	switch s := b.data.(type) {
+	case []float32:
+		v.data = s[off : off+n]
+	case []float64:
+		v.data = s[off : off+n]
+	case []complex64:
+		v.data = s[off : off+n]
+	case []complex128:
+		v.data = s[off : off+n]
+	}
+	return v
+}
+
+// gpuMemory is the GPU backend (set by the mglacuda build), for ExecutePlan
+// on device buffers.
+var gpuMemory backend
+
+// View is elements off … off+n of b, sharing its memory (a host slice or
+// device memory); freeing a view frees nothing.
+func View(b Buffer, off, n int) (Buffer, error) {
+	v, ok := b.(interface{ viewOf(off, n int) Buffer })
+	if !ok || off < 0 || n < 0 || off+n > b.Len() {
+		return nil, fmt.Errorf("sharding: no view of %d elements at %d of a %T of %d", n, off, b, b.Len())
+	}
+	return v.viewOf(off, n), nil
+}
+
+// ExecutePlan runs the moves of p between buffers of one kind of device:
+// src[d] and dst[d] stand for device d of the plan, column-major with the
+// plan's local row counts as leading dimensions. Host buffers are copied by
+// the host, device buffers by device (and peer) copies. Buffers may be views
+// (View), so a plan's "devices" can be the blocks of one buffer.
+func ExecutePlan(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
+	if len(src) != p.NDev || len(dst) != p.NDev {
+		return fmt.Errorf("sharding: plan for %d devices got %d source and %d destination buffers", p.NDev, len(src), len(dst))
+	}
+	kind := src[0].Device().Kind
+	for _, b := range append(append([]Buffer(nil), src...), dst...) {
+		if b == nil || b.Device().Kind != kind {
+			return fmt.Errorf("sharding: ExecutePlan needs buffers of one device kind")
+		}
+	}
+	switch {
+	case kind == CPU:
+		return hostBackend{}.execute(p, dt, src, dst)
+	case gpuMemory != nil:
+		return gpuMemory.execute(p, dt, src, dst)
+	}
+	return ErrNoGPU
+}

@@ -463,3 +463,68 @@ func TestSetIdentity(t *testing.T) {
 	require.NoError(t, err)
 	require.Error(t, v.SetIdentity(), "non-square")
 }
+
+// TestExecutePlanOnViews splits each device's shard, a column-major
+// (k·q)×c matrix, into its k row blocks laid end to end in a flat buffer of
+// the same device, and stacks them back, with ExecutePlan on views (the
+// restack of the collective graph ops), on every test mesh (GPU meshes in a
+// mglacuda build): the flat buffer must hold the blocks in order, and the
+// round trip must be exact.
+func TestExecutePlanOnViews(t *testing.T) {
+	for _, mesh := range testMeshes(t) {
+		for _, c := range []struct{ k, q, cols int }{{1, 3, 2}, {3, 2, 3}, {4, 5, 1}, {2, 7, 4}} {
+			rows := c.k * c.q
+			shape := tensor.Shape{mesh.Size() * rows, c.cols}
+			host := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float64, shape.TotalSize())))
+			for i := range host.Data().([]float64) {
+				host.Data().([]float64)[i] = float64(i) + 0.5
+			}
+			stacked, err := Put(host, mesh, RowBlocks())
+			require.NoError(t, err)
+			flat, err := New(mesh, tensor.Shape{mesh.Size() * rows * c.cols}, tensor.Float64, RowBlocks())
+			require.NoError(t, err)
+			back, err := New(mesh, shape, tensor.Float64, RowBlocks())
+			require.NoError(t, err)
+			split, err := cyclic.SplitRowsPlan(c.q, c.cols, c.k)
+			require.NoError(t, err)
+			stack, err := cyclic.StackRowsPlan(c.q, c.cols, c.k)
+			require.NoError(t, err)
+			for d := range mesh.Size() {
+				blocks, whole, again := make([]Buffer, c.k), make([]Buffer, c.k), make([]Buffer, c.k)
+				for r := range c.k {
+					blocks[r], err = View(flat.Shard(d), r*c.q*c.cols, c.q*c.cols)
+					require.NoError(t, err)
+					whole[r], again[r] = stacked.Shard(d), back.Shard(d)
+				}
+				require.NoError(t, ExecutePlan(split, tensor.Float64, whole, blocks))
+				require.NoError(t, ExecutePlan(stack, tensor.Float64, blocks, again))
+			}
+			// Flat: rank d's blocks, each q×cols column-major, of rows
+			// d·rows + r·q … of the host matrix.
+			fh, err := flat.Gather()
+			require.NoError(t, err)
+			f := fh.Data().([]float64)
+			h := host.Data().([]float64)
+			for d := range mesh.Size() {
+				for r := range c.k {
+					for j := range c.cols {
+						for i := range c.q {
+							got := f[d*rows*c.cols+r*c.q*c.cols+j*c.q+i]
+							want := h[(d*rows+r*c.q+i)*c.cols+j]
+							require.Equal(t, want, got, "%v %+v: device %d block %d (%d,%d)", mesh, c, d, r, i, j)
+						}
+					}
+				}
+			}
+			bh, err := back.Gather()
+			require.NoError(t, err)
+			require.Equal(t, h, bh.Data().([]float64), "%v %+v: round trip", mesh, c)
+			for _, x := range []*Tensor{stacked, flat, back} {
+				x.Free()
+			}
+		}
+	}
+	if _, err := View(&HostBuffer{data: make([]float64, 4)}, 2, 3); err == nil {
+		t.Fatal("a view past the end: no error")
+	}
+}
