@@ -212,7 +212,7 @@ func main() {
 	minBytes := flag.String("min", "8", "smallest size in bytes (suffixes Ki, Mi)")
 	maxBytes := flag.String("max", "64Mi", "largest size in bytes")
 	only := flag.String("kinds", "", "comma-separated collectives (default all)")
-	budget := flag.Duration("budget", 300*time.Millisecond, "time per path and size, which sets the repetitions (5 to 200)")
+	budget := flag.Duration("budget", 300*time.Millisecond, "time per path and size, which sets the repetitions (7 to 200)")
 	flag.Parse()
 	lo, hi := parseBytes(*minBytes), parseBytes(*maxBytes)
 
@@ -290,7 +290,7 @@ func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
 		one(run)
 		round += one(run)
 	}
-	reps := int(min(max(budget/max(round, 1), 5), 200))
+	reps := int(min(max(budget/max(round, 1), 7), 200))
 	times := make([][]time.Duration, len(paths))
 	for range reps {
 		for i, run := range runs {

@@ -133,7 +133,9 @@ func initialise() error {
 }
 
 // oversubscribed says whether this node runs more ranks than it has
-// processors (OMPI_COMM_WORLD_LOCAL_SIZE, set by mpirun), or what
+// processors online (OMPI_COMM_WORLD_LOCAL_SIZE, set by mpirun, against
+// the node's processors, not runtime.NumCPU: mpirun binds each rank to a
+// core, so that counts one), or what
 // MGLA_MPI_YIELD (0 or 1) says: then polls yield the processor between
 // tests.
 func oversubscribed() C.int {
@@ -144,7 +146,7 @@ func oversubscribed() C.int {
 		return 1
 	}
 	local, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-	if err == nil && local > runtime.NumCPU() {
+	if err == nil && local > int(C.mgla_online_cpus()) {
 		return 1
 	}
 	return 0

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline MPI_Comm mgla_comm_world(void) { return MPI_COMM_WORLD; }
 static inline MPI_Comm mgla_comm_null(void) { return MPI_COMM_NULL; }
@@ -123,6 +124,8 @@ static inline int mgla_isend(const void *buf, int count, int dtype, int peer, in
 static inline int mgla_irecv(void *buf, int count, int dtype, int peer, int tag, MPI_Comm comm, MPI_Request *req) {
 	return MPI_Irecv(buf, count, mgla_dtype(dtype), peer, tag, comm, req);
 }
+
+static inline long mgla_online_cpus(void) { return sysconf(_SC_NPROCESSORS_ONLN); }
 
 static inline int64_t mgla_now_ns(void) {
 	struct timespec t;

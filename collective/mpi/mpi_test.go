@@ -99,13 +99,17 @@ func collectiveCases(size int) []collective.Call {
 	return cases
 }
 
+// checksOption is the option of a communicator with the checks on or off.
+func checksOption(checks bool) []mpi.Option {
+	if checks {
+		return nil
+	}
+	return []mpi.Option{mpi.WithoutChecks()}
+}
+
 func TestCollectives(t *testing.T) {
 	for _, checks := range []bool{true, false} {
-		var opts []mpi.Option
-		if !checks {
-			opts = append(opts, mpi.WithoutChecks())
-		}
-		c := newComm(t, opts...)
+		c := newComm(t, checksOption(checks)...)
 		size, me := c.Size(), c.Rank()
 		for _, tc := range collectiveCases(size) {
 			t.Run(fmt.Sprintf("checks=%v/%s/root=%d", checks, tc.Name, tc.Root), func(t *testing.T) {
@@ -143,8 +147,8 @@ func TestCollectives(t *testing.T) {
 }
 
 func TestBarrier(t *testing.T) {
-	for _, opts := range [][]mpi.Option{nil, {mpi.WithoutChecks()}} {
-		c := newComm(t, opts...)
+	for _, checks := range []bool{true, false} {
+		c := newComm(t, checksOption(checks)...)
 		for range 3 {
 			if err := c.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
 				t.Fatal(err)
@@ -157,11 +161,7 @@ func TestBarrier(t *testing.T) {
 // the next odd one with Send and Recv (the last rank of an odd count idles).
 func TestPointToPoint(t *testing.T) {
 	for _, checks := range []bool{true, false} {
-		var opts []mpi.Option
-		if !checks {
-			opts = append(opts, mpi.WithoutChecks())
-		}
-		c := newComm(t, opts...)
+		c := newComm(t, checksOption(checks)...)
 		size, me := c.Size(), c.Rank()
 		for _, dt := range dtypes {
 			for _, count := range []int{1, 7, 1000} {
@@ -492,11 +492,7 @@ func TestTimeout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []mpi.Option{mpi.WithTimeout(short)}
-			if !tc.checks {
-				opts = append(opts, mpi.WithoutChecks())
-			}
-			c := newComm(t, opts...)
+			c := newComm(t, append(checksOption(tc.checks), mpi.WithTimeout(short))...)
 			size, me := c.Size(), c.Rank()
 			if size < tc.need {
 				t.Skipf("needs %d ranks", tc.need)

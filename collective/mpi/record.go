@@ -152,6 +152,13 @@ var recordFields = []struct {
 // "" when they agree. The text depends only on recs, so every rank that
 // holds the same records writes the same message.
 func mismatch(recs []record) string {
+	agree := true
+	for i := 1; i < len(recs) && agree; i++ {
+		agree = recs[i] == recs[0]
+	}
+	if agree {
+		return ""
+	}
 	var parts []string
 	for _, f := range recordFields {
 		groups := groupRanks(recs, f.value)
