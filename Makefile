@@ -5,13 +5,20 @@ PKGS      := ./...
 RACE_PKGS := ./cyclic/ ./sharding/ ./ops/
 OPENBLAS_LDFLAGS := -llapacke -lopenblas
 GPU_BIN   := gpu-bin
+# Packages with mpi-tagged tests that make mpi-test runs under mpirun (append yours).
+MPI_TEST_PKGS := ./collective/mpi/
+# ... and those also run with MPI's lower thread levels (MGLA_MPI_THREAD_LEVEL).
+MPI_THREAD_TEST_PKGS := ./collective/mpi/
+MPI_NP    := 1 2 3 4
+MPI_BIN   := mpi-bin
+MPIRUN    := timeout 300 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
 
-.PHONY: demo test fmt-check vet unit race openblas cuda-vet deps cuda-deps gpu-bin bench ptx
+.PHONY: demo test fmt-check vet unit race openblas cuda-vet mpi-test deps cuda-deps mpi-deps gpu-bin bench ptx
 
 demo:
 	$(GO) run ./examples/gp
 
-test: fmt-check vet unit race openblas cuda-vet
+test: fmt-check vet unit race openblas cuda-vet mpi-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -36,6 +43,29 @@ cuda-vet:
 	$(GO) vet -tags mglacuda $(PKGS)
 	$(GO) test -tags mglacuda -run '^TestHostHelpers$$' -count=1 ./kernels/cusolver/
 
+# The mpi-tagged code (Open MPI: make mpi-deps): vet, the tests as a one-rank
+# world under go test, then each package's test binary under mpirun with 1, 2,
+# 3 and 4 processes (and 2 at the lower thread levels); prints the runs that
+# fail and fails if any does. OMPI_MCA_btl_vader_single_copy_mechanism=none
+# keeps Open MPI's shared-memory transport working in containers.
+mpi-test: export OMPI_MCA_btl_vader_single_copy_mechanism = none
+mpi-test:
+	$(GO) vet -tags mpi $(PKGS)
+	$(GO) test -count=1 -tags mpi $(MPI_TEST_PKGS)
+	@mkdir -p $(MPI_BIN); failed=""; \
+	for p in $(MPI_TEST_PKGS); do \
+	  bin=$$(pwd)/$(MPI_BIN)/$$(echo $$p | tr -c 'a-zA-Z0-9\n' _).test; \
+	  $(GO) test -c -tags mpi -o $$bin $$p || exit 1; \
+	  runs="$(foreach n,$(MPI_NP),$(n):multiple)"; \
+	  case " $(MPI_THREAD_TEST_PKGS) " in *" $$p "*) runs="$$runs 2:serialized 2:funneled";; esac; \
+	  for run in $$runs; do n=$${run%%:*}; level=$${run#*:}; \
+	    echo "== $$p: mpirun -n $$n (MGLA_MPI_THREAD_LEVEL=$$level)"; \
+	    if ! (cd $$p && MGLA_MPI_THREAD_LEVEL=$$level $(MPIRUN) -x MGLA_MPI_THREAD_LEVEL -n $$n $$bin -test.count=1); then \
+	      echo "FAILED: $$p under mpirun -n $$n (MGLA_MPI_THREAD_LEVEL=$$level)"; failed="$$failed $$p:n=$$n:$$level"; fi; \
+	  done; \
+	done; \
+	if [ -n "$$failed" ]; then echo "mpi-test failures:$$failed"; exit 1; fi
+
 # Benchmarks against gonum, pure Go then openblas (kernels/doc.go, "Benchmarks").
 # BenchmarkSyevd/N=2000 has its own step in each build: its gonum baseline alone
 # takes about a minute, so the `-bench .` steps leave it out explicitly with -skip.
@@ -56,6 +86,10 @@ deps:
 # the binaries then run against CUDA 12/13 runtimes because nothing links cuSolverMg.
 cuda-deps:
 	./scripts/install-deps.sh cuda
+
+# Open MPI, ScaLAPACK and hypre from Debian for the mpi tag.
+mpi-deps:
+	./scripts/install-deps.sh mpi
 
 # mglacuda-tagged test and benchmark binaries, for a GPU machine without Go
 # (run them there with gpu-bin/run-gpu.sh).

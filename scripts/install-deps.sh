@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install-deps.sh [openblas] [cuda] — installs the Debian packages the build
+# install-deps.sh [openblas] [cuda] [mpi] — installs the Debian packages the build
 # tags need, only when they are missing. Runs as root (CI) or through sudo.
 set -euo pipefail
 SUDO=""
@@ -26,6 +26,15 @@ for what in "$@"; do
       fi
       apt_update
       $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nvidia-cuda-dev >/dev/null
+    fi ;;
+  mpi)
+    # Open MPI (the mpi build tag: collective/mpi) with ScaLAPACK and hypre
+    # built against it.
+    if ! command -v mpirun >/dev/null || ! pkg-config --exists ompi-c 2>/dev/null \
+       || ! ls /usr/lib/*/libscalapack-openmpi.so >/dev/null 2>&1 || [ ! -e /usr/include/hypre/HYPRE.h ]; then
+      apt_update
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        libopenmpi-dev openmpi-bin libscalapack-openmpi-dev libhypre-dev pkg-config >/dev/null
     fi ;;
   *) echo "install-deps.sh: unknown component $what" >&2; exit 2 ;;
   esac

@@ -1,0 +1,304 @@
+//go:build mpi
+
+// Command collbench times each collective made through collective/mpi
+// (Comm.Do, with the cross-rank checks and without) against the same MPI
+// call made directly from C in the same process (blocking, the baseline of
+// the ratios, and nonblocking with MPI_Wait), for message sizes from 8 B to
+// 64 MiB, and prints a Markdown table with the medians and the ratios.
+//
+//	go build -tags mpi ./cmd/collbench
+//	mpirun --oversubscribe -n 4 ./collbench [-min 8] [-max 64Mi] [-kinds allreduce,bcast] [-budget 300ms]
+//
+// A size is the largest buffer of one rank: for the collectives whose
+// buffer holds one block per rank (allgather, reducescatter, alltoall,
+// gather, scatter) each block is size/ranks. Every path of every
+// repetition starts after a barrier, and its time is the slowest rank's;
+// the table shows the median over the repetitions, after two warm-up calls.
+//
+// To time another way of making the calls (the graph ops), add an entry to
+// paths.
+package main
+
+/*
+#cgo pkg-config: ompi-c
+#include <mpi.h>
+
+// raw makes one collective (kind: collective.Kind) on float64 data with
+// MPI's blocking call, or its nonblocking call and MPI_Wait.
+static int raw(int kind, int nonblocking, const void *s, void *r, int count, MPI_Fint f, int dest, int src) {
+	MPI_Comm comm = MPI_Comm_f2c(f);
+	MPI_Datatype dt = MPI_DOUBLE;
+	MPI_Request req[2];
+	int n = 1, rc;
+	if (!nonblocking) {
+		switch (kind) {
+		case 0: return MPI_Allreduce(s, r, count, dt, MPI_SUM, comm);
+		case 1: return MPI_Allgather(s, count, dt, r, count, dt, comm);
+		case 2: return MPI_Reduce_scatter_block(s, r, count, dt, MPI_SUM, comm);
+		case 3: return MPI_Alltoall(s, count, dt, r, count, dt, comm);
+		case 4: return MPI_Bcast(r, count, dt, 0, comm);
+		case 5: return MPI_Reduce(s, r, count, dt, MPI_SUM, 0, comm);
+		case 6: return MPI_Gather(s, count, dt, r, count, dt, 0, comm);
+		case 7: return MPI_Scatter(s, count, dt, r, count, dt, 0, comm);
+		case 8: return MPI_Scan(s, r, count, dt, MPI_SUM, comm);
+		case 9: return MPI_Sendrecv(s, count, dt, dest, 1, r, count, dt, src, 1, comm, MPI_STATUS_IGNORE);
+		}
+		return MPI_ERR_ARG;
+	}
+	switch (kind) {
+	case 0: rc = MPI_Iallreduce(s, r, count, dt, MPI_SUM, comm, req); break;
+	case 1: rc = MPI_Iallgather(s, count, dt, r, count, dt, comm, req); break;
+	case 2: rc = MPI_Ireduce_scatter_block(s, r, count, dt, MPI_SUM, comm, req); break;
+	case 3: rc = MPI_Ialltoall(s, count, dt, r, count, dt, comm, req); break;
+	case 4: rc = MPI_Ibcast(r, count, dt, 0, comm, req); break;
+	case 5: rc = MPI_Ireduce(s, r, count, dt, MPI_SUM, 0, comm, req); break;
+	case 6: rc = MPI_Igather(s, count, dt, r, count, dt, 0, comm, req); break;
+	case 7: rc = MPI_Iscatter(s, count, dt, r, count, dt, 0, comm, req); break;
+	case 8: rc = MPI_Iscan(s, r, count, dt, MPI_SUM, comm, req); break;
+	case 9:
+		n = 2;
+		rc = MPI_Irecv(r, count, dt, src, 1, comm, &req[1]);
+		if (rc == MPI_SUCCESS) rc = MPI_Isend(s, count, dt, dest, 1, comm, &req[0]);
+		break;
+	default: return MPI_ERR_ARG;
+	}
+	return rc != MPI_SUCCESS ? rc : MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+}
+
+static int barrier(MPI_Fint f) { return MPI_Barrier(MPI_Comm_f2c(f)); }
+
+// slowest is the largest v over the ranks.
+static double slowest(MPI_Fint f, double v) {
+	double out = v;
+	MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_Comm_f2c(f));
+	return out;
+}
+*/
+import "C"
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/mpi"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/tensor"
+)
+
+// kinds are the collectives timed, by the names of the table.
+var kinds = []struct {
+	name string
+	kind collective.Kind
+}{
+	{"allreduce", collective.AllReduce}, {"allgather", collective.AllGather},
+	{"reducescatter", collective.ReduceScatter}, {"alltoall", collective.AllToAll},
+	{"bcast", collective.Bcast}, {"reduce", collective.Reduce}, {"gather", collective.Gather},
+	{"scatter", collective.Scatter}, {"scan", collective.Scan}, {"sendrecv", collective.SendRecv},
+}
+
+// A bench is one collective at one size on this rank: its buffers and
+// communicators, which the paths make their calls from.
+type bench struct {
+	kind               collective.Kind
+	count              int // elements of one block
+	send, recv         []float64
+	rank, size         int
+	fortran            C.MPI_Fint
+	checked, unchecked *mpi.Comm
+}
+
+// call is b as a collective.Call (SendRecv: a ring, to the next rank and
+// from the previous one).
+func (b *bench) call() *collective.Call {
+	c := &collective.Call{Kind: b.kind, Op: collective.Sum, Dtype: tensor.Float64, Count: b.count, Name: "collbench"}
+	if b.kind == collective.SendRecv {
+		c.Dest, c.Src = []int{(b.rank + 1) % b.size}, []int{(b.rank + b.size - 1) % b.size}
+		c.Tag = 1
+	}
+	s, err := sharding.NewHostBuffer(b.send[:c.SendLen(b.size)])
+	check(err)
+	r, err := sharding.NewHostBuffer(b.recv[:c.RecvLen(b.size)])
+	check(err)
+	c.Send, c.Recv = []sharding.Buffer{s}, []sharding.Buffer{r}
+	return c
+}
+
+// paths are the ways of making a bench's call that collbench times; the
+// first is the baseline of the ratios. setup returns a function that makes
+// one call.
+var paths = []struct {
+	name  string
+	setup func(b *bench) func() error
+}{
+	{"mpi", rawPath(false)},
+	{"mpi-i", rawPath(true)},
+	{"do", func(b *bench) func() error { c := b.call(); return func() error { return b.checked.Do(c) } }},
+	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
+}
+
+// rawPath calls MPI from C, blocking or nonblocking with MPI_Wait.
+func rawPath(nonblocking bool) func(b *bench) func() error {
+	nb := C.int(0)
+	if nonblocking {
+		nb = 1
+	}
+	return func(b *bench) func() error {
+		kind, count := C.int(b.kind), C.int(b.count)
+		dest, src := C.int((b.rank+1)%b.size), C.int((b.rank+b.size-1)%b.size)
+		return func() error {
+			if rc := C.raw(kind, nb, unsafePointer(b.send), unsafePointer(b.recv), count, b.fortran, dest, src); rc != 0 {
+				return fmt.Errorf("MPI error %d", int(rc))
+			}
+			return nil
+		}
+	}
+}
+
+func main() {
+	minBytes := flag.String("min", "8", "smallest size in bytes (suffixes Ki, Mi)")
+	maxBytes := flag.String("max", "64Mi", "largest size in bytes")
+	only := flag.String("kinds", "", "comma-separated collectives (default all)")
+	budget := flag.Duration("budget", 300*time.Millisecond, "time per path and size, which sets the repetitions (5 to 200)")
+	flag.Parse()
+	lo, hi := parseBytes(*minBytes), parseBytes(*maxBytes)
+
+	checked, err := mpi.World()
+	check(err)
+	unchecked, err := mpi.World(mpi.WithoutChecks())
+	check(err)
+	b := &bench{rank: checked.Rank(), size: checked.Size(), fortran: C.MPI_Fint(checked.Fortran()), checked: checked, unchecked: unchecked}
+	b.send, b.recv = make([]float64, hi/8), make([]float64, hi/8)
+	for i := range b.send {
+		b.send[i] = float64(i%7) + 1
+	}
+	if b.rank == 0 {
+		fmt.Printf("collbench: %d ranks; median µs of the slowest rank; ratios against %s\n\n", b.size, paths[0].name)
+		head := "| collective | bytes | reps |"
+		line := "|---|---:|---:|"
+		for _, p := range paths {
+			head += " " + p.name + " µs |"
+			line += "---:|"
+		}
+		for _, p := range paths[1:] {
+			head += " " + p.name + "/" + paths[0].name + " |"
+			line += "---:|"
+		}
+		fmt.Println(head)
+		fmt.Println(line)
+	}
+	for _, k := range kinds {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), k.name) {
+			continue
+		}
+		for bytes := lo; bytes <= hi; bytes = nextSize(bytes, hi) {
+			b.kind, b.count = k.kind, max(bytes/8, 1)
+			switch k.kind {
+			case collective.AllGather, collective.ReduceScatter, collective.AllToAll, collective.Gather, collective.Scatter:
+				b.count = max(bytes/8/b.size, 1)
+			}
+			medians, reps := b.measure(*budget)
+			if b.rank == 0 {
+				row := fmt.Sprintf("| %s | %s | %d |", k.name, showBytes(bytes), reps)
+				for _, m := range medians {
+					row += fmt.Sprintf(" %.1f |", m.Seconds()*1e6)
+				}
+				for _, m := range medians[1:] {
+					row += fmt.Sprintf(" %.2f |", m.Seconds()/medians[0].Seconds())
+				}
+				fmt.Println(row)
+			}
+			if bytes == hi {
+				break
+			}
+		}
+	}
+	check(mpi.Finalize())
+}
+
+// measure times every path on b: two warm-up calls each, then repetitions
+// (the same number on every rank) of all paths in turn, each after a
+// barrier, timed as the slowest rank's.
+func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
+	runs := make([]func() error, len(paths))
+	for i, p := range paths {
+		runs[i] = p.setup(b)
+	}
+	one := func(run func() error) time.Duration {
+		if rc := C.barrier(b.fortran); rc != 0 {
+			log.Fatalf("MPI_Barrier: error %d", int(rc))
+		}
+		start := time.Now()
+		check(run())
+		return time.Duration(float64(C.slowest(b.fortran, C.double(time.Since(start).Seconds()))) * 1e9)
+	}
+	var round time.Duration
+	for _, run := range runs {
+		one(run)
+		round += one(run)
+	}
+	reps := int(min(max(budget/max(round, 1), 5), 200))
+	times := make([][]time.Duration, len(paths))
+	for range reps {
+		for i, run := range runs {
+			times[i] = append(times[i], one(run))
+		}
+	}
+	medians := make([]time.Duration, len(paths))
+	for i, ts := range times {
+		slices.Sort(ts)
+		medians[i] = ts[len(ts)/2]
+	}
+	return medians, reps
+}
+
+// nextSize steps through the sizes: powers of 4 times 8 bytes, with 1 MiB
+// and the largest size included.
+func nextSize(bytes, hi int) int {
+	next := bytes * 4
+	if bytes < 1<<20 && next > 1<<20 {
+		next = 1 << 20
+	}
+	return min(next, hi)
+}
+
+func parseBytes(s string) int {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "Ki"):
+		s, mult = strings.TrimSuffix(s, "Ki"), 1<<10
+	case strings.HasSuffix(s, "Mi"):
+		s, mult = strings.TrimSuffix(s, "Mi"), 1<<20
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n*mult < 8 {
+		log.Fatalf("collbench: size %q: want bytes ≥ 8 (suffixes Ki, Mi)", s)
+	}
+	return n * mult
+}
+
+func showBytes(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func unsafePointer(s []float64) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "collbench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,317 @@
+//go:build mpi
+
+package mpi
+
+/*
+#include <stdlib.h>
+#include "mgla_mpi.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/mgla/mgla/collective"
+)
+
+// Comm is a communicator over MPI processes: this process is one rank of
+// it. It implements collective.Comm; Do, Split and Close may be called from
+// any goroutine (calls on one Comm run one at a time, in the order they take
+// its lock).
+type Comm struct {
+	st     *commState
+	cfg    config
+	closed atomic.Bool
+}
+
+var _ collective.Comm = (*Comm)(nil)
+
+// commState is one MPI communicator and what the engine keeps for it. The
+// views World returns share the world's.
+type commState struct {
+	mu    sync.Mutex // one call at a time
+	data  C.MPI_Comm // the collectives and the user's point-to-point messages
+	check C.MPI_Comm // a duplicate of data for the metadata messages
+	rank  int
+	size  int
+	world bool
+	seq   int64 // collectives (and Splits) issued so far
+
+	// C memory: size+3 metadata records (the collective exchange's one
+	// per rank, then the point-to-point's), and the requests.
+	meta unsafe.Pointer
+	reqs requests
+
+	broken    error // set by a timeout: later calls fail with ErrClosed
+	abandoned bool  // MPI may still use meta and reqs: never free them
+	freed     bool
+}
+
+// World returns the communicator of every process of the job (a one-rank
+// world in a program started without mpirun), initialising MPI on the first
+// call (see the package documentation for the thread level). Every call
+// returns a new view of the same communicator with its own options; all
+// processes must make the first call.
+func World(opts ...Option) (*Comm, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := initialise(); err != nil {
+		return nil, err
+	}
+	engine.final.Lock()
+	defer engine.final.Unlock()
+	if engine.finalized {
+		return nil, errFinalized
+	}
+	if engine.world == nil {
+		deadline := time.Now().Add(cfg.timeout)
+		data, err := dup(C.mgla_comm_world(), deadline, "World")
+		if err != nil {
+			return nil, err
+		}
+		if engine.world, err = newState(data, true, deadline); err != nil {
+			return nil, err
+		}
+	}
+	return &Comm{st: engine.world, cfg: cfg}, nil
+}
+
+var errFinalized = fmt.Errorf("%w: mpi: MPI was finalized (it cannot be initialised again)", collective.ErrClosed)
+
+// Finalize ends MPI for this process: call it once at the end of the
+// program, after the last call on every Comm (later calls return
+// ErrClosed). Calling it again, or when World never initialised MPI, does
+// nothing.
+func Finalize() error {
+	engine.final.Lock()
+	defer engine.final.Unlock()
+	if engine.finalized || !engine.started {
+		return nil
+	}
+	engine.finalized = true
+	finalized.Store(true)
+	return call("MPI_Finalize", func() C.int { return C.mgla_finalize() })
+}
+
+// finalized mirrors engine.finalized for the calls' fast check.
+var finalized atomic.Bool
+
+// dup duplicates comm without blocking past the deadline.
+func dup(comm C.MPI_Comm, deadline time.Time, what string) (C.MPI_Comm, error) {
+	out := (*C.MPI_Comm)(C.malloc(C.size_t(unsafe.Sizeof(comm))))
+	reqs := newRequests(1)
+	if err := call("MPI_Comm_idup", func() C.int { return C.mgla_comm_idup(comm, out, reqs.p) }); err != nil {
+		return nil, err
+	}
+	ok, err := wait(reqs, 1, deadline, hotTime(0), nil)
+	if err != nil || !ok {
+		// MPI still holds out and reqs: leave them.
+		if err == nil {
+			err = fmt.Errorf("%w: mpi: %s: duplicating the communicator timed out (a process did not make the call)", collective.ErrTimeout, what)
+		}
+		return nil, err
+	}
+	d := *out
+	C.free(unsafe.Pointer(out))
+	reqs.free()
+	return d, nil
+}
+
+// newState wraps the communicator data, duplicating it for the metadata.
+func newState(data C.MPI_Comm, world bool, deadline time.Time) (*commState, error) {
+	s := &commState{data: data, world: world}
+	var rank, size C.int
+	if err := call("MPI_Comm_rank", func() C.int { return C.mgla_comm_rank_size(data, &rank, &size) }); err != nil {
+		return nil, err
+	}
+	s.rank, s.size = int(rank), int(size)
+	check, err := dup(data, deadline, "metadata communicator")
+	if err != nil {
+		return nil, err
+	}
+	s.check = check
+	s.meta = C.calloc(C.size_t(s.size+3), recordBytes)
+	s.reqs = newRequests(2*s.size + 4) // the exchange's, then pair's or the collective's
+	return s, nil
+}
+
+// Rank is this process's rank.
+func (c *Comm) Rank() int { return c.st.rank }
+
+// Size is the number of processes.
+func (c *Comm) Size() int { return c.st.size }
+
+// LocalRanks is this process's rank alone.
+func (c *Comm) LocalRanks() []int { return []int{c.st.rank} }
+
+// Fortran is the communicator's Fortran handle (MPI_Comm_c2f), for C code in
+// other cgo packages (ScaLAPACK's BLACS, hypre) that turns it back into an
+// MPI_Comm with MPI_Comm_f2c. It stays valid until Close (Finalize for the
+// world); it is not MPI_COMM_WORLD but a duplicate of it.
+func (c *Comm) Fortran() int {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	comm := c.st.data
+	if c.st.freed {
+		comm = C.mgla_comm_null()
+	}
+	var f C.int
+	mpiCall(func() { f = C.mgla_comm_c2f(comm) })
+	return int(f)
+}
+
+// usable returns why c cannot run a call, or nil. Call with st.mu held.
+func (c *Comm) usable() error {
+	switch {
+	case finalized.Load():
+		return errFinalized
+	case c.closed.Load() || c.st.freed:
+		return fmt.Errorf("%w: mpi: Close was called", collective.ErrClosed)
+	case c.st.broken != nil:
+		return fmt.Errorf("%w: mpi: communicator broken by an earlier failure: %v", collective.ErrClosed, c.st.broken)
+	}
+	return nil
+}
+
+// Close frees the communicator (one made by Split); the world's stays
+// until Finalize, only this view is closed. Closing twice is not an error.
+func (c *Comm) Close() error {
+	s := c.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.closed.Swap(true) || s.world || s.freed || finalized.Load() {
+		return nil
+	}
+	s.freed = true
+	err := call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&s.data) })
+	if err2 := call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&s.check) }); err == nil {
+		err = err2
+	}
+	if !s.abandoned {
+		C.free(s.meta)
+		s.reqs.free()
+	}
+	return err
+}
+
+// Split partitions the ranks by color (ties by key, then rank; color < 0
+// leaves a rank out) and returns this process's new communicator, or none.
+// Every rank must call it; it always runs the metadata check (with the
+// colors and keys of every rank as each computes them), WithoutChecks or
+// not, so that a missing rank gives ErrTimeout rather than a hang.
+func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
+	s := c.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(c.cfg.timeout)
+	h := fnv.New64a()
+	for r := range s.size {
+		fmt.Fprintf(h, "%d:%d,", max(color(r), -1), key(r))
+	}
+	rec := record{seq: s.seq, kind: kindSplit, dtype: -1, extra: int64(h.Sum64())}
+	s.seq++
+	recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
+	if err != nil {
+		return nil, err
+	}
+	if msg := mismatch(recs); msg != "" {
+		return nil, fmt.Errorf("%w: %s", collective.ErrMismatch, msg)
+	}
+	var out C.MPI_Comm
+	myColor, myKey := C.int(color(s.rank)), C.int(key(s.rank))
+	if err := call("MPI_Comm_split", func() C.int { return C.mgla_comm_split(s.data, myColor, myKey, &out) }); err != nil {
+		return nil, err
+	}
+	if out == C.mgla_comm_null() {
+		return nil, nil
+	}
+	ns, err := newState(out, false, deadline)
+	if err != nil {
+		call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&out) })
+		return nil, err
+	}
+	return []collective.Comm{&Comm{st: ns, cfg: c.cfg}}, nil
+}
+
+// records is the metadata buffer as int64 words (size+3 records).
+func (s *commState) records() []int64 {
+	return unsafe.Slice((*int64)(s.meta), (s.size+3)*recordWords)
+}
+
+func (s *commState) recordAt(slot int) unsafe.Pointer {
+	return unsafe.Add(s.meta, slot*recordBytes)
+}
+
+// breakWith marks the communicator broken by err after MPI was left holding
+// requests (and the memory they use): later calls return ErrClosed.
+func (s *commState) breakWith(err error) {
+	s.broken = err
+	s.abandoned = true
+}
+
+// exchange sends rec to every other rank and receives theirs by the
+// deadline: the collective check's metadata exchange.
+func (s *commState) exchange(rec *record, deadline time.Time, timeout time.Duration) ([]record, error) {
+	words := s.records()
+	rec.encode(words[s.rank*recordWords:])
+	rank, size := C.int(s.rank), C.int(s.size)
+	if err := call("MPI_Isend/MPI_Irecv", func() C.int {
+		return C.mgla_exchange(s.check, rank, size, (*C.char)(s.meta), recordBytes, 0, s.reqs.p)
+	}); err != nil {
+		s.abandonExchange()
+		s.breakWith(err)
+		return nil, err
+	}
+	ok, err := wait(s.reqs, 2*s.size, deadline, hotTime(0), nil)
+	if err != nil {
+		s.abandonExchange()
+		s.breakWith(err)
+		return nil, err
+	}
+	if !ok {
+		missing := s.abandonExchange()
+		err := fmt.Errorf("%w: mpi: %s: no word from %s within %v (they did not make this call, or are stuck before it)",
+			collective.ErrTimeout, rec.label(), rankList(missing), timeout)
+		s.breakWith(err)
+		return nil, err
+	}
+	recs := make([]record, s.size)
+	for r := range recs {
+		var ok bool
+		if recs[r], ok = decodeRecord(words[r*recordWords:]); !ok {
+			err := fmt.Errorf("%w: mpi: %s: garbled metadata from rank %d", collective.ErrEngine, rec.label(), r)
+			s.breakWith(err)
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// abandonExchange gives up on the exchange's requests that did not complete
+// and returns the ranks whose record did not arrive.
+func (s *commState) abandonExchange() []int {
+	var missing []int
+	for r := range s.size {
+		if r == s.rank {
+			continue
+		}
+		if !completed(s.reqs, r) {
+			missing = append(missing, r)
+			abandon(s.reqs, r, true)
+		}
+		if !completed(s.reqs, s.size+r) {
+			abandon(s.reqs, s.size+r, false)
+		}
+	}
+	return missing
+}

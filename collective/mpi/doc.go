@@ -1,0 +1,79 @@
+// Package mpi is the MPI engine of package collective: a collective.Comm
+// whose ranks are the processes of an MPI job, through cgo against Open MPI
+// (Debian libopenmpi-dev) behind the build tag mpi. Without the tag the same
+// names exist and World returns an error wrapping collective.ErrUnavailable.
+//
+// World initialises MPI on first use (MPI_Init_thread) and returns the
+// communicator of every process; a program started without mpirun is a
+// one-rank world (singleton init). Split makes sub-communicators, Fortran
+// hands the communicator to C libraries in other cgo packages (ScaLAPACK,
+// hypre) as a Fortran handle, and Finalize ends MPI at the end of the
+// program. Every communicator the package makes has the MPI_ERRORS_RETURN
+// error handler: an MPI failure is an error wrapping collective.ErrEngine
+// with MPI's message, never an abort.
+//
+// # Calls
+//
+// Do runs a collective.Call on host buffers (sharding.HostBuffer) with
+// MPI's nonblocking operations (MPI_Iallreduce, MPI_Iallgather, …,
+// MPI_Isend and MPI_Irecv, MPI_Ibarrier), polled with MPI_Test until they
+// complete or the communicator's timeout (WithTimeout, default
+// collective.DefaultTimeout or MGLA_COLLECTIVE_TIMEOUT) passes. The poll
+// spins (yielding the processor, as a blocking MPI call does on an
+// oversubscribed node) for about as long as the transfer should take, then
+// sleeps between tests with a backoff up to a millisecond, so that a rank
+// waiting for a late peer leaves the processor to the others. A timeout is
+// an error wrapping collective.ErrTimeout that names the call and, with the
+// checks on, the ranks that did not arrive; MPI cannot cancel a collective,
+// so the communicator is then broken: its pending operations keep their
+// buffers (which the late peers may still write), and later calls return
+// collective.ErrClosed saying why.
+//
+// Bcast is not in place: the root copies Send to Recv, then broadcasts
+// Recv. The ranks other than the root get zeros from Reduce and Gather.
+// Send and receive buffers must not overlap.
+//
+// # Consistency checks
+//
+// Unless the communicator was made WithoutChecks, every rank checks that
+// all ranks make the same call before any data moves:
+//
+//   - Collectives (and Split, always): each rank sends a record of its call
+//     (kind, reduction, root, dtype, count, the communicator's sequence
+//     number of the call, the first 48 bytes of Call.Name and a hash of all
+//     of it; for Split a hash of every rank's color and key) to every other
+//     rank, and receives theirs, as point-to-point messages on a duplicate
+//     of the communicator reserved for them. Every rank then holds the same
+//     records and, when they differ, returns the same collective.ErrMismatch
+//     message, naming the call (the one most ranks made) and the ranks and
+//     values of each field that differs: "AllReduce "grad" #7: rank 2 has
+//     count 5, ranks 0,1,3 have count 6". A rank whose record does not
+//     arrive by the deadline is named in the ErrTimeout of those waiting for
+//     it. The exchange is itself a barrier: Barrier with the checks on is
+//     the exchange alone. It costs 2(size-1) messages of 128 bytes per call
+//     per rank (BENCHMARKS.md, "Collectives over MPI", measures it).
+//   - Send, Recv and SendRecv: the two ends of each transfer swap their
+//     records (dtype, count, name) on the metadata communicator with tags
+//     2·Tag+1 (sender to receiver) and 2·Tag+2 (receiver to sender); data
+//     moves only when they agree, and both ends return the same ErrMismatch
+//     when they do not ("Send "x" rank 0 → rank 1 (tag 5): rank 0 sends 6
+//     float64, rank 1 receives 5 float64"). So with the checks on a Send
+//     completes only once its receiver has posted the Recv (like
+//     MPI_Ssend): exchange with SendRecv, not with Sends that each wait for
+//     the other. Tags go up to (MPI_TAG_UB-2)/2.
+//
+// # Threads
+//
+// World asks for MPI_THREAD_MULTIPLE (Debian's Open MPI provides it) and
+// adapts to what MPI provides: with MPI_THREAD_MULTIPLE goroutines call MPI
+// directly; with MPI_THREAD_SERIALIZED every MPI call holds one process-wide
+// mutex; with MPI_THREAD_FUNNELED or SINGLE every MPI call runs on the OS
+// thread that initialised MPI, which a goroutine locked to it serves. The
+// environment variable MGLA_MPI_THREAD_LEVEL (single, funneled, serialized,
+// multiple) asks for another level (the tests use it). Calls on one Comm
+// run one at a time; calls on different communicators may run
+// concurrently, but every rank must issue the calls of each communicator in
+// the same order.
+//
+// The package may import collective and sharding.
+package mpi
