@@ -21,6 +21,7 @@ var layers = map[string][]string{
 	"examples/gp":           {"mgla", "examples/builders", "sharding"},
 	"examples/sharded":      {"mgla", "examples/builders", "sharding"},
 	"examples/eigen":        {"mgla", "examples/builders", "sharding"},
+	"dist":                  {"cyclic", "collective", "sharding", "kernels"},
 	"cmd/internal/benchcsv": {},
 	"cmd/benchreport":       {"cmd/internal/benchcsv"},
 	"cmd/mgbench":           {"mgla", "ops", "sharding", "kernels/cusolver", "cmd/internal/benchcsv"},

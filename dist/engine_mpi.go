@@ -1,0 +1,159 @@
+//go:build mpi
+
+package dist
+
+/*
+#include "scalapack.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// The ScaLAPACK calls, one per routine, dispatched on the element type.
+// Every matrix is used whole (IA = JA = 1) with its own descriptor.
+
+var (
+	lower = C.char('L')
+	one   = C.int(1)
+)
+
+// data is the address of xs[0], or of a dummy for a process that holds
+// nothing (ScaLAPACK does not read it then).
+func data[T Scalar](xs []T) unsafe.Pointer {
+	if len(xs) == 0 {
+		return unsafe.Pointer(new(T))
+	}
+	return unsafe.Pointer(&xs[0])
+}
+
+// potrf factors the lower triangle of a in place; it returns INFO.
+func potrf[T Scalar](a *Matrix[T]) int {
+	n, info := C.int(a.Layout.Rows), C.int(0)
+	p := data(a.Local)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.pspotrf_(&lower, &n, p, &one, &one, &a.desc[0], &info)
+	case float64:
+		C.pdpotrf_(&lower, &n, p, &one, &one, &a.desc[0], &info)
+	case complex64:
+		C.pcpotrf_(&lower, &n, p, &one, &one, &a.desc[0], &info)
+	default:
+		C.pzpotrf_(&lower, &n, p, &one, &one, &a.desc[0], &info)
+	}
+	return int(info)
+}
+
+// potrs solves L·Lᴴ·X = B in place of b, l from potrf; it returns INFO.
+func potrs[T Scalar](l, b *Matrix[T]) int {
+	n, nrhs, info := C.int(l.Layout.Rows), C.int(b.Layout.Cols), C.int(0)
+	pl, pb := data(l.Local), data(b.Local)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.pspotrs_(&lower, &n, &nrhs, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0], &info)
+	case float64:
+		C.pdpotrs_(&lower, &n, &nrhs, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0], &info)
+	case complex64:
+		C.pcpotrs_(&lower, &n, &nrhs, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0], &info)
+	default:
+		C.pzpotrs_(&lower, &n, &nrhs, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0], &info)
+	}
+	return int(info)
+}
+
+// potri overwrites the lower triangle of l (from potrf) with that of the
+// inverse; it returns INFO.
+func potri[T Scalar](l *Matrix[T]) int {
+	n, info := C.int(l.Layout.Rows), C.int(0)
+	p := data(l.Local)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.pspotri_(&lower, &n, p, &one, &one, &l.desc[0], &info)
+	case float64:
+		C.pdpotri_(&lower, &n, p, &one, &one, &l.desc[0], &info)
+	case complex64:
+		C.pcpotri_(&lower, &n, p, &one, &one, &l.desc[0], &info)
+	default:
+		C.pzpotri_(&lower, &n, p, &one, &one, &l.desc[0], &info)
+	}
+	return int(info)
+}
+
+// addAdjoint sets c = c + aᴴ (PBLAS p?tran / p?tranc).
+func addAdjoint[T Scalar](a, c *Matrix[T]) {
+	m, n := C.int(c.Layout.Rows), C.int(c.Layout.Cols)
+	alpha, beta := T(1), T(1)
+	pa, pc := data(a.Local), data(c.Local)
+	ua, ub := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.pstran_(&m, &n, ua, pa, &one, &one, &a.desc[0], ub, pc, &one, &one, &c.desc[0])
+	case float64:
+		C.pdtran_(&m, &n, ua, pa, &one, &one, &a.desc[0], ub, pc, &one, &one, &c.desc[0])
+	case complex64:
+		C.pctranc_(&m, &n, ua, pa, &one, &one, &a.desc[0], ub, pc, &one, &one, &c.desc[0])
+	default:
+		C.pztranc_(&m, &n, ua, pa, &one, &one, &a.desc[0], ub, pc, &one, &one, &c.desc[0])
+	}
+}
+
+// syevd computes the eigenvalues w (ascending) and eigenvectors z of the
+// Hermitian a (its lower triangle; destroyed); it returns INFO.
+func syevd[T Scalar](a, z *Matrix[T]) (w []float64, info int) {
+	n, cinfo := C.int(a.Layout.Rows), C.int(0)
+	jobz := C.char('V')
+	pa, pz := data(a.Local), data(z.Local)
+	w = make([]float64, a.Layout.Rows)
+	minus := C.int(-1)
+	var iwq C.int
+	switch any(*new(T)).(type) {
+	case float32:
+		w32 := make([]float32, len(w))
+		var wq float32
+		C.pssyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, &iwq, &minus, &cinfo)
+		work, iwork := make([]float32, int(wq)+1), make([]C.int, int(iwq)+1)
+		lw, liw := C.int(len(work)), C.int(len(iwork))
+		C.pssyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], data(work), &lw, &iwork[0], &liw, &cinfo)
+		for i, v := range w32 {
+			w[i] = float64(v)
+		}
+	case float64:
+		var wq float64
+		C.pdsyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, &iwq, &minus, &cinfo)
+		work, iwork := make([]float64, int(wq)+1), make([]C.int, int(iwq)+1)
+		lw, liw := C.int(len(work)), C.int(len(iwork))
+		C.pdsyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], data(work), &lw, &iwork[0], &liw, &cinfo)
+	case complex64:
+		w32 := make([]float32, len(w))
+		var wq complex64
+		var rq float32
+		C.pcheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, unsafe.Pointer(&rq), &minus, &iwq, &minus, &cinfo)
+		work, rwork, iwork := make([]complex64, int(real(wq))+1), make([]float32, int(rq)+1), make([]C.int, int(iwq)+1)
+		lw, lrw, liw := C.int(len(work)), C.int(len(rwork)), C.int(len(iwork))
+		C.pcheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], data(work), &lw, data(rwork), &lrw, &iwork[0], &liw, &cinfo)
+		for i, v := range w32 {
+			w[i] = float64(v)
+		}
+	default:
+		var wq complex128
+		var rq float64
+		C.pzheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, unsafe.Pointer(&rq), &minus, &iwq, &minus, &cinfo)
+		work, rwork, iwork := make([]complex128, int(real(wq))+1), make([]float64, int(rq)+1), make([]C.int, int(iwq)+1)
+		lw, lrw, liw := C.int(len(work)), C.int(len(rwork)), C.int(len(iwork))
+		C.pzheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], data(work), &lw, data(rwork), &lrw, &iwork[0], &liw, &cinfo)
+	}
+	return w, int(cinfo)
+}
+
+// scalapackIndex is what ScaLAPACK's own NUMROC, INDXG2P and INDXG2L say
+// for global index g (zero-based) of n in blocks of nb over nprocs
+// processes, seen from process p: the local count on p, g's owner and its
+// local index (zero-based). The tests compare package cyclic with it.
+func scalapackIndex(n, nb, p, nprocs, g int) (count, owner, local int) {
+	cn, cnb, cp, zero, cnp, cg := C.int(n), C.int(nb), C.int(p), C.int(0), C.int(nprocs), C.int(g+1)
+	count = int(C.numroc_(&cn, &cnb, &cp, &zero, &cnp))
+	owner = int(C.indxg2p_(&cg, &cnb, &cp, &zero, &cnp))
+	local = int(C.indxg2l_(&cg, &cnb, &cp, &zero, &cnp)) - 1
+	return count, owner, local
+}
