@@ -40,7 +40,7 @@ func TestLayoutMatchesScaLAPACK(t *testing.T) {
 
 // shapes are the sizes and block sizes: odd, not multiples of the block,
 // smaller than the grid.
-var shapes = []struct{ n, nb int }{{1, 1}, {5, 2}, {7, 3}, {13, 4}, {24, 5}}
+var shapes = []struct{ n, nb int }{{1, 1}, {5, 2}, {6, 4}, {7, 3}, {13, 4}, {24, 5}}
 
 func TestOps(t *testing.T) {
 	t.Run("float32", testOps[float32])

@@ -50,6 +50,10 @@ var (
 	// ErrEngine is matched when ScaLAPACK reports an illegal argument or
 	// fails to converge.
 	ErrEngine = collective.ErrEngine
+	// ErrComplexGradient is matched when a gradient of a complex matrix is
+	// asked for: as on one process (ops.ErrComplexGradient), gradients are
+	// real only.
+	ErrComplexGradient = errors.New("dist: gradients of complex-valued ops are not supported")
 )
 
 // DefaultBlock is the block size (rows and columns) when none is given.

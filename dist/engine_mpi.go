@@ -9,6 +9,8 @@ import "C"
 
 import (
 	"unsafe"
+
+	"github.com/mgla/mgla/collective"
 )
 
 // The ScaLAPACK calls, one per routine, dispatched on the element type.
@@ -81,9 +83,11 @@ func potri[T Scalar](l *Matrix[T]) int {
 }
 
 // addAdjoint sets c = c + aᴴ (PBLAS p?tran / p?tranc).
-func addAdjoint[T Scalar](a, c *Matrix[T]) {
+func addAdjoint[T Scalar](a, c *Matrix[T]) { tran(1, a, 1, c) }
+
+// tran sets c = beta·c + alpha·aᴴ (PBLAS p?tran / p?tranc).
+func tran[T Scalar](alpha T, a *Matrix[T], beta T, c *Matrix[T]) {
 	m, n := C.int(c.Layout.Rows), C.int(c.Layout.Cols)
-	alpha, beta := T(1), T(1)
 	pa, pc := data(a.Local), data(c.Local)
 	ua, ub := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 	switch any(*new(T)).(type) {
@@ -96,6 +100,22 @@ func addAdjoint[T Scalar](a, c *Matrix[T]) {
 	default:
 		C.pztranc_(&m, &n, ua, pa, &one, &one, &a.desc[0], ub, pc, &one, &one, &c.desc[0])
 	}
+}
+
+// workspace turns this rank's workspace query of p?syevd / p?heevd into
+// the sizes to allocate: the largest query of any rank plus NB·(2N+NB)+N
+// (ScaLAPACK 2.2's query underestimates what PxORMTR checks on processes
+// that own little or nothing, and PxORMTR's complaint does not reach INFO),
+// and at least 7N+8Q+2 integers. If the ranks cannot agree, every size is
+// the local one plus the margin.
+func (m *Matrix[T]) workspace(work, rwork float64, iwork int) (lwork, lrwork, liwork int) {
+	n, nb := m.Layout.Rows, m.Layout.MB
+	got, err := allReduce(m.Grid.comm, collective.Max, []float64{work, rwork, float64(iwork)})
+	if err != nil {
+		got = []float64{work, rwork, float64(iwork)}
+	}
+	margin := nb*(2*n+nb) + n
+	return int(got[0]) + margin, int(got[1]) + margin, max(int(got[2]), 7*n+8*m.Grid.q+2) + 1
 }
 
 // syevd computes the eigenvalues w (ascending) and eigenvectors z of the
@@ -112,7 +132,8 @@ func syevd[T Scalar](a, z *Matrix[T]) (w []float64, info int) {
 		w32 := make([]float32, len(w))
 		var wq float32
 		C.pssyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, &iwq, &minus, &cinfo)
-		work, iwork := make([]float32, int(wq)+1), make([]C.int, int(iwq)+1)
+		lwork, _, liwork := a.workspace(float64(wq), 0, int(iwq))
+		work, iwork := make([]float32, lwork), make([]C.int, liwork)
 		lw, liw := C.int(len(work)), C.int(len(iwork))
 		C.pssyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], data(work), &lw, &iwork[0], &liw, &cinfo)
 		for i, v := range w32 {
@@ -121,7 +142,8 @@ func syevd[T Scalar](a, z *Matrix[T]) (w []float64, info int) {
 	case float64:
 		var wq float64
 		C.pdsyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, &iwq, &minus, &cinfo)
-		work, iwork := make([]float64, int(wq)+1), make([]C.int, int(iwq)+1)
+		lwork, _, liwork := a.workspace(wq, 0, int(iwq))
+		work, iwork := make([]float64, lwork), make([]C.int, liwork)
 		lw, liw := C.int(len(work)), C.int(len(iwork))
 		C.pdsyevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], data(work), &lw, &iwork[0], &liw, &cinfo)
 	case complex64:
@@ -129,7 +151,8 @@ func syevd[T Scalar](a, z *Matrix[T]) (w []float64, info int) {
 		var wq complex64
 		var rq float32
 		C.pcheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, unsafe.Pointer(&rq), &minus, &iwq, &minus, &cinfo)
-		work, rwork, iwork := make([]complex64, int(real(wq))+1), make([]float32, int(rq)+1), make([]C.int, int(iwq)+1)
+		lwork, lrwork, liwork := a.workspace(float64(real(wq)), float64(rq), int(iwq))
+		work, rwork, iwork := make([]complex64, lwork), make([]float32, lrwork), make([]C.int, liwork)
 		lw, lrw, liw := C.int(len(work)), C.int(len(rwork)), C.int(len(iwork))
 		C.pcheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w32), pz, &one, &one, &z.desc[0], data(work), &lw, data(rwork), &lrw, &iwork[0], &liw, &cinfo)
 		for i, v := range w32 {
@@ -139,7 +162,8 @@ func syevd[T Scalar](a, z *Matrix[T]) (w []float64, info int) {
 		var wq complex128
 		var rq float64
 		C.pzheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], unsafe.Pointer(&wq), &minus, unsafe.Pointer(&rq), &minus, &iwq, &minus, &cinfo)
-		work, rwork, iwork := make([]complex128, int(real(wq))+1), make([]float64, int(rq)+1), make([]C.int, int(iwq)+1)
+		lwork, lrwork, liwork := a.workspace(real(wq), rq, int(iwq))
+		work, rwork, iwork := make([]complex128, lwork), make([]float64, lrwork), make([]C.int, liwork)
 		lw, lrw, liw := C.int(len(work)), C.int(len(rwork)), C.int(len(iwork))
 		C.pzheevd_(&jobz, &lower, &n, pa, &one, &one, &a.desc[0], data(w), pz, &one, &one, &z.desc[0], data(work), &lw, data(rwork), &lrw, &iwork[0], &liw, &cinfo)
 	}
@@ -156,4 +180,27 @@ func scalapackIndex(n, nb, p, nprocs, g int) (count, owner, local int) {
 	owner = int(C.indxg2p_(&cg, &cnb, &cp, &zero, &cnp))
 	local = int(C.indxg2l_(&cg, &cnb, &cp, &zero, &cnp)) - 1
 	return count, owner, local
+}
+
+// gemm sets c = alpha·op(a)·op(b) + beta·c, op being the identity ('N'),
+// the transpose ('T') or the adjoint ('C'), PBLAS p?gemm.
+func gemm[T Scalar](transA, transB byte, alpha T, a, b *Matrix[T], beta T, c *Matrix[T]) {
+	ta, tb := C.char(transA), C.char(transB)
+	k := a.Layout.Cols
+	if transA != 'N' {
+		k = a.Layout.Rows
+	}
+	m, n, ck := C.int(c.Layout.Rows), C.int(c.Layout.Cols), C.int(k)
+	pa, pb, pc := data(a.Local), data(b.Local), data(c.Local)
+	ua, ub := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.psgemm_(&ta, &tb, &m, &n, &ck, ua, pa, &one, &one, &a.desc[0], pb, &one, &one, &b.desc[0], ub, pc, &one, &one, &c.desc[0])
+	case float64:
+		C.pdgemm_(&ta, &tb, &m, &n, &ck, ua, pa, &one, &one, &a.desc[0], pb, &one, &one, &b.desc[0], ub, pc, &one, &one, &c.desc[0])
+	case complex64:
+		C.pcgemm_(&ta, &tb, &m, &n, &ck, ua, pa, &one, &one, &a.desc[0], pb, &one, &one, &b.desc[0], ub, pc, &one, &one, &c.desc[0])
+	default:
+		C.pzgemm_(&ta, &tb, &m, &n, &ck, ua, pa, &one, &one, &a.desc[0], pb, &one, &one, &b.desc[0], ub, pc, &one, &one, &c.desc[0])
+	}
 }

@@ -24,6 +24,8 @@ void descinit_(int *desc, const int *m, const int *n, const int *mb, const int *
 #define MGLA_POTRS(p) void p##potrs_(const char *uplo, const int *n, const int *nrhs, const void *a, const int *ia, const int *ja, const int *desca, void *b, const int *ib, const int *jb, const int *descb, int *info);
 #define MGLA_POTRI(p) void p##potri_(const char *uplo, const int *n, void *a, const int *ia, const int *ja, const int *desca, int *info);
 #define MGLA_TRAN(p, name) void p##name##_(const int *m, const int *n, const void *alpha, const void *a, const int *ia, const int *ja, const int *desca, const void *beta, void *c, const int *ic, const int *jc, const int *descc);
+#define MGLA_GEMM(p) void p##gemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k, const void *alpha, const void *a, const int *ia, const int *ja, const int *desca, const void *b, const int *ib, const int *jb, const int *descb, const void *beta, void *c, const int *ic, const int *jc, const int *descc);
+MGLA_GEMM(ps) MGLA_GEMM(pd) MGLA_GEMM(pc) MGLA_GEMM(pz)
 MGLA_POTRF(ps) MGLA_POTRF(pd) MGLA_POTRF(pc) MGLA_POTRF(pz)
 MGLA_POTRS(ps) MGLA_POTRS(pd) MGLA_POTRS(pc) MGLA_POTRS(pz)
 MGLA_POTRI(ps) MGLA_POTRI(pd) MGLA_POTRI(pc) MGLA_POTRI(pz)
