@@ -21,6 +21,7 @@ var layers = map[string][]string{
 	"examples/gp":           {"mgla", "examples/builders", "sharding"},
 	"examples/sharded":      {"mgla", "examples/builders", "sharding"},
 	"examples/eigen":        {"mgla", "examples/builders", "sharding"},
+	"examples/distributed":  {"mgla", "examples/builders", "dist", "collective"},
 	"dist":                  {"cyclic", "collective", "sharding", "kernels"},
 	"cmd/internal/benchcsv": {},
 	"cmd/benchreport":       {"cmd/internal/benchcsv"},

@@ -9,8 +9,6 @@ import "C"
 
 import (
 	"fmt"
-	"math"
-	"math/cmplx"
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/cyclic"
@@ -240,25 +238,83 @@ func (m *Matrix[T]) Clone() *Matrix[T] {
 
 // finite reports whether every local element is finite.
 func finite[T Scalar](xs []T) bool {
-	for _, x := range xs {
-		switch v := any(x).(type) {
-		case float32:
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+	switch v := any(xs).(type) {
+	case []float32:
+		for _, x := range v {
+			if x-x != 0 { // NaN or ±Inf
 				return false
 			}
-		case float64:
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+		}
+	case []float64:
+		for _, x := range v {
+			if x-x != 0 {
 				return false
 			}
-		case complex64:
-			if cmplx.IsNaN(complex128(v)) || cmplx.IsInf(complex128(v)) {
+		}
+	case []complex64:
+		for _, x := range v {
+			if real(x)-real(x) != 0 || imag(x)-imag(x) != 0 {
 				return false
 			}
-		case complex128:
-			if cmplx.IsNaN(v) || cmplx.IsInf(v) {
+		}
+	case []complex128:
+		for _, x := range v {
+			if real(x)-real(x) != 0 || imag(x)-imag(x) != 0 {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// Fill sets every element of m to f(row, col) (global indices), each
+// process its own: no communication.
+func (m *Matrix[T]) Fill(f func(r, c int) T) {
+	forEachLocal(m, func(r, c, i int) { m.Local[i] = f(r, c) })
+}
+
+// Sum is Σ f(row, col, value) over every element of m, summed over the
+// grid: the same on every rank. Collective.
+func (m *Matrix[T]) Sum(f func(r, c int, v T) float64) (float64, error) {
+	s := 0.0
+	forEachLocal(m, func(r, c, i int) { s += f(r, c, m.Local[i]) })
+	got, err := allReduce(m.Grid.comm, collective.Sum, []float64{s})
+	if err != nil {
+		return 0, err
+	}
+	return got[0], nil
+}
+
+// Dot is Σ Re(a∘b̄) over the whole matrices, on every rank; a and b must
+// have the same shape and layout on the same grid. Collective.
+func Dot[T Scalar](a, b *Matrix[T]) (float64, error) {
+	f := failure{}
+	if b == nil || a.Grid != b.Grid || a.Layout != b.Layout {
+		f.code = badInputCode
+	}
+	if err := a.Grid.agreeShape("Dot", f, a.Layout.Rows, a.Layout.Cols, a.Layout.MB); err != nil {
+		return 0, err
+	}
+	s := 0.0
+	forEachLocal(a, func(_, _, i int) { s += realDot(a.Local[i], b.Local[i]) })
+	got, err := allReduce(a.Grid.comm, collective.Sum, []float64{s})
+	if err != nil {
+		return 0, err
+	}
+	return got[0], nil
+}
+
+// realDot is Re(x·ȳ).
+func realDot[T Scalar](x, y T) float64 {
+	switch v := any(x).(type) {
+	case float32:
+		return float64(v) * float64(any(y).(float32))
+	case float64:
+		return v * any(y).(float64)
+	case complex64:
+		w := any(y).(complex64)
+		return float64(real(v))*float64(real(w)) + float64(imag(v))*float64(imag(w))
+	}
+	v, w := any(x).(complex128), any(y).(complex128)
+	return real(v)*real(w) + imag(v)*imag(w)
 }

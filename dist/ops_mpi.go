@@ -99,7 +99,7 @@ func Potrs[T Scalar](a, b *Matrix[T]) (*Matrix[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return CholSolve(l, b)
+	return cholSolve("Potrs", l, b)
 }
 
 // CholSolve solves L·Lᴴ·X = B for the lower Cholesky factor l (from
@@ -112,12 +112,17 @@ func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
 	if err := checkSolve("CholSolve", l, b); err != nil {
 		return nil, err
 	}
+	return cholSolve("CholSolve", l, b)
+}
+
+// cholSolve is CholSolve after the checks.
+func cholSolve[T Scalar](op string, l, b *Matrix[T]) (*Matrix[T], error) {
 	x := b.Clone()
-	f = failure{}
+	f := failure{}
 	if info := potrs(l, x); info != 0 {
 		f.code = engineCode
 	}
-	if err := l.Grid.agree("CholSolve", f); err != nil {
+	if err := l.Grid.agree(op, f); err != nil {
 		return nil, err
 	}
 	return x, nil
