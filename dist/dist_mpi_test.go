@@ -293,3 +293,40 @@ func TestErrors(t *testing.T) {
 func containsOrder(err error, k int) bool {
 	return err != nil && strings.Contains(err.Error(), fmt.Sprintf("order %d ", k))
 }
+
+func TestFillSumDot(t *testing.T) {
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		for _, s := range shapes {
+			rows, cols := s.n+2, s.n
+			name := fmt.Sprintf("%dx%d %dx%d nb=%d", pq[0], pq[1], rows, cols, s.nb)
+			m, err := dist.NewMatrix[complex128](g, rows, cols, s.nb)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			m.Fill(func(r, c int) complex128 { return complex(float64(r), float64(c)) })
+			full, err := m.Gather(-1)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			wantSum, wantDot := 0.0, 0.0
+			for c := range cols {
+				for r := range rows {
+					if full[r+c*rows] != complex(float64(r), float64(c)) {
+						t.Fatalf("%s: element (%d,%d) = %v after Fill", name, r, c, full[r+c*rows])
+					}
+					wantSum += float64(r * c)
+					wantDot += float64(r*r + c*c)
+				}
+			}
+			sum, err := m.Sum(func(r, c int, v complex128) float64 { return real(v) * imag(v) })
+			if err != nil || sum != wantSum {
+				t.Errorf("%s: Sum = %v, %v; want %v", name, sum, err, wantSum)
+			}
+			dot, err := dist.Dot(m, m)
+			if err != nil || dot != wantDot {
+				t.Errorf("%s: Dot = %v, %v; want %v", name, dot, err, wantDot)
+			}
+		}
+	}
+}
