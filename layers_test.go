@@ -23,6 +23,7 @@ var layers = map[string][]string{
 	"examples/eigen":        {"mgla", "examples/builders", "sharding"},
 	"examples/distributed":  {"mgla", "examples/builders", "dist", "collective"},
 	"dist":                  {"cyclic", "collective", "sharding", "kernels"},
+	"dist/distops":          {"dist"},
 	"cmd/internal/benchcsv": {},
 	"cmd/benchreport":       {"cmd/internal/benchcsv"},
 	"cmd/mgbench":           {"mgla", "ops", "sharding", "kernels/cusolver", "cmd/internal/benchcsv"},
