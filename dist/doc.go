@@ -15,6 +15,10 @@
 // ErrBadInput for bad shapes or grids), agreed by an AllReduce, so nobody
 // hangs.
 //
+// Threads: ScaLAPACK calls MPI from the calling goroutine, so dist needs
+// MPI_THREAD_MULTIPLE (what collective/mpi asks for and Open MPI provides
+// here); a Grid and its matrices are for one goroutine at a time.
+//
 // The engine code needs the mpi build tag (Open MPI and Debian's
 // libscalapack-openmpi-dev); without it NewGrid returns an error wrapping
 // collective.ErrUnavailable.

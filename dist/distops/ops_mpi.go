@@ -20,10 +20,13 @@ const (
 	kLogDet                 // A → log det A
 	kPotrsGrad              // (A, X, X̄) → Ā
 	kLogDetGrad             // (A, ḡ) → Ā
+	kPotri                  // A → A⁻¹
+	kPotriGrad              // (C, C̄) → Ā
+	kCholesky               // A → L (forward only)
 )
 
-var names = [...]string{"DistPotrs", "DistLogDet", "DistPotrsGrad", "DistLogDetGrad"}
-var arity = [...]int{2, 1, 3, 2}
+var names = [...]string{"DistPotrs", "DistLogDet", "DistPotrsGrad", "DistLogDetGrad", "DistPotri", "DistPotriGrad", "DistCholesky"}
+var arity = [...]int{2, 1, 3, 2, 1, 2, 1}
 
 // op is one of the graph ops on grid g in blocks of nb.
 type op struct {
@@ -37,6 +40,18 @@ type op struct {
 // solved on grid g in nb×nb blocks (0: dist.DefaultBlock).
 func Potrs(a, b *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
 	return G.ApplyOp(&op{kind: kPotrs, g: g, nb: nb}, a, b)
+}
+
+// Potri is the node A⁻¹ (both triangles), on grid g.
+func Potri(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
+	return G.ApplyOp(&op{kind: kPotri, g: g, nb: nb}, a)
+}
+
+// Cholesky is the node L, the lower Cholesky factor of A, on grid g. It
+// has no gradient (dist has none for it): differentiating through it is an
+// error.
+func Cholesky(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
+	return G.ApplyOp(&op{kind: kCholesky, g: g, nb: nb}, a)
 }
 
 // LogDet is the scalar node log det A, on grid g.
@@ -55,6 +70,10 @@ func (o *op) Type() hm.Type {
 		return hm.NewFnType(m, tensor.Float64)
 	case kPotrsGrad:
 		return hm.NewFnType(m, m, m, m)
+	case kPotri, kCholesky:
+		return hm.NewFnType(m, m)
+	case kPotriGrad:
+		return hm.NewFnType(m, m, m)
 	}
 	return hm.NewFnType(m, tensor.Float64, m)
 }
@@ -179,6 +198,28 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 			return nil, err
 		}
 		return o.out(abar)
+	case kPotri:
+		inv, err := dist.Potri(a)
+		if err != nil {
+			return nil, err
+		}
+		return o.out(inv)
+	case kCholesky:
+		l, err := dist.Cholesky(a)
+		if err != nil {
+			return nil, err
+		}
+		return o.out(l)
+	case kPotriGrad:
+		cbar, err := o.distribute(vals[1])
+		if err != nil {
+			return nil, err
+		}
+		abar, err := dist.PotriGrad(a, cbar)
+		if err != nil {
+			return nil, err
+		}
+		return o.out(abar)
 	}
 	gbar, err := scalar(vals[1])
 	if err != nil {
@@ -195,7 +236,7 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 // not differentiated again.
 func (o *op) DiffWRT(n int) []bool {
 	d := make([]bool, n)
-	if o.kind == kPotrs || o.kind == kLogDet {
+	if o.kind == kPotrs || o.kind == kLogDet || o.kind == kPotri || o.kind == kCholesky {
 		for i := range d {
 			d[i] = true
 		}
@@ -204,7 +245,8 @@ func (o *op) DiffWRT(n int) []bool {
 }
 
 // SymDiff: Potrs: B̄ = Potrs(A, X̄), Ā = PotrsGrad(A, X, X̄); LogDet:
-// Ā = LogDetGrad(A, ḡ). All on the same grid.
+// Ā = LogDetGrad(A, ḡ); Potri: Ā = PotriGrad(C, C̄). All on the same grid.
+// Cholesky has none.
 func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	switch o.kind {
 	case kPotrs:
@@ -223,6 +265,12 @@ func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 			return nil, err
 		}
 		return G.Nodes{abar}, nil
+	case kPotri:
+		abar, err := G.ApplyOp(&op{kind: kPotriGrad, g: o.g, nb: o.nb}, output, grad)
+		if err != nil {
+			return nil, err
+		}
+		return G.Nodes{abar}, nil
 	}
-	return nil, fmt.Errorf("distops: %s has no gradient", o)
+	return nil, fmt.Errorf("%w: distops: %s has no gradient", dist.ErrBadInput, o)
 }

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 
 // cost builds Σ W∘Potrs(A, B) + LogDet(A) with the given builders, runs it
 // with its gradient and returns the cost, Ā and B̄ (row-major).
-func cost(a, b, w *tensor.Dense, potrs func(a, b *G.Node) (*G.Node, error), logDet func(a *G.Node) (*G.Node, error)) (float64, []float64, []float64, error) {
+func cost(a, b, w, v *tensor.Dense, potrs func(a, b *G.Node) (*G.Node, error), logDet, potri func(a *G.Node) (*G.Node, error)) (float64, []float64, []float64, error) {
 	g := G.NewGraph()
 	an := G.NewMatrix(g, tensor.Float64, G.WithShape(a.Shape()...), G.WithValue(a.Clone()), G.WithName("A"))
 	bn := G.NewMatrix(g, tensor.Float64, G.WithShape(b.Shape()...), G.WithValue(b.Clone()), G.WithName("B"))
@@ -49,7 +49,13 @@ func cost(a, b, w *tensor.Dense, potrs func(a, b *G.Node) (*G.Node, error), logD
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	inv, err := potri(an)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	vn := G.NewConstant(v.Clone(), G.WithName("V"))
 	c := G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(x, wn)))), ld))
+	c = G.Must(G.Add(c, G.Must(G.Sum(G.Must(G.HadamardProd(inv, vn))))))
 	if _, err := G.Grad(c, an, bn); err != nil {
 		return 0, nil, nil, err
 	}
@@ -116,15 +122,22 @@ func TestAgainstRootBuilders(t *testing.T) {
 			at := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
 			bt := tensor.New(tensor.WithShape(n, k), tensor.WithBacking(b))
 			wt := tensor.New(tensor.WithShape(n, k), tensor.WithBacking(w))
-			got, ga, gb, err := cost(at, bt, wt,
+			v := make([]float64, n*n)
+			for i := range v {
+				v[i] = rng.Float64()*2 - 1
+			}
+			vt := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(v))
+			got, ga, gb, err := cost(at, bt, wt, vt,
 				func(a, b *G.Node) (*G.Node, error) { return distops.Potrs(a, b, g, sh.nb) },
-				func(a *G.Node) (*G.Node, error) { return distops.LogDet(a, g, sh.nb) })
+				func(a *G.Node) (*G.Node, error) { return distops.LogDet(a, g, sh.nb) },
+				func(a *G.Node) (*G.Node, error) { return distops.Potri(a, g, sh.nb) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, wa, wb, err := cost(at, bt, wt,
+			want, wa, wb, err := cost(at, bt, wt, vt,
 				func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b) },
-				func(a *G.Node) (*G.Node, error) { return mgla.LogDet(a) })
+				func(a *G.Node) (*G.Node, error) { return mgla.LogDet(a) },
+				func(a *G.Node) (*G.Node, error) { return mgla.Potri(a) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,5 +158,53 @@ func TestAgainstRootBuilders(t *testing.T) {
 			}
 		}
 		g.Close()
+	}
+}
+
+// TestCholesky compares the forward Cholesky node with mgla.Cholesky and
+// checks that differentiating through it is an error on every rank.
+func TestCholesky(t *testing.T) {
+	g, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	n := 5
+	a := make([]float64, n*n)
+	for i := range n {
+		for j := range n {
+			a[i*n+j] = 1 / float64(1+i+j) // Hilbert-like, plus the diagonal
+		}
+		a[i*n+i] += 1
+	}
+	run := func(chol func(*G.Node) (*G.Node, error)) []float64 {
+		gr := G.NewGraph()
+		an := G.NewMatrix(gr, tensor.Float64, G.WithShape(n, n), G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]float64(nil), a...)))))
+		l, err := chol(an)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(gr)
+		defer vm.Close()
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		return append([]float64(nil), l.Value().Data().([]float64)...)
+	}
+	got := run(func(a *G.Node) (*G.Node, error) { return distops.Cholesky(a, g, 2) })
+	want := run(func(a *G.Node) (*G.Node, error) { return mgla.Cholesky(a) })
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("L[%d] = %v, mgla.Cholesky %v", i, got[i], want[i])
+		}
+	}
+	gr := G.NewGraph()
+	an := G.NewMatrix(gr, tensor.Float64, G.WithShape(n, n), G.WithName("A"))
+	l, err := distops.Cholesky(an, g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := G.Grad(G.Must(G.Sum(l)), an); err == nil {
+		t.Fatal("gradient through distops.Cholesky: no error")
 	}
 }
