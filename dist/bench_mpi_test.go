@@ -86,3 +86,61 @@ func pqOf(g *dist.Grid) [2]int {
 	p, q := g.Shape()
 	return [2]int{p, q}
 }
+
+// TestGatherGemr2d checks the p?gemr2d gather that BenchmarkGather times.
+func TestGatherGemr2d(t *testing.T) {
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		m, err := dist.NewMatrix[float64](g, 11, 7, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Fill(func(r, c int) float64 { return float64(r*7 + c + 1) })
+		full := dist.GatherGemr2d(m)
+		if (world.Rank() == 0) != (full != nil) {
+			t.Fatalf("rank %d: %d elements", world.Rank(), len(full))
+		}
+		for c := 0; c < 7 && full != nil; c++ {
+			for r := range 11 {
+				if full[r+c*11] != float64(r*7+c+1) {
+					t.Fatalf("%v: element (%d,%d) = %v", pq, r, c, full[r+c*11])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkGather times Matrix.Gather(0) (a sum over MPI of each rank's
+// blocks placed in a zero matrix) against p?gemr2d into a 1×1 grid on rank
+// 0, N×N float64 (MGLA_DIST_BENCH_N, default 4000). Fixed -test.benchtime=Nx.
+func BenchmarkGather(b *testing.B) {
+	n := 4000
+	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
+		n = v
+	}
+	g, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	m, err := dist.NewMatrix[float64](g, n, n, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Fill(func(r, c int) float64 { return float64(r - c) })
+	var sum, gemr time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := m.Gather(0); err != nil {
+			b.Fatal(err)
+		}
+		sum += time.Since(start)
+		start = time.Now()
+		dist.GatherGemr2d(m)
+		gemr += time.Since(start)
+	}
+	if world.Rank() == 0 {
+		fmt.Printf("Gather N=%d on %d processes: sum over MPI %.1f ms, p?gemr2d %.1f ms\n", n, world.Size(),
+			float64(sum.Microseconds())/1e3/float64(b.N), float64(gemr.Microseconds())/1e3/float64(b.N))
+	}
+}

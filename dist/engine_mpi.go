@@ -3,6 +3,7 @@
 package dist
 
 /*
+#include <stdlib.h>
 #include "scalapack.h"
 */
 import "C"
@@ -203,4 +204,41 @@ func gemm[T Scalar](transA, transB byte, alpha T, a, b *Matrix[T], beta T, c *Ma
 	default:
 		C.pzgemm_(&ta, &tb, &m, &n, &ck, ua, pa, &one, &one, &a.desc[0], pb, &one, &one, &b.desc[0], ub, pc, &one, &one, &c.desc[0])
 	}
+}
+
+// gatherGemr2d is Gather to rank 0 through ScaLAPACK's own redistribution
+// (p?gemr2d into a 1×1 grid on rank 0), kept to measure it against
+// Gather's sum over MPI (BenchmarkGather); nil on the other ranks.
+func gatherGemr2d[T Scalar](m *Matrix[T]) []T {
+	g := m.Grid
+	ctxt := g.handle
+	row := C.CString("Row")
+	defer C.free(unsafe.Pointer(row))
+	C.Cblacs_gridinit(&ctxt, row, 1, 1)
+	rows, cols := C.int(m.Layout.Rows), C.int(m.Layout.Cols)
+	var desc [9]C.int
+	var full []T
+	if g.comm.Rank() == 0 {
+		full = make([]T, m.Layout.Rows*m.Layout.Cols)
+		var info C.int
+		zero := C.int(0)
+		C.descinit_(&desc[0], &rows, &cols, &rows, &cols, &zero, &zero, &ctxt, &rows, &info)
+	} else {
+		desc = [9]C.int{1, -1, rows, cols, rows, cols, 0, 0, 1}
+	}
+	pa, pb := data(m.Local), data(full)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.psgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+	case float64:
+		C.pdgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+	case complex64:
+		C.pcgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+	default:
+		C.pzgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+	}
+	if g.comm.Rank() == 0 {
+		C.Cblacs_gridexit(ctxt)
+	}
+	return full
 }

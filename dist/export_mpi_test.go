@@ -15,3 +15,6 @@ func DirectPotrs[T Scalar](a, b, l, x *Matrix[T]) int {
 	}
 	return potrs(l, x)
 }
+
+// GatherGemr2d exposes gatherGemr2d to BenchmarkGather and its test.
+func GatherGemr2d[T Scalar](m *Matrix[T]) []T { return gatherGemr2d(m) }

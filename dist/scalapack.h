@@ -36,5 +36,10 @@ void pdsyevd_(const char *jobz, const char *uplo, const int *n, void *a, const i
 void pcheevd_(const char *jobz, const char *uplo, const int *n, void *a, const int *ia, const int *ja, const int *desca, void *w, void *z, const int *iz, const int *jz, const int *descz, void *work, const int *lwork, void *rwork, const int *lrwork, int *iwork, const int *liwork, int *info);
 void pzheevd_(const char *jobz, const char *uplo, const int *n, void *a, const int *ia, const int *ja, const int *desca, void *w, void *z, const int *iz, const int *jz, const int *descz, void *work, const int *lwork, void *rwork, const int *lrwork, int *iwork, const int *liwork, int *info);
 
+void psgemr2d_(const int *m, const int *n, const void *a, const int *ia, const int *ja, const int *desca, void *b, const int *ib, const int *jb, const int *descb, const int *ictxt);
+void pdgemr2d_(const int *m, const int *n, const void *a, const int *ia, const int *ja, const int *desca, void *b, const int *ib, const int *jb, const int *descb, const int *ictxt);
+void pcgemr2d_(const int *m, const int *n, const void *a, const int *ia, const int *ja, const int *desca, void *b, const int *ib, const int *jb, const int *descb, const int *ictxt);
+void pzgemr2d_(const int *m, const int *n, const void *a, const int *ia, const int *ja, const int *desca, void *b, const int *ib, const int *jb, const int *descb, const int *ictxt);
+
 static inline MPI_Comm mgla_comm_f2c(int f) { return MPI_Comm_f2c(f); }
 #endif
