@@ -23,6 +23,11 @@
 // ExecuteHost runs it on host memory, one copy per contiguous piece, and the
 // GPU backend runs the same Moves as peer copies.
 //
+// For ScaLAPACK it also owns the 2-D block-cyclic distribution over a P×Q
+// process grid (BlockCyclic2D, NumLocal, IndexOwner, IndexLocal, IndexGlobal,
+// NearSquareGrid): owner and local position of every element and block, for
+// any shape, block size and grid, including processes that own nothing.
+//
 // The package owns the layouts (Layout and its kinds) and the plans between
 // them (Plan, Move, Piece). It imports only the standard library; every
 // other package of mgla that moves matrices builds on it.

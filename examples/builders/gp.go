@@ -369,6 +369,13 @@ type FitConfig struct {
 // Fit minimises the NLL with Adam over the log-parameters from init and
 // returns the parameters and loss after the last step.
 func (m *GPModel) Fit(init GPParams, cfg FitConfig) (GPParams, float64, error) {
+	return FitLoop(init, cfg, m.Eval)
+}
+
+// FitLoop is the Adam loop of GPModel.Fit around any evaluation of the loss
+// and its gradient at θ = (log ℓ, log σ², log σₙ²) (examples/distributed
+// evaluates it across processes).
+func FitLoop(init GPParams, cfg FitConfig, eval func(theta [3]float64) (float64, [3]float64, error)) (GPParams, float64, error) {
 	if cfg.Iters < 0 || !(cfg.LR > 0) {
 		return init, 0, errors.New("gp fit: need Iters ≥ 0 and LR > 0")
 	}
@@ -379,7 +386,7 @@ func (m *GPModel) Fit(init GPParams, cfg FitConfig) (GPParams, float64, error) {
 	theta := init.Log()
 	opt := NewAdam()
 	for it := 0; ; it++ {
-		nll, grad, err := m.Eval(theta)
+		nll, grad, err := eval(theta)
 		if err != nil {
 			return ParamsFromLog(theta), nll, fmt.Errorf("gp fit: step %d at %v: %w", it, ParamsFromLog(theta), err)
 		}

@@ -1,0 +1,64 @@
+// Package dist is mgla's dense linear algebra across processes: a P×Q grid
+// of MPI processes (Grid, its BLACS context), matrices in ScaLAPACK's 2-D
+// block-cyclic distribution over it (Matrix: a descriptor and each process's
+// column-major local array, LLD = max(1, local rows)), getting data in and
+// out (from a matrix every rank holds, from one rank, from row blocks each
+// rank holds; back to one rank or all), and the factorizations on it:
+// Cholesky, Potrs, CholSolve, Potri, LogDet and Syevd through ScaLAPACK's
+// p?potrf, p?potrs, p?potri, p?syevd and p?heevd, for float32, float64,
+// complex64 and complex128.
+//
+// Every call is collective: all ranks of the grid call it with the same
+// shapes, and every rank returns the same error (wrapping ErrMismatch for
+// disagreeing ranks, kernels.ErrNotPositiveDefinite with the global order
+// of the failing minor, kernels.ErrNonFinite for NaN or Inf input,
+// ErrBadInput for bad shapes or grids), agreed by an AllReduce, so nobody
+// hangs.
+//
+// Threads: ScaLAPACK calls MPI from the calling goroutine, so dist needs
+// MPI_THREAD_MULTIPLE (what collective/mpi asks for and Open MPI provides
+// here); a Grid and its matrices are for one goroutine at a time.
+//
+// The engine code needs the mpi build tag (Open MPI and Debian's
+// libscalapack-openmpi-dev); without it NewGrid returns an error wrapping
+// collective.ErrUnavailable.
+//
+// The package owns the process grid, the distributed matrix and the
+// ScaLAPACK calls. It may import cyclic (the layout), collective and
+// collective/mpi (the communicator), sharding (host buffers for the
+// collectives) and kernels (the error sentinels).
+package dist
+
+import (
+	"errors"
+
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/kernels"
+)
+
+// Scalar is an element type ScaLAPACK computes with.
+type Scalar interface {
+	float32 | float64 | complex64 | complex128
+}
+
+var (
+	// ErrBadInput is matched by errors about shapes, block sizes and grids.
+	ErrBadInput = errors.New("dist: bad input")
+	// ErrMismatch is matched when ranks call with different shapes or types.
+	ErrMismatch = collective.ErrMismatch
+	// ErrNotPositiveDefinite is matched when a factorization finds a
+	// leading minor that is not positive definite.
+	ErrNotPositiveDefinite = kernels.ErrNotPositiveDefinite
+	// ErrNonFinite is matched when an input holds NaN or Inf.
+	ErrNonFinite = kernels.ErrNonFinite
+	// ErrEngine is matched when ScaLAPACK reports an illegal argument or
+	// fails to converge.
+	ErrEngine = collective.ErrEngine
+	// ErrComplexGradient is matched when a gradient of a complex matrix is
+	// asked for: as on one process (ops.ErrComplexGradient), gradients are
+	// real only.
+	ErrComplexGradient = errors.New("dist: gradients of complex-valued ops are not supported")
+)
+
+// DefaultBlock is the block size (rows and columns) when none is given.
+const DefaultBlock = 64

@@ -1,0 +1,143 @@
+//go:build mpi
+
+package dist
+
+import "fmt"
+
+// Gradients of the distributed ops, with the formulas of the single-process
+// ops (ops/linalg_grad.go): every gradient Ā is symmetric, correct along
+// symmetric perturbations of A; sym(M) = ½(M + Mᵀ). The products run on
+// the grid (PBLAS p?gemm, p?tran), the solves through p?potrs. Real dtypes
+// only, as on one process.
+
+// checkGrad is the agreed verdict on the operands of a gradient: real
+// dtype, the same grid and block size, the given shapes.
+func checkGrad[T Scalar](op string, g *Grid, ms ...*Matrix[T]) error {
+	f := failure{}
+	if dtypeCode[T]() > 2 {
+		f.code = badInputCode
+	}
+	nums := []int{dtypeCode[T]()}
+	for _, m := range ms {
+		if m == nil || m.Grid != g || m.Layout.MB != ms[0].Layout.MB || m.Layout.Rows != ms[0].Layout.Rows {
+			f.code = badInputCode
+			nums = append(nums, -1, -1)
+			continue
+		}
+		if !finite(m.Local) {
+			f.code = max(f.code, nonFiniteCode)
+		}
+		nums = append(nums, m.Layout.Rows, m.Layout.Cols)
+	}
+	if err := g.agreeShape(op, f, nums...); err != nil {
+		if dtypeCode[T]() > 2 {
+			return fmt.Errorf("%w (dist: %s of a complex matrix: %v)", ErrComplexGradient, op, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// PotrsGrad is the gradient of X = A⁻¹B: B̄ = CholSolve(L, X̄) and
+// Ā = −½(B̄Xᵀ + XB̄ᵀ), with L = Cholesky(A) and X the forward result.
+func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err error) {
+	if err := checkGrad("PotrsGrad", l.Grid, l, x, xbar); err != nil {
+		return nil, nil, err
+	}
+	if bbar, err = CholSolve(l, xbar); err != nil {
+		return nil, nil, err
+	}
+	n := l.Layout.Rows
+	if abar, err = newMatrix[T](l.Grid, n, n, l.Layout.MB); err != nil {
+		return nil, nil, err
+	}
+	gemm('N', 'T', T(-0.5), bbar, x, 0, abar)
+	gemm('N', 'T', T(-0.5), x, bbar, 1, abar)
+	return abar, bbar, nil
+}
+
+// PotriGrad is the gradient of C = A⁻¹: Ā = −C·sym(C̄)·C.
+func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
+	if err := checkGrad("PotriGrad", c.Grid, c, cbar); err != nil {
+		return nil, err
+	}
+	s := cbar.Clone()
+	tran(0.5, cbar, 0.5, s)
+	t := s.Clone()
+	gemm('N', 'N', 1, c, s, 0, t)
+	abar := s
+	gemm('N', 'N', -1, t, c, 0, abar)
+	return abar, nil
+}
+
+// LogDetGrad is the gradient of log det A: Ā = ḡ·A⁻¹.
+func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
+	if err := checkGrad("LogDetGrad", a.Grid, a); err != nil {
+		return nil, err
+	}
+	inv, err := Potri(a)
+	if err != nil {
+		return nil, err
+	}
+	for i := range inv.Local {
+		inv.Local[i] *= fromFloat[T](gbar)
+	}
+	return inv, nil
+}
+
+// SyevdGrad is the gradient of A = V·diag(w)·Vᵀ:
+// Ā = sym(V·(diag(w̄) + F∘(VᵀV̄))·Vᵀ), F_ij = 1/(w_j − w_i) off the diagonal
+// and 0 on it. wbar (nil: zero) is the eigenvalues' gradient, vbar (nil:
+// zero) the eigenvectors'; w and v come from Syevd.
+func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix[T]) (*Matrix[T], error) {
+	ms := []*Matrix[T]{v}
+	if vbar != nil {
+		ms = append(ms, vbar)
+	}
+	if err := checkGrad("SyevdGrad", v.Grid, ms...); err != nil {
+		return nil, err
+	}
+	n := v.Layout.Rows
+	if len(w) != n || (wbar != nil && len(wbar) != n) {
+		return nil, fmt.Errorf("%w: dist: SyevdGrad: %d eigenvalues and %d gradients for order %d", ErrBadInput, len(w), len(wbar), n)
+	}
+	m, err := newMatrix[T](v.Grid, n, n, v.Layout.MB)
+	if err != nil {
+		return nil, err
+	}
+	if vbar != nil {
+		gemm('T', 'N', 1, v, vbar, 0, m)
+	}
+	forEachLocal(m, func(r, c, i int) {
+		switch {
+		case r != c:
+			m.Local[i] *= fromFloat[T](1 / (w[c] - w[r]))
+		case wbar != nil:
+			m.Local[i] = fromFloat[T](wbar[r])
+		default:
+			m.Local[i] = 0
+		}
+	})
+	t := m.Clone()
+	gemm('N', 'N', 1, v, m, 0, t)
+	gemm('N', 'T', 1, t, v, 0, m)
+	abar := m.Clone()
+	tran(0.5, m, 0.5, abar)
+	return abar, nil
+}
+
+// fromFloat is x as a T.
+func fromFloat[T Scalar](x float64) T {
+	var out T
+	switch p := any(&out).(type) {
+	case *float32:
+		*p = float32(x)
+	case *float64:
+		*p = x
+	case *complex64:
+		*p = complex(float32(x), 0)
+	case *complex128:
+		*p = complex(x, 0)
+	}
+	return out
+}

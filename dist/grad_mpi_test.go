@@ -1,0 +1,209 @@
+//go:build mpi
+
+package dist_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mgla/mgla/dist"
+)
+
+// TestGradientsFiniteDifferences checks each gradient Ā against the central
+// difference of its cost along a random symmetric direction E:
+// Σ Ā∘E ≈ (f(A+hE) − f(A−hE))/2h, float64, on every grid.
+func TestGradientsFiniteDifferences(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 31))
+	const h, tol = 1e-5, 1e-6
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		for _, s := range []struct{ n, nb int }{{1, 1}, {6, 4}, {9, 2}} {
+			n, k := s.n, 2
+			name := fmt.Sprintf("%dx%d n=%d nb=%d seed=%d", pq[0], pq[1], n, s.nb, seed)
+			a := real64(randomHPD[float64](rng, n))
+			b := real64(randomDense[float64](rng, n, k))
+			e := real64(randomDense[float64](rng, n, n))
+			for i := range n {
+				for j := range i {
+					e[i+j*n] = e[j+i*n]
+				}
+			}
+			wx := real64(randomDense[float64](rng, n, k))
+			wn := real64(randomDense[float64](rng, n, n))
+			distribute := func(x []float64, cols int) *dist.Matrix[float64] {
+				m, err := dist.FromReplicated(g, n, cols, s.nb, x)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return m
+			}
+			gather := func(m *dist.Matrix[float64]) []float64 {
+				x, err := m.Gather(-1)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return x
+			}
+			fd := func(f func(a []float64) float64) float64 {
+				plus, minus := append([]float64(nil), a...), append([]float64(nil), a...)
+				for i := range a {
+					plus[i] += h * e[i]
+					minus[i] -= h * e[i]
+				}
+				return (f(plus) - f(minus)) / (2 * h)
+			}
+			check := func(op string, abar []float64, f func(a []float64) float64) {
+				got, want := dot(abar, e), fd(f)
+				tol := tol
+				if op == "SyevdGrad" {
+					tol = 1e-5 // eigenvectors: the difference's error grows as the gaps shrink
+				}
+				if d := math.Abs(got - want); !(d <= tol*max(1, math.Abs(want))) {
+					t.Errorf("%s %s: Σ Ā∘E = %.10g, finite difference %.10g", name, op, got, want)
+				}
+			}
+			da, db := distribute(a, n), distribute(b, k)
+
+			// Potrs: f = Σ W∘X.
+			l, err := dist.Cholesky(da)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			x, err := dist.Potrs(da, db)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			abar, bbar, err := dist.PotrsGrad(l, x, distribute(wx, k))
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			potrsCost := func(a, b []float64) float64 {
+				x, err := dist.Potrs(distribute(a, n), distribute(b, k))
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return dot(gather(x), wx)
+			}
+			check("PotrsGrad Ā", gather(abar), func(a []float64) float64 { return potrsCost(a, b) })
+			eb := real64(randomDense[float64](rng, n, k))
+			bp, bm := append([]float64(nil), b...), append([]float64(nil), b...)
+			for i := range b {
+				bp[i] += h * eb[i]
+				bm[i] -= h * eb[i]
+			}
+			if got, want := dot(gather(bbar), eb), (potrsCost(a, bp)-potrsCost(a, bm))/(2*h); math.Abs(got-want) > tol*max(1, math.Abs(want)) {
+				t.Errorf("%s PotrsGrad B̄: %.10g, finite difference %.10g", name, got, want)
+			}
+
+			// Potri: f = Σ W∘A⁻¹.
+			inv, err := dist.Potri(da)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			abar, err = dist.PotriGrad(inv, distribute(wn, n))
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("PotriGrad", gather(abar), func(a []float64) float64 {
+				inv, err := dist.Potri(distribute(a, n))
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return dot(gather(inv), wn)
+			})
+
+			// LogDet: f = 3·log det A.
+			abar, err = dist.LogDetGrad(da, 3)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("LogDetGrad", gather(abar), func(a []float64) float64 {
+				ld, err := dist.LogDet(distribute(a, n))
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return 3 * ld
+			})
+
+			// Syevd: f = Σ c_i w_i + Σ_j d_j v_jᵀ G v_j (sign-free in V),
+			// V̄ = 2·G·V·diag(d).
+			c, d := real64(randomDense[float64](rng, n, 1)), real64(randomDense[float64](rng, n, 1))
+			gsym := append([]float64(nil), wn...)
+			for i := range n {
+				for j := range i {
+					gsym[i+j*n] = gsym[j+i*n]
+				}
+			}
+			eigCost := func(a []float64) float64 {
+				w, v, err := dist.Syevd(distribute(a, n), true)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				vf, f := gather(v), 0.0
+				for j := range n {
+					f += c[j] * w[j]
+					for p := range n {
+						for q := range n {
+							f += d[j] * vf[p+j*n] * gsym[p+q*n] * vf[q+j*n]
+						}
+					}
+				}
+				return f
+			}
+			// Well separated eigenvalues: A + diag(0, 3, 6, …).
+			a = append([]float64(nil), a...)
+			for i := range n {
+				a[i+i*n] += 3 * float64(i)
+			}
+			w, v, err := dist.Syevd(distribute(a, n), true)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			vf, vbar := gather(v), make([]float64, n*n)
+			for j := range n {
+				for p := range n {
+					for q := range n {
+						vbar[p+j*n] += 2 * gsym[p+q*n] * vf[q+j*n] * d[j]
+					}
+				}
+			}
+			abar, err = dist.SyevdGrad(w, v, c, distribute(vbar, n))
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("SyevdGrad", gather(abar), eigCost)
+		}
+	}
+}
+
+func TestGradientComplexRejected(t *testing.T) {
+	g := newGrid(t, 0, 0)
+	a, err := dist.FromReplicated(g, 3, 3, 2, []complex128{2, 0, 0, 0, 2, 0, 0, 0, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dist.LogDetGrad(a, 1)
+	errorsAgree(t, err)
+	if !errors.Is(err, dist.ErrComplexGradient) {
+		t.Fatalf("LogDetGrad of complex128: %v", err)
+	}
+}
+
+func real64(xs []complex128) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = real(x)
+	}
+	return out
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}

@@ -1,0 +1,186 @@
+//go:build mpi
+
+package dist
+
+/*
+#cgo pkg-config: ompi-c
+#cgo LDFLAGS: -lscalapack-openmpi
+#include <stdlib.h>
+#include "scalapack.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/mpi"
+	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/tensor"
+)
+
+// Grid is a P×Q grid of the processes of an MPI communicator, rank r at
+// process row r/Q and column r mod Q (BLACS row-major order), with its
+// BLACS context. Close frees the context; the communicator stays the
+// caller's.
+type Grid struct {
+	comm       *mpi.Comm
+	p, q       int
+	prow, pcol int
+	handle     C.int // BLACS system handle of the communicator
+	ctxt       C.int
+	closed     bool
+}
+
+// NewGrid makes the P×Q grid of comm's processes; p = q = 0 picks the
+// near-square grid (cyclic.NearSquareGrid). Every rank of comm must call it
+// with the same p and q, and p·q must be comm's size: otherwise every rank
+// gets the same error (ErrBadInput or ErrMismatch).
+func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
+	if comm == nil {
+		return nil, fmt.Errorf("%w: dist: NewGrid needs a communicator", ErrBadInput)
+	}
+	n := comm.Size()
+	if p == 0 && q == 0 {
+		p, q = cyclic.NearSquareGrid(n)
+	}
+	code := 0.0
+	if p < 1 || q < 1 || p*q != n {
+		code = 1
+	}
+	got, err := allReduce(comm, collective.Max, []float64{code, float64(p), -float64(p), float64(q), -float64(q)})
+	if err != nil {
+		return nil, err
+	}
+	if got[1] != -got[2] || got[3] != -got[4] {
+		return nil, fmt.Errorf("%w: dist: NewGrid: ranks ask for different grids (p in [%g, %g], q in [%g, %g])", ErrMismatch, -got[2], got[1], -got[4], got[3])
+	}
+	if got[0] != 0 {
+		return nil, fmt.Errorf("%w: dist: NewGrid: a %d×%d grid does not fit %d processes", ErrBadInput, p, q, n)
+	}
+	g := &Grid{comm: comm, p: p, q: q}
+	g.handle = C.Csys2blacs_handle(C.mgla_comm_f2c(C.int(comm.Fortran())))
+	g.ctxt = g.handle
+	row := C.CString("Row")
+	defer C.free(unsafe.Pointer(row))
+	C.Cblacs_gridinit(&g.ctxt, row, C.int(p), C.int(q))
+	var np, nq, mr, mc C.int
+	C.Cblacs_gridinfo(g.ctxt, &np, &nq, &mr, &mc)
+	g.prow, g.pcol = int(mr), int(mc)
+	if int(np) != p || int(nq) != q || g.prow*q+g.pcol != comm.Rank() {
+		return nil, fmt.Errorf("%w: dist: BLACS made a %d×%d grid with this rank %d at (%d,%d), want %d×%d", ErrEngine, np, nq, comm.Rank(), mr, mc, p, q)
+	}
+	return g, nil
+}
+
+// Shape is the grid's P×Q.
+func (g *Grid) Shape() (p, q int) { return g.p, g.q }
+
+// Coords is this process's row and column in the grid.
+func (g *Grid) Coords() (prow, pcol int) { return g.prow, g.pcol }
+
+// Comm is the communicator the grid was made from.
+func (g *Grid) Comm() *mpi.Comm { return g.comm }
+
+// Close frees the grid's BLACS context (collective: every rank calls it).
+func (g *Grid) Close() error {
+	if g == nil || g.closed {
+		return nil
+	}
+	g.closed = true
+	// The system handle stays: BLACS hands out one per communicator and
+	// gives the same one to the next grid on it.
+	C.Cblacs_gridexit(g.ctxt)
+	return nil
+}
+
+// allReduce is op over every rank's xs, on every rank.
+func allReduce(comm *mpi.Comm, op collective.ReduceOp, xs []float64) ([]float64, error) {
+	out := make([]float64, len(xs))
+	send, err := sharding.NewHostBuffer(xs)
+	if err != nil {
+		return nil, err
+	}
+	recv, err := sharding.NewHostBuffer(out)
+	if err != nil {
+		return nil, err
+	}
+	call := &collective.Call{Kind: collective.AllReduce, Op: op, Dtype: tensor.Float64, Count: len(xs),
+		Send: []sharding.Buffer{send}, Recv: []sharding.Buffer{recv}, Name: "dist"}
+	if err := comm.Do(call); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// failure is one rank's verdict before or after a ScaLAPACK call, in an
+// order of precedence: the largest code on any rank wins on every rank.
+type failure struct {
+	code  int // 0: none; see the constants
+	minor int // for notSPD: ScaLAPACK's INFO (global 1-based order)
+	msg   string
+}
+
+const (
+	okCode = iota
+	notSPDCode
+	nonFiniteCode
+	engineCode
+	mismatchCode
+	badInputCode
+)
+
+// agree combines every rank's failure into one error, the same on every
+// rank: the worst code, the smallest minor for that code, and the message
+// of the lowest rank with it (as text agreed by code, not sent).
+func (g *Grid) agree(op string, f failure) error {
+	minor := math.Inf(1)
+	if f.code == notSPDCode {
+		minor = float64(f.minor)
+	}
+	got, err := allReduce(g.comm, collective.Max, []float64{float64(f.code), -minor})
+	if err != nil {
+		return fmt.Errorf("dist: %s: agreeing on the outcome: %w", op, err)
+	}
+	switch int(got[0]) {
+	case okCode:
+		return nil
+	case notSPDCode:
+		return fmt.Errorf("%w: dist: %s: the leading minor of order %d is not positive definite", ErrNotPositiveDefinite, op, int(-got[1]))
+	case nonFiniteCode:
+		return fmt.Errorf("%w: dist: %s: the input holds NaN or Inf", ErrNonFinite, op)
+	case engineCode:
+		return fmt.Errorf("%w: dist: %s: ScaLAPACK failed on some rank", ErrEngine, op)
+	case mismatchCode:
+		return fmt.Errorf("%w: dist: %s: ranks disagree on shapes, block sizes or element types", ErrMismatch, op)
+	default:
+		return fmt.Errorf("%w: dist: %s: bad shapes on some rank", ErrBadInput, op)
+	}
+}
+
+// agreeShape checks that every rank passes the same numbers (shapes, block
+// sizes, dtype code), and returns ErrMismatch on every rank if not, or the
+// local failure f agreed.
+func (g *Grid) agreeShape(op string, f failure, nums ...int) error {
+	xs := make([]float64, 0, 2*len(nums)+1)
+	xs = append(xs, float64(f.code))
+	for _, n := range nums {
+		xs = append(xs, float64(n), -float64(n))
+	}
+	got, err := allReduce(g.comm, collective.Max, xs)
+	if err != nil {
+		return fmt.Errorf("dist: %s: agreeing on the shapes: %w", op, err)
+	}
+	for i := range nums {
+		if got[1+2*i] != -got[2+2*i] {
+			return fmt.Errorf("%w: dist: %s: ranks disagree on shapes, block sizes or element types (argument %d ranges over [%g, %g])", ErrMismatch, op, i, -got[2+2*i], got[1+2*i])
+		}
+	}
+	if got[0] != okCode {
+		return g.agree(op, f)
+	}
+	return nil
+}
