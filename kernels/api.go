@@ -60,12 +60,11 @@ func potrfC128(n int, a []complex128, lda int) error {
 	if err := CheckFinite(n, n, a, lda, true); err != nil {
 		return err
 	}
-	handled, info := potrfNativeC128(n, a, lda)
-	if !handled {
-		info = zpotrf(n, a, lda)
-	}
-	if info > 0 {
-		return potrfInfo(info, isFinite128(a[info-1+(info-1)*lda]))
+	if info := zpotrf(n, a, lda); info > 0 {
+		if d := a[info-1+(info-1)*lda]; !isFinite128(d) {
+			return &NonFiniteError{Row: info - 1, Col: info - 1}
+		}
+		return &NotPositiveDefiniteError{Order: info}
 	}
 	for j := 1; j < n; j++ {
 		clear(a[j*lda : j*lda+j])
@@ -148,9 +147,6 @@ func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
 	}
-	if nrhs == 0 || potrsNativeC128(n, nrhs, l, ldl, b, ldb) {
-		return nil
-	}
 	// The solver reads full diagonal blocks of L: use a clean copy when the
 	// strict upper triangle is not zero.
 	if !strictUpperZero(n, l, ldl) {
@@ -219,13 +215,6 @@ func Potri[T Scalar](n int, l []T, ldl int) error {
 func potriC128(n int, l []complex128, ldl int) error {
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
-	}
-	if handled, info := potriNativeC128(n, l, ldl); handled {
-		if info > 0 {
-			return checkCholDiagC(n, l, ldl)
-		}
-		mirrorLowerC128(n, l, ldl)
-		return nil
 	}
 	for j := 1; j < n; j++ {
 		clear(l[j*ldl : j*ldl+j])
@@ -388,19 +377,6 @@ func symmetrizeReal[F float32 | float64](n int, a []F, lda int) {
 			v := (a[i+j*lda] + a[j+i*lda]) / 2
 			a[i+j*lda] = v
 			a[j+i*lda] = v
-		}
-	}
-}
-
-// mirrorLowerC128 makes a exactly Hermitian from its lower triangle: the
-// strict upper triangle gets the conjugates, the diagonal a zero imaginary
-// part.
-func mirrorLowerC128(n int, a []complex128, lda int) {
-	for j := 0; j < n; j++ {
-		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
-		for i := j + 1; i < n; i++ {
-			v := a[i+j*lda]
-			a[j+i*lda] = complex(real(v), -imag(v))
 		}
 	}
 }

@@ -57,17 +57,7 @@ func checkFiniteF32(rows, cols int, a []float32, lda int, lowerOnly bool) error 
 // complex matrices; lda counts elements), from the diagonal down with
 // lowerOnly, and reports the first non-finite element it finds.
 func scanColumns[F float32 | float64](rows, cols int, f []F, lda, per int, lowerOnly bool, first func([]F) int) error {
-	if lowerOnly && rows == cols {
-		return eachTrianglePart(cols, func(j0, j1 int) error {
-			return scanColumnRun(j0, j1, rows, f, lda, per, true, first)
-		})
-	}
-	return scanColumnRun(0, cols, rows, f, lda, per, lowerOnly, first)
-}
-
-// scanColumnRun is scanColumns on the columns j0…j1.
-func scanColumnRun[F float32 | float64](j0, j1, rows int, f []F, lda, per int, lowerOnly bool, first func([]F) int) error {
-	for j := j0; j < j1; j++ {
+	for j := 0; j < cols; j++ {
 		i0 := 0
 		if lowerOnly {
 			i0 = j

@@ -16,16 +16,7 @@ func potrfF64(n int, a []float64, lda int) error {
 	if n == 0 {
 		return nil
 	}
-	if handled, info := potrfNativeF64(n, a, lda); handled {
-		if info > 0 {
-			return potrfInfo(info, isFinite64(a[info-1+(info-1)*lda]))
-		}
-		zeroStrictUpperF64(n, a, lda)
-		// An entry of L that overflowed feeds every later pivot of its row
-		// (LAPACK then stops with info > 0, above) or is on the diagonal:
-		// the diagonal is the whole check.
-		return checkCholDiagFinite(n, a, lda)
-	} else if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
+	if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
 		return potrfFailure(n, a, lda)
 	}
 	zeroStrictUpperF64(n, a, lda)
@@ -50,35 +41,10 @@ func potrfFailure(n int, a []float64, lda int) error {
 	return &NotPositiveDefiniteError{Order: n}
 }
 
-// potrfInfo is the error of a factorization that stopped at the 1-based
-// leading minor info, whose pivot was finite or not.
-func potrfInfo(info int, finitePivot bool) error {
-	if !finitePivot {
-		return &NonFiniteError{Row: info - 1, Col: info - 1}
-	}
-	return &NotPositiveDefiniteError{Order: info}
-}
-
-// checkCholDiagFinite reports the first non-finite diagonal entry of a
-// factor as ErrNonFinite.
-func checkCholDiagFinite(n int, l []float64, ldl int) error {
-	for i := range n {
-		if !isFinite64(l[i+i*ldl]) {
-			return &NonFiniteError{Row: i, Col: i}
-		}
-	}
-	return nil
-}
-
 func zeroStrictUpperF64(n int, a []float64, lda int) {
-	// Column j of the strict upper triangle holds j entries: the triangle
-	// read from the right, so the parts are taken mirrored.
-	eachTrianglePart(n, func(j0, j1 int) error {
-		for j := max(1, n-j1); j < n-j0; j++ {
-			clear(a[j*lda : j*lda+j])
-		}
-		return nil
-	})
+	for j := 1; j < n; j++ {
+		clear(a[j*lda : j*lda+j])
+	}
 }
 
 // checkCholDiag returns NotPositiveDefiniteError{i+1} for the first diagonal
@@ -98,9 +64,6 @@ func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
 		return err
 	}
 	if n == 0 || nrhs == 0 {
-		return nil
-	}
-	if potrsNativeF64(n, nrhs, l, ldl, b, ldb) {
 		return nil
 	}
 	trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
@@ -155,11 +118,7 @@ func potriF64(n int, l []float64, ldl int) error {
 	if n == 0 {
 		return nil
 	}
-	if handled, info := potriNativeF64(n, l, ldl); handled {
-		if info > 0 {
-			return checkCholDiagF64(n, l, ldl)
-		}
-	} else if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
+	if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
 		// Dtrtri found an exactly zero diagonal entry: excluded above, but
 		// keep the contract if the backend disagrees.
 		return checkCholDiagF64(n, l, ldl)
@@ -171,16 +130,7 @@ func potriF64(n int, l []float64, ldl int) error {
 // mirrorLowerF64 copies the strict lower triangle into the strict upper one.
 func mirrorLowerF64(n int, a []float64, lda int) {
 	const bs = 64 // blocked transpose copy for cache friendliness
-	eachTrianglePart(n, func(j0, j1 int) error {
-		mirrorLowerRun(j0, j1, n, a, lda, bs)
-		return nil
-	})
-}
-
-// mirrorLowerRun mirrors the column blocks of width bs that start in
-// j0…j1, so that the runs of a partition of the columns share no block.
-func mirrorLowerRun(j0, j1, n int, a []float64, lda, bs int) {
-	for jb := (j0 + bs - 1) / bs * bs; jb < j1; jb += bs {
+	for jb := 0; jb < n; jb += bs {
 		for ib := jb; ib < n; ib += bs {
 			for j := jb; j < min(jb+bs, n); j++ {
 				for i := max(ib, j+1); i < min(ib+bs, n); i++ {

@@ -243,7 +243,17 @@ func dsymvLower(n int, a []float64, lda int, x, y []float64) {
 		return
 	}
 	nw = min(nw, 4)
-	bounds := triangleParts(n, nw)
+	// Column boundaries with equal triangle area: area(0..c) = n·c − c²/2.
+	bounds := make([]int, nw+1)
+	total := float64(n) * float64(n) / 2
+	for p := 1; p < nw; p++ {
+		target := total * float64(p) / float64(nw)
+		// solve n·c − c²/2 = target
+		fn := float64(n)
+		c := fn - math.Sqrt(fn*fn-2*target)
+		bounds[p] = min(n, max(bounds[p-1], int(c)))
+	}
+	bounds[nw] = n
 	bufs := make([][]float64, nw)
 	var wg sync.WaitGroup
 	for p := 0; p < nw; p++ {
