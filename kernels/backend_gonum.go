@@ -16,9 +16,31 @@ var (
 	blasImpl   blasReal = gonum.Implementation{}
 )
 
-// syevdNative would run a native Dsyevd; the pure-Go build has none, so it
-// reports that it did not handle the call.
+// The native hooks would run column-major LAPACK routines in place; the
+// pure-Go build has none, so each reports that it did not handle the call and
+// the kernels use their own code (backend_openblas.go has the real ones).
+
+func potrfNative(n int, a []float64, lda int) (info int, handled bool) { return 0, false }
+
+func potrsNative(n, nrhs int, l []float64, ldl int, b []float64, ldb int) (handled bool) {
+	return false
+}
+
+func potriNative(n int, l []float64, ldl int) (info int, handled bool) { return 0, false }
+
 func syevdNative(n int, a []float64, lda int, w []float64, vectors bool) (handled bool, err error) {
+	return false, nil
+}
+
+func zpotrfNative(n int, a []complex128, lda int) (info int, handled bool) { return 0, false }
+
+func zpotrsNative(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) (handled bool) {
+	return false
+}
+
+func zpotriNative(n int, l []complex128, ldl int) (info int, handled bool) { return 0, false }
+
+func heevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (handled bool, err error) {
 	return false, nil
 }
 

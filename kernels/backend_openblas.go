@@ -2,8 +2,10 @@
 
 package kernels
 
-// This file routes the float64 (and through it the float32) kernels through
-// OpenBLAS and the reference LAPACKE interface via gonum.org/v1/netlib. Build
+// This file routes the kernels through OpenBLAS: Cholesky, solve, inverse and
+// the eigensolver (float64 and complex128, and through them float32 and
+// complex64) call LAPACK's column-major routines directly (lapack_openblas.go);
+// the remaining real BLAS/LAPACK calls go through gonum.org/v1/netlib. Build
 // with
 //
 //	CGO_LDFLAGS='-llapacke -lopenblas' go build -tags openblas
@@ -16,7 +18,6 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gonum.org/v1/netlib/blas/netlib"
-	"gonum.org/v1/netlib/lapack/lapacke"
 	lapacknetlib "gonum.org/v1/netlib/lapack/netlib"
 )
 
@@ -29,27 +30,47 @@ var (
 	blasImpl   blasReal = netlib.Implementation{}
 )
 
-// syevdNative runs LAPACK's Dsyevd (divide and conquer) on the lower triangle
-// of the column-major a. The LAPACKE row-major interface sees the transpose,
-// that is the upper triangle of the same symmetric matrix; its eigenvectors
-// come back as rows, so they are transposed in place at the end.
+// The native hooks below run the column-major LAPACK routines of
+// lapack_openblas.go on the kernels' own storage (lower triangle, no
+// transposition). Each reports handled = true; the pure-Go build's versions
+// (backend_gonum.go) report false and the kernels use their own code.
+
+func potrfNative(n int, a []float64, lda int) (info int, handled bool) {
+	return dpotrfLAPACK(n, a, lda), true
+}
+
+func potrsNative(n, nrhs int, l []float64, ldl int, b []float64, ldb int) (handled bool) {
+	dpotrsLAPACK(n, nrhs, l, ldl, b, ldb) // info < 0 only for bad arguments, checked by the caller
+	return true
+}
+
+func potriNative(n int, l []float64, ldl int) (info int, handled bool) {
+	return dpotriLAPACK(n, l, ldl), true
+}
+
 func syevdNative(n int, a []float64, lda int, w []float64, vectors bool) (handled bool, err error) {
-	jobz := byte('N')
-	if vectors {
-		jobz = 'V'
-	}
-	work := make([]float64, 1)
-	iwork := make([]int32, 1)
-	lapacke.Dsyevd(jobz, 'U', n, a, lda, w, work, -1, iwork, -1)
-	lwork := int(work[0])
-	liwork := int(iwork[0])
-	work = make([]float64, max(1, lwork))
-	iwork = make([]int32, max(1, liwork))
-	if !lapacke.Dsyevd(jobz, 'U', n, a, lda, w, work, lwork, iwork, liwork) {
+	if dsyevdLAPACK(n, a, lda, w, vectors) != 0 {
 		return true, fmt.Errorf("%w (LAPACK dsyevd)", ErrNoConvergence)
 	}
-	if vectors {
-		transposeSquare(n, a, lda)
+	return true, nil
+}
+
+func zpotrfNative(n int, a []complex128, lda int) (info int, handled bool) {
+	return zpotrfLAPACK(n, a, lda), true
+}
+
+func zpotrsNative(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) (handled bool) {
+	zpotrsLAPACK(n, nrhs, l, ldl, b, ldb)
+	return true
+}
+
+func zpotriNative(n int, l []complex128, ldl int) (info int, handled bool) {
+	return zpotriLAPACK(n, l, ldl), true
+}
+
+func heevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (handled bool, err error) {
+	if zheevdLAPACK(n, a, lda, w, vectors) != 0 {
+		return true, fmt.Errorf("%w (LAPACK zheevd)", ErrNoConvergence)
 	}
 	return true, nil
 }

@@ -16,7 +16,11 @@ func potrfF64(n int, a []float64, lda int) error {
 	if n == 0 {
 		return nil
 	}
-	if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
+	if info, ok := potrfNative(n, a, lda); ok {
+		if info > 0 {
+			return cholFailure(info, a[info-1+(info-1)*lda])
+		}
+	} else if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
 		return potrfFailure(n, a, lda)
 	}
 	zeroStrictUpperF64(n, a, lda)
@@ -39,6 +43,16 @@ func potrfFailure(n int, a []float64, lda int) error {
 		}
 	}
 	return &NotPositiveDefiniteError{Order: n}
+}
+
+// cholFailure is the error for a LAPACK ?potrf that stopped at the 1-based
+// order info with pivot d on the diagonal: NaN there means the input (or an
+// update) was not finite, anything else that the minor is not positive definite.
+func cholFailure(info int, d float64) error {
+	if d != d {
+		return &NonFiniteError{Row: info - 1, Col: info - 1}
+	}
+	return &NotPositiveDefiniteError{Order: info}
 }
 
 func zeroStrictUpperF64(n int, a []float64, lda int) {
@@ -64,6 +78,9 @@ func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
 		return err
 	}
 	if n == 0 || nrhs == 0 {
+		return nil
+	}
+	if potrsNative(n, nrhs, l, ldl, b, ldb) {
 		return nil
 	}
 	trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
@@ -118,7 +135,11 @@ func potriF64(n int, l []float64, ldl int) error {
 	if n == 0 {
 		return nil
 	}
-	if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
+	if info, ok := potriNative(n, l, ldl); ok {
+		if info > 0 {
+			return checkCholDiagF64(n, l, ldl)
+		}
+	} else if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
 		// Dtrtri found an exactly zero diagonal entry: excluded above, but
 		// keep the contract if the backend disagrees.
 		return checkCholDiagF64(n, l, ldl)

@@ -382,6 +382,15 @@ func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error 
 			}
 		}
 	}
+	if handled, err := heevdNative(n, a, lda, w, vectors); handled {
+		if err != nil {
+			return err
+		}
+		for i := range w[:n] {
+			w[i] /= scale
+		}
+		return nil
+	}
 	d := make([]float64, n)
 	e := make([]float64, n-1)
 	tau := make([]complex128, n-1)
