@@ -119,11 +119,16 @@
 // # Build tag openblas
 //
 // Built with -tags openblas (and cgo, CGO_LDFLAGS='-llapacke -lopenblas',
-// Debian packages libopenblas-dev and liblapacke-dev) the float64 kernels,
-// and through them float32, use OpenBLAS and LAPACKE through
-// gonum.org/v1/netlib: dpotrf/dpotri, cblas dtrsm/dgemm/sgemm, and dsyevd for
-// the real eigenproblem. The complex kernels keep their pure-Go algorithms
-// but run their matrix products through OpenBLAS zgemm. The constant Backend
-// reports the active backend. Results agree with the pure-Go build to
-// rounding; the same tests run under both.
+// Debian packages libopenblas-dev and liblapacke-dev) Potrf, Potrs, Potri and
+// Syevd call LAPACK's column-major Fortran routines directly, in place on the
+// caller's column-major storage (no transposition, no copy): dpotrf, dpotrs,
+// dpotri, dsyevd for float64 (and, widened, float32) and zpotrf, zpotrs,
+// zpotri, zheevd for complex128 (and, widened, complex64). The other real
+// BLAS calls (cblas dtrsm/dgemm/sgemm) go through gonum.org/v1/netlib, and
+// the pure-Go complex helpers run their products through OpenBLAS zgemm. The
+// constant Backend reports the active backend. Results agree with the pure-Go
+// build to rounding; the same tests run under both, and TestLAPACKDirect
+// compares the direct calls with the pure-Go routines. BenchmarkPotrsVsLAPACK,
+// BenchmarkPotriVsLAPACK and BenchmarkSyevdVsLAPACK time the kernels against
+// the bare LAPACK calls in the same process ("x-vs-lapack").
 package kernels
