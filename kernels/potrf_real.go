@@ -20,7 +20,14 @@ func potrfF64(n int, a []float64, lda int) error {
 		if info > 0 {
 			return cholFailure(info, a[info-1+(info-1)*lda])
 		}
-	} else if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
+		// LAPACK's dpotrf forms each diagonal entry from all the entries
+		// left of it (l_jj² = a_jj − Σ l_jk²) and stops at one that is not
+		// > 0 or is NaN, so a successful factorization holds no Inf or NaN:
+		// the overflow scan below is not needed.
+		zeroStrictUpperF64(n, a, lda)
+		return nil
+	}
+	if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
 		return potrfFailure(n, a, lda)
 	}
 	zeroStrictUpperF64(n, a, lda)

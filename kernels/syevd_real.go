@@ -12,11 +12,20 @@ import (
 // back-transformation (dormqr). With the openblas tag the whole computation is
 // LAPACK's dsyevd instead.
 func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
-	if err := checkFiniteF64(n, n, a, lda, true); err != nil {
-		return err
-	}
 	if n == 0 {
 		return nil
+	}
+	// Scale a matrix with a norm far from 1 into a safe range (as dsyev).
+	// The same pass finds NaN and Inf (max propagates NaN); only then is the
+	// matrix scanned again for the position of the first one.
+	anrm := 0.0
+	for j := 0; j < n; j++ {
+		for _, v := range a[j*lda+j : j*lda+n] {
+			anrm = max(anrm, math.Abs(v))
+		}
+	}
+	if !(anrm <= math.MaxFloat64) {
+		return checkFiniteF64(n, n, a, lda, true)
 	}
 	if n == 1 {
 		w[0] = a[0]
@@ -24,13 +33,6 @@ func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
 			a[0] = 1
 		}
 		return nil
-	}
-	// Scale a matrix with a norm far from 1 into a safe range (as dsyev).
-	anrm := 0.0
-	for j := 0; j < n; j++ {
-		for _, v := range a[j*lda+j : j*lda+n] {
-			anrm = max(anrm, math.Abs(v))
-		}
 	}
 	const (
 		safmin = 0x1p-1022
