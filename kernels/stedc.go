@@ -10,10 +10,6 @@ import (
 	"gonum.org/v1/gonum/lapack"
 )
 
-// ErrNoConvergence reports that an iterative eigenvalue algorithm did not
-// converge (LAPACK's info > 0 from the eigensolvers).
-var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")
-
 // Tridiagonal divide and conquer (Cuppen's method as in LAPACK's dstedc /
 // dlaed0–dlaed4): the matrix is cut in two by a rank-one tear, both halves are
 // solved recursively and the halves are merged by solving the secular
