@@ -155,25 +155,19 @@ func potriF64(n int, l []float64, ldl int) error {
 	return nil
 }
 
-// mirrorLowerF64 copies the strict lower triangle into the strict upper one.
+// mirrorLowerF64 copies the strict lower triangle into the strict upper one,
+// by square blocks that stay in cache; within a block each destination column
+// is written contiguously (row i of the lower triangle into column i).
 func mirrorLowerF64(n int, a []float64, lda int) {
-	const bs = 64 // blocked transpose copy for cache friendliness
-	for jb := 0; jb < n; jb += bs {
-		for ib := jb; ib < n; ib += bs {
-			for j := jb; j < min(jb+bs, n); j++ {
-				for i := max(ib, j+1); i < min(ib+bs, n); i++ {
-					a[j+i*lda] = a[i+j*lda]
+	const bs = 64
+	for ib := 0; ib < n; ib += bs {
+		for jb := 0; jb <= ib; jb += bs {
+			for i := ib; i < min(ib+bs, n); i++ {
+				dst := a[i*lda : i*lda+i]
+				for j := jb; j < min(jb+bs, i); j++ {
+					dst[j] = a[i+j*lda]
 				}
 			}
-		}
-	}
-}
-
-// transposeSquare transposes the n×n matrix a in place.
-func transposeSquare(n int, a []float64, lda int) {
-	for j := 0; j < n; j++ {
-		for i := j + 1; i < n; i++ {
-			a[i+j*lda], a[j+i*lda] = a[j+i*lda], a[i+j*lda]
 		}
 	}
 }
