@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
+)
 
 // Potrf computes the Cholesky factorization A = L·Lᴴ of the n×n
 // Hermitian (real: symmetric) positive definite matrix A, column-major with
@@ -60,7 +64,7 @@ func potrfC128(n int, a []complex128, lda int) error {
 	if err := CheckFinite(n, n, a, lda, true); err != nil {
 		return err
 	}
-	info, ok := zpotrfNative(n, a, lda)
+	info, ok := cpubackend.ZpotrfNative(n, a, lda)
 	if !ok {
 		info = zpotrf(n, a, lda)
 	}
@@ -152,7 +156,7 @@ func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
 	}
-	if zpotrsNative(n, nrhs, l, ldl, b, ldb) {
+	if cpubackend.ZpotrsNative(n, nrhs, l, ldl, b, ldb) {
 		return nil
 	}
 	// The solver reads full diagonal blocks of L: use a clean copy when the
@@ -224,7 +228,7 @@ func potriC128(n int, l []complex128, ldl int) error {
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
 	}
-	if info, ok := zpotriNative(n, l, ldl); ok {
+	if info, ok := cpubackend.ZpotriNative(n, l, ldl); ok {
 		if info > 0 { // a zero diagonal entry: excluded above
 			return &NotPositiveDefiniteError{Order: info}
 		}

@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"gonum.org/v1/gonum/blas"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // Real (float64) Cholesky kernels on column-major storage through the
@@ -16,7 +18,7 @@ func potrfF64(n int, a []float64, lda int) error {
 	if n == 0 {
 		return nil
 	}
-	if info, ok := potrfNative(n, a, lda); ok {
+	if info, ok := cpubackend.DpotrfNative(n, a, lda); ok {
 		if info > 0 {
 			return cholFailure(info, a[info-1+(info-1)*lda])
 		}
@@ -27,7 +29,7 @@ func potrfF64(n int, a []float64, lda int) error {
 		zeroStrictUpperF64(n, a, lda)
 		return nil
 	}
-	if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
+	if !cpubackend.LAPACK.Dpotrf(blas.Upper, n, a, lda) {
 		return potrfFailure(n, a, lda)
 	}
 	zeroStrictUpperF64(n, a, lda)
@@ -87,7 +89,7 @@ func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
 	if n == 0 || nrhs == 0 {
 		return nil
 	}
-	if potrsNative(n, nrhs, l, ldl, b, ldb) {
+	if cpubackend.DpotrsNative(n, nrhs, l, ldl, b, ldb) {
 		return nil
 	}
 	trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
@@ -106,13 +108,13 @@ func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, l
 	}
 	const nb = 128
 	if n < 8 || m <= nb {
-		blasImpl.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+		cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
 		return
 	}
 	if !trans {
 		for i0 := 0; i0 < m; i0 += nb {
 			ib := min(nb, m-i0)
-			blasImpl.Dtrsm(blas.Right, blas.Upper, blas.NoTrans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+			cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blas.NoTrans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
 			if i0+ib < m {
 				dgemmCol(false, false, m-i0-ib, n, ib, -1, l[i0+ib+i0*ldl:], ldl, b[i0:], ldb, 1, b[i0+ib:], ldb)
 			}
@@ -121,7 +123,7 @@ func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, l
 	}
 	for i0 := (m - 1) / nb * nb; i0 >= 0; i0 -= nb {
 		ib := min(nb, m-i0)
-		blasImpl.Dtrsm(blas.Right, blas.Upper, blas.Trans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+		cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blas.Trans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
 		if i0 > 0 {
 			dgemmCol(true, false, i0, n, ib, -1, l[i0:], ldl, b[i0:], ldb, 1, b, ldb)
 		}
@@ -132,7 +134,7 @@ func trsmLowerLeftF32(trans bool, m, n int, l []float32, ldl int, b []float32, l
 	if m == 0 || n == 0 {
 		return
 	}
-	blasImpl.Strsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+	cpubackend.BLAS.Strsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
 }
 
 func potriF64(n int, l []float64, ldl int) error {
@@ -142,11 +144,11 @@ func potriF64(n int, l []float64, ldl int) error {
 	if n == 0 {
 		return nil
 	}
-	if info, ok := potriNative(n, l, ldl); ok {
+	if info, ok := cpubackend.DpotriNative(n, l, ldl); ok {
 		if info > 0 {
 			return checkCholDiagF64(n, l, ldl)
 		}
-	} else if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
+	} else if !cpubackend.LAPACK.Dpotri(blas.Upper, n, l, ldl) {
 		// Dtrtri found an exactly zero diagonal entry: excluded above, but
 		// keep the contract if the backend disagrees.
 		return checkCholDiagF64(n, l, ldl)

@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/lapack"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // Tridiagonal divide and conquer (Cuppen's method as in LAPACK's dstedc /
@@ -158,7 +160,7 @@ func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) error {
 		w.steqrZ = zz
 		wk := grow(w.steqrW, max(1, 2*(m-1)))
 		w.steqrW = wk
-		if !lapackImpl.Dsteqr(lapack.EVTridiag, m, d, e, zz, m, wk) {
+		if !cpubackend.LAPACK.Dsteqr(lapack.EVTridiag, m, d, e, zz, m, wk) {
 			return ErrNoConvergence
 		}
 		// zz is row-major with eigenvectors in columns.

@@ -1,6 +1,6 @@
 //go:build openblas
 
-package kernels
+package cpubackend
 
 // This file calls LAPACK's column-major Fortran routines (dpotrf_, zheevd_,
 // ...) as linked from OpenBLAS. The kernels' matrices are column-major
@@ -74,23 +74,23 @@ func jobzOf(vectors bool) C.char {
 	return 'N'
 }
 
-// dpotrfLAPACK runs dpotrf('L') in place and returns LAPACK's info.
-func dpotrfLAPACK(n int, a []float64, lda int) int {
+// DpotrfLAPACK runs dpotrf('L') in place and returns LAPACK's info.
+func DpotrfLAPACK(n int, a []float64, lda int) int {
 	return int(C.mgla_dpotrf(lapackInt(n), (*C.double)(&a[0]), lapackInt(lda)))
 }
 
-// dpotrsLAPACK runs dpotrs('L'): L is read from the lower triangle only.
-func dpotrsLAPACK(n, nrhs int, l []float64, ldl int, b []float64, ldb int) int {
+// DpotrsLAPACK runs dpotrs('L'): L is read from the lower triangle only.
+func DpotrsLAPACK(n, nrhs int, l []float64, ldl int, b []float64, ldb int) int {
 	return int(C.mgla_dpotrs(lapackInt(n), lapackInt(nrhs), (*C.double)(&l[0]), lapackInt(ldl), (*C.double)(&b[0]), lapackInt(ldb)))
 }
 
-// dpotriLAPACK runs dpotri('L'): the lower triangle becomes that of A⁻¹.
-func dpotriLAPACK(n int, l []float64, ldl int) int {
+// DpotriLAPACK runs dpotri('L'): the lower triangle becomes that of A⁻¹.
+func DpotriLAPACK(n int, l []float64, ldl int) int {
 	return int(C.mgla_dpotri(lapackInt(n), (*C.double)(&l[0]), lapackInt(ldl)))
 }
 
-// dsyevdLAPACK runs dsyevd(jobz, 'L') with an optimal workspace.
-func dsyevdLAPACK(n int, a []float64, lda int, w []float64, vectors bool) int {
+// DsyevdLAPACK runs dsyevd(jobz, 'L') with an optimal workspace.
+func DsyevdLAPACK(n int, a []float64, lda int, w []float64, vectors bool) int {
 	jobz := jobzOf(vectors)
 	var wq C.double
 	var iwq C.int
@@ -101,23 +101,23 @@ func dsyevdLAPACK(n int, a []float64, lda int, w []float64, vectors bool) int {
 		(*C.double)(&work[0]), lapackInt(len(work)), (*C.int)(unsafe.Pointer(&iwork[0])), lapackInt(len(iwork))))
 }
 
-// zpotrfLAPACK runs zpotrf('L') in place and returns LAPACK's info.
-func zpotrfLAPACK(n int, a []complex128, lda int) int {
+// ZpotrfLAPACK runs zpotrf('L') in place and returns LAPACK's info.
+func ZpotrfLAPACK(n int, a []complex128, lda int) int {
 	return int(C.mgla_zpotrf(lapackInt(n), unsafe.Pointer(&a[0]), lapackInt(lda)))
 }
 
-// zpotrsLAPACK runs zpotrs('L'): L is read from the lower triangle only.
-func zpotrsLAPACK(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) int {
+// ZpotrsLAPACK runs zpotrs('L'): L is read from the lower triangle only.
+func ZpotrsLAPACK(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) int {
 	return int(C.mgla_zpotrs(lapackInt(n), lapackInt(nrhs), unsafe.Pointer(&l[0]), lapackInt(ldl), unsafe.Pointer(&b[0]), lapackInt(ldb)))
 }
 
-// zpotriLAPACK runs zpotri('L'): the lower triangle becomes that of A⁻¹.
-func zpotriLAPACK(n int, l []complex128, ldl int) int {
+// ZpotriLAPACK runs zpotri('L'): the lower triangle becomes that of A⁻¹.
+func ZpotriLAPACK(n int, l []complex128, ldl int) int {
 	return int(C.mgla_zpotri(lapackInt(n), unsafe.Pointer(&l[0]), lapackInt(ldl)))
 }
 
-// zheevdLAPACK runs zheevd(jobz, 'L') with an optimal workspace.
-func zheevdLAPACK(n int, a []complex128, lda int, w []float64, vectors bool) int {
+// ZheevdLAPACK runs zheevd(jobz, 'L') with an optimal workspace.
+func ZheevdLAPACK(n int, a []complex128, lda int, w []float64, vectors bool) int {
 	jobz := jobzOf(vectors)
 	var wq [2]float64 // one complex value
 	var rwq C.double
