@@ -11,9 +11,12 @@ import (
 // layers is what each package of the module may import from the module,
 // as its doc comment says: a name allows that package and the packages
 // under it ("kernels" allows kernels/cusolver); "mgla" is the root package.
-// Packages not listed (the kernels themselves, the engines under collective)
-// state their own rules.
+// Packages not listed (the engines under collective) state their own rules.
 var layers = map[string][]string{
+	"kernels/cpubackend":    {},
+	"kernels/ptx":           {},
+	"kernels":               {"kernels/cpubackend"},
+	"kernels/cusolver":      {"kernels", "internal/libpath"},
 	"cyclic":                {},
 	"sharding":              {"cyclic", "kernels"},
 	"ops":                   {"cyclic", "sharding", "kernels"},

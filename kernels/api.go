@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
+)
 
 // Potrf computes the Cholesky factorization A = L·Lᴴ of the n×n
 // Hermitian (real: symmetric) positive definite matrix A, column-major with
@@ -60,7 +64,11 @@ func potrfC128(n int, a []complex128, lda int) error {
 	if err := CheckFinite(n, n, a, lda, true); err != nil {
 		return err
 	}
-	if info := zpotrf(n, a, lda); info > 0 {
+	info, ok := cpubackend.ZpotrfNative(n, a, lda)
+	if !ok {
+		info = zpotrf(n, a, lda)
+	}
+	if info > 0 {
 		if d := a[info-1+(info-1)*lda]; !isFinite128(d) {
 			return &NonFiniteError{Row: info - 1, Col: info - 1}
 		}
@@ -119,13 +127,14 @@ func Potrs[T Scalar](n, nrhs int, l []T, ldl int, b []T, ldb int) error {
 		if nrhs == 0 {
 			return nil
 		}
-		// L is read widened inside the solver; B is solved in complex128.
+		// L and B are widened; the solve runs in complex128.
 		bw := make([]complex128, n*nrhs)
 		widenC64(n, nrhs, bc, ldb, bw, n)
 		lw := make([]complex128, n*n)
 		widenLowerC64(n, lc, ldl, lw, n)
-		ztrsmLowerLeft(false, n, nrhs, lw, n, bw, n)
-		ztrsmLowerLeft(true, n, nrhs, lw, n, bw, n)
+		if err := potrsC(n, nrhs, lw, n, bw, n); err != nil {
+			return err
+		}
 		if err := narrowC128(n, nrhs, bw, n, bc, ldb); err != nil {
 			return err
 		}
@@ -146,6 +155,9 @@ func checkCholDiagC[S complexStore](n int, l []S, ldl int) error {
 func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error {
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
+	}
+	if cpubackend.ZpotrsNative(n, nrhs, l, ldl, b, ldb) {
+		return nil
 	}
 	// The solver reads full diagonal blocks of L: use a clean copy when the
 	// strict upper triangle is not zero.
@@ -216,6 +228,13 @@ func potriC128(n int, l []complex128, ldl int) error {
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
 	}
+	if info, ok := cpubackend.ZpotriNative(n, l, ldl); ok {
+		if info > 0 { // a zero diagonal entry: excluded above
+			return &NotPositiveDefiniteError{Order: info}
+		}
+		hermitianFromLower(n, l, ldl)
+		return nil
+	}
 	for j := 1; j < n; j++ {
 		clear(l[j*ldl : j*ldl+j])
 	}
@@ -223,6 +242,18 @@ func potriC128(n int, l []complex128, ldl int) error {
 	ztrtri(n, l, ldl, tmp)
 	zpotriFromInv(n, l, ldl)
 	return nil
+}
+
+// hermitianFromLower makes a exactly Hermitian from its lower triangle: the
+// diagonal's imaginary parts are cleared and the strict upper triangle becomes
+// the conjugate transpose of the strict lower one.
+func hermitianFromLower(n int, a []complex128, lda int) {
+	for j := 0; j < n; j++ {
+		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
+		for i := j + 1; i < n; i++ {
+			a[j+i*lda] = conj(a[i+j*lda])
+		}
+	}
 }
 
 func strictUpperZero[S complexStore](n int, a []S, lda int) bool {

@@ -24,6 +24,17 @@
 //     {X, Xᴴ}), TrsmLowerLeft (L·X = B or Lᴴ·X = B), Symmetrize ((A+Aᴴ)/2)
 //     and CheckFinite.
 //
+// # Layout
+//
+// This package is the kernel API the ops call (api.go, gemm.go), the pure-Go
+// LAPACK-style routines that gonum lacks (complex Cholesky zpotrf.go,
+// Hermitian tridiagonalisation zhetrd.go, the real tridiagonalisation
+// sytrd_real.go, divide and conquer stedc.go, complex gemm zgemm.go) and their
+// helpers (errors.go at the bottom, then scalar.go, then finite.go). The
+// backends sit beside it: kernels/cpubackend (gonum or OpenBLAS/LAPACK, the
+// only package of this module that kernels imports), kernels/cusolver and
+// kernels/ptx (CUDA; package kernels does not import them).
+//
 // All functions are safe for concurrent use; they keep no state between
 // calls other than pooled scratch buffers. Large products use up to
 // GOMAXPROCS goroutines.
@@ -31,8 +42,8 @@
 // # Algorithms
 //
 // float64 Cholesky, its solves and inverse call the LAPACK/BLAS backend
-// (gonum's pure-Go lapack/gonum and blas/gonum; OpenBLAS with the openblas
-// tag) on the row-major view of the column-major data, which is the
+// (kernels/cpubackend: gonum's pure-Go lapack/gonum and blas/gonum; with the
+// openblas tag LAPACK's own column-major routines, see below) on the row-major view of the column-major data, which is the
 // transpose: the column-major lower triangle is the row-major upper one, so
 // no copies are made. Solves with many right-hand sides are blocked over gemm.
 //
@@ -119,11 +130,16 @@
 // # Build tag openblas
 //
 // Built with -tags openblas (and cgo, CGO_LDFLAGS='-llapacke -lopenblas',
-// Debian packages libopenblas-dev and liblapacke-dev) the float64 kernels,
-// and through them float32, use OpenBLAS and LAPACKE through
-// gonum.org/v1/netlib: dpotrf/dpotri, cblas dtrsm/dgemm/sgemm, and dsyevd for
-// the real eigenproblem. The complex kernels keep their pure-Go algorithms
-// but run their matrix products through OpenBLAS zgemm. The constant Backend
-// reports the active backend. Results agree with the pure-Go build to
-// rounding; the same tests run under both.
+// Debian packages libopenblas-dev and liblapacke-dev) Potrf, Potrs, Potri and
+// Syevd call LAPACK's column-major Fortran routines directly, in place on the
+// caller's column-major storage (no transposition, no copy): dpotrf, dpotrs,
+// dpotri, dsyevd for float64 (and, widened, float32) and zpotrf, zpotrs,
+// zpotri, zheevd for complex128 (and, widened, complex64). The other real
+// BLAS calls (cblas dtrsm/dgemm/sgemm) go through gonum.org/v1/netlib, and
+// the pure-Go complex helpers run their products through OpenBLAS zgemm. The
+// constant Backend reports the active backend. Results agree with the pure-Go
+// build to rounding; the same tests run under both, and TestLAPACKDirect
+// compares the direct calls with the pure-Go routines. BenchmarkPotrsVsLAPACK,
+// BenchmarkPotriVsLAPACK and BenchmarkSyevdVsLAPACK time the kernels against
+// the bare LAPACK calls in the same process ("x-vs-lapack").
 package kernels

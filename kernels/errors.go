@@ -1,5 +1,9 @@
 package kernels
 
+// The package's errors, at the bottom of its files' dependencies: the
+// scalar helpers (scalar.go), the finiteness scans (finite.go) and the
+// kernels all refer to them, and they refer to nothing else in the package.
+
 import (
 	"errors"
 	"fmt"
@@ -22,3 +26,28 @@ func (e *NotPositiveDefiniteError) Error() string {
 
 // Is makes errors.Is(err, ErrNotPositiveDefinite) hold.
 func (e *NotPositiveDefiniteError) Is(target error) bool { return target == ErrNotPositiveDefinite }
+
+// ErrNonFinite reports NaN or ±Inf entries in an input matrix (or an overflow
+// to them during a factorization). Errors are wrapped with the position, so
+// test with errors.Is(err, ErrNonFinite).
+var ErrNonFinite = errors.New("matrix has NaN or Inf entries")
+
+// NonFiniteError gives the (0-based) position of the first non-finite entry
+// found. It matches ErrNonFinite under errors.Is.
+type NonFiniteError struct {
+	Row, Col int
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("%v: entry (%d,%d)", ErrNonFinite, e.Row, e.Col)
+}
+
+// Is makes errors.Is(err, ErrNonFinite) hold.
+func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
+
+// errOverflow32 reports a single-precision result out of float32's range.
+var errOverflow32 = fmt.Errorf("%w: a result overflows single precision (computed in double precision, beyond float32's range)", ErrNonFinite)
+
+// ErrNoConvergence reports that an iterative eigenvalue algorithm did not
+// converge (LAPACK's info > 0 from the eigensolvers).
+var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")

@@ -1,28 +1,8 @@
 package kernels
 
 import (
-	"errors"
-	"fmt"
 	"math"
 )
-
-// ErrNonFinite reports NaN or ±Inf entries in an input matrix (or an overflow
-// to them during a factorization). Errors are wrapped with the position, so
-// test with errors.Is(err, ErrNonFinite).
-var ErrNonFinite = errors.New("matrix has NaN or Inf entries")
-
-// NonFiniteError gives the (0-based) position of the first non-finite entry
-// found. It matches ErrNonFinite under errors.Is.
-type NonFiniteError struct {
-	Row, Col int
-}
-
-func (e *NonFiniteError) Error() string {
-	return fmt.Sprintf("%v: entry (%d,%d)", ErrNonFinite, e.Row, e.Col)
-}
-
-// Is makes errors.Is(err, ErrNonFinite) hold.
-func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
 
 // CheckFinite returns a *NonFiniteError (matching ErrNonFinite) for the first
 // NaN or Inf entry of the column-major rows×cols matrix a with leading

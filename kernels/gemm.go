@@ -1,6 +1,10 @@
 package kernels
 
-import "gonum.org/v1/gonum/blas"
+import (
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
+)
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for column-major matrices,
 // element (i,j) of X at x[i+j*ldx]. op(X) is X when the flag is false and Xᴴ
@@ -44,7 +48,7 @@ func Gemm[T Scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b
 		dgemmCol(transA, transB, m, n, k, castScalar[float64](alpha), cast[float64](a), lda, cast[float64](b), ldb, castScalar[float64](beta), cast[float64](c), ldc)
 	case dtFloat32:
 		// Row-major view: Cᵀ = op(B)ᵀ·op(A)ᵀ.
-		blasImpl.Sgemm(blasTrans(transB), blasTrans(transA), n, m, k, castScalar[float32](alpha), cast[float32](b), ldb, cast[float32](a), lda, castScalar[float32](beta), cast[float32](c), ldc)
+		cpubackend.BLAS.Sgemm(blasTrans(transB), blasTrans(transA), n, m, k, castScalar[float32](alpha), cast[float32](b), ldb, cast[float32](a), lda, castScalar[float32](beta), cast[float32](c), ldc)
 	case dtComplex128:
 		zgemm(transA, transB, m, n, k, castScalar[complex128](alpha), cast[complex128](a), lda, cast[complex128](b), ldb, castScalar[complex128](beta), cast[complex128](c), ldc)
 	default:
@@ -80,5 +84,5 @@ func dgemmCol(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b [
 		}
 		return
 	}
-	blasImpl.Dgemm(blasTrans(tB), blasTrans(tA), n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
+	cpubackend.BLAS.Dgemm(blasTrans(tB), blasTrans(tA), n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
 }

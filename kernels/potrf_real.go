@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"gonum.org/v1/gonum/blas"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // Real (float64) Cholesky kernels on column-major storage through the
@@ -16,7 +18,18 @@ func potrfF64(n int, a []float64, lda int) error {
 	if n == 0 {
 		return nil
 	}
-	if !lapackImpl.Dpotrf(blas.Upper, n, a, lda) {
+	if info, ok := cpubackend.DpotrfNative(n, a, lda); ok {
+		if info > 0 {
+			return cholFailure(info, a[info-1+(info-1)*lda])
+		}
+		// LAPACK's dpotrf forms each diagonal entry from all the entries
+		// left of it (l_jj² = a_jj − Σ l_jk²) and stops at one that is not
+		// > 0 or is NaN, so a successful factorization holds no Inf or NaN:
+		// the overflow scan below is not needed.
+		zeroStrictUpperF64(n, a, lda)
+		return nil
+	}
+	if !cpubackend.LAPACK.Dpotrf(blas.Upper, n, a, lda) {
 		return potrfFailure(n, a, lda)
 	}
 	zeroStrictUpperF64(n, a, lda)
@@ -39,6 +52,16 @@ func potrfFailure(n int, a []float64, lda int) error {
 		}
 	}
 	return &NotPositiveDefiniteError{Order: n}
+}
+
+// cholFailure is the error for a LAPACK ?potrf that stopped at the 1-based
+// order info with pivot d on the diagonal: NaN there means the input (or an
+// update) was not finite, anything else that the minor is not positive definite.
+func cholFailure(info int, d float64) error {
+	if d != d {
+		return &NonFiniteError{Row: info - 1, Col: info - 1}
+	}
+	return &NotPositiveDefiniteError{Order: info}
 }
 
 func zeroStrictUpperF64(n int, a []float64, lda int) {
@@ -66,6 +89,9 @@ func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
 	if n == 0 || nrhs == 0 {
 		return nil
 	}
+	if cpubackend.DpotrsNative(n, nrhs, l, ldl, b, ldb) {
+		return nil
+	}
 	trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
 	trsmLowerLeftF64(true, n, nrhs, l, ldl, b, ldb)
 	return nil
@@ -82,13 +108,13 @@ func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, l
 	}
 	const nb = 128
 	if n < 8 || m <= nb {
-		blasImpl.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+		cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
 		return
 	}
 	if !trans {
 		for i0 := 0; i0 < m; i0 += nb {
 			ib := min(nb, m-i0)
-			blasImpl.Dtrsm(blas.Right, blas.Upper, blas.NoTrans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+			cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blas.NoTrans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
 			if i0+ib < m {
 				dgemmCol(false, false, m-i0-ib, n, ib, -1, l[i0+ib+i0*ldl:], ldl, b[i0:], ldb, 1, b[i0+ib:], ldb)
 			}
@@ -97,7 +123,7 @@ func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, l
 	}
 	for i0 := (m - 1) / nb * nb; i0 >= 0; i0 -= nb {
 		ib := min(nb, m-i0)
-		blasImpl.Dtrsm(blas.Right, blas.Upper, blas.Trans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+		cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blas.Trans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
 		if i0 > 0 {
 			dgemmCol(true, false, i0, n, ib, -1, l[i0:], ldl, b[i0:], ldb, 1, b, ldb)
 		}
@@ -108,7 +134,7 @@ func trsmLowerLeftF32(trans bool, m, n int, l []float32, ldl int, b []float32, l
 	if m == 0 || n == 0 {
 		return
 	}
-	blasImpl.Strsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
+	cpubackend.BLAS.Strsm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, l, ldl, b, ldb)
 }
 
 func potriF64(n int, l []float64, ldl int) error {
@@ -118,7 +144,11 @@ func potriF64(n int, l []float64, ldl int) error {
 	if n == 0 {
 		return nil
 	}
-	if !lapackImpl.Dpotri(blas.Upper, n, l, ldl) {
+	if info, ok := cpubackend.DpotriNative(n, l, ldl); ok {
+		if info > 0 {
+			return checkCholDiagF64(n, l, ldl)
+		}
+	} else if !cpubackend.LAPACK.Dpotri(blas.Upper, n, l, ldl) {
 		// Dtrtri found an exactly zero diagonal entry: excluded above, but
 		// keep the contract if the backend disagrees.
 		return checkCholDiagF64(n, l, ldl)
@@ -127,25 +157,19 @@ func potriF64(n int, l []float64, ldl int) error {
 	return nil
 }
 
-// mirrorLowerF64 copies the strict lower triangle into the strict upper one.
+// mirrorLowerF64 copies the strict lower triangle into the strict upper one,
+// by square blocks that stay in cache; within a block each destination column
+// is written contiguously (row i of the lower triangle into column i).
 func mirrorLowerF64(n int, a []float64, lda int) {
-	const bs = 64 // blocked transpose copy for cache friendliness
-	for jb := 0; jb < n; jb += bs {
-		for ib := jb; ib < n; ib += bs {
-			for j := jb; j < min(jb+bs, n); j++ {
-				for i := max(ib, j+1); i < min(ib+bs, n); i++ {
-					a[j+i*lda] = a[i+j*lda]
+	const bs = 64
+	for ib := 0; ib < n; ib += bs {
+		for jb := 0; jb <= ib; jb += bs {
+			for i := ib; i < min(ib+bs, n); i++ {
+				dst := a[i*lda : i*lda+i]
+				for j := jb; j < min(jb+bs, i); j++ {
+					dst[j] = a[i+j*lda]
 				}
 			}
-		}
-	}
-}
-
-// transposeSquare transposes the n×n matrix a in place.
-func transposeSquare(n int, a []float64, lda int) {
-	for j := 0; j < n; j++ {
-		for i := j + 1; i < n; i++ {
-			a[i+j*lda], a[j+i*lda] = a[j+i*lda], a[i+j*lda]
 		}
 	}
 }

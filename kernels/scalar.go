@@ -183,9 +183,6 @@ func narrowC128(rows, cols int, src []complex128, lds int, dst []complex64, ldd 
 	return nil
 }
 
-// errOverflow32 reports a single-precision result out of float32's range.
-var errOverflow32 = fmt.Errorf("%w: a result overflows single precision (computed in double precision, beyond float32's range)", ErrNonFinite)
-
 // widenLowerF32 copies the lower triangle (diagonal included) only.
 func widenLowerF32(n int, src []float32, lds int, dst []float64, ldd int) {
 	for j := 0; j < n; j++ {

@@ -8,11 +8,9 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/lapack"
-)
 
-// ErrNoConvergence reports that an iterative eigenvalue algorithm did not
-// converge (LAPACK's info > 0 from the eigensolvers).
-var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")
+	"github.com/mgla/mgla/kernels/cpubackend"
+)
 
 // Tridiagonal divide and conquer (Cuppen's method as in LAPACK's dstedc /
 // dlaed0–dlaed4): the matrix is cut in two by a rank-one tear, both halves are
@@ -162,7 +160,7 @@ func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) error {
 		w.steqrZ = zz
 		wk := grow(w.steqrW, max(1, 2*(m-1)))
 		w.steqrW = wk
-		if !lapackImpl.Dsteqr(lapack.EVTridiag, m, d, e, zz, m, wk) {
+		if !cpubackend.LAPACK.Dsteqr(lapack.EVTridiag, m, d, e, zz, m, wk) {
 			return ErrNoConvergence
 		}
 		// zz is row-major with eigenvectors in columns.

@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/blas"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // syevdF64 is the float64 symmetric eigensolver on the lower triangle of the
@@ -12,11 +15,20 @@ import (
 // back-transformation (dormqr). With the openblas tag the whole computation is
 // LAPACK's dsyevd instead.
 func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
-	if err := checkFiniteF64(n, n, a, lda, true); err != nil {
-		return err
-	}
 	if n == 0 {
 		return nil
+	}
+	// Scale a matrix with a norm far from 1 into a safe range (as dsyev).
+	// The same pass finds NaN and Inf (max propagates NaN); only then is the
+	// matrix scanned again for the position of the first one.
+	anrm := 0.0
+	for j := 0; j < n; j++ {
+		for _, v := range a[j*lda+j : j*lda+n] {
+			anrm = max(anrm, math.Abs(v))
+		}
+	}
+	if !(anrm <= math.MaxFloat64) {
+		return checkFiniteF64(n, n, a, lda, true)
 	}
 	if n == 1 {
 		w[0] = a[0]
@@ -24,13 +36,6 @@ func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
 			a[0] = 1
 		}
 		return nil
-	}
-	// Scale a matrix with a norm far from 1 into a safe range (as dsyev).
-	anrm := 0.0
-	for j := 0; j < n; j++ {
-		for _, v := range a[j*lda+j : j*lda+n] {
-			anrm = max(anrm, math.Abs(v))
-		}
 	}
 	const (
 		safmin = 0x1p-1022
@@ -61,15 +66,18 @@ func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
 }
 
 func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) error {
-	if handled, err := syevdNative(n, a, lda, w, vectors); handled {
-		return err
+	if info, handled := cpubackend.DsyevdNative(n, a, lda, w, vectors); handled {
+		if info != 0 {
+			return fmt.Errorf("%w (LAPACK dsyevd info %d)", ErrNoConvergence, info)
+		}
+		return nil
 	}
 	d := make([]float64, n)
 	e := make([]float64, n-1)
 	tau := make([]float64, n-1)
 	dsytrdLower(n, a, lda, d, e, tau)
 	if !vectors {
-		if !lapackImpl.Dsterf(n, d, e) {
+		if !cpubackend.LAPACK.Dsterf(n, d, e) {
 			return ErrNoConvergence
 		}
 		copy(w, d)
@@ -84,9 +92,9 @@ func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) erro
 	// Q_lq = H(n-2)···H(0) = Qᵀ. So Vᵀ = Zᵀ·Qᵀ = Zᵀ·Q_lq (dormlq, right side)
 	// acting on columns 1..n-1.
 	work := make([]float64, 1)
-	lapackImpl.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, -1)
+	cpubackend.LAPACK.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, -1)
 	work = make([]float64, max(1, int(work[0])))
-	lapackImpl.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, len(work))
+	cpubackend.LAPACK.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, len(work))
 	for j := 0; j < n; j++ {
 		copy(a[j*lda:j*lda+n], z[j*n:(j+1)*n])
 	}

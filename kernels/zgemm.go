@@ -3,6 +3,8 @@ package kernels
 import (
 	"runtime"
 	"sync"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // Pure-Go complex matrix multiply. Blocks of op(A) and op(B) are packed
@@ -36,7 +38,7 @@ func zgemm[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a []S, ld
 	}
 	if k > 0 && alpha != 0 {
 		if a128, ok := any(a).([]complex128); ok {
-			if zgemmNative(tA, tB, m, n, k, alpha, a128, lda, any(b).([]complex128), ldb, beta, any(c).([]complex128), ldc) {
+			if m*n*k >= zgemmSmall && cpubackend.ZgemmNative(tA, tB, m, n, k, alpha, a128, lda, any(b).([]complex128), ldb, beta, any(c).([]complex128), ldc) {
 				return
 			}
 		}

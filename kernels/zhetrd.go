@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // Blocked Householder reduction of a complex Hermitian matrix (lower
@@ -382,13 +385,22 @@ func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error 
 			}
 		}
 	}
+	if info, handled := cpubackend.ZheevdNative(n, a, lda, w, vectors); handled {
+		if info != 0 {
+			return fmt.Errorf("%w (LAPACK zheevd info %d)", ErrNoConvergence, info)
+		}
+		for i := range w[:n] {
+			w[i] /= scale
+		}
+		return nil
+	}
 	d := make([]float64, n)
 	e := make([]float64, n-1)
 	tau := make([]complex128, n-1)
 	zhetrdLower(n, a, lda, d, e, tau)
 	var err error
 	if !vectors {
-		if !lapackImpl.Dsterf(n, d, e) {
+		if !cpubackend.LAPACK.Dsterf(n, d, e) {
 			err = ErrNoConvergence
 		}
 	} else {

@@ -1,0 +1,51 @@
+//go:build !openblas
+
+package cpubackend
+
+import (
+	"gonum.org/v1/gonum/blas/gonum"
+	lapackgonum "gonum.org/v1/gonum/lapack/gonum"
+)
+
+// Name names the BLAS/LAPACK implementation behind the real kernels:
+// "gonum" (pure Go) or, when built with -tags openblas, "openblas".
+const Name = "gonum"
+
+var (
+	LAPACK Lapack64 = lapackgonum.Implementation{}
+	BLAS   BlasReal = gonum.Implementation{}
+)
+
+// The native hooks would run column-major LAPACK routines in place; the
+// pure-Go build has none, so each reports that it did not handle the call and
+// the kernels use their own code (openblas.go has the real ones).
+
+func DpotrfNative(n int, a []float64, lda int) (info int, handled bool) { return 0, false }
+
+func DpotrsNative(n, nrhs int, l []float64, ldl int, b []float64, ldb int) (handled bool) {
+	return false
+}
+
+func DpotriNative(n int, l []float64, ldl int) (info int, handled bool) { return 0, false }
+
+func DsyevdNative(n int, a []float64, lda int, w []float64, vectors bool) (info int, handled bool) {
+	return 0, false
+}
+
+func ZpotrfNative(n int, a []complex128, lda int) (info int, handled bool) { return 0, false }
+
+func ZpotrsNative(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) (handled bool) {
+	return false
+}
+
+func ZpotriNative(n int, l []complex128, ldl int) (info int, handled bool) { return 0, false }
+
+func ZheevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (info int, handled bool) {
+	return 0, false
+}
+
+// ZgemmNative would run a native complex128 gemm; the pure-Go build uses the
+// package's own kernel (zgemm.go).
+func ZgemmNative(tA, tB bool, m, n, k int, alpha complex128, a []complex128, lda int, b []complex128, ldb int, beta complex128, c []complex128, ldc int) bool {
+	return false
+}

@@ -1,0 +1,112 @@
+//go:build openblas
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
+)
+
+// Benchmarks of the openblas build against LAPACK itself: each iteration runs
+// the kernel API and then the bare column-major LAPACK calls on the same
+// input, both timed the same way (copy of the input included, as the kernels
+// work in place), and reports "x-vs-lapack" = LAPACK time ÷ kernels time
+// (1 means no overhead; the target is ≥ 0.91) and "lapack-s/op". Run with
+//
+//	CGO_LDFLAGS='-llapacke -lopenblas' go test -tags openblas -run '^$' -bench 'VsLAPACK' -benchtime 5x ./kernels/
+
+// vsLAPACK times mgla() and lapack() alternately, b.N times each, and
+// reports the ratio.
+func vsLAPACK(b *testing.B, mgla, lapack func()) {
+	mgla() // warm up both (workspace queries, page faults)
+	lapack()
+	var lapackTime time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mgla()
+		b.StopTimer()
+		st := time.Now()
+		lapack()
+		lapackTime += time.Since(st)
+		b.StartTimer()
+	}
+	b.ReportMetric(lapackTime.Seconds()/b.Elapsed().Seconds(), "x-vs-lapack")
+	b.ReportMetric(lapackTime.Seconds()/float64(b.N), "lapack-s/op")
+}
+
+func BenchmarkPotrsVsLAPACK(b *testing.B) {
+	for _, n := range []int{1000, 2000} {
+		for _, nrhs := range []int{1, 64} {
+			b.Run(fmt.Sprintf("N=%d/nrhs=%d", n, nrhs), func(b *testing.B) {
+				a0 := randSPD(n, uint64(n))
+				rnd := rand.New(rand.NewPCG(1, 2))
+				b0 := make([]float64, n*nrhs)
+				for i := range b0 {
+					b0[i] = rnd.NormFloat64()
+				}
+				a := make([]float64, n*n)
+				x := make([]float64, n*nrhs)
+				vsLAPACK(b, func() {
+					factorSolve(b, n, nrhs, a, a0, x, b0)
+				}, func() {
+					copy(a, a0)
+					copy(x, b0)
+					if info := cpubackend.DpotrfLAPACK(n, a, n); info != 0 {
+						b.Fatalf("dpotrf info %d", info)
+					}
+					if info := cpubackend.DpotrsLAPACK(n, nrhs, a, n, x, n); info != 0 {
+						b.Fatalf("dpotrs info %d", info)
+					}
+				})
+			})
+		}
+	}
+}
+
+func BenchmarkPotriVsLAPACK(b *testing.B) {
+	for _, n := range []int{1000, 2000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			l0 := randSPD(n, uint64(n))
+			if err := Potrf(n, l0, n); err != nil {
+				b.Fatal(err)
+			}
+			l := make([]float64, n*n)
+			vsLAPACK(b, func() {
+				copy(l, l0)
+				if err := Potri(n, l, n); err != nil {
+					b.Fatal(err)
+				}
+			}, func() {
+				copy(l, l0)
+				if info := cpubackend.DpotriLAPACK(n, l, n); info != 0 {
+					b.Fatalf("dpotri info %d", info)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkSyevdVsLAPACK(b *testing.B) {
+	for _, n := range []int{1000, 2000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			a0 := randSym(n, uint64(n))
+			a := make([]float64, n*n)
+			w := make([]float64, n)
+			vsLAPACK(b, func() {
+				copy(a, a0)
+				if err := Syevd(n, a, n, w, true); err != nil {
+					b.Fatal(err)
+				}
+			}, func() {
+				copy(a, a0)
+				if info := cpubackend.DsyevdLAPACK(n, a, n, w, true); info != 0 {
+					b.Fatalf("dsyevd info %d", info)
+				}
+			})
+		})
+	}
+}
