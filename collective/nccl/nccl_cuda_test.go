@@ -468,7 +468,10 @@ func TestWatchdogTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const count = 1 << 28 // float32: 1 GiB
+	// 4 GiB of float32: a one-rank AllReduce of it takes milliseconds on an
+	// H100 (1 GiB took 1.1 ms and could finish before the watchdog's first
+	// look), long enough for the already-passed deadline to be seen.
+	const count = 1 << 30
 	send, err := sharding.New(m, tensor.Shape{count, 1}, tensor.Float32, sharding.ColBlocks())
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +488,7 @@ func TestWatchdogTimeout(t *testing.T) {
 	err = comm.Do(call)
 	t.Logf("after %v: %v", time.Since(start), err)
 	if !errors.Is(err, collective.ErrTimeout) {
-		t.Fatalf("1 GiB AllReduce with a 1ns timeout: %v, want ErrTimeout", err)
+		t.Fatalf("4 GiB AllReduce with a 1ns timeout: %v, want ErrTimeout", err)
 	}
 	if err := comm.Do(call); !errors.Is(err, collective.ErrClosed) {
 		t.Fatalf("Do after the timeout: %v, want ErrClosed", err)
