@@ -15,7 +15,8 @@ import (
 var layers = map[string][]string{
 	"kernels/cpubackend":    {},
 	"kernels/ptx":           {},
-	"kernels":               {"kernels/cpubackend"},
+	"kernels/lapack":        {"kernels/cpubackend"},
+	"kernels":               {"kernels/cpubackend", "kernels/lapack"},
 	"kernels/cusolver":      {"kernels", "internal/libpath"},
 	"cyclic":                {},
 	"sharding":              {"cyclic", "kernels"},

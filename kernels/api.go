@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Potrf computes the Cholesky factorization A = L·Lᴴ of the n×n
@@ -66,7 +67,7 @@ func potrfC128(n int, a []complex128, lda int) error {
 	}
 	info, ok := cpubackend.ZpotrfNative(n, a, lda)
 	if !ok {
-		info = zpotrf(n, a, lda)
+		info = lapack.Zpotrf(n, a, lda)
 	}
 	if info > 0 {
 		if d := a[info-1+(info-1)*lda]; !isFinite128(d) {
@@ -142,7 +143,7 @@ func Potrs[T Scalar](n, nrhs int, l []T, ldl int, b []T, ldb int) error {
 	}
 }
 
-func checkCholDiagC[S complexStore](n int, l []S, ldl int) error {
+func checkCholDiagC[S lapack.Complex](n int, l []S, ldl int) error {
 	for i := 0; i < n; i++ {
 		d := complex128(l[i+i*ldl])
 		if d == 0 || !isFinite128(d) {
@@ -168,8 +169,8 @@ func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error
 		}
 		l, ldl = lw, n
 	}
-	ztrsmLowerLeft(false, n, nrhs, l, ldl, b, ldb)
-	ztrsmLowerLeft(true, n, nrhs, l, ldl, b, ldb)
+	lapack.Ztrsm(false, n, nrhs, l, ldl, b, ldb)
+	lapack.Ztrsm(true, n, nrhs, l, ldl, b, ldb)
 	return nil
 }
 
@@ -239,8 +240,8 @@ func potriC128(n int, l []complex128, ldl int) error {
 		clear(l[j*ldl : j*ldl+j])
 	}
 	tmp := make([]complex128, (n/2+1)*(n/2+1))
-	ztrtri(n, l, ldl, tmp)
-	zpotriFromInv(n, l, ldl)
+	lapack.Ztrtri(n, l, ldl, tmp)
+	lapack.Zlauum(n, l, ldl)
 	return nil
 }
 
@@ -256,7 +257,7 @@ func hermitianFromLower(n int, a []complex128, lda int) {
 	}
 }
 
-func strictUpperZero[S complexStore](n int, a []S, lda int) bool {
+func strictUpperZero[S lapack.Complex](n int, a []S, lda int) bool {
 	for j := 1; j < n; j++ {
 		for _, v := range a[j*lda : j*lda+j] {
 			if v != 0 {
@@ -371,7 +372,7 @@ func TrsmLowerLeft[T Scalar](conjTrans bool, m, n int, l []T, ldl int, b []T, ld
 			}
 			lc, ldl = lw, m
 		}
-		ztrsmLowerLeft(conjTrans, m, n, lc, ldl, cast[complex128](b), ldb)
+		lapack.Ztrsm(conjTrans, m, n, lc, ldl, cast[complex128](b), ldb)
 	default:
 		lc := cast[complex64](l)
 		if !strictUpperZero(m, lc, ldl) {
@@ -381,7 +382,7 @@ func TrsmLowerLeft[T Scalar](conjTrans bool, m, n int, l []T, ldl int, b []T, ld
 			}
 			lc, ldl = lw, m
 		}
-		ztrsmLowerLeft(conjTrans, m, n, lc, ldl, cast[complex64](b), ldb)
+		lapack.Ztrsm(conjTrans, m, n, lc, ldl, cast[complex64](b), ldb)
 	}
 }
 

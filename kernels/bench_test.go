@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Benchmarks against gonum's mat package, reporting the speed-up
@@ -56,7 +58,7 @@ func randSPD(n int, seed uint64) []float64 {
 		m[i] = rnd.NormFloat64()
 	}
 	a := make([]float64, n*n)
-	dgemmCol(false, true, n, n, n, 1, m, n, m, n, 0, a, n)
+	lapack.Dgemm(false, true, n, n, n, 1, m, n, m, n, 0, a, n)
 	for i := 0; i < n; i++ {
 		a[i+i*n] += float64(n)
 	}

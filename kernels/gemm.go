@@ -4,6 +4,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for column-major matrices,
@@ -45,14 +46,14 @@ func Gemm[T Scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b
 	}
 	switch dtypeOf[T]() {
 	case dtFloat64:
-		dgemmCol(transA, transB, m, n, k, castScalar[float64](alpha), cast[float64](a), lda, cast[float64](b), ldb, castScalar[float64](beta), cast[float64](c), ldc)
+		lapack.Dgemm(transA, transB, m, n, k, castScalar[float64](alpha), cast[float64](a), lda, cast[float64](b), ldb, castScalar[float64](beta), cast[float64](c), ldc)
 	case dtFloat32:
 		// Row-major view: Cᵀ = op(B)ᵀ·op(A)ᵀ.
 		cpubackend.BLAS.Sgemm(blasTrans(transB), blasTrans(transA), n, m, k, castScalar[float32](alpha), cast[float32](b), ldb, cast[float32](a), lda, castScalar[float32](beta), cast[float32](c), ldc)
 	case dtComplex128:
-		zgemm(transA, transB, m, n, k, castScalar[complex128](alpha), cast[complex128](a), lda, cast[complex128](b), ldb, castScalar[complex128](beta), cast[complex128](c), ldc)
+		lapack.Zgemm(transA, transB, m, n, k, castScalar[complex128](alpha), cast[complex128](a), lda, cast[complex128](b), ldb, castScalar[complex128](beta), cast[complex128](c), ldc)
 	default:
-		zgemm(transA, transB, m, n, k, complex128(castScalar[complex64](alpha)), cast[complex64](a), lda, cast[complex64](b), ldb, complex128(castScalar[complex64](beta)), cast[complex64](c), ldc)
+		lapack.Zgemm(transA, transB, m, n, k, complex128(castScalar[complex64](alpha)), cast[complex64](a), lda, cast[complex64](b), ldb, complex128(castScalar[complex64](beta)), cast[complex64](c), ldc)
 	}
 }
 
@@ -61,28 +62,4 @@ func blasTrans(t bool) blas.Transpose {
 		return blas.Trans
 	}
 	return blas.NoTrans
-}
-
-// dgemmCol is the column-major float64 gemm through the row-major backend:
-// the row-major view of a column-major matrix is its transpose, so
-// Cᵀ = op(B)ᵀ·op(A)ᵀ is computed.
-func dgemmCol(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		// Some backends reject lda < 1 for empty operands; scale C directly.
-		for j := 0; j < n; j++ {
-			cc := c[j*ldc : j*ldc+m]
-			for i := range cc {
-				if beta == 0 {
-					cc[i] = 0
-				} else {
-					cc[i] *= beta
-				}
-			}
-		}
-		return
-	}
-	cpubackend.BLAS.Dgemm(blasTrans(tB), blasTrans(tA), n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
 }

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // TestLAPACKDirect checks that the openblas build, whose Potrf, Potrs, Potri
 // and Syevd call LAPACK's column-major routines directly, gives the answers of
-// the package's own pure-Go complex128 routines (zpotrf, ztrsmLowerLeft,
-// ztrtri + zpotriFromInv, zhetrdLower + dsterf), run on the same input in
+// the package's own pure-Go complex128 routines (lapack.Zpotrf, lapack.Ztrsm,
+// lapack.Ztrtri + lapack.Zlauum, zhetrdLower + dsterf), run on the same input in
 // complex128, for every dtype, odd sizes and a leading dimension larger than n
 // with junk in the strict upper triangle.
 func TestLAPACKDirect(t *testing.T) {
@@ -30,19 +31,19 @@ func testLAPACKDirect[T Scalar](t *testing.T) {
 
 		// References: the pure-Go complex128 routines.
 		ref := append([]complex128(nil), a.v...)
-		if info := zpotrf(n, ref, n); info != 0 {
-			t.Fatalf("seed %d n=%d: reference zpotrf info %d", testSeed, n, info)
+		if info := lapack.Zpotrf(n, ref, n); info != 0 {
+			t.Fatalf("seed %d n=%d: reference Zpotrf info %d", testSeed, n, info)
 		}
 		for j := 1; j < n; j++ {
 			clear(ref[j*n : j*n+j])
 		}
 		refL := dense{n, n, ref}
 		refX := dense{n, nrhs, append([]complex128(nil), bm.v...)}
-		ztrsmLowerLeft(false, n, nrhs, ref, n, refX.v, n)
-		ztrsmLowerLeft(true, n, nrhs, ref, n, refX.v, n)
+		lapack.Ztrsm(false, n, nrhs, ref, n, refX.v, n)
+		lapack.Ztrsm(true, n, nrhs, ref, n, refX.v, n)
 		refInv := dense{n, n, append([]complex128(nil), ref...)}
-		ztrtri(n, refInv.v, n, make([]complex128, (n/2+1)*(n/2+1)))
-		zpotriFromInv(n, refInv.v, n)
+		lapack.Ztrtri(n, refInv.v, n, make([]complex128, (n/2+1)*(n/2+1)))
+		lapack.Zlauum(n, refInv.v, n)
 		refW := make([]float64, n)
 		if n > 1 {
 			h := append([]complex128(nil), a.v...)

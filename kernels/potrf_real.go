@@ -4,6 +4,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Real (float64) Cholesky kernels on column-major storage through the
@@ -116,7 +117,7 @@ func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, l
 			ib := min(nb, m-i0)
 			cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blas.NoTrans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
 			if i0+ib < m {
-				dgemmCol(false, false, m-i0-ib, n, ib, -1, l[i0+ib+i0*ldl:], ldl, b[i0:], ldb, 1, b[i0+ib:], ldb)
+				lapack.Dgemm(false, false, m-i0-ib, n, ib, -1, l[i0+ib+i0*ldl:], ldl, b[i0:], ldb, 1, b[i0+ib:], ldb)
 			}
 		}
 		return
@@ -125,7 +126,7 @@ func trsmLowerLeftF64(trans bool, m, n int, l []float64, ldl int, b []float64, l
 		ib := min(nb, m-i0)
 		cpubackend.BLAS.Dtrsm(blas.Right, blas.Upper, blas.Trans, blas.NonUnit, n, ib, 1, l[i0+i0*ldl:], ldl, b[i0:], ldb)
 		if i0 > 0 {
-			dgemmCol(true, false, i0, n, ib, -1, l[i0:], ldl, b[i0:], ldb, 1, b, ldb)
+			lapack.Dgemm(true, false, i0, n, ib, -1, l[i0:], ldl, b[i0:], ldb, 1, b, ldb)
 		}
 	}
 }

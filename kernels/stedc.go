@@ -7,9 +7,10 @@ import (
 	"slices"
 	"sort"
 
-	"gonum.org/v1/gonum/lapack"
+	gonumlapack "gonum.org/v1/gonum/lapack"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Tridiagonal divide and conquer (Cuppen's method as in LAPACK's dstedc /
@@ -160,7 +161,7 @@ func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) error {
 		w.steqrZ = zz
 		wk := grow(w.steqrW, max(1, 2*(m-1)))
 		w.steqrW = wk
-		if !cpubackend.LAPACK.Dsteqr(lapack.EVTridiag, m, d, e, zz, m, wk) {
+		if !cpubackend.LAPACK.Dsteqr(gonumlapack.EVTridiag, m, d, e, zz, m, wk) {
 			return ErrNoConvergence
 		}
 		// zz is row-major with eigenvectors in columns.
@@ -400,14 +401,14 @@ func (w *dcWork) merge(m, m1 int, d []float64, beta float64, q []float64, ldq in
 		n2 := m - n1
 		// Top rows: columns of type 1 and 2. Bottom rows: types 2 and 3.
 		if k1+k2 > 0 {
-			dgemmCol(false, false, n1, k, k1+k2, 1, qg, m, ug, k, 0, out, m)
+			lapack.Dgemm(false, false, n1, k, k1+k2, 1, qg, m, ug, k, 0, out, m)
 		} else {
 			for c := 0; c < k; c++ {
 				clear(out[c*m : c*m+n1])
 			}
 		}
 		if k-k1 > 0 {
-			dgemmCol(false, false, n2, k, k-k1, 1, qg[n1+k1*m:], m, ug[k1:], k, 0, out[n1:], m)
+			lapack.Dgemm(false, false, n2, k, k-k1, 1, qg[n1+k1*m:], m, ug[k1:], k, 0, out[n1:], m)
 		} else {
 			for c := 0; c < k; c++ {
 				clear(out[c*m+n1 : (c+1)*m])

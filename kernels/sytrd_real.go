@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Blocked Householder tridiagonalization of a real symmetric matrix given by
@@ -53,7 +55,7 @@ func dsytrdLower(n int, a []float64, lda int, d, e, tau []float64) {
 		a22 := a[i+trdNB+(i+trdNB)*lda:]
 		for c0 := 0; c0 < m2; c0 += trdBW {
 			bw := min(trdBW, m2-c0)
-			dgemmCol(false, true, m2-c0, bw, 2*trdNB, -1, x[c0:], m2, y[c0:], m2, 1, a22[c0+c0*lda:], lda)
+			lapack.Dgemm(false, true, m2-c0, bw, 2*trdNB, -1, x[c0:], m2, y[c0:], m2, 1, a22[c0+c0*lda:], lda)
 		}
 		for j := i; j < i+trdNB; j++ {
 			a[j+1+j*lda] = e[j]

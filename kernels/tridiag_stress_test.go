@@ -3,6 +3,8 @@ package kernels
 import (
 	"math"
 	"testing"
+
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // TestStressDC runs the divide and conquer tridiagonal solver on many
@@ -122,7 +124,7 @@ func TestStressDC(t *testing.T) {
 		}
 		res := math.Sqrt(rs) / tn / float64(n)
 		g := make([]float64, n*n)
-		dgemmCol(true, false, n, n, n, 1, z, n, z, n, 0, g, n)
+		lapack.Dgemm(true, false, n, n, n, 1, z, n, z, n, 0, g, n)
 		var os float64
 		for i := 0; i < n; i++ {
 			g[i+i*n] -= 1

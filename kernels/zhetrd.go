@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
 
 // Blocked Householder reduction of a complex Hermitian matrix (lower
@@ -49,7 +50,7 @@ func zhetrdLower(n int, a []complex128, lda int, d, e []float64, tau []complex12
 		a22 := a[i+trdNB+(i+trdNB)*lda:]
 		for c0 := 0; c0 < m2; c0 += trdBW {
 			bw := min(trdBW, m2-c0)
-			zgemm(false, true, m2-c0, bw, 2*trdNB, -1, x[c0:], m2, y[c0:], m2, 1, a22[c0+c0*lda:], lda)
+			lapack.Zgemm(false, true, m2-c0, bw, 2*trdNB, -1, x[c0:], m2, y[c0:], m2, 1, a22[c0+c0*lda:], lda)
 		}
 		for j := i; j < i+trdNB; j++ {
 			a[j+1+j*lda] = complex(e[j], 0)
@@ -343,9 +344,9 @@ func zunmtrLower(n, ncols int, a []complex128, lda int, tau []complex128, c []co
 		w := wbuf[:ib*ncols]
 		w2 := wbuf[nb*ncols : nb*ncols+ib*ncols]
 		// W = Vᴴ·C ; W = T·W ; C −= V·W
-		zgemm(true, false, ib, ncols, rows, 1, v, rows, cc, ldc, 0, w, ib)
-		zgemm(false, false, ib, ncols, ib, 1, tt, ib, w, ib, 0, w2, ib)
-		zgemm(false, false, rows, ncols, ib, -1, v, rows, w2, ib, 1, cc, ldc)
+		lapack.Zgemm(true, false, ib, ncols, rows, 1, v, rows, cc, ldc, 0, w, ib)
+		lapack.Zgemm(false, false, ib, ncols, ib, 1, tt, ib, w, ib, 0, w2, ib)
+		lapack.Zgemm(false, false, rows, ncols, ib, -1, v, rows, w2, ib, 1, cc, ldc)
 	}
 }
 

@@ -1,4 +1,4 @@
-package kernels
+package lapack
 
 import (
 	"runtime"
@@ -23,16 +23,42 @@ const (
 	zgemmParallel = 96 * 96 * 96 // above this m·n·k the work is split
 )
 
-type complexStore interface{ complex64 | complex128 }
+// Complex is the set of complex storage types of Zgemm and Ztrsm. complex64
+// data is widened to complex128 as it is read and rounded once as it is
+// written, so the arithmetic is complex128 for both.
+type Complex interface{ complex64 | complex128 }
 
 var zpackPool = sync.Pool{New: func() any {
 	s := make([]complex128, zMC*zKC+zKC*zNC)
 	return &s
 }}
 
-// zgemm computes C = alpha·op(A)·op(B) + beta·C, column-major, with
-// op(X) = X or Xᴴ (conjugate transpose) when the flag is set.
-func zgemm[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, beta complex128, c []S, ldc int) {
+// Zgemm computes C = alpha·op(A)·op(B) + beta·C (BLAS zgemm) for
+// column-major matrices, element (i, j) of X at x[i+j*ldx]: C is m×n, op(A)
+// m×k and op(B) k×n, and op(X) is X, or Xᴴ (the conjugate transpose) when
+// its flag tA or tB is set. Each leading dimension is at least max(1, rows
+// of the stored matrix). Only the m×n block of c is written; when beta is
+// zero it is not read, so NaNs already in C do not propagate.
+//
+// Storage may be complex64 or complex128 (see Complex). Blocks of op(A) and
+// op(B) are packed, with alpha and the conjugation applied, into contiguous
+// micro-panels multiplied by a 2×2 register kernel; products with
+// m·n·k ≥ 2·96³ are split between up to GOMAXPROCS goroutines, and products
+// below 24³ use plain loops. With the openblas build tag complex128 products
+// from 24³ on run through OpenBLAS's zgemm instead. It needs no workspace
+// from the caller (packing buffers are pooled).
+func Zgemm[S Complex](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, beta complex128, c []S, ldc int) {
+	ar, ac := m, k
+	if tA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB {
+		br, bc = n, k
+	}
+	checkMatrix("Zgemm", "a", ar, ac, lda, len(a))
+	checkMatrix("Zgemm", "b", br, bc, ldb, len(b))
+	checkMatrix("Zgemm", "c", m, n, ldc, len(c))
 	if m == 0 || n == 0 {
 		return
 	}
@@ -106,7 +132,7 @@ func zgemm[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a []S, ld
 }
 
 // zgemmSmallLoops accumulates C += alpha·op(A)·op(B) without packing.
-func zgemmSmallLoops[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, c []S, ldc int) {
+func zgemmSmallLoops[S Complex](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, c []S, ldc int) {
 	opB := func(p, j int) complex128 {
 		if tB {
 			return conj(complex128(b[j+p*ldb]))
@@ -148,7 +174,7 @@ func zgemmSmallLoops[S complexStore](tA, tB bool, m, n, k int, alpha complex128,
 	}
 }
 
-func zgemmSerial[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, c []S, ldc int) {
+func zgemmSerial[S Complex](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, c []S, ldc int) {
 	bufp := zpackPool.Get().(*[]complex128)
 	defer zpackPool.Put(bufp)
 	buf := *bufp
@@ -170,7 +196,7 @@ func zgemmSerial[S complexStore](tA, tB bool, m, n, k int, alpha complex128, a [
 
 // zpackA packs alpha·op(A)[i0:i0+mb, p0:p0+kb] into row micro-panels of zMR:
 // element (r, p) of panel q is at ap[(q*kb+p)*zMR + r]. Missing rows are 0.
-func zpackA[S complexStore](tA bool, mb, kb int, alpha complex128, a []S, lda, i0, p0 int, ap []complex128) {
+func zpackA[S Complex](tA bool, mb, kb int, alpha complex128, a []S, lda, i0, p0 int, ap []complex128) {
 	for q := 0; q*zMR < mb; q++ {
 		pan := ap[q*kb*zMR : (q+1)*kb*zMR]
 		i := i0 + q*zMR
@@ -210,7 +236,7 @@ func zpackA[S complexStore](tA bool, mb, kb int, alpha complex128, a []S, lda, i
 
 // zpackB packs op(B)[p0:p0+kb, j0:j0+nb] into column micro-panels of zNR:
 // element (p, s) of panel q is at bp[(q*kb+p)*zNR + s]. Missing columns are 0.
-func zpackB[S complexStore](tB bool, kb, nb int, b []S, ldb, p0, j0 int, bp []complex128) {
+func zpackB[S Complex](tB bool, kb, nb int, b []S, ldb, p0, j0 int, bp []complex128) {
 	for q := 0; q*zNR < nb; q++ {
 		pan := bp[q*kb*zNR : (q+1)*kb*zNR]
 		j := j0 + q*zNR
@@ -249,7 +275,7 @@ func zpackB[S complexStore](tB bool, kb, nb int, b []S, ldb, p0, j0 int, bp []co
 }
 
 // zmacro multiplies the packed mb×kb and kb×nb blocks into C (accumulating).
-func zmacro[S complexStore](mb, nb, kb int, ap, bp []complex128, c []S, ldc int) {
+func zmacro[S Complex](mb, nb, kb int, ap, bp []complex128, c []S, ldc int) {
 	for q := 0; q*zNR < nb; q++ {
 		bpan := bp[q*kb*zNR : (q+1)*kb*zNR]
 		j := q * zNR
