@@ -12,7 +12,7 @@ import (
 // TestLAPACKDirect checks that the openblas build, whose Potrf, Potrs, Potri
 // and Syevd call LAPACK's column-major routines directly, gives the answers of
 // the package's own pure-Go complex128 routines (lapack.Zpotrf, lapack.Ztrsm,
-// lapack.Ztrtri + lapack.Zlauum, zhetrdLower + dsterf), run on the same input in
+// lapack.Ztrtri + lapack.Zlauum, lapack.Zhetrd + dsterf), run on the same input in
 // complex128, for every dtype, odd sizes and a leading dimension larger than n
 // with junk in the strict upper triangle.
 func TestLAPACKDirect(t *testing.T) {
@@ -48,7 +48,7 @@ func testLAPACKDirect[T Scalar](t *testing.T) {
 		if n > 1 {
 			h := append([]complex128(nil), a.v...)
 			e := make([]float64, n-1)
-			zhetrdLower(n, h, n, refW, e, make([]complex128, n-1))
+			lapack.Zhetrd(n, h, n, refW, e, make([]complex128, n-1))
 			if !cpubackend.LAPACK.Dsterf(n, refW, e) {
 				t.Fatalf("seed %d n=%d: reference dsterf did not converge", testSeed, n)
 			}

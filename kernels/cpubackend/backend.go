@@ -33,7 +33,8 @@ type Lapack64 interface {
 }
 
 // BlasReal is the real BLAS used by the real kernels and by the complex gemm
-// (which is split into real products only through its own kernel, see zgemm.go).
+// (which is split into real products only through its own kernel, see
+// kernels/lapack/zgemm.go).
 type BlasReal interface {
 	blas.Float64Level3
 	blas.Float32Level3

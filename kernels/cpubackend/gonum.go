@@ -45,7 +45,7 @@ func ZheevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (in
 }
 
 // ZgemmNative would run a native complex128 gemm; the pure-Go build uses the
-// package's own kernel (zgemm.go).
+// pure-Go kernel of kernels/lapack (Zgemm).
 func ZgemmNative(tA, tB bool, m, n, k int, alpha complex128, a []complex128, lda int, b []complex128, ldb int, beta complex128, c []complex128, ldc int) bool {
 	return false
 }

@@ -16,4 +16,11 @@ func checkMatrix(routine, name string, rows, cols, ld, n int) {
 	}
 }
 
+// checkVector panics when a vector argument is shorter than need.
+func checkVector(routine, name string, have, need int) {
+	if have < need {
+		panic(fmt.Sprintf("lapack: %s: len(%s) = %d, need at least %d", routine, name, have, need))
+	}
+}
+
 func conj(z complex128) complex128 { return complex(real(z), -imag(z)) }

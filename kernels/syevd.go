@@ -7,11 +7,23 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
+	"github.com/mgla/mgla/kernels/lapack"
 )
+
+// The eigensolver drivers behind Syevd, on the lower triangle of a
+// column-major matrix: float64 (syevdF64) and complex128 (heevdC128). Each
+// scales the matrix into a safe range, then runs LAPACK's dsyevd/zheevd with
+// the openblas tag, or else the reduction to a real tridiagonal matrix
+// (lapack.Dsytrd, lapack.Zhetrd), gonum's dsterf for the eigenvalues only or
+// the divide and conquer lapack.Dstedc and the back-transformation with the
+// reflectors (dormlq on the row-major view, lapack.Zunmtr).
+
+// dlamchE is the relative machine precision of float64 (LAPACK dlamch('E')).
+const dlamchE = 0x1p-53
 
 // syevdF64 is the float64 symmetric eigensolver on the lower triangle of the
 // column-major a: tridiagonal reduction (dsytrd), then dsterf for values only
-// or the divide and conquer tridiagonal solver (tridiagEig) and the blocked
+// or the divide and conquer tridiagonal solver (dstedc) and the blocked
 // back-transformation (dormqr). With the openblas tag the whole computation is
 // LAPACK's dsyevd instead.
 func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
@@ -75,7 +87,7 @@ func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) erro
 	d := make([]float64, n)
 	e := make([]float64, n-1)
 	tau := make([]float64, n-1)
-	dsytrdLower(n, a, lda, d, e, tau)
+	lapack.Dsytrd(n, a, lda, d, e, tau)
 	if !vectors {
 		if !cpubackend.LAPACK.Dsterf(n, d, e) {
 			return ErrNoConvergence
@@ -84,8 +96,8 @@ func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) erro
 		return nil
 	}
 	z := make([]float64, n*n)
-	if err := tridiagEig(n, d, e, z, n); err != nil {
-		return err
+	if !lapack.Dstedc(n, d, e, z, n) {
+		return ErrNoConvergence
 	}
 	// V = Q·Z. In the row-major view z is Zᵀ and the reflectors stored in the
 	// columns of a are rows, the layout of an LQ factorization, whose
@@ -99,5 +111,83 @@ func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) erro
 		copy(a[j*lda:j*lda+n], z[j*n:(j+1)*n])
 	}
 	copy(w, d)
+	return nil
+}
+
+// heevdC128 is the complex Hermitian eigensolver on the lower triangle of a.
+func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error {
+	if err := CheckFinite(n, n, a, lda, true); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if n == 1 {
+		w[0] = real(a[0])
+		if vectors {
+			a[0] = 1
+		}
+		return nil
+	}
+	anrm := 0.0
+	for j := 0; j < n; j++ {
+		for _, v := range a[j*lda+j : j*lda+n] {
+			anrm = max(anrm, cabs(v))
+		}
+	}
+	rmin := math.Sqrt(0x1p-1022 / dlamchE)
+	rmax := 1 / rmin
+	scale := 1.0
+	if anrm > 0 && anrm < rmin {
+		scale = rmin / anrm
+	} else if anrm > rmax {
+		scale = rmax / anrm
+	}
+	if scale != 1 {
+		for j := 0; j < n; j++ {
+			for i := j; i < n; i++ {
+				a[i+j*lda] *= complex(scale, 0)
+			}
+		}
+	}
+	if info, handled := cpubackend.ZheevdNative(n, a, lda, w, vectors); handled {
+		if info != 0 {
+			return fmt.Errorf("%w (LAPACK zheevd info %d)", ErrNoConvergence, info)
+		}
+		for i := range w[:n] {
+			w[i] /= scale
+		}
+		return nil
+	}
+	d := make([]float64, n)
+	e := make([]float64, n-1)
+	tau := make([]complex128, n-1)
+	lapack.Zhetrd(n, a, lda, d, e, tau)
+	var err error
+	if !vectors {
+		if !cpubackend.LAPACK.Dsterf(n, d, e) {
+			err = ErrNoConvergence
+		}
+	} else {
+		z := make([]float64, n*n)
+		if !lapack.Dstedc(n, d, e, z, n) {
+			err = ErrNoConvergence
+		} else {
+			c := make([]complex128, n*n)
+			for i, v := range z {
+				c[i] = complex(v, 0)
+			}
+			lapack.Zunmtr(n, n, a, lda, tau, c, n)
+			for j := 0; j < n; j++ {
+				copy(a[j*lda:j*lda+n], c[j*n:(j+1)*n])
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for i := range d {
+		w[i] = d[i] / scale
+	}
 	return nil
 }

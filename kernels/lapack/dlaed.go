@@ -1,0 +1,322 @@
+package lapack
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+
+	gonumlapack "gonum.org/v1/gonum/lapack"
+
+	"github.com/mgla/mgla/kernels/cpubackend"
+)
+
+// The divide and conquer recursion of Dstedc (LAPACK dlaed0–dlaed3): the
+// matrix is cut in two by a rank-one tear, both halves are solved recursively
+// and the halves are merged by solving the secular equation of a
+// diagonal-plus-rank-one matrix (dlaed4.go). Deflation removes negligible
+// components and (nearly) equal poles; the eigenvectors of the rank-one
+// problem use the Gu–Eisenstat recomputed vector ẑ (Löwner's formula), which
+// makes them numerically orthogonal even for clustered eigenvalues. The
+// back-multiplication by the eigenvectors of the halves is a matrix product
+// that exploits the block structure (top-only, mixed and bottom-only columns),
+// and is where almost all of the time goes.
+
+// dcWork holds the workspace of the divide and conquer recursion.
+type dcWork struct {
+	steqrZ, steqrW []float64
+	out            []float64 // m×m: new eigenvectors, then deflated columns
+	qg             []float64 // m×k gathered old eigenvector columns
+	delta          []float64 // k×k secular differences, then U
+	ug             []float64 // k×k rows of U in group order
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// solve computes the eigen-decomposition of the m×m unreduced tridiagonal
+// (d, e) into the (zeroed) block q with leading dimension ldq. It reports
+// false when an iteration did not converge.
+func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) bool {
+	if m <= dcLeaf {
+		zz := grow(w.steqrZ, m*m)
+		w.steqrZ = zz
+		wk := grow(w.steqrW, max(1, 2*(m-1)))
+		w.steqrW = wk
+		if !cpubackend.LAPACK.Dsteqr(gonumlapack.EVTridiag, m, d, e, zz, m, wk) {
+			return false
+		}
+		// zz is row-major with eigenvectors in columns.
+		for j := 0; j < m; j++ {
+			col := q[j*ldq : j*ldq+m]
+			for i := range col {
+				col[i] = zz[i*m+j]
+			}
+		}
+		return true
+	}
+	m1 := m / 2
+	beta := e[m1-1]
+	d[m1-1] -= math.Abs(beta)
+	d[m1] -= math.Abs(beta)
+	if m >= dcParallel && runtime.GOMAXPROCS(0) > 1 {
+		// The halves are independent: solve the second one concurrently
+		// with its own workspace.
+		var ok2 bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w2 := &dcWork{}
+			ok2 = w2.solve(m-m1, d[m1:], e[m1:], q[m1+m1*ldq:], ldq)
+		}()
+		ok1 := w.solve(m1, d[:m1], e[:m1-1], q, ldq)
+		<-done
+		if !ok1 || !ok2 {
+			return false
+		}
+	} else {
+		if !w.solve(m1, d[:m1], e[:m1-1], q, ldq) {
+			return false
+		}
+		if !w.solve(m-m1, d[m1:], e[m1:], q[m1+m1*ldq:], ldq) {
+			return false
+		}
+	}
+	return w.merge(m, m1, d, beta, q, ldq)
+}
+
+// merge combines the eigen-decompositions of the two halves (eigenvalues in
+// d[:m1] and d[m1:], both ascending; eigenvectors in the diagonal blocks of
+// q) of T = diag(T1, T2) + |β|·v·vᵀ into that of T (dlaed1–dlaed3). It
+// reports false when a secular equation did not converge.
+func (w *dcWork) merge(m, m1 int, d []float64, beta float64, q []float64, ldq int) bool {
+	n1 := m1
+	// z = diag(Q1,Q2)ᵀ·v: last row of Q1 and sign(β)·first row of Q2.
+	z := make([]float64, m)
+	for j := 0; j < n1; j++ {
+		z[j] = q[n1-1+j*ldq]
+	}
+	for j := n1; j < m; j++ {
+		z[j] = q[n1+j*ldq]
+	}
+	rho := beta
+	if rho < 0 {
+		for j := n1; j < m; j++ {
+			z[j] = -z[j]
+		}
+		rho = -rho
+	}
+	// ‖z‖² = 2: normalize.
+	for j := range z {
+		z[j] *= 1 / math.Sqrt2
+	}
+	rho *= 2
+
+	// Merge the two ascending lists (dlamrg).
+	perm := make([]int, m)
+	{
+		i, j := 0, n1
+		for p := 0; p < m; p++ {
+			if j >= m || (i < n1 && d[i] <= d[j]) {
+				perm[p] = i
+				i++
+			} else {
+				perm[p] = j
+				j++
+			}
+		}
+	}
+	dl := make([]float64, m)
+	zl := make([]float64, m)
+	typ := make([]uint8, m) // 1: top rows only, 3: bottom rows only, 2: both
+	zmax, dmax := 0.0, 0.0
+	for p, src := range perm {
+		dl[p] = d[src]
+		zl[p] = z[src]
+		if src < n1 {
+			typ[p] = 1
+		} else {
+			typ[p] = 3
+		}
+		zmax = max(zmax, math.Abs(zl[p]))
+		dmax = max(dmax, math.Abs(dl[p]))
+	}
+	tol := 8 * dlamchE * max(dmax, zmax)
+
+	nondef := make([]int, 0, m) // positions (into dl) kept for the secular equation
+	deflated := make([]int, 0, m)
+	if rho*zmax <= tol {
+		for p := 0; p < m; p++ {
+			deflated = append(deflated, p)
+		}
+	} else {
+		pj := -1
+		for j := 0; j < m; j++ {
+			if rho*math.Abs(zl[j]) <= tol {
+				deflated = append(deflated, j)
+				continue
+			}
+			if pj < 0 {
+				pj = j
+				continue
+			}
+			s := zl[pj]
+			c := zl[j]
+			tau := math.Hypot(c, s)
+			t := dl[j] - dl[pj]
+			c /= tau
+			s = -s / tau
+			if math.Abs(t*c*s) <= tol {
+				// Rotate the two poles together; pj deflates.
+				zl[j] = tau
+				zl[pj] = 0
+				cp := q[perm[pj]*ldq : perm[pj]*ldq+m]
+				cj := q[perm[j]*ldq : perm[j]*ldq+m]
+				for r := range cp {
+					x, y := cp[r], cj[r]
+					cp[r] = c*x + s*y
+					cj[r] = c*y - s*x
+				}
+				if typ[pj] != typ[j] {
+					typ[pj], typ[j] = 2, 2
+				}
+				t2 := dl[pj]*c*c + dl[j]*s*s
+				dl[j] = dl[pj]*s*s + dl[j]*c*c
+				dl[pj] = t2
+				deflated = append(deflated, pj)
+				pj = j
+			} else {
+				nondef = append(nondef, pj)
+				pj = j
+			}
+		}
+		if pj >= 0 {
+			nondef = append(nondef, pj)
+		}
+	}
+	k := len(nondef)
+
+	out := grow(w.out, m*m)
+	w.out = out
+	lam := make([]float64, m) // eigenvalues matching the columns of out
+	if k > 0 {
+		dlam := make([]float64, k)
+		wv := make([]float64, k)
+		for i, p := range nondef {
+			dlam[i] = dl[p]
+			wv[i] = zl[p]
+		}
+		delta := grow(w.delta, k*k)
+		w.delta = delta
+		var ok = true
+		for i := 0; i < k; i++ {
+			var conv bool
+			lam[i], conv = secularRoot(i, dlam, wv, rho, delta[i*k:(i+1)*k])
+			ok = ok && conv
+		}
+		if !ok {
+			return false
+		}
+		// Gu–Eisenstat: recompute ẑ from the computed eigenvalues so that
+		// the eigenvectors below are those of a nearby problem exactly.
+		what := make([]float64, k)
+		for j := 0; j < k; j++ {
+			prod := delta[j+j*k]
+			for i := 0; i < k; i++ {
+				if i != j {
+					prod *= delta[j+i*k] / (dlam[j] - dlam[i])
+				}
+			}
+			what[j] = math.Copysign(math.Sqrt(math.Max(-prod, 0)), wv[j])
+		}
+		// U[:, i] = ẑ ./ (dlam - λ_i), normalized (in place over delta).
+		for i := 0; i < k; i++ {
+			col := delta[i*k : (i+1)*k]
+			if k == 1 {
+				col[0] = 1
+				break
+			}
+			var nrm float64
+			for j := range col {
+				col[j] = what[j] / col[j]
+			}
+			nrm = 0
+			scale := 0.0
+			for _, v := range col {
+				scale = max(scale, math.Abs(v))
+			}
+			for _, v := range col {
+				t := v / scale
+				nrm += t * t
+			}
+			nrm = scale * math.Sqrt(nrm)
+			for j := range col {
+				col[j] /= nrm
+			}
+		}
+		// Group the nondeflated coordinates by type (1, 2, 3) so that the
+		// product with the old eigenvectors skips the zero blocks.
+		order := make([]int, 0, k)
+		var k1, k2 int
+		for _, want := range []uint8{1, 2, 3} {
+			for i, p := range nondef {
+				if typ[p] == want {
+					order = append(order, i)
+				}
+			}
+			switch want {
+			case 1:
+				k1 = len(order)
+			case 2:
+				k2 = len(order) - k1
+			}
+		}
+		qg := grow(w.qg, m*k)
+		w.qg = qg
+		ug := grow(w.ug, k*k)
+		w.ug = ug
+		for c, i := range order {
+			copy(qg[c*m:(c+1)*m], q[perm[nondef[i]]*ldq:perm[nondef[i]]*ldq+m])
+			for col := 0; col < k; col++ {
+				ug[c+col*k] = delta[i+col*k]
+			}
+		}
+		n2 := m - n1
+		// Top rows: columns of type 1 and 2. Bottom rows: types 2 and 3.
+		if k1+k2 > 0 {
+			Dgemm(false, false, n1, k, k1+k2, 1, qg, m, ug, k, 0, out, m)
+		} else {
+			for c := 0; c < k; c++ {
+				clear(out[c*m : c*m+n1])
+			}
+		}
+		if k-k1 > 0 {
+			Dgemm(false, false, n2, k, k-k1, 1, qg[n1+k1*m:], m, ug[k1:], k, 0, out[n1:], m)
+		} else {
+			for c := 0; c < k; c++ {
+				clear(out[c*m+n1 : (c+1)*m])
+			}
+		}
+	}
+	for c, p := range deflated {
+		copy(out[(k+c)*m:(k+c+1)*m], q[perm[p]*ldq:perm[p]*ldq+m])
+		lam[k+c] = dl[p]
+	}
+	// Sort the merged eigenvalues and write them back with their vectors.
+	idx := make([]int, m)
+	for i := range idx {
+		idx[i] = i
+	}
+	if !slices.IsSorted(lam) {
+		sort.SliceStable(idx, func(a, b int) bool { return lam[idx[a]] < lam[idx[b]] })
+	}
+	for p, src := range idx {
+		d[p] = lam[src]
+		copy(q[p*ldq:p*ldq+m], out[src*m:(src+1)*m])
+	}
+	return true
+}
