@@ -35,7 +35,7 @@ race:
 
 # The kernels through OpenBLAS and LAPACK's column-major routines called directly (Debian libopenblas-dev, liblapacke-dev).
 openblas:
-	CGO_LDFLAGS='$(OPENBLAS_LDFLAGS)' $(GO) test -count=1 -tags openblas ./kernels/ ./kernels/cpubackend/ ./ops/ .
+	CGO_LDFLAGS='$(OPENBLAS_LDFLAGS)' $(GO) test -count=1 -tags openblas ./kernels/ ./kernels/lapack/ ./kernels/cpubackend/ ./ops/ .
 
 # Compile and vet the mglacuda-tagged code (no GPU needed; headers from
 # `make cuda-deps`), and run the shim's host-side checking helpers' test.

@@ -26,14 +26,28 @@
 //
 // # Layout
 //
-// This package is the kernel API the ops call (api.go, gemm.go), the pure-Go
-// LAPACK-style routines that gonum lacks (complex Cholesky zpotrf.go,
-// Hermitian tridiagonalisation zhetrd.go, the real tridiagonalisation
-// sytrd_real.go, divide and conquer stedc.go, complex gemm zgemm.go) and their
-// helpers (errors.go at the bottom, then scalar.go, then finite.go). The
-// backends sit beside it: kernels/cpubackend (gonum or OpenBLAS/LAPACK, the
-// only package of this module that kernels imports), kernels/cusolver and
-// kernels/ptx (CUDA; package kernels does not import them).
+// Package kernels is the kernel API the ops call: the generic entry points
+// and their dtype dispatch (api.go; gemm.go for Gemm), the float64 drivers on
+// the LAPACK/BLAS backend (potrf_real.go), the eigensolver drivers for
+// float64 and complex128 (syevd.go), the errors (errors.go, at the bottom),
+// the scalar helpers and single-precision conversions (scalar.go) and the
+// finiteness scans (finite.go). Beside it:
+//
+//   - kernels/lapack: the pure-Go LAPACK-style routines gonum lacks, one a
+//     file (complex gemm Zgemm and column-major Dgemm, complex Cholesky
+//     Zpotrf, Ztrsm, Ztrtri, Zlauum, the tridiagonal reductions Dsytrd and
+//     Zhetrd with Zunmtr, the divide and conquer Dstedc), with reference
+//     tests each. It reports LAPACK's info, not errors.
+//   - the backends, side by side: kernels/cpubackend (gonum's pure-Go BLAS
+//     and LAPACK, or OpenBLAS and LAPACK with -tags openblas), and for GPUs
+//     kernels/cusolver (the cuSolverMg / cuSOLVER shim) and kernels/ptx
+//     (mgla's PTX kernels).
+//
+// Package kernels may import kernels/lapack and kernels/cpubackend and no
+// other package of this module; kernels/lapack imports only
+// kernels/cpubackend, and kernels/cpubackend nothing of this module, so no
+// import runs back up (TestPackageLayers checks it). kernels/cusolver imports
+// kernels; kernels does not import the GPU backends.
 //
 // All functions are safe for concurrent use; they keep no state between
 // calls other than pooled scratch buffers. Large products use up to
@@ -59,8 +73,8 @@
 //     the blocked back-transformation with the reflectors (dormlq on the
 //     row-major view).
 //
-// Complex Hermitian matrices have no gonum LAPACK, so the package implements
-// them in pure Go: a pure-Go complex gemm (packed blocks, 2×2 register
+// Complex Hermitian matrices have no gonum LAPACK, so kernels/lapack
+// implements them in pure Go: a pure-Go complex gemm (packed blocks, 2×2 register
 // kernel, complex128 accumulation, split between goroutines); a left-looking
 // blocked Cholesky with recursive panels; blocked triangular solves; the
 // inverse by a recursive triangular inverse and a blocked Lᴴ·L-type product;
