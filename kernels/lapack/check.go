@@ -16,6 +16,22 @@ func checkMatrix(routine, name string, rows, cols, ld, n int) {
 	}
 }
 
+// checkGemm checks the operands of C = op(A)·op(B) + C, C m×n and the
+// inner dimension k, given their slice lengths and leading dimensions.
+func checkGemm(routine string, tA, tB bool, m, n, k, na, lda, nb, ldb, nc, ldc int) {
+	if tA {
+		checkMatrix(routine, "a", k, m, lda, na)
+	} else {
+		checkMatrix(routine, "a", m, k, lda, na)
+	}
+	if tB {
+		checkMatrix(routine, "b", n, k, ldb, nb)
+	} else {
+		checkMatrix(routine, "b", k, n, ldb, nb)
+	}
+	checkMatrix(routine, "c", m, n, ldc, nc)
+}
+
 // checkVector panics when a vector argument is shorter than need.
 func checkVector(routine, name string, have, need int) {
 	if have < need {

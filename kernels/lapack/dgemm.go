@@ -16,17 +16,7 @@ import (
 // OpenBLAS with the openblas tag): the row-major view of a column-major matrix
 // is its transpose, so Cᵀ = op(B)ᵀ·op(A)ᵀ is computed, without copies.
 func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	ar, ac := m, k
-	if tA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if tB {
-		br, bc = n, k
-	}
-	checkMatrix("Dgemm", "a", ar, ac, lda, len(a))
-	checkMatrix("Dgemm", "b", br, bc, ldb, len(b))
-	checkMatrix("Dgemm", "c", m, n, ldc, len(c))
+	checkGemm("Dgemm", tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
 	}

@@ -69,6 +69,14 @@ func from64(c []complex64, before []complex128) []complex128 {
 	return out
 }
 
+// stored returns the shape of X for op(X) rows×cols.
+func stored(trans bool, rows, cols int) (int, int) {
+	if trans {
+		return cols, rows
+	}
+	return rows, cols
+}
+
 // TestGemm checks Dgemm and Zgemm (complex128 and complex64 storage) against
 // the triple loop for every op combination and alpha, beta including zero
 // (beta = 0 with NaN in C, which must not propagate), with leading dimensions
@@ -86,14 +94,8 @@ func TestGemm(t *testing.T) {
 					if !cplx {
 						alpha, beta = complex(real(alpha), 0), complex(real(beta), 0)
 					}
-					ar, ac := m, k
-					if tA {
-						ar, ac = k, m
-					}
-					br, bc := k, n
-					if tB {
-						br, bc = n, k
-					}
+					ar, ac := stored(tA, m, k)
+					br, bc := stored(tB, k, n)
 					lda, ldb, ldc := ar+2, br+1, m+3
 					a := randMat(rnd, ar, ac, lda, cplx)
 					b := randMat(rnd, br, bc, ldb, cplx)

@@ -14,12 +14,16 @@ import (
 // testSeed is logged by every test that draws random inputs; set
 // KERNELS_SEED=<n> to replay a failure (the same variable as package
 // kernels' tests).
-var testSeed = func() uint64 {
-	if v, err := strconv.ParseUint(os.Getenv("KERNELS_SEED"), 10, 64); err == nil {
-		return v
+var testSeed = seedFromEnv("KERNELS_SEED")
+
+// seedFromEnv returns the seed in the environment variable name, or a new one.
+func seedFromEnv(name string) uint64 {
+	seed, err := strconv.ParseUint(os.Getenv(name), 10, 64)
+	if err != nil {
+		seed = uint64(time.Now().UnixNano())
 	}
-	return uint64(time.Now().UnixNano())
-}()
+	return seed
+}
 
 func newRand(t testing.TB, salt uint64) *rand.Rand {
 	t.Helper()

@@ -48,17 +48,7 @@ var zpackPool = sync.Pool{New: func() any {
 // from 24³ on run through OpenBLAS's zgemm instead. It needs no workspace
 // from the caller (packing buffers are pooled).
 func Zgemm[S Complex](tA, tB bool, m, n, k int, alpha complex128, a []S, lda int, b []S, ldb int, beta complex128, c []S, ldc int) {
-	ar, ac := m, k
-	if tA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if tB {
-		br, bc = n, k
-	}
-	checkMatrix("Zgemm", "a", ar, ac, lda, len(a))
-	checkMatrix("Zgemm", "b", br, bc, ldb, len(b))
-	checkMatrix("Zgemm", "c", m, n, ldc, len(c))
+	checkGemm("Zgemm", tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
 	}
