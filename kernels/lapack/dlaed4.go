@@ -1,8 +1,6 @@
 package lapack
 
-import (
-	"math"
-)
+import "math"
 
 // secularRoot finds the i-th smallest root λ of the secular equation
 //

@@ -1,8 +1,6 @@
 package lapack
 
-import (
-	"math"
-)
+import "math"
 
 // dlarfg generates an elementary reflector H = I − tau·v·vᵀ with
 // H·[alpha; x] = [beta; 0]; on return *alpha = beta and x holds v[1:].

@@ -59,6 +59,8 @@ func Zhetrd(n int, a []complex128, lda int, d, e []float64, tau []complex128) {
 	zhetd2Lower(n-i, a[i+i*lda:], lda, d[i:], e[i:], tau[i:])
 }
 
+// zlatrdLower reduces the first nb columns of the m×m trailing matrix and
+// returns W (m×nb) for the update A22 −= V·Wᴴ + W·Vᴴ (LAPACK zlatrd).
 func zlatrdLower(m, nb int, a []complex128, lda int, e []float64, tau []complex128, w []complex128, ldw int) {
 	for i := 0; i < nb; i++ {
 		col := a[i+i*lda : m+i*lda]
@@ -109,6 +111,7 @@ func zlatrdLower(m, nb int, a []complex128, lda int, e []float64, tau []complex1
 	}
 }
 
+// zhetd2Lower is the unblocked reduction (LAPACK zhetd2).
 func zhetd2Lower(n int, a []complex128, lda int, d, e []float64, tau []complex128) {
 	a[0] = complex(real(a[0]), 0)
 	y := make([]complex128, n)

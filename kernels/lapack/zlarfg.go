@@ -1,8 +1,6 @@
 package lapack
 
-import (
-	"math"
-)
+import "math"
 
 // zlarfg generates H = I − tau·v·vᴴ with Hᴴ·[alpha; x] = [beta; 0], beta
 // real; on return *alpha = beta and x holds v[1:]. Unlike the real case the

@@ -39,8 +39,9 @@ func lowerOf(n int, a []complex128, lda int) []complex128 {
 
 // TestZpotrf checks L·Lᴴ = A for random Hermitian positive definite
 // matrices of orders around the panel (8) and block (128) sizes, with junk in
-// the strict upper triangle, which must not be read, and in the padding rows
-// of lda > n, which must stay untouched; and that a matrix whose leading
+// the strict upper triangle, which must not be read, imaginary parts on the
+// diagonal, which must be ignored, and junk in the padding rows of lda > n,
+// which must stay untouched; and that a matrix whose leading
 // minor of order k+1 is not positive definite (a negative or NaN pivot)
 // returns info = k+1.
 func TestZpotrf(t *testing.T) {
@@ -49,6 +50,9 @@ func TestZpotrf(t *testing.T) {
 		lda := n + 3
 		a := randHPD(rnd, n, lda, true)
 		ref := hermitianLower(n, a, lda)
+		for j := 0; j < n; j++ {
+			a[j+j*lda] += complex(0, 3) // ignored: ref has the real diagonal
+		}
 		if info := Zpotrf(n, a, lda); info != 0 {
 			t.Fatalf("seed %d n=%d: info %d for a positive definite matrix", testSeed, n, info)
 		}
