@@ -44,6 +44,7 @@ static int raw(int kind, int nonblocking, const void *s, void *r, int count, MPI
 		case 7: return MPI_Scatter(s, count, dt, r, count, dt, 0, comm);
 		case 8: return MPI_Scan(s, r, count, dt, MPI_SUM, comm);
 		case 9: return MPI_Sendrecv(s, count, dt, dest, 1, r, count, dt, src, 1, comm, MPI_STATUS_IGNORE);
+		case 12: return MPI_Barrier(comm);
 		}
 		return MPI_ERR_ARG;
 	}
@@ -62,6 +63,7 @@ static int raw(int kind, int nonblocking, const void *s, void *r, int count, MPI
 		rc = MPI_Irecv(r, count, dt, src, 1, comm, &req[1]);
 		if (rc == MPI_SUCCESS) rc = MPI_Isend(s, count, dt, dest, 1, comm, &req[0]);
 		break;
+	case 12: rc = MPI_Ibarrier(comm, req); break;
 	default: return MPI_ERR_ARG;
 	}
 	return rc != MPI_SUCCESS ? rc : MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
@@ -105,6 +107,7 @@ var kinds = []struct {
 	{"reducescatter", collective.ReduceScatter}, {"alltoall", collective.AllToAll},
 	{"bcast", collective.Bcast}, {"reduce", collective.Reduce}, {"gather", collective.Gather},
 	{"scatter", collective.Scatter}, {"scan", collective.Scan}, {"sendrecv", collective.SendRecv},
+	{"barrier", collective.Barrier},
 }
 
 // A bench is one collective at one size on this rank: its buffers and
@@ -125,6 +128,9 @@ func (b *bench) call() *collective.Call {
 	if b.kind == collective.SendRecv {
 		c.Dest, c.Src = []int{(b.rank + 1) % b.size}, []int{(b.rank + b.size - 1) % b.size}
 		c.Tag = 1
+	}
+	if b.kind == collective.Barrier {
+		return c
 	}
 	s, err := sharding.NewHostBuffer(b.send[:c.SendLen(b.size)])
 	check(err)
@@ -153,7 +159,7 @@ var paths = []struct {
 // that holds the send buffer, run and reset per call.
 func graphPath(b *bench) func() error {
 	c := b.call()
-	n := c.SendLen(b.size)
+	n := max(c.SendLen(b.size), 1) // Barrier: a one-element value passes through
 	g := G.NewGraph()
 	x := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(b.send[:n]))))
@@ -179,6 +185,8 @@ func graphPath(b *bench) func() error {
 		_, err = collective.ScanNode(x, b.checked, collective.Sum)
 	case collective.SendRecv:
 		_, err = collective.SendRecvNode(x, b.checked, c.Dest, c.Src, c.Tag)
+	case collective.Barrier:
+		_, err = collective.BarrierNode(x, b.checked)
 	default:
 		err = fmt.Errorf("no graph op for %v", b.kind)
 	}
@@ -249,10 +257,16 @@ func main() {
 			switch k.kind {
 			case collective.AllGather, collective.ReduceScatter, collective.AllToAll, collective.Gather, collective.Scatter:
 				b.count = max(bytes/8/b.size, 1)
+			case collective.Barrier:
+				b.count, bytes = 0, hi // no data: one row
 			}
 			medians, reps := b.measure(*budget)
 			if b.rank == 0 {
-				row := fmt.Sprintf("| %s | %s | %d |", k.name, showBytes(bytes), reps)
+				shown := showBytes(bytes)
+				if b.kind == collective.Barrier {
+					shown = "0 B"
+				}
+				row := fmt.Sprintf("| %s | %s | %d |", k.name, shown, reps)
 				for _, m := range medians {
 					row += fmt.Sprintf(" %.1f |", m.Seconds()*1e6)
 				}
@@ -270,8 +284,11 @@ func main() {
 }
 
 // measure times every path on b: two warm-up calls each, then repetitions
-// (the same number on every rank) of all paths in turn, each after a
-// barrier, timed as the slowest rank's.
+// (the same number on every rank) of all paths in turn. In a repetition
+// each path makes one untimed call and then, after a barrier, the timed
+// one, so that every path is timed in its own steady state (its buffers
+// where its previous call left them in the caches) rather than in the
+// state the path before it left; the time is the slowest rank's.
 func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
 	runs := make([]func() error, len(paths))
 	for i, p := range paths {
@@ -288,12 +305,13 @@ func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
 	var round time.Duration
 	for _, run := range runs {
 		one(run)
-		round += one(run)
+		round += 2 * one(run)
 	}
 	reps := int(min(max(budget/max(round, 1), 7), 200))
 	times := make([][]time.Duration, len(paths))
 	for range reps {
 		for i, run := range runs {
+			check(run())
 			times[i] = append(times[i], one(run))
 		}
 	}
