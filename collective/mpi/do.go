@@ -133,8 +133,9 @@ func (c *Comm) Do(call *collective.Call) error {
 			return nil // the exchange was one
 		}
 	}
-	// The root of Bcast broadcasts from Send and copies it to Recv, the
-	// others of Reduce and Gather zero Recv, while MPI moves the data.
+	// The root of Bcast broadcasts from Send (MPI only reads it there) and
+	// copies it to Recv; the ranks other than the root of Reduce and Gather
+	// zero Recv (MPI does not touch it there). wait says when.
 	var side *localWork
 	switch {
 	case call.Kind == collective.Bcast && s.rank == call.Root:
