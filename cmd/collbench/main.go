@@ -11,9 +11,14 @@
 //
 // A size is the largest buffer of one rank: for the collectives whose
 // buffer holds one block per rank (allgather, reducescatter, alltoall,
-// gather, scatter) each block is size/ranks. Every path of every
-// repetition starts after a barrier, and its time is the slowest rank's;
-// the table shows the median over the repetitions, after two warm-up calls.
+// gather, scatter) each block is size/ranks; barrier moves no data and has
+// one row. In every repetition each path makes an untimed call and then,
+// after a barrier, the timed one, whose time is the slowest rank's; the
+// table shows the median over the repetitions, after two warm-up calls.
+//
+// It needs nothing but MPI and takes the ranks from mpirun, so the same
+// binary runs on a laptop or a many-core host (mpirun -n 2, -n 4, ...);
+// BENCHMARKS.md, "Collectives over MPI", has the command lines.
 //
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
