@@ -22,7 +22,8 @@
 //
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
-// is the cost of the graph layer. To time another way of making the calls,
+// is the cost of the graph layer; the op path calls the same op's Do
+// directly, so graph/op is the TapeMachine's share of it. To time another way of making the calls,
 // add an entry to paths.
 package main
 
@@ -157,50 +158,70 @@ var paths = []struct {
 	{"do", func(b *bench) func() error { c := b.call(); return func() error { return b.checked.Do(c) } }},
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
 	{"graph", graphPath},
+	{"op", opPath},
 }
 
 // graphPath makes the call as a graph op (package collective, the checked
 // communicator) run by a TapeMachine: one collective node on an input node
 // that holds the send buffer, run and reset per call.
 func graphPath(b *bench) func() error {
-	c := b.call()
-	n := max(c.SendLen(b.size), 1) // Barrier: a one-element value passes through
-	g := G.NewGraph()
-	x := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(b.send[:n]))))
-	var err error
-	switch b.kind {
-	case collective.AllReduce:
-		_, err = collective.AllReduceNode(x, b.checked, collective.Sum)
-	case collective.AllGather:
-		_, err = collective.AllGatherNode(x, b.checked)
-	case collective.ReduceScatter:
-		_, err = collective.ReduceScatterNode(x, b.checked, collective.Sum)
-	case collective.AllToAll:
-		_, err = collective.AllToAllNode(x, b.checked)
-	case collective.Bcast:
-		_, err = collective.BcastNode(x, b.checked, 0)
-	case collective.Reduce:
-		_, err = collective.ReduceNode(x, b.checked, collective.Sum, 0)
-	case collective.Gather:
-		_, err = collective.GatherNode(x, b.checked, 0)
-	case collective.Scatter:
-		_, err = collective.ScatterNode(x, b.checked, 0)
-	case collective.Scan:
-		_, err = collective.ScanNode(x, b.checked, collective.Sum)
-	case collective.SendRecv:
-		_, err = collective.SendRecvNode(x, b.checked, c.Dest, c.Src, c.Tag)
-	case collective.Barrier:
-		_, err = collective.BarrierNode(x, b.checked)
-	default:
-		err = fmt.Errorf("no graph op for %v", b.kind)
-	}
-	check(err)
+	g, _, _ := graphNode(b)
 	vm := G.NewTapeMachine(g)
 	return func() error {
 		defer vm.Reset()
 		return vm.RunAll()
 	}
+}
+
+// opPath calls the Do method of graphPath's op directly, without a
+// TapeMachine: with graph, it tells the op's cost from the machine's.
+func opPath(b *bench) func() error {
+	_, node, x := graphNode(b)
+	op := node.Op()
+	return func() error {
+		_, err := op.Do(x)
+		return err
+	}
+}
+
+// graphNode builds the graph of graphPath and returns it, its collective
+// node and the input's value.
+func graphNode(b *bench) (*G.ExprGraph, *G.Node, *tensor.Dense) {
+	c := b.call()
+	n := max(c.SendLen(b.size), 1) // Barrier: a one-element value passes through
+	g := G.NewGraph()
+	xv := tensor.New(tensor.WithShape(n), tensor.WithBacking(b.send[:n]))
+	x := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(xv))
+	var node *G.Node
+	var err error
+	switch b.kind {
+	case collective.AllReduce:
+		node, err = collective.AllReduceNode(x, b.checked, collective.Sum)
+	case collective.AllGather:
+		node, err = collective.AllGatherNode(x, b.checked)
+	case collective.ReduceScatter:
+		node, err = collective.ReduceScatterNode(x, b.checked, collective.Sum)
+	case collective.AllToAll:
+		node, err = collective.AllToAllNode(x, b.checked)
+	case collective.Bcast:
+		node, err = collective.BcastNode(x, b.checked, 0)
+	case collective.Reduce:
+		node, err = collective.ReduceNode(x, b.checked, collective.Sum, 0)
+	case collective.Gather:
+		node, err = collective.GatherNode(x, b.checked, 0)
+	case collective.Scatter:
+		node, err = collective.ScatterNode(x, b.checked, 0)
+	case collective.Scan:
+		node, err = collective.ScanNode(x, b.checked, collective.Sum)
+	case collective.SendRecv:
+		node, err = collective.SendRecvNode(x, b.checked, c.Dest, c.Src, c.Tag)
+	case collective.Barrier:
+		node, err = collective.BarrierNode(x, b.checked)
+	default:
+		err = fmt.Errorf("no graph op for %v", b.kind)
+	}
+	check(err)
+	return g, node, xv
 }
 
 // rawPath calls MPI from C, blocking or nonblocking with MPI_Wait.
