@@ -26,8 +26,9 @@
 // an error wrapping collective.ErrTimeout that names the call and, with the
 // checks on, the ranks that did not arrive; MPI cannot cancel a collective,
 // so the communicator is then broken: its pending operations keep their
-// buffers (which the late peers may still write), and later calls return
-// collective.ErrClosed saying why.
+// buffers (which the late peers may still write), later calls return
+// collective.ErrClosed saying why, and Close does not free it (MPI could
+// otherwise reuse its context while the late messages arrive).
 //
 // Bcast is not in place: the root broadcasts from Send and copies Send to
 // Recv. The ranks other than the root get zeros from Reduce and Gather.
