@@ -235,6 +235,8 @@ const pollSlice = 200 * time.Microsecond
 // returns true. Done during the spin, between tests, it would compete with
 // MPI's own copies on the same core and hold back the peers (BENCHMARKS.md,
 // "Collectives over MPI", measures the ways).
+// Where the process has a processor to spare, Do runs the work on a
+// goroutine of its own instead (spareProcessor) and passes side nil.
 func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *localWork) (bool, error) {
 	start := time.Now()
 	sleep := 20 * time.Microsecond
@@ -269,6 +271,24 @@ func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *loc
 		time.Sleep(min(sleep, waited/16, deadline.Sub(now)))
 		sleep = min(2*sleep, time.Millisecond)
 	}
+}
+
+// besideBytes is the smallest local work worth a goroutine of its own.
+const besideBytes = 256 << 10
+
+// spareProcessor says whether this process may run on more than one
+// processor (runtime.NumCPU follows the affinity mask that mpirun's binding
+// sets) and polls do not yield it (the node is not oversubscribed): then
+// the local work of a call runs beside MPI's transfer on another
+// goroutine. MGLA_MPI_BESIDE (0 or 1) overrides.
+func spareProcessor() bool {
+	switch os.Getenv("MGLA_MPI_BESIDE") {
+	case "0":
+		return false
+	case "1":
+		return true
+	}
+	return runtime.NumCPU() > 1 && engine.yield == 0
 }
 
 // localWork is a copy (src set) or a clear (src nil) of dst that a call

@@ -154,7 +154,22 @@ func (c *Comm) Do(call *collective.Call) error {
 		return err
 	}
 	reqs := requests{p: req, n: 1}
+	// With a processor of its own for it, the local work runs beside the
+	// transfer on another goroutine; otherwise wait fits it in.
+	var beside chan struct{}
+	if side != nil && len(side.dst) >= besideBytes && spareProcessor() {
+		beside = make(chan struct{})
+		go func(w *localWork) {
+			for w.step() {
+			}
+			close(beside)
+		}(side)
+		side = nil
+	}
 	ok, err := wait(reqs, 1, deadline, hotTime(max(send.bytes, recv.bytes)), side)
+	if beside != nil {
+		<-beside // Recv is the caller's again only when the work is done
+	}
 	if err != nil || !ok {
 		// MPI cannot cancel a collective: it keeps the buffers and the
 		// request, and the communicator is done for.

@@ -112,38 +112,64 @@ func checksOption(checks bool) []mpi.Option {
 func TestCollectives(t *testing.T) {
 	for _, checks := range []bool{true, false} {
 		c := newComm(t, checksOption(checks)...)
-		size, me := c.Size(), c.Rank()
-		for _, tc := range collectiveCases(size) {
+		for _, tc := range collectiveCases(c.Size()) {
 			t.Run(fmt.Sprintf("checks=%v/%s/root=%d", checks, tc.Name, tc.Root), func(t *testing.T) {
-				label := t.Name()
-				send := make([][]complex128, size)
-				for r := range size {
-					send[r] = rankValues(label, r, tc.SendLen(size), tc.Dtype, tc.Op == collective.Prod)
-				}
-				recvInit := make([]complex128, tc.RecvLen(size)+1)
-				for i := range recvInit {
-					recvInit[i] = sentinel
-				}
-				sendData, recvData := typed(tc.Dtype, send[me]), typed(tc.Dtype, recvInit)
-				call := tc
-				if err := c.Do(hostCall(call, sendData, recvData)); err != nil {
-					t.Fatal(err)
-				}
-				got, want := untyped(recvData), expected(&tc, send, me)
-				for i, w := range want {
-					if !closeEnough(got[i], w, tc.Dtype, size) {
-						t.Fatalf("element %d: got %v, want %v (seed %d)", i, got[i], w, seed)
-					}
-				}
-				if last := got[len(got)-1]; last != rounded(sentinel, tc.Dtype) {
-					t.Errorf("the element past the receive length changed to %v", last)
-				}
-				for i, v := range untyped(sendData) {
-					if v != send[me][i] {
-						t.Fatalf("send element %d changed from %v to %v", i, send[me][i], v)
-					}
-				}
+				checkCollective(t, c, tc)
 			})
+		}
+	}
+}
+
+// TestLocalWorkBeside runs the calls with local work (the root's copy of
+// Bcast, the zeros of Reduce and Gather elsewhere) large enough for it to
+// go beside the transfer, on a goroutine of its own (MGLA_MPI_BESIDE=1) and
+// fitted into the wait (0).
+func TestLocalWorkBeside(t *testing.T) {
+	c := newComm(t)
+	for _, beside := range []string{"0", "1"} {
+		t.Setenv("MGLA_MPI_BESIDE", beside)
+		for _, kind := range []collective.Kind{collective.Bcast, collective.Reduce, collective.Gather} {
+			for root := range c.Size() {
+				tc := collective.Call{Kind: kind, Op: collective.Sum, Dtype: tensor.Float64, Count: 70001, Root: root,
+					Name: fmt.Sprintf("%v/beside=%s", kind, beside)}
+				t.Run(fmt.Sprintf("%s/root=%d", tc.Name, root), func(t *testing.T) { checkCollective(t, c, tc) })
+			}
+		}
+	}
+}
+
+// checkCollective runs tc on c with random data and checks the result
+// against the reference, the element past the receive length and the send
+// buffer untouched.
+func checkCollective(t *testing.T, c *mpi.Comm, tc collective.Call) {
+	t.Helper()
+	size, me := c.Size(), c.Rank()
+	label := t.Name()
+	send := make([][]complex128, size)
+	for r := range size {
+		send[r] = rankValues(label, r, tc.SendLen(size), tc.Dtype, tc.Op == collective.Prod)
+	}
+	recvInit := make([]complex128, tc.RecvLen(size)+1)
+	for i := range recvInit {
+		recvInit[i] = sentinel
+	}
+	sendData, recvData := typed(tc.Dtype, send[me]), typed(tc.Dtype, recvInit)
+	call := tc
+	if err := c.Do(hostCall(call, sendData, recvData)); err != nil {
+		t.Fatal(err)
+	}
+	got, want := untyped(recvData), expected(&tc, send, me)
+	for i, w := range want {
+		if !closeEnough(got[i], w, tc.Dtype, size) {
+			t.Fatalf("element %d: got %v, want %v (seed %d)", i, got[i], w, seed)
+		}
+	}
+	if last := got[len(got)-1]; last != rounded(sentinel, tc.Dtype) {
+		t.Errorf("the element past the receive length changed to %v", last)
+	}
+	for i, v := range untyped(sendData) {
+		if v != send[me][i] {
+			t.Fatalf("send element %d changed from %v to %v", i, send[me][i], v)
 		}
 	}
 }
