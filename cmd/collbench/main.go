@@ -11,13 +11,19 @@
 //
 // A size is the largest buffer of one rank: for the collectives whose
 // buffer holds one block per rank (allgather, reducescatter, alltoall,
-// gather, scatter) each block is size/ranks. Every path of every
-// repetition starts after a barrier, and its time is the slowest rank's;
-// the table shows the median over the repetitions, after two warm-up calls.
+// gather, scatter) each block is size/ranks; barrier moves no data and has
+// one row. In every repetition each path makes an untimed call and then,
+// after a barrier, the timed one, whose time is the slowest rank's; the
+// table shows the median over the repetitions, after two warm-up calls.
+//
+// It needs nothing but MPI and takes the ranks from mpirun, so the same
+// binary runs on a laptop or a many-core host (mpirun -n 2, -n 4, ...);
+// BENCHMARKS.md, "Collectives over MPI", has the command lines.
 //
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
-// is the cost of the graph layer. To time another way of making the calls,
+// is the cost of the graph layer; the op path calls the same op's Do
+// directly, so graph/op is the TapeMachine's share of it. To time another way of making the calls,
 // add an entry to paths.
 package main
 
@@ -44,6 +50,7 @@ static int raw(int kind, int nonblocking, const void *s, void *r, int count, MPI
 		case 7: return MPI_Scatter(s, count, dt, r, count, dt, 0, comm);
 		case 8: return MPI_Scan(s, r, count, dt, MPI_SUM, comm);
 		case 9: return MPI_Sendrecv(s, count, dt, dest, 1, r, count, dt, src, 1, comm, MPI_STATUS_IGNORE);
+		case 12: return MPI_Barrier(comm);
 		}
 		return MPI_ERR_ARG;
 	}
@@ -62,6 +69,7 @@ static int raw(int kind, int nonblocking, const void *s, void *r, int count, MPI
 		rc = MPI_Irecv(r, count, dt, src, 1, comm, &req[1]);
 		if (rc == MPI_SUCCESS) rc = MPI_Isend(s, count, dt, dest, 1, comm, &req[0]);
 		break;
+	case 12: rc = MPI_Ibarrier(comm, req); break;
 	default: return MPI_ERR_ARG;
 	}
 	return rc != MPI_SUCCESS ? rc : MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
@@ -105,6 +113,7 @@ var kinds = []struct {
 	{"reducescatter", collective.ReduceScatter}, {"alltoall", collective.AllToAll},
 	{"bcast", collective.Bcast}, {"reduce", collective.Reduce}, {"gather", collective.Gather},
 	{"scatter", collective.Scatter}, {"scan", collective.Scan}, {"sendrecv", collective.SendRecv},
+	{"barrier", collective.Barrier},
 }
 
 // A bench is one collective at one size on this rank: its buffers and
@@ -126,6 +135,9 @@ func (b *bench) call() *collective.Call {
 		c.Dest, c.Src = []int{(b.rank + 1) % b.size}, []int{(b.rank + b.size - 1) % b.size}
 		c.Tag = 1
 	}
+	if b.kind == collective.Barrier {
+		return c
+	}
 	s, err := sharding.NewHostBuffer(b.send[:c.SendLen(b.size)])
 	check(err)
 	r, err := sharding.NewHostBuffer(b.recv[:c.RecvLen(b.size)])
@@ -146,48 +158,70 @@ var paths = []struct {
 	{"do", func(b *bench) func() error { c := b.call(); return func() error { return b.checked.Do(c) } }},
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
 	{"graph", graphPath},
+	{"op", opPath},
 }
 
 // graphPath makes the call as a graph op (package collective, the checked
 // communicator) run by a TapeMachine: one collective node on an input node
 // that holds the send buffer, run and reset per call.
 func graphPath(b *bench) func() error {
-	c := b.call()
-	n := c.SendLen(b.size)
-	g := G.NewGraph()
-	x := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(b.send[:n]))))
-	var err error
-	switch b.kind {
-	case collective.AllReduce:
-		_, err = collective.AllReduceNode(x, b.checked, collective.Sum)
-	case collective.AllGather:
-		_, err = collective.AllGatherNode(x, b.checked)
-	case collective.ReduceScatter:
-		_, err = collective.ReduceScatterNode(x, b.checked, collective.Sum)
-	case collective.AllToAll:
-		_, err = collective.AllToAllNode(x, b.checked)
-	case collective.Bcast:
-		_, err = collective.BcastNode(x, b.checked, 0)
-	case collective.Reduce:
-		_, err = collective.ReduceNode(x, b.checked, collective.Sum, 0)
-	case collective.Gather:
-		_, err = collective.GatherNode(x, b.checked, 0)
-	case collective.Scatter:
-		_, err = collective.ScatterNode(x, b.checked, 0)
-	case collective.Scan:
-		_, err = collective.ScanNode(x, b.checked, collective.Sum)
-	case collective.SendRecv:
-		_, err = collective.SendRecvNode(x, b.checked, c.Dest, c.Src, c.Tag)
-	default:
-		err = fmt.Errorf("no graph op for %v", b.kind)
-	}
-	check(err)
+	g, _, _ := graphNode(b)
 	vm := G.NewTapeMachine(g)
 	return func() error {
 		defer vm.Reset()
 		return vm.RunAll()
 	}
+}
+
+// opPath calls the Do method of graphPath's op directly, without a
+// TapeMachine: with graph, it tells the op's cost from the machine's.
+func opPath(b *bench) func() error {
+	_, node, x := graphNode(b)
+	op := node.Op()
+	return func() error {
+		_, err := op.Do(x)
+		return err
+	}
+}
+
+// graphNode builds the graph of graphPath and returns it, its collective
+// node and the input's value.
+func graphNode(b *bench) (*G.ExprGraph, *G.Node, *tensor.Dense) {
+	c := b.call()
+	n := max(c.SendLen(b.size), 1) // Barrier: a one-element value passes through
+	g := G.NewGraph()
+	xv := tensor.New(tensor.WithShape(n), tensor.WithBacking(b.send[:n]))
+	x := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(xv))
+	var node *G.Node
+	var err error
+	switch b.kind {
+	case collective.AllReduce:
+		node, err = collective.AllReduceNode(x, b.checked, collective.Sum)
+	case collective.AllGather:
+		node, err = collective.AllGatherNode(x, b.checked)
+	case collective.ReduceScatter:
+		node, err = collective.ReduceScatterNode(x, b.checked, collective.Sum)
+	case collective.AllToAll:
+		node, err = collective.AllToAllNode(x, b.checked)
+	case collective.Bcast:
+		node, err = collective.BcastNode(x, b.checked, 0)
+	case collective.Reduce:
+		node, err = collective.ReduceNode(x, b.checked, collective.Sum, 0)
+	case collective.Gather:
+		node, err = collective.GatherNode(x, b.checked, 0)
+	case collective.Scatter:
+		node, err = collective.ScatterNode(x, b.checked, 0)
+	case collective.Scan:
+		node, err = collective.ScanNode(x, b.checked, collective.Sum)
+	case collective.SendRecv:
+		node, err = collective.SendRecvNode(x, b.checked, c.Dest, c.Src, c.Tag)
+	case collective.Barrier:
+		node, err = collective.BarrierNode(x, b.checked)
+	default:
+		err = fmt.Errorf("no graph op for %v", b.kind)
+	}
+	check(err)
+	return g, node, xv
 }
 
 // rawPath calls MPI from C, blocking or nonblocking with MPI_Wait.
@@ -249,10 +283,16 @@ func main() {
 			switch k.kind {
 			case collective.AllGather, collective.ReduceScatter, collective.AllToAll, collective.Gather, collective.Scatter:
 				b.count = max(bytes/8/b.size, 1)
+			case collective.Barrier:
+				b.count, bytes = 0, hi // no data: one row
 			}
 			medians, reps := b.measure(*budget)
 			if b.rank == 0 {
-				row := fmt.Sprintf("| %s | %s | %d |", k.name, showBytes(bytes), reps)
+				shown := showBytes(bytes)
+				if b.kind == collective.Barrier {
+					shown = "0 B"
+				}
+				row := fmt.Sprintf("| %s | %s | %d |", k.name, shown, reps)
 				for _, m := range medians {
 					row += fmt.Sprintf(" %.1f |", m.Seconds()*1e6)
 				}
@@ -270,8 +310,11 @@ func main() {
 }
 
 // measure times every path on b: two warm-up calls each, then repetitions
-// (the same number on every rank) of all paths in turn, each after a
-// barrier, timed as the slowest rank's.
+// (the same number on every rank) of all paths in turn. In a repetition
+// each path makes one untimed call and then, after a barrier, the timed
+// one, so that every path is timed in its own steady state (its buffers
+// where its previous call left them in the caches) rather than in the
+// state the path before it left; the time is the slowest rank's.
 func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
 	runs := make([]func() error, len(paths))
 	for i, p := range paths {
@@ -288,12 +331,13 @@ func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
 	var round time.Duration
 	for _, run := range runs {
 		one(run)
-		round += one(run)
+		round += 2 * one(run)
 	}
 	reps := int(min(max(budget/max(round, 1), 7), 200))
 	times := make([][]time.Duration, len(paths))
 	for range reps {
 		for i, run := range runs {
+			check(run())
 			times[i] = append(times[i], one(run))
 		}
 	}

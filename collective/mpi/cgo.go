@@ -93,6 +93,7 @@ func initialise() error {
 			engine.initErr = err
 			return
 		}
+		tuneLibnbc()
 		ready := make(chan error)
 		go func() {
 			runtime.LockOSThread()
@@ -130,6 +131,37 @@ func initialise() error {
 		engine.initErr = <-ready
 	})
 	return engine.initErr
+}
+
+// libnbcReduce is the Open MPI MCA parameter that picks the algorithm of
+// MPI_Ireduce in the libnbc component: "2" is the binomial tree. Left to
+// itself (0) libnbc picks a segmented chain for 4 ranks or fewer and
+// messages of 64 KiB or more, which on one node measured 2 to 3 times as
+// slow as the blocking MPI_Reduce (BENCHMARKS.md, "Collectives over MPI");
+// the binomial tree is within a few percent of it.
+const libnbcReduce = "OMPI_MCA_coll_libnbc_ireduce_algorithm"
+
+// tuneLibnbc sets libnbcReduce to the binomial tree before MPI starts,
+// unless the environment already sets it (the user's choice wins). Open
+// MPI reads MCA parameters from the environment at MPI_Init; other MPIs
+// ignore the variable.
+func tuneLibnbc() {
+	if _, set := os.LookupEnv(libnbcReduce); !set {
+		os.Setenv(libnbcReduce, "2")
+	}
+}
+
+// mcaInt reads the integer MCA parameter name (without the OMPI_MCA_
+// prefix) as MPI's tool interface (MPI_T) reports it: the value MPI uses.
+func mcaInt(name string) (int, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var v, rc C.int
+	mpiCall(func() { rc = C.mgla_cvar_int(cname, &v) })
+	if rc != 0 {
+		return 0, fmt.Errorf("%w: mpi: MPI_T control variable %s: error %d", collective.ErrEngine, name, int(rc))
+	}
+	return int(v), nil
 }
 
 // oversubscribed says whether this node runs more ranks than it has
@@ -195,15 +227,23 @@ const pollSlice = 200 * time.Microsecond
 // as long as the transfer should take, then sleeps between polls with a
 // backoff up to a millisecond, never more than a sixteenth of the time
 // waited so far, so that a rank waiting for a late peer leaves the
-// processor to the others. Meanwhile it does the local work side (may be
-// nil) a chunk at a time between tests, so that MPI keeps progressing; it
-// finishes side before it returns true.
+// processor to the others.
+//
+// The local work side (may be nil) runs where it costs the transfer
+// nothing: a chunk at a time instead of those sleeps, while this rank waits
+// for a late peer, and the rest once the requests complete, before wait
+// returns true. Done during the spin, between tests, it would compete with
+// MPI's own copies on the same core and hold back the peers (BENCHMARKS.md,
+// "Collectives over MPI", measures the ways).
+// Where the process has a processor to spare, Do runs the work on a
+// goroutine of its own instead (spareProcessor) and passes side nil.
 func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *localWork) (bool, error) {
 	start := time.Now()
 	sleep := 20 * time.Microsecond
+	idle := false // past the spin: the peers are late
 	for {
 		spin := pollSlice
-		if side.step() {
+		if idle && side.step() {
 			spin = 0 // one test between chunks
 		}
 		var done, rc C.int
@@ -221,7 +261,11 @@ func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *loc
 			return false, nil
 		}
 		waited := now.Sub(start)
-		if waited < hot || side.pending() {
+		if waited < hot {
+			continue
+		}
+		idle = true
+		if side.pending() {
 			continue
 		}
 		time.Sleep(min(sleep, waited/16, deadline.Sub(now)))
@@ -229,9 +273,27 @@ func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *loc
 	}
 }
 
+// besideBytes is the smallest local work worth a goroutine of its own.
+const besideBytes = 256 << 10
+
+// spareProcessor says whether this process may run on more than one
+// processor (runtime.NumCPU follows the affinity mask that mpirun's binding
+// sets) and polls do not yield it (the node is not oversubscribed): then
+// the local work of a call runs beside MPI's transfer on another
+// goroutine. MGLA_MPI_BESIDE (0 or 1) overrides.
+func spareProcessor() bool {
+	switch os.Getenv("MGLA_MPI_BESIDE") {
+	case "0":
+		return false
+	case "1":
+		return true
+	}
+	return runtime.NumCPU() > 1 && engine.yield == 0
+}
+
 // localWork is a copy (src set) or a clear (src nil) of dst that a call
-// does while MPI moves its data: the root's copy of Bcast, the zeros of the
-// ranks other than the root of Reduce and Gather.
+// does besides MPI's transfer: the root's copy of Bcast, the zeros of the
+// ranks other than the root of Reduce and Gather (see wait).
 type localWork struct {
 	dst, src []byte
 	done     int

@@ -181,7 +181,9 @@ func (c *Comm) usable() error {
 }
 
 // Close frees the communicator (one made by Split); the world's stays
-// until Finalize, only this view is closed. Closing twice is not an error.
+// until Finalize, only this view is closed. A communicator broken by a
+// timeout is only closed, not freed: MPI still holds its operations.
+// Closing twice is not an error.
 func (c *Comm) Close() error {
 	s := c.st
 	s.mu.Lock()
@@ -190,14 +192,20 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	s.freed = true
+	if s.abandoned {
+		// MPI still holds operations on these communicators that will
+		// never complete: freeing them would let MPI reuse their context
+		// ids while their messages may still arrive, and let libnbc
+		// progress schedules on freed communicators. Keep them, with meta
+		// and reqs, for the life of the process.
+		return nil
+	}
 	err := call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&s.data) })
 	if err2 := call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&s.check) }); err == nil {
 		err = err2
 	}
-	if !s.abandoned {
-		C.free(s.meta)
-		s.reqs.free()
-	}
+	C.free(s.meta)
+	s.reqs.free()
 	return err
 }
 

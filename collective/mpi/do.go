@@ -133,8 +133,9 @@ func (c *Comm) Do(call *collective.Call) error {
 			return nil // the exchange was one
 		}
 	}
-	// The root of Bcast broadcasts from Send and copies it to Recv, the
-	// others of Reduce and Gather zero Recv, while MPI moves the data.
+	// The root of Bcast broadcasts from Send (MPI only reads it there) and
+	// copies it to Recv; the ranks other than the root of Reduce and Gather
+	// zero Recv (MPI does not touch it there). wait says when.
 	var side *localWork
 	switch {
 	case call.Kind == collective.Bcast && s.rank == call.Root:
@@ -153,7 +154,22 @@ func (c *Comm) Do(call *collective.Call) error {
 		return err
 	}
 	reqs := requests{p: req, n: 1}
+	// With a processor of its own for it, the local work runs beside the
+	// transfer on another goroutine; otherwise wait fits it in.
+	var beside chan struct{}
+	if side != nil && len(side.dst) >= besideBytes && spareProcessor() {
+		beside = make(chan struct{})
+		go func(w *localWork) {
+			for w.step() {
+			}
+			close(beside)
+		}(side)
+		side = nil
+	}
 	ok, err := wait(reqs, 1, deadline, hotTime(max(send.bytes, recv.bytes)), side)
+	if beside != nil {
+		<-beside // Recv is the caller's again only when the work is done
+	}
 	if err != nil || !ok {
 		// MPI cannot cancel a collective: it keeps the buffers and the
 		// request, and the communicator is done for.

@@ -26,12 +26,21 @@
 // an error wrapping collective.ErrTimeout that names the call and, with the
 // checks on, the ranks that did not arrive; MPI cannot cancel a collective,
 // so the communicator is then broken: its pending operations keep their
-// buffers (which the late peers may still write), and later calls return
-// collective.ErrClosed saying why.
+// buffers (which the late peers may still write), later calls return
+// collective.ErrClosed saying why, and Close does not free it (MPI could
+// otherwise reuse its context while the late messages arrive).
 //
-// Bcast is not in place: the root copies Send to Recv, then broadcasts
+// Bcast is not in place: the root broadcasts from Send and copies Send to
 // Recv. The ranks other than the root get zeros from Reduce and Gather.
-// Send and receive buffers must not overlap.
+// That copy and those zeros are local work that Do does after MPI's
+// transfer, or while it waits for a late peer, never between the tests
+// that drive the transfer. Send and receive buffers must not overlap.
+//
+// World sets Open MPI's MCA parameter coll_libnbc_ireduce_algorithm to 2
+// (the binomial tree) in the environment before MPI_Init unless the
+// environment sets it already: libnbc's own choice for 4 ranks or fewer,
+// a segmented chain, made MPI_Ireduce 2 to 3 times as slow as MPI_Reduce
+// on one node.
 //
 // # Consistency checks
 //

@@ -160,6 +160,22 @@ static inline void mgla_abandon(MPI_Request *req, int recv) {
 	MPI_Request_free(req);
 }
 
+// mgla_cvar_int reads the integer MPI_T control variable name (an MCA
+// parameter in Open MPI) into *value; it returns an MPI_T error code.
+static inline int mgla_cvar_int(const char *name, int *value) {
+	int provided, index, count, rc;
+	MPI_T_cvar_handle handle;
+	if ((rc = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) != MPI_SUCCESS) return rc;
+	rc = MPI_T_cvar_get_index(name, &index);
+	if (rc == MPI_SUCCESS) rc = MPI_T_cvar_handle_alloc(index, NULL, &handle, &count);
+	if (rc == MPI_SUCCESS) {
+		rc = count == 1 ? MPI_T_cvar_read(handle, value) : MPI_T_ERR_INVALID;
+		MPI_T_cvar_handle_free(&handle);
+	}
+	MPI_T_finalize();
+	return rc;
+}
+
 static inline int mgla_comm_idup(MPI_Comm comm, MPI_Comm *out, MPI_Request *req) {
 	int rc = MPI_Comm_idup(comm, out, req);
 	if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);

@@ -5,6 +5,8 @@ package mpi_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -110,38 +112,64 @@ func checksOption(checks bool) []mpi.Option {
 func TestCollectives(t *testing.T) {
 	for _, checks := range []bool{true, false} {
 		c := newComm(t, checksOption(checks)...)
-		size, me := c.Size(), c.Rank()
-		for _, tc := range collectiveCases(size) {
+		for _, tc := range collectiveCases(c.Size()) {
 			t.Run(fmt.Sprintf("checks=%v/%s/root=%d", checks, tc.Name, tc.Root), func(t *testing.T) {
-				label := t.Name()
-				send := make([][]complex128, size)
-				for r := range size {
-					send[r] = rankValues(label, r, tc.SendLen(size), tc.Dtype, tc.Op == collective.Prod)
-				}
-				recvInit := make([]complex128, tc.RecvLen(size)+1)
-				for i := range recvInit {
-					recvInit[i] = sentinel
-				}
-				sendData, recvData := typed(tc.Dtype, send[me]), typed(tc.Dtype, recvInit)
-				call := tc
-				if err := c.Do(hostCall(call, sendData, recvData)); err != nil {
-					t.Fatal(err)
-				}
-				got, want := untyped(recvData), expected(&tc, send, me)
-				for i, w := range want {
-					if !closeEnough(got[i], w, tc.Dtype, size) {
-						t.Fatalf("element %d: got %v, want %v (seed %d)", i, got[i], w, seed)
-					}
-				}
-				if last := got[len(got)-1]; last != rounded(sentinel, tc.Dtype) {
-					t.Errorf("the element past the receive length changed to %v", last)
-				}
-				for i, v := range untyped(sendData) {
-					if v != send[me][i] {
-						t.Fatalf("send element %d changed from %v to %v", i, send[me][i], v)
-					}
-				}
+				checkCollective(t, c, tc)
 			})
+		}
+	}
+}
+
+// TestLocalWorkBeside runs the calls with local work (the root's copy of
+// Bcast, the zeros of Reduce and Gather elsewhere) large enough for it to
+// go beside the transfer, on a goroutine of its own (MGLA_MPI_BESIDE=1) and
+// fitted into the wait (0).
+func TestLocalWorkBeside(t *testing.T) {
+	c := newComm(t)
+	for _, beside := range []string{"0", "1"} {
+		t.Setenv("MGLA_MPI_BESIDE", beside)
+		for _, kind := range []collective.Kind{collective.Bcast, collective.Reduce, collective.Gather} {
+			for root := range c.Size() {
+				tc := collective.Call{Kind: kind, Op: collective.Sum, Dtype: tensor.Float64, Count: 70001, Root: root,
+					Name: fmt.Sprintf("%v/beside=%s", kind, beside)}
+				t.Run(fmt.Sprintf("%s/root=%d", tc.Name, root), func(t *testing.T) { checkCollective(t, c, tc) })
+			}
+		}
+	}
+}
+
+// checkCollective runs tc on c with random data and checks the result
+// against the reference, the element past the receive length and the send
+// buffer untouched.
+func checkCollective(t *testing.T, c *mpi.Comm, tc collective.Call) {
+	t.Helper()
+	size, me := c.Size(), c.Rank()
+	label := t.Name()
+	send := make([][]complex128, size)
+	for r := range size {
+		send[r] = rankValues(label, r, tc.SendLen(size), tc.Dtype, tc.Op == collective.Prod)
+	}
+	recvInit := make([]complex128, tc.RecvLen(size)+1)
+	for i := range recvInit {
+		recvInit[i] = sentinel
+	}
+	sendData, recvData := typed(tc.Dtype, send[me]), typed(tc.Dtype, recvInit)
+	call := tc
+	if err := c.Do(hostCall(call, sendData, recvData)); err != nil {
+		t.Fatal(err)
+	}
+	got, want := untyped(recvData), expected(&tc, send, me)
+	for i, w := range want {
+		if !closeEnough(got[i], w, tc.Dtype, size) {
+			t.Fatalf("element %d: got %v, want %v (seed %d)", i, got[i], w, seed)
+		}
+	}
+	if last := got[len(got)-1]; last != rounded(sentinel, tc.Dtype) {
+		t.Errorf("the element past the receive length changed to %v", last)
+	}
+	for i, v := range untyped(sendData) {
+		if v != send[me][i] {
+			t.Fatalf("send element %d changed from %v to %v", i, send[me][i], v)
 		}
 	}
 }
@@ -483,12 +511,21 @@ func TestTimeout(t *testing.T) {
 		call   collective.Call
 		need   int // ranks
 		names  bool
+		// rootOnly: only the root (rank 0) must time out; the other ranks
+		// of a rooted call without checks may finish without the skipper.
+		rootOnly bool
 	}{
-		{"AllReduce", true, collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: 4}, 2, true},
-		{"Barrier", true, collective.Call{Kind: collective.Barrier}, 2, true},
-		{"AllGather without checks", false, collective.Call{Kind: collective.AllGather, Dtype: tensor.Float32, Count: 4}, 2, false},
-		{"Recv", true, collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 4}, 1, true},
-		{"Recv without checks", false, collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 4}, 1, true},
+		{"AllReduce", true, collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: 4}, 2, true, false},
+		{"Barrier", true, collective.Call{Kind: collective.Barrier}, 2, true, false},
+		{"AllGather without checks", false, collective.Call{Kind: collective.AllGather, Dtype: tensor.Float32, Count: 4}, 2, false, false},
+		{"Recv", true, collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 4}, 1, true, false},
+		{"Recv without checks", false, collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 4}, 1, true, false},
+		// Large enough for the root's copy (Bcast) and the zeros of the
+		// others (Reduce, Gather) to be done while the rank waits.
+		{"Bcast", true, collective.Call{Kind: collective.Bcast, Dtype: tensor.Float64, Count: 1 << 20}, 2, true, false},
+		{"Bcast without checks", false, collective.Call{Kind: collective.Bcast, Dtype: tensor.Float64, Count: 1 << 20}, 2, false, true},
+		{"Reduce without checks", false, collective.Call{Kind: collective.Reduce, Dtype: tensor.Complex128, Count: 1 << 18}, 2, false, true},
+		{"Gather without checks", false, collective.Call{Kind: collective.Gather, Dtype: tensor.Float32, Count: 1 << 18}, 2, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -512,15 +549,19 @@ func TestTimeout(t *testing.T) {
 			}
 			if me != skipper || call.Kind == collective.Recv {
 				err := c.Do(hostCall(call, send, recv))
-				if !errors.Is(err, collective.ErrTimeout) {
-					t.Fatalf("got %v, want ErrTimeout", err)
-				}
-				t.Log(err)
-				if tc.names && !strings.Contains(err.Error(), fmt.Sprintf("rank %d", skipper)) {
-					t.Errorf("%q does not name rank %d", err, skipper)
-				}
-				if err := c.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) || !strings.Contains(err.Error(), "timed out") {
-					t.Errorf("the call after the timeout: got %v, want ErrClosed saying why", err)
+				switch {
+				case tc.rootOnly && me != call.Root && err == nil:
+					t.Logf("rank %d finished without rank %d", me, skipper)
+				case !errors.Is(err, collective.ErrTimeout):
+					t.Errorf("got %v, want ErrTimeout", err)
+				default:
+					t.Log(err)
+					if tc.names && !strings.Contains(err.Error(), fmt.Sprintf("rank %d", skipper)) {
+						t.Errorf("%q does not name rank %d", err, skipper)
+					}
+					if err := c.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) || !strings.Contains(err.Error(), "timed out") {
+						t.Errorf("the call after the timeout: got %v, want ErrClosed saying why", err)
+					}
 				}
 			}
 			// Wait for everyone on the healthy world before the next case.
@@ -602,5 +643,26 @@ func TestFortranHandle(t *testing.T) {
 	}
 	if world.Fortran() < 0 {
 		t.Errorf("negative Fortran handle %d", world.Fortran())
+	}
+}
+
+// TestIreduceAlgorithm: World makes Open MPI's MPI_Ireduce use the binomial
+// tree (or what the environment asked for), and MPI reports that value.
+func TestIreduceAlgorithm(t *testing.T) {
+	newComm(t)
+	env, ok := os.LookupEnv(mpi.LibnbcReduce)
+	if !ok {
+		t.Fatalf("%s is not set after World", mpi.LibnbcReduce)
+	}
+	want, err := strconv.Atoi(env)
+	if err != nil {
+		t.Fatalf("%s=%q", mpi.LibnbcReduce, env)
+	}
+	got, err := mpi.MCAInt("coll_libnbc_ireduce_algorithm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("MPI uses ireduce algorithm %d, the environment says %d", got, want)
 	}
 }
