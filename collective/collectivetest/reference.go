@@ -7,6 +7,7 @@ package collectivetest
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 
 	"github.com/mgla/mgla/collective"
 	"gorgonia.org/tensor"
@@ -120,4 +121,48 @@ func RoundTo(dt tensor.Dtype, v complex128) complex128 {
 		return complex128(complex64(v))
 	}
 	return v
+}
+
+// Dense is a host tensor of dtype dt and the given shape holding vals (the
+// real parts for real dtypes), row-major.
+func Dense(dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	for i, v := range vals {
+		e := reflect.New(dt.Type).Elem()
+		setValue(e, v)
+		d.Set(i, e.Interface())
+	}
+	return d
+}
+
+func setValue(e reflect.Value, v complex128) {
+	switch e.Kind() {
+	case reflect.Complex64, reflect.Complex128:
+		e.SetComplex(v)
+	default:
+		e.SetFloat(real(v))
+	}
+}
+
+// Values are the elements of a host slice ([]float32, []float64,
+// []complex64, []complex128) or of a host tensor holding one, as
+// complex128, row-major.
+func Values(data any) []complex128 {
+	if d, ok := data.(*tensor.Dense); ok {
+		data = d.Data()
+	}
+	s := reflect.ValueOf(data)
+	if s.Kind() != reflect.Slice {
+		s = reflect.Append(reflect.MakeSlice(reflect.SliceOf(s.Type()), 0, 1), s)
+	}
+	out := make([]complex128, s.Len())
+	for i := range out {
+		switch e := s.Index(i); e.Kind() {
+		case reflect.Complex64, reflect.Complex128:
+			out[i] = e.Complex()
+		default:
+			out[i] = complex(e.Float(), 0)
+		}
+	}
+	return out
 }
