@@ -112,22 +112,26 @@ func (e *engine) exchange(rec *collective.Record, deadline time.Time, timeout ti
 }
 
 // finishCheck waits for the records of slots first … first+n-1 to arrive
-// in GPU memory, copies them to the host and waits for the copy, by the
-// deadline.
+// in GPU memory by the deadline (under wait's watchdog: a rank that does not
+// come gives ErrTimeout) and copies them to the host. The copy out is
+// synchronous and after the wait: an asynchronous copy to pageable memory
+// may block in the driver until the stream is done, before any watchdog
+// runs.
 func (e *engine) finishCheck(cc *collective.Call, deadline time.Time, timeout time.Duration, first, n int) error {
-	// A non-blocking communicator may still be launching the group: the
-	// copy out must come after it on the stream.
-	if err := waitReady(e.comms, deadline, timeout, fmt.Sprintf("%v on %s", cc, e.what)); err != nil {
-		e.abort(abortedBy(e, cc, err))
+	if err := e.wait(cc, deadline, timeout); err != nil {
 		return err
 	}
 	m := e.meta
-	if err := cu.MemcpyDtoHAsync(m.hostSlot(first), m.dev+cu.DevicePtr(first*collective.RecordBytes), int64(n*collective.RecordBytes), e.streams[0]); err != nil {
+	err := cu.SetCurrentContext(e.ctxs[0])
+	if err == nil {
+		err = cu.MemcpyDtoH(m.hostSlot(first), m.dev+cu.DevicePtr(first*collective.RecordBytes), int64(n*collective.RecordBytes))
+	}
+	if err != nil {
 		err = fmt.Errorf("%w: collective/nccl: %v on %s: %v", collective.ErrEngine, cc, e.what, err)
 		e.abort(abortedBy(e, cc, err))
 		return err
 	}
-	return e.wait(cc, deadline, timeout)
+	return nil
 }
 
 // record decodes slot of the host mirror; garbage is an engine failure.
@@ -290,7 +294,10 @@ func (e *engine) stageIn(c *collective.Call) (send, recv []uintptr, err error) {
 		if err := e.grow(&e.stage.send, &e.stage.sendCap, sendBytes); err != nil {
 			return nil, nil, err
 		}
-		if err := cu.MemcpyHtoD(e.stage.send, p, sendBytes); err != nil {
+		// On the call's stream, so that NCCL reads it after the copy; the
+		// stream is idle here, so the copy from pageable memory returns
+		// once it has read p.
+		if err := cu.MemcpyHtoDAsync(e.stage.send, p, sendBytes, e.streams[0]); err != nil {
 			return nil, nil, fmt.Errorf("%w: collective/nccl: %v on %s: staging the send buffer: %v", collective.ErrEngine, c, e.what, err)
 		}
 		send = []uintptr{uintptr(e.stage.send)}
