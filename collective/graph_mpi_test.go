@@ -64,20 +64,8 @@ func TestMain(m *testing.M) {
 	os.Exit(int(worst[0]))
 }
 
-func call(c collective.Call, send, recv any) *collective.Call {
-	wrap := func(d any) []sharding.Buffer {
-		if d == nil {
-			return nil
-		}
-		b, err := sharding.NewHostBuffer(d)
-		if err != nil {
-			panic(err)
-		}
-		return []sharding.Buffer{b}
-	}
-	c.Send, c.Recv = wrap(send), wrap(recv)
-	return &c
-}
+// call returns c with send and recv (typed slices or nil) as its buffers.
+var call = collectivetest.HostCall
 
 // newComm is a communicator of every rank for one test.
 func newComm(t *testing.T, opts ...mpi.Option) *mpi.Comm {

@@ -1,7 +1,8 @@
 // Package collectivetest holds what the tests of every collective engine
-// share: the float64 (complex128) reference result of every Kind and random
-// inputs for the four dtypes. It is imported by tests only; it may import
-// collective and gorgonia's tensor.
+// share: the float64 (complex128) reference result of every Kind, random
+// inputs for the four dtypes, host tensors and calls on host buffers. It is
+// imported by tests only; it may import collective, sharding and gorgonia's
+// tensor.
 package collectivetest
 
 import (
@@ -10,6 +11,7 @@ import (
 	"reflect"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
 
@@ -165,4 +167,21 @@ func Values(data any) []complex128 {
 		}
 	}
 	return out
+}
+
+// HostCall returns c with send and recv (typed host slices, or nil for
+// none) as its one local rank's buffers: a call of a process communicator.
+func HostCall(c collective.Call, send, recv any) *collective.Call {
+	wrap := func(data any) []sharding.Buffer {
+		if data == nil {
+			return nil
+		}
+		b, err := sharding.NewHostBuffer(data)
+		if err != nil {
+			panic(err)
+		}
+		return []sharding.Buffer{b}
+	}
+	c.Send, c.Recv = wrap(send), wrap(recv)
+	return &c
 }

@@ -227,20 +227,7 @@ func processSuite(t *testing.T, rng *rand.Rand, comm collective.Comm, m *shardin
 }
 
 // hostCall is c with host buffers over send and recv (nil: none).
-func hostCall(c collective.Call, send, recv any) *collective.Call {
-	wrap := func(d any) []sharding.Buffer {
-		if d == nil {
-			return nil
-		}
-		b, err := sharding.NewHostBuffer(d)
-		if err != nil {
-			panic(err)
-		}
-		return []sharding.Buffer{b}
-	}
-	c.Send, c.Recv = wrap(send), wrap(recv)
-	return &c
-}
+var hostCall = collectivetest.HostCall
 
 // sendRecvPairs: lone Sends and Recvs around the ring (even ranks send
 // first, odd ranks receive first, so that no two ranks wait for each
