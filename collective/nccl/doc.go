@@ -71,11 +71,13 @@
 //     6 float64, rank 1 receives 5 float64"). A Send therefore completes
 //     only once its receiver has come to the matching Recv.
 //
-// The cost is one small NCCL call and one host round trip (a stream
-// synchronization) per call: a few microseconds between GPUs of one host
-// (NVLink) plus the wait, which matters for calls of a few KiB and is noise
-// for large ones. BenchmarkProcessChecks measures it (Do with and without
-// the checks on a process communicator, ratio checked/unchecked).
+// The cost is fixed per call, whatever its size: one ncclAllGather of 128
+// bytes a rank (NCCL's small-message latency, microseconds between the GPUs
+// of one host), two copies of a few hundred bytes and one more stream
+// synchronization before the call is issued. It matters for calls of a few
+// KiB and not for large ones. BenchmarkProcessChecks (run-gpu.sh
+// nccl-bench) measures it on one GPU: Do with and without the checks on the
+// same communicator, and their ratio.
 // A mesh communicator has nothing to check: one process makes every rank's
 // call.
 //
