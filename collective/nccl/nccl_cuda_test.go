@@ -333,6 +333,44 @@ func TestProcessWithoutChecks(t *testing.T) {
 	}
 }
 
+// A process communicator rejects host buffers of another dtype and calls
+// that mix host and device buffers, before anything moves.
+func TestProcessBadHostCalls(t *testing.T) {
+	rng := seeded(t)
+	m := testMeshes(t)[0]
+	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer comm.Close()
+	const n = 9
+	dev := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
+	defer dev.t.Free()
+	recv := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	for _, tc := range []struct {
+		name string
+		call *collective.Call
+	}{
+		{"float32 host buffer for a float64 call", hostCall(collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: n}, make([]float32, n), recv)},
+		{"device send, host receive", func() *collective.Call {
+			c := hostCall(collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: n}, nil, recv)
+			c.Send = dev.bufs
+			return c
+		}()},
+	} {
+		if err := comm.Do(tc.call); !errors.Is(err, collective.ErrBadCall) {
+			t.Errorf("%s: %v, want ErrBadCall", tc.name, err)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	for i, v := range recv {
+		if v != float64(i+1) {
+			t.Fatalf("a rejected call wrote the receive buffer at %d: %v", i, v)
+		}
+	}
+}
+
 // Bad calls return the right sentinel and leave the receive buffers as they
 // were.
 func TestBadCalls(t *testing.T) {
