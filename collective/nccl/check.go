@@ -77,8 +77,8 @@ func (m meta) hostSlot(slot int) unsafe.Pointer {
 	return unsafe.Add(m.host, slot*collective.RecordBytes)
 }
 
-// checkCall is the Call that wait reports for a consistency check of rec.
-func checkCall(rec *collective.Record) *collective.Call {
+// checkOf is the Call that wait reports for a consistency check of rec.
+func checkOf(rec *collective.Record) *collective.Call {
 	return &collective.Call{Kind: collective.Kind(rec.Kind), Name: "consistency check of " + rec.Label()}
 }
 
@@ -93,7 +93,7 @@ func (e *engine) exchange(rec *collective.Record, deadline time.Time, timeout ti
 	if err := e.makeMeta(); err != nil {
 		return err
 	}
-	cc := checkCall(rec)
+	cc := checkOf(rec)
 	m, s, comm := e.meta, e.streams[0], C.uintptr_t(e.comms[0])
 	rec.Encode(m.words(e.size)[e.size*collective.RecordWords:])
 	if err := cu.SetCurrentContext(e.ctxs[0]); err != nil {
@@ -149,7 +149,7 @@ func (e *engine) checkCollective(rec *collective.Record, deadline time.Time, tim
 	if err := e.exchange(rec, deadline, timeout); err != nil {
 		return err
 	}
-	cc := checkCall(rec)
+	cc := checkOf(rec)
 	recs := make([]collective.Record, e.size)
 	for r := range recs {
 		var err error
