@@ -126,7 +126,7 @@ func RoundTo(dt tensor.Dtype, v complex128) complex128 {
 }
 
 // Dense is a host tensor of dtype dt and the given shape holding vals (the
-// real parts for real dtypes), row-major.
+// real parts for real dtypes, truncated for integer ones), row-major.
 func Dense(dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
 	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
 	for i, v := range vals {
@@ -137,18 +137,23 @@ func Dense(dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense
 	return d
 }
 
+// setValue stores v in e: whole for complex kinds, the real part for
+// floats, truncated to an integer for integer kinds.
 func setValue(e reflect.Value, v complex128) {
-	switch e.Kind() {
-	case reflect.Complex64, reflect.Complex128:
+	switch {
+	case e.CanComplex():
 		e.SetComplex(v)
-	default:
+	case e.CanFloat():
 		e.SetFloat(real(v))
+	case e.CanInt():
+		e.SetInt(int64(real(v)))
+	default:
+		e.SetUint(uint64(real(v)))
 	}
 }
 
-// Values are the elements of a host slice ([]float32, []float64,
-// []complex64, []complex128) or of a host tensor holding one, as
-// complex128, row-major.
+// Values are the elements of a host slice (of floats, complex numbers or
+// integers) or of a host tensor holding one, as complex128, row-major.
 func Values(data any) []complex128 {
 	if d, ok := data.(*tensor.Dense); ok {
 		data = d.Data()
@@ -159,11 +164,15 @@ func Values(data any) []complex128 {
 	}
 	out := make([]complex128, s.Len())
 	for i := range out {
-		switch e := s.Index(i); e.Kind() {
-		case reflect.Complex64, reflect.Complex128:
+		switch e := s.Index(i); {
+		case e.CanComplex():
 			out[i] = e.Complex()
-		default:
+		case e.CanFloat():
 			out[i] = complex(e.Float(), 0)
+		case e.CanInt():
+			out[i] = complex(float64(e.Int()), 0)
+		default:
+			out[i] = complex(float64(e.Uint()), 0)
 		}
 	}
 	return out
