@@ -286,16 +286,24 @@ func TestMeshCollectives(t *testing.T) {
 	}
 }
 
+// oneProcess is a process communicator of one rank on the first GPU (file
+// bootstrap), closed when the test ends, and the GPU's mesh.
+func oneProcess(t *testing.T, opts ...Option) (collective.Comm, *sharding.Mesh) {
+	t.Helper()
+	m := testMeshes(t)[0]
+	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { comm.Close() })
+	return comm, m
+}
+
 // One process communicator of one rank (file bootstrap) runs the suite of
 // TestProcesses' children (processSuite) in this process.
 func TestProcessCollectives(t *testing.T) {
 	rng := seeded(t)
-	m := testMeshes(t)[0]
-	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer comm.Close()
+	comm, m := oneProcess(t)
 	if comm.Size() != 1 || len(comm.LocalRanks()) != 1 || comm.LocalRanks()[0] != 0 {
 		t.Fatalf("Size %d, LocalRanks %v; want 1, [0]", comm.Size(), comm.LocalRanks())
 	}
@@ -315,12 +323,7 @@ func TestProcessCollectives(t *testing.T) {
 // made) and still compute the right results, on device and host buffers.
 func TestProcessWithoutChecks(t *testing.T) {
 	rng := seeded(t)
-	m := testMeshes(t)[0]
-	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")), WithoutChecks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer comm.Close()
+	comm, m := oneProcess(t, WithoutChecks())
 	for _, host := range []bool{false, true} {
 		runCase(t, rng, comm, m, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 1+rng.IntN(1000), 0, host)
 		runCase(t, rng, comm, m, callCase{collective.SendRecv, collective.Sum, tensor.Complex64}, 1+rng.IntN(1000), 0, host)
@@ -337,12 +340,7 @@ func TestProcessWithoutChecks(t *testing.T) {
 // that mix host and device buffers, before anything moves.
 func TestProcessBadHostCalls(t *testing.T) {
 	rng := seeded(t)
-	m := testMeshes(t)[0]
-	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer comm.Close()
+	comm, m := oneProcess(t)
 	const n = 9
 	dev := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
 	defer dev.t.Free()
