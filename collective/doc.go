@@ -31,7 +31,7 @@
 //   - process communicator (one local rank: MPI, NCCL with one GPU per
 //     process): the value is a host *tensor.Dense of any rank ≥ 1 holding
 //     this rank's block b = (b₀, b₁, …), and every process builds the same
-//     graph;
+//     graph (the NCCL engine copies it to its GPU and the result back);
 //   - mesh communicator (NewMesh, MeshComm): the value is a
 //     *sharding.Tensor on the communicator's mesh in RowBlocks layout with
 //     equal blocks: global shape (s·b₀, b₁) or (s·b₀) for s = Size() ranks,
@@ -59,7 +59,8 @@
 // "Part r" cuts the first axis in s equal parts. A first axis that does not
 // divide is an error when the node is built (ErrBadCall). Shapes and dtypes
 // that differ between ranks are the engine's to catch (ErrMismatch on every
-// rank; the MPI engine compares the calls' metadata). Send and Recv alone are
+// rank; the MPI and NCCL process engines exchange and compare a Record of
+// each call, see CompareRecords). Send and Recv alone are
 // for process communicators; on a mesh use SendRecv, whose peers must pair up.
 //
 // # Gradients
@@ -91,7 +92,9 @@
 // ErrTimeout, both naming the op, not a hang.
 //
 // The package owns the Comm interface, the Call descriptor and its checks,
-// the errors every engine returns, the in-process CPU mesh engine and the
+// the Record that engines exchange to check that every rank makes the same
+// call (one encoding and one comparison, with the same messages, for every
+// engine), the errors every engine returns, the in-process CPU mesh engine and the
 // graph ops. It may import sharding, cyclic and ops; engines in sub-packages
 // import it, never the reverse.
 package collective

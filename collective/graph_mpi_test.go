@@ -15,6 +15,7 @@ import (
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/collectivetest"
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
@@ -63,20 +64,8 @@ func TestMain(m *testing.M) {
 	os.Exit(int(worst[0]))
 }
 
-func call(c collective.Call, send, recv any) *collective.Call {
-	wrap := func(d any) []sharding.Buffer {
-		if d == nil {
-			return nil
-		}
-		b, err := sharding.NewHostBuffer(d)
-		if err != nil {
-			panic(err)
-		}
-		return []sharding.Buffer{b}
-	}
-	c.Send, c.Recv = wrap(send), wrap(recv)
-	return &c
-}
+// call returns c with send and recv (typed slices or nil) as its buffers.
+var call = collectivetest.HostCall
 
 // newComm is a communicator of every rank for one test.
 func newComm(t *testing.T, opts ...mpi.Option) *mpi.Comm {
@@ -100,52 +89,6 @@ func rngFor(label string) *rand.Rand {
 		h = (h ^ uint64(b)) * 1099511628211
 	}
 	return rand.New(rand.NewPCG(seed, h))
-}
-
-func denseFrom(dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
-	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
-	switch dt {
-	case tensor.Float32:
-		s := d.Float32s()
-		for i, v := range vals {
-			s[i] = float32(real(v))
-		}
-	case tensor.Float64:
-		s := d.Float64s()
-		for i, v := range vals {
-			s[i] = real(v)
-		}
-	case tensor.Complex64:
-		s := d.Complex64s()
-		for i, v := range vals {
-			s[i] = complex64(v)
-		}
-	case tensor.Complex128:
-		copy(d.Complex128s(), vals)
-	}
-	return d
-}
-
-func valuesOf(v G.Value) []complex128 {
-	var out []complex128
-	d := v.(*tensor.Dense)
-	switch d.Dtype() {
-	case tensor.Float32:
-		for _, x := range d.Float32s() {
-			out = append(out, complex(float64(x), 0))
-		}
-	case tensor.Float64:
-		for _, x := range d.Float64s() {
-			out = append(out, complex(x, 0))
-		}
-	case tensor.Complex64:
-		for _, x := range d.Complex64s() {
-			out = append(out, complex128(x))
-		}
-	case tensor.Complex128:
-		out = append(out, d.Complex128s()...)
-	}
-	return out
 }
 
 // TestMPIGraphForward: every op on every dtype, vectors and matrices, on
@@ -173,7 +116,7 @@ func TestMPIGraphForward(t *testing.T) {
 				}
 				name := fmt.Sprintf("%s/%v/%v", oc.Name(), dt, block)
 				g := G.NewGraph()
-				x := G.NewTensor(g, dt, len(block), G.WithShape(block...), G.WithName("x"), G.WithValue(denseFrom(dt, block, blocks[me])))
+				x := G.NewTensor(g, dt, len(block), G.WithShape(block...), G.WithName("x"), G.WithValue(collectivetest.Dense(dt, block, blocks[me])))
 				y, err := oc.Build(x, comm)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -183,7 +126,7 @@ func TestMPIGraphForward(t *testing.T) {
 					t.Fatalf("%s: %v", name, err)
 				}
 				vm.Close()
-				got, want := valuesOf(y.Value()), collective.ExpectedBlocks(oc, size, blocks)[me]
+				got, want := collectivetest.Values(y.Value()), collective.ExpectedBlocks(oc, size, blocks)[me]
 				if len(got) != len(want) {
 					t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
 				}
@@ -223,7 +166,7 @@ func TestMPIGraphGradients(t *testing.T) {
 			var w []complex128
 			build := func(x0 []complex128) (*G.ExprGraph, *G.Node, *G.Node) {
 				g := G.NewGraph()
-				x := G.NewTensor(g, dt, 2, G.WithShape(block...), G.WithName("x"), G.WithValue(denseFrom(dt, block, x0)))
+				x := G.NewTensor(g, dt, 2, G.WithShape(block...), G.WithName("x"), G.WithValue(collectivetest.Dense(dt, block, x0)))
 				y, err := oc.Build(x, comm)
 				if err != nil {
 					t.Fatal(err)
@@ -232,7 +175,7 @@ func TestMPIGraphGradients(t *testing.T) {
 					wr := rngFor(fmt.Sprintf("%s/w/%d", oc.Name(), me))
 					w = collective.RandomValues(wr, dt, y.Shape().TotalSize())
 				}
-				wn := G.NewTensor(g, dt, y.Dims(), G.WithShape(y.Shape()...), G.WithName("w"), G.WithValue(denseFrom(dt, y.Shape(), w)))
+				wn := G.NewTensor(g, dt, y.Dims(), G.WithShape(y.Shape()...), G.WithName("w"), G.WithValue(collectivetest.Dense(dt, y.Shape(), w)))
 				return g, x, G.Must(G.Sum(G.Must(G.HadamardProd(y, wn))))
 			}
 			total := func(x0 []complex128) float64 {
@@ -275,7 +218,7 @@ func TestMPIGraphGradients(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				grads[lisp] = valuesOf(gv)
+				grads[lisp] = collectivetest.Values(gv)
 				vm.Close()
 			}
 			h, tol := 1e-6, 1e-7
@@ -428,7 +371,7 @@ func TestMPISendRecvNodes(t *testing.T) {
 		return collective.RandomValues(rngFor(fmt.Sprintf("%s/%d", t.Name(), r)), tensor.Complex64, shape.TotalSize())
 	}
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Complex64, 2, G.WithShape(shape...), G.WithName("x"), G.WithValue(denseFrom(tensor.Complex64, shape, blockOf(me))))
+	x := G.NewTensor(g, tensor.Complex64, 2, G.WithShape(shape...), G.WithName("x"), G.WithValue(collectivetest.Dense(tensor.Complex64, shape, blockOf(me))))
 	var sent, got *G.Node
 	var err error
 	send := func() { sent, err = collective.SendNode(x, comm, next, 5, collective.WithName("ring send")) }
@@ -456,7 +399,7 @@ func TestMPISendRecvNodes(t *testing.T) {
 		n    *G.Node
 		want []complex128
 	}{"received": {got, blockOf(prev)}, "sent": {sent, blockOf(me)}} {
-		v := valuesOf(c.n.Value())
+		v := collectivetest.Values(c.n.Value())
 		for i := range c.want {
 			if cmplx.Abs(v[i]-c.want[i]) > 1e-6 {
 				t.Fatalf("rank %d: %s element %d = %v, want %v", me, name, i, v[i], c.want[i])

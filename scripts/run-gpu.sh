@@ -9,9 +9,10 @@
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
 #                               shim sharding graph-gpu shared-mesh shared-auto
-#                               shared-1gpu shared-2gpu nccl graph-flat)
+#                               shared-1gpu shared-2gpu nccl nccl-procs graph-flat)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
-#   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB
+#   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB, and
+#                               a process communicator with its checks against without
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
 LOG=${OUT:-./gpu-logs}
@@ -60,6 +61,17 @@ tests)
 	# and a one-rank process communicator; NCCL_NVLS_ENABLE=0 keeps NVLink
 	# multicast off on shared hosts.
 	wanted nccl && step nccl env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.v -test.count=1
+	# NCCL across processes (collective/nccl TestProcesses): the test binary
+	# starts one copy of itself per GPU (CUDA_VISIBLE_DEVICES, file
+	# bootstrap), each one rank of a process communicator running every
+	# call, the graph ops and their gradients, and the cross-rank mismatch
+	# checks. On one GPU: one process of one rank (the mismatches between
+	# ranks need several GPUs, issue 20's machines).
+	if wanted nccl-procs; then
+		ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+		[ "$ngpu" -ge 1 ] || ngpu=1
+		step nccl-procs env NCCL_NVLS_ENABLE=0 MGLA_NCCL_PROCS="$ngpu" "$BIN/nccl.test" -test.v -test.count=1 -test.run '^TestProcesses$'
+	fi
 	# The whole stack's leak check (sharding's shards, the shim, cuSOLVER's
 	# own allocations) can only read free device memory: no other step may
 	# run beside it. (The shim's own flat-memory tests count its allocations
@@ -68,7 +80,7 @@ tests)
 	wanted graph-flat && run_step graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
 	;;
 nccl-bench)
-	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench Collectives -test.benchtime 0.5s
+	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench 'Collectives|ProcessChecks' -test.benchtime 0.5s
 	wait
 	cat "$LOG"/nccl-bench.log
 	;;

@@ -1,14 +1,17 @@
 // Package collectivetest holds what the tests of every collective engine
-// share: the float64 (complex128) reference result of every Kind and random
-// inputs for the four dtypes. It is imported by tests only; it may import
-// collective and gorgonia's tensor.
+// share: the float64 (complex128) reference result of every Kind, random
+// inputs for the four dtypes, host tensors and calls on host buffers. It is
+// imported by tests only; it may import collective, sharding and gorgonia's
+// tensor.
 package collectivetest
 
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
 
@@ -120,4 +123,74 @@ func RoundTo(dt tensor.Dtype, v complex128) complex128 {
 		return complex128(complex64(v))
 	}
 	return v
+}
+
+// Dense is a host tensor of dtype dt and the given shape holding vals (the
+// real parts for real dtypes, truncated for integer ones), row-major.
+func Dense(dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
+	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	for i, v := range vals {
+		e := reflect.New(dt.Type).Elem()
+		setValue(e, v)
+		d.Set(i, e.Interface())
+	}
+	return d
+}
+
+// setValue stores v in e: whole for complex kinds, the real part for
+// floats, truncated to an integer for integer kinds.
+func setValue(e reflect.Value, v complex128) {
+	switch {
+	case e.CanComplex():
+		e.SetComplex(v)
+	case e.CanFloat():
+		e.SetFloat(real(v))
+	case e.CanInt():
+		e.SetInt(int64(real(v)))
+	default:
+		e.SetUint(uint64(real(v)))
+	}
+}
+
+// Values are the elements of a host slice (of floats, complex numbers or
+// integers) or of a host tensor holding one, as complex128, row-major.
+func Values(data any) []complex128 {
+	if d, ok := data.(*tensor.Dense); ok {
+		data = d.Data()
+	}
+	s := reflect.ValueOf(data)
+	if s.Kind() != reflect.Slice {
+		s = reflect.Append(reflect.MakeSlice(reflect.SliceOf(s.Type()), 0, 1), s)
+	}
+	out := make([]complex128, s.Len())
+	for i := range out {
+		switch e := s.Index(i); {
+		case e.CanComplex():
+			out[i] = e.Complex()
+		case e.CanFloat():
+			out[i] = complex(e.Float(), 0)
+		case e.CanInt():
+			out[i] = complex(float64(e.Int()), 0)
+		default:
+			out[i] = complex(float64(e.Uint()), 0)
+		}
+	}
+	return out
+}
+
+// HostCall returns c with send and recv (typed host slices, or nil for
+// none) as its one local rank's buffers: a call of a process communicator.
+func HostCall(c collective.Call, send, recv any) *collective.Call {
+	wrap := func(data any) []sharding.Buffer {
+		if data == nil {
+			return nil
+		}
+		b, err := sharding.NewHostBuffer(data)
+		if err != nil {
+			panic(err)
+		}
+		return []sharding.Buffer{b}
+	}
+	c.Send, c.Recv = wrap(send), wrap(recv)
+	return &c
 }

@@ -10,7 +10,6 @@ import "C"
 
 import (
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,7 +136,7 @@ func newState(data C.MPI_Comm, world bool, deadline time.Time) (*commState, erro
 		return nil, err
 	}
 	s.check = check
-	s.meta = C.calloc(C.size_t(s.size+3), recordBytes)
+	s.meta = C.calloc(C.size_t(s.size+3), collective.RecordBytes)
 	s.reqs = newRequests(2*s.size + 4) // the exchange's, then pair's or the collective's
 	return s, nil
 }
@@ -222,18 +221,14 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 		return nil, err
 	}
 	deadline := time.Now().Add(c.cfg.timeout)
-	h := fnv.New64a()
-	for r := range s.size {
-		fmt.Fprintf(h, "%d:%d,", max(color(r), -1), key(r))
-	}
-	rec := record{seq: s.seq, kind: kindSplit, dtype: -1, extra: int64(h.Sum64())}
+	rec := collective.SplitRecord(s.seq, s.size, color, key)
 	s.seq++
 	recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
 	if err != nil {
 		return nil, err
 	}
-	if msg := mismatch(recs); msg != "" {
-		return nil, fmt.Errorf("%w: %s", collective.ErrMismatch, msg)
+	if err := collective.CompareRecords(recs); err != nil {
+		return nil, err
 	}
 	var out C.MPI_Comm
 	myColor, myKey := C.int(color(s.rank)), C.int(key(s.rank))
@@ -253,11 +248,11 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 
 // records is the metadata buffer as int64 words (size+3 records).
 func (s *commState) records() []int64 {
-	return unsafe.Slice((*int64)(s.meta), (s.size+3)*recordWords)
+	return unsafe.Slice((*int64)(s.meta), (s.size+3)*collective.RecordWords)
 }
 
 func (s *commState) recordAt(slot int) unsafe.Pointer {
-	return unsafe.Add(s.meta, slot*recordBytes)
+	return unsafe.Add(s.meta, slot*collective.RecordBytes)
 }
 
 // breakWith marks the communicator broken by err after MPI was left holding
@@ -269,12 +264,12 @@ func (s *commState) breakWith(err error) {
 
 // exchange sends rec to every other rank and receives theirs by the
 // deadline: the collective check's metadata exchange.
-func (s *commState) exchange(rec *record, deadline time.Time, timeout time.Duration) ([]record, error) {
+func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout time.Duration) ([]collective.Record, error) {
 	words := s.records()
-	rec.encode(words[s.rank*recordWords:])
+	rec.Encode(words[s.rank*collective.RecordWords:])
 	rank, size := C.int(s.rank), C.int(s.size)
 	if err := call("MPI_Isend/MPI_Irecv", func() C.int {
-		return C.mgla_exchange(s.check, rank, size, (*C.char)(s.meta), recordBytes, 0, s.reqs.p)
+		return C.mgla_exchange(s.check, rank, size, (*C.char)(s.meta), collective.RecordBytes, 0, s.reqs.p)
 	}); err != nil {
 		s.abandonExchange()
 		s.breakWith(err)
@@ -289,15 +284,15 @@ func (s *commState) exchange(rec *record, deadline time.Time, timeout time.Durat
 	if !ok {
 		missing := s.abandonExchange()
 		err := fmt.Errorf("%w: mpi: %s: no word from %s within %v (they did not make this call, or are stuck before it)",
-			collective.ErrTimeout, rec.label(), rankList(missing), timeout)
+			collective.ErrTimeout, rec.Label(), collective.RankList(missing), timeout)
 		s.breakWith(err)
 		return nil, err
 	}
-	recs := make([]record, s.size)
+	recs := make([]collective.Record, s.size)
 	for r := range recs {
 		var ok bool
-		if recs[r], ok = decodeRecord(words[r*recordWords:]); !ok {
-			err := fmt.Errorf("%w: mpi: %s: garbled metadata from rank %d", collective.ErrEngine, rec.label(), r)
+		if recs[r], ok = collective.DecodeRecord(words[r*collective.RecordWords:]); !ok {
+			err := fmt.Errorf("%w: mpi: %s: garbled metadata from rank %d", collective.ErrEngine, rec.Label(), r)
 			s.breakWith(err)
 			return nil, err
 		}

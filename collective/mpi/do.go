@@ -119,15 +119,15 @@ func (c *Comm) Do(call *collective.Call) error {
 	if isPair {
 		return c.pair(call, send, recv, deadline)
 	}
-	rec := callRecord(call, s.seq)
+	rec := collective.CallRecord(call, s.seq)
 	s.seq++
 	if c.cfg.checks {
 		recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
 		if err != nil {
 			return err
 		}
-		if msg := mismatch(recs); msg != "" {
-			return fmt.Errorf("%w: %s", collective.ErrMismatch, msg)
+		if err := collective.CompareRecords(recs); err != nil {
+			return err
 		}
 		if call.Kind == collective.Barrier {
 			return nil // the exchange was one
@@ -145,7 +145,7 @@ func (c *Comm) Do(call *collective.Call) error {
 	}
 	var pin runtime.Pinner
 	pinSpans(&pin, send, recv)
-	kind, count, dt, op, root := C.int(call.Kind), C.int(call.Count), C.int(dtypeCode(call.Dtype)), C.int(call.Op), C.int(call.Root)
+	kind, count, dt, op, root := C.int(call.Kind), C.int(call.Count), C.int(collective.DtypeCode(call.Dtype)), C.int(call.Op), C.int(call.Root)
 	req := s.reqs.at(2 * s.size)
 	if err := call0("MPI_I"+call.Kind.String(), func() C.int {
 		return C.mgla_start(kind, send.p, recv.p, count, dt, op, root, s.data, req)
@@ -179,7 +179,7 @@ func (c *Comm) Do(call *collective.Call) error {
 			if c.cfg.checks {
 				why = "every rank had arrived; a peer is stuck or gone"
 			}
-			err = fmt.Errorf("%w: mpi: %s: the transfer did not finish within %v (%s)", collective.ErrTimeout, rec.label(), c.cfg.timeout, why)
+			err = fmt.Errorf("%w: mpi: %s: the transfer did not finish within %v (%s)", collective.ErrTimeout, rec.Label(), c.cfg.timeout, why)
 		}
 		s.breakWith(err)
 		return err
@@ -221,12 +221,12 @@ func (c *Comm) pair(call *collective.Call, send, recv hostSpan, deadline time.Ti
 	if call.Kind != collective.Send {
 		src = call.Src[0]
 	}
-	tag, rec := call.Tag, callRecord(call, 0)
+	tag, rec := call.Tag, collective.CallRecord(call, 0)
 	sendOK, recvOK := dest >= 0, src >= 0
 	var msgs []string
 	if c.cfg.checks {
 		const mine, fromDest, fromSrc = 0, 1, 2 // records after the collective exchange's
-		rec.encode(s.records()[(s.size+mine)*recordWords:])
+		rec.Encode(s.records()[(s.size+mine)*collective.RecordWords:])
 		var posts []post
 		if dest >= 0 {
 			posts = append(posts, post{record: mine, peer: dest, tag: 2*tag + 1},
@@ -240,8 +240,8 @@ func (c *Comm) pair(call *collective.Call, send, recv hostSpan, deadline time.Ti
 			return err
 		}
 		words := s.records()
-		read := func(slot int) (record, error) {
-			r, ok := decodeRecord(words[(s.size+slot)*recordWords:])
+		read := func(slot int) (collective.Record, error) {
+			r, ok := collective.DecodeRecord(words[(s.size+slot)*collective.RecordWords:])
 			if !ok {
 				err := fmt.Errorf("%w: mpi: %v: garbled metadata", collective.ErrEngine, call)
 				s.breakWith(err)
@@ -254,7 +254,7 @@ func (c *Comm) pair(call *collective.Call, send, recv hostSpan, deadline time.Ti
 			if err != nil {
 				return err
 			}
-			if msg := pairMismatch(&rec, &theirs, s.rank, dest, tag); msg != "" {
+			if msg := collective.PairMismatch(&rec, &theirs, s.rank, dest, tag); msg != "" {
 				msgs, sendOK = append(msgs, msg), false
 			}
 		}
@@ -263,7 +263,7 @@ func (c *Comm) pair(call *collective.Call, send, recv hostSpan, deadline time.Ti
 			if err != nil {
 				return err
 			}
-			if msg := pairMismatch(&theirs, &rec, src, s.rank, tag); msg != "" {
+			if msg := collective.PairMismatch(&theirs, &rec, src, s.rank, tag); msg != "" {
 				msgs, recvOK = append(msgs, msg), false
 			}
 		}
@@ -306,9 +306,9 @@ func (c *Comm) transfer(call *collective.Call, posts []post, deadline time.Time,
 	var pin runtime.Pinner
 	bytes := 0
 	for i, p := range posts {
-		ptr, count, dtype, comm := s.recordAt(s.size+p.record), C.int(recordBytes), C.int(-1), s.check
+		ptr, count, dtype, comm := s.recordAt(s.size+p.record), C.int(collective.RecordBytes), C.int(-1), s.check
 		if phase == "data" {
-			ptr, count, dtype, comm = p.data.p, C.int(call.Count), C.int(dtypeCode(call.Dtype)), s.data
+			ptr, count, dtype, comm = p.data.p, C.int(call.Count), C.int(collective.DtypeCode(call.Dtype)), s.data
 			pinSpans(&pin, p.data)
 			bytes = max(bytes, p.data.bytes)
 		}

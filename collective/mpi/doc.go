@@ -48,9 +48,10 @@
 // all ranks make the same call before any data moves:
 //
 //   - Collectives (and Split, always): each rank sends a record of its call
-//     (kind, reduction, root, dtype, count, the communicator's sequence
-//     number of the call, the first 48 bytes of Call.Name and a hash of all
-//     of it; for Split a hash of every rank's color and key) to every other
+//     (collective.Record, shared with the NCCL engine: kind, reduction,
+//     root, dtype, count, the communicator's sequence number of the call,
+//     the first 48 bytes of Call.Name and a hash of all of it; for Split a
+//     hash of every rank's color and key) to every other
 //     rank, and receives theirs, as point-to-point messages on a duplicate
 //     of the communicator reserved for them. Every rank then holds the same
 //     records and, when they differ, returns the same collective.ErrMismatch

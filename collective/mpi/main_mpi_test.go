@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/collectivetest"
 	"github.com/mgla/mgla/collective/mpi"
-	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
 
@@ -90,20 +90,7 @@ func worstCode(w *mpi.Comm, code int) int {
 
 // hostCall returns c with send and recv (typed slices or nil) as its
 // buffers.
-func hostCall(c collective.Call, send, recv any) *collective.Call {
-	wrap := func(data any) []sharding.Buffer {
-		if data == nil {
-			return nil
-		}
-		b, err := sharding.NewHostBuffer(data)
-		if err != nil {
-			panic(err)
-		}
-		return []sharding.Buffer{b}
-	}
-	c.Send, c.Recv = wrap(send), wrap(recv)
-	return &c
-}
+var hostCall = collectivetest.HostCall
 
 // newComm is a fresh communicator of every rank (ranks in world order),
 // closed when the test ends.

@@ -13,7 +13,14 @@
 //     (CommBootstrap, e.g. the MPI engine's) or a file on a shared file
 //     system (FileBootstrap).
 //
-// Buffers of a Call are *sharding.DeviceBuffer on the rank's GPU. A call is
+// Buffers of a Call are *sharding.DeviceBuffer on the rank's GPU. A process
+// communicator also takes calls whose buffers are all host buffers
+// (*sharding.HostBuffer: the values of the graph ops of package collective
+// on a process communicator are host tensors): it copies the send elements
+// to GPU memory of its own (kept, grown to the largest call), runs the call
+// there and copies the received elements back, so such a call costs two
+// copies over PCIe on top of NCCL. Pass device buffers to keep data on the
+// GPU. A call is
 // enqueued on one stream per local rank (ncclGroupStart/End around the
 // per-device calls) and waited for: the streams are polled for 1 ms, then
 // the caller blocks in cuStreamSynchronize while a watchdog goroutine
@@ -37,6 +44,42 @@
 //	                                     of the reduction (0, 1, +Inf, -Inf); NCCL does the
 //	                                     arithmetic, and the cost is Size reductions
 //	Barrier                              a one-element ncclAllReduce, waited for
+//
+// # Consistency checks
+//
+// Unless it was made WithoutChecks, a process communicator checks before
+// each call that every rank makes the same one, as the MPI engine does
+// (collective/mpi), with the same records (collective.Record) and the same
+// messages:
+//
+//   - Collectives (and Split, always): each rank's record of its call
+//     (kind, reduction, root, dtype, count, the call's number on the
+//     communicator, its name) is all-gathered over NCCL on the
+//     communicator's own stream (one ncclAllGather of 128 bytes a rank
+//     between GPU buffers kept by the communicator, a copy in and a copy
+//     out, waited for like any call) and compared on the host. When they
+//     differ no data moves and every rank returns the same
+//     collective.ErrMismatch: "AllReduce "grad" #7: rank 2 has count 5,
+//     ranks 0,1,3 have count 6". A rank that does not come gives the others
+//     ErrTimeout after the timeout (the communicator is then aborted). The
+//     exchange is a barrier: Barrier with the checks on is the exchange
+//     alone.
+//   - Send, Recv and SendRecv: the two ends of each transfer swap their
+//     records with ncclSend/ncclRecv and compare dtype and count; the
+//     transfers that agree move their data, and both ends of one that does
+//     not return the same ErrMismatch ("Send rank 0 → rank 1: rank 0 sends
+//     6 float64, rank 1 receives 5 float64"). A Send therefore completes
+//     only once its receiver has come to the matching Recv.
+//
+// The cost is fixed per call, whatever its size: one ncclAllGather of 128
+// bytes a rank (NCCL's small-message latency, microseconds between the GPUs
+// of one host), two copies of a few hundred bytes and one more stream
+// synchronization before the call is issued. It matters for calls of a few
+// KiB and not for large ones. BenchmarkProcessChecks (run-gpu.sh
+// nccl-bench) measures it on one GPU: Do with and without the checks on the
+// same communicator, and their ratio.
+// A mesh communicator has nothing to check: one process makes every rank's
+// call.
 //
 // NCCL has no tags: Send/Recv pairs between two ranks match in the order
 // they are issued, and Call.Tag is not used. Complex values are reduced as

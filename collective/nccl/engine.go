@@ -44,6 +44,11 @@ type engine struct {
 	// return ncclInProgress; wait polls them before synchronizing).
 	nonblocking bool
 	aborted     bool // ncclCommAbort was called on comms
+
+	// Process communicators only:
+	seq   int64 // collectives (and Splits) issued so far, for the checks
+	meta  meta  // the consistency checks' record buffers, made on first use
+	stage stage // GPU memory for calls on host buffers, made on first use
 }
 
 // Comm is an NCCL communicator; it implements collective.Comm. Handles of
@@ -52,6 +57,7 @@ type engine struct {
 type Comm struct {
 	e       *engine
 	timeout time.Duration
+	checks  bool // process communicators: compare the calls across ranks first
 	owned   bool // Close destroys e
 	closed  atomic.Bool
 }
@@ -110,6 +116,10 @@ func (e *engine) stream(i int) C.uintptr_t {
 // release frees the streams, scratch memory and contexts (not the NCCL
 // communicators).
 func (e *engine) release() {
+	if len(e.ctxs) > 0 {
+		e.freeMeta()
+		e.freeStage()
+	}
 	for i := range e.streams {
 		_ = e.streams[i].Destroy()
 	}
@@ -203,6 +213,10 @@ func (e *engine) checkCall(c *collective.Call) error {
 	if reduces(c.Kind) && c.Op == collective.Prod && isComplex(c.Dtype) {
 		return bad(collective.ErrUnavailable, "NCCL has no complex product (it reduces complex values as pairs of reals, right for sum only); use the CPU mesh or MPI engine")
 	}
+	host, err := e.onHost(c)
+	if err != nil || host {
+		return err
+	}
 	buffers := func(what string, bs []sharding.Buffer, n int) error {
 		if n == 0 {
 			return nil
@@ -210,7 +224,11 @@ func (e *engine) checkCall(c *collective.Call) error {
 		for i, b := range bs {
 			db, ok := b.(*sharding.DeviceBuffer)
 			if !ok {
-				return bad(collective.ErrBadCall, "%s buffer of rank %d is a %T, want a *sharding.DeviceBuffer", what, e.local[i], b)
+				want := "a *sharding.DeviceBuffer"
+				if !e.isMesh {
+					want += " (or host buffers for both sides)"
+				}
+				return bad(collective.ErrBadCall, "%s buffer of rank %d is a %T, want %s", what, e.local[i], b, want)
 			}
 			if want := (sharding.Device{Kind: sharding.GPU, ID: e.devices[i]}); db.Device() != want {
 				return bad(collective.ErrBadCall, "%s buffer of rank %d is on %v, want %v", what, e.local[i], db.Device(), want)
@@ -224,8 +242,43 @@ func (e *engine) checkCall(c *collective.Call) error {
 	return buffers("receive", c.Recv, c.RecvLen(e.size))
 }
 
+// onHost reports whether c is a call of a process communicator on host
+// buffers (every buffer a *sharding.HostBuffer), which the engine stages
+// through GPU memory; a call that mixes host and device buffers is an
+// error.
+func (e *engine) onHost(c *collective.Call) (bool, error) {
+	var bs []sharding.Buffer
+	if c.SendLen(e.size) > 0 {
+		bs = append(bs, c.Send...)
+	}
+	if c.RecvLen(e.size) > 0 {
+		bs = append(bs, c.Recv...)
+	}
+	hosts := 0
+	for _, b := range bs {
+		if _, ok := b.(*sharding.HostBuffer); ok {
+			if _, err := hostPtr(c, b); err != nil {
+				return false, err
+			}
+			hosts++
+		}
+	}
+	switch {
+	case hosts == 0:
+		return false, nil
+	case e.isMesh:
+		return false, fmt.Errorf("%w: collective/nccl: %v on %s: host buffers on a mesh communicator (its values are sharded on the GPUs)", collective.ErrBadCall, c, e.what)
+	case hosts < len(bs):
+		return false, fmt.Errorf("%w: collective/nccl: %v on %s: host and device buffers mixed in one call", collective.ErrBadCall, c, e.what)
+	}
+	return true, nil
+}
+
 // Do runs one collective (see the package documentation for the NCCL calls)
-// and waits for it until the communicator's timeout.
+// and waits for it until the communicator's timeout. On a process
+// communicator with the checks on it first compares the call across ranks
+// (package documentation, "Consistency checks"), and it stages calls on
+// host buffers through GPU memory.
 func (h *Comm) Do(c *collective.Call) error {
 	e := h.e
 	if h.closed.Load() {
@@ -242,13 +295,51 @@ func (h *Comm) Do(c *collective.Call) error {
 	if err := e.checkCall(c); err != nil {
 		return err
 	}
-	if c.Kind != collective.Barrier && c.Count == 0 {
-		return nil
-	}
+	host, _ := e.onHost(c) // checkCall reported its error
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	deadline := time.Now().Add(h.timeout)
-	free, err := e.enqueue(c)
+	var mismatch error
+	if !e.isMesh {
+		pair := c.Kind == collective.Send || c.Kind == collective.Recv || c.Kind == collective.SendRecv
+		switch {
+		case pair && h.checks:
+			sendOK, recvOK, m, err := e.checkPair(c, deadline, h.timeout)
+			if err != nil {
+				return err
+			}
+			if m != nil {
+				if c = agreeing(c, sendOK, recvOK); c == nil {
+					return m
+				}
+				mismatch = m
+			}
+		case !pair:
+			rec := collective.CallRecord(c, e.seq)
+			e.seq++
+			if h.checks {
+				if err := e.checkCollective(&rec, deadline, h.timeout); err != nil {
+					return err
+				}
+				if c.Kind == collective.Barrier {
+					return nil // the exchange was one
+				}
+			}
+		}
+	}
+	if c.Kind != collective.Barrier && c.Count == 0 {
+		return mismatch
+	}
+	var send, recv []uintptr
+	if host {
+		var err error
+		if send, recv, err = e.stageIn(c); err != nil {
+			return err
+		}
+	} else {
+		send, recv = addresses(c.Send, c.SendLen(e.size)), addresses(c.Recv, c.RecvLen(e.size))
+	}
+	free, err := e.enqueue(c, send, recv)
 	werr := e.wait(c, deadline, h.timeout)
 	if err != nil && werr == nil {
 		// NCCL refused the call: abort if that left a communicator in error.
@@ -260,17 +351,49 @@ func (h *Comm) Do(c *collective.Call) error {
 	if err == nil {
 		err = werr
 	}
+	if err == nil && host {
+		err = e.stageOut(c)
+	}
+	if err == nil {
+		err = mismatch
+	}
 	return err
 }
 
-// bufPtr is the device address of element off of buffer b.
-func bufPtr(b sharding.Buffer, off int) C.uintptr_t {
-	return C.uintptr_t(b.(*sharding.DeviceBuffer).Ptr() + uintptr(off))
+// agreeing is the part of a point-to-point call whose ends agree (the
+// send, the receive, or nil for neither), after checkPair.
+func agreeing(c *collective.Call, sendOK, recvOK bool) *collective.Call {
+	if !sendOK && !recvOK {
+		return nil
+	}
+	part := *c
+	switch {
+	case c.Kind == collective.SendRecv && sendOK && !recvOK:
+		part.Kind, part.Src, part.Recv = collective.Send, nil, nil
+	case c.Kind == collective.SendRecv && recvOK && !sendOK:
+		part.Kind, part.Dest, part.Send = collective.Recv, nil, nil
+	}
+	return &part
 }
 
-// enqueue issues c on the local ranks' streams; free releases the
-// temporaries once the streams are done.
-func (e *engine) enqueue(c *collective.Call) (free func(), err error) {
+// addresses are the device addresses of device buffers (nil when the call
+// has no such side).
+func addresses(bs []sharding.Buffer, n int) []uintptr {
+	if n == 0 {
+		return nil
+	}
+	out := make([]uintptr, len(bs))
+	for i, b := range bs {
+		out[i] = b.(*sharding.DeviceBuffer).Ptr()
+	}
+	return out
+}
+
+// enqueue issues c on the local ranks' streams, between the device
+// addresses send and recv (one per local rank, for the sides c has); free
+// releases the temporaries once the streams are done.
+func (e *engine) enqueue(c *collective.Call, send, recv []uintptr) (free func(), err error) {
+	at := func(addrs []uintptr, i, off int) C.uintptr_t { return C.uintptr_t(addrs[i] + uintptr(off)) }
 	free = func() {}
 	typ, parts := ncclType(c.Dtype)
 	n := C.size_t(c.Count * parts)
@@ -287,7 +410,7 @@ func (e *engine) enqueue(c *collective.Call) (free func(), err error) {
 			if r == c.Root {
 				continue
 			}
-			if err := e.zero(i, c.Recv[i], c.RecvLen(e.size)*int(c.Dtype.Size())); err != nil {
+			if err := e.zero(i, recv[i], c.RecvLen(e.size)*int(c.Dtype.Size())); err != nil {
 				return free, err
 			}
 		}
@@ -326,50 +449,50 @@ func (e *engine) enqueue(c *collective.Call) (free func(), err error) {
 		comm, s := C.uintptr_t(e.comms[i]), e.stream(i)
 		switch c.Kind {
 		case collective.AllReduce:
-			note("ncclAllReduce", C.mgla_nccl_all_reduce(bufPtr(c.Send[i], 0), bufPtr(c.Recv[i], 0), n, typ, op, comm, s), i)
+			note("ncclAllReduce", C.mgla_nccl_all_reduce(at(send, i, 0), at(recv, i, 0), n, typ, op, comm, s), i)
 		case collective.AllGather:
-			note("ncclAllGather", C.mgla_nccl_all_gather(bufPtr(c.Send[i], 0), bufPtr(c.Recv[i], 0), n, typ, comm, s), i)
+			note("ncclAllGather", C.mgla_nccl_all_gather(at(send, i, 0), at(recv, i, 0), n, typ, comm, s), i)
 		case collective.ReduceScatter:
-			note("ncclReduceScatter", C.mgla_nccl_reduce_scatter(bufPtr(c.Send[i], 0), bufPtr(c.Recv[i], 0), n, typ, op, comm, s), i)
+			note("ncclReduceScatter", C.mgla_nccl_reduce_scatter(at(send, i, 0), at(recv, i, 0), n, typ, op, comm, s), i)
 		case collective.Bcast:
-			note("ncclBroadcast", C.mgla_nccl_broadcast(bufPtr(c.Send[i], 0), bufPtr(c.Recv[i], 0), n, typ, root, comm, s), i)
+			note("ncclBroadcast", C.mgla_nccl_broadcast(at(send, i, 0), at(recv, i, 0), n, typ, root, comm, s), i)
 		case collective.Reduce:
-			note("ncclReduce", C.mgla_nccl_reduce(bufPtr(c.Send[i], 0), bufPtr(c.Recv[i], 0), n, typ, op, root, comm, s), i)
+			note("ncclReduce", C.mgla_nccl_reduce(at(send, i, 0), at(recv, i, 0), n, typ, op, root, comm, s), i)
 		case collective.AllToAll:
 			for peer := range e.size {
-				note("ncclSend", C.mgla_nccl_send(bufPtr(c.Send[i], peer*block), n, typ, C.int(peer), comm, s), i)
-				note("ncclRecv", C.mgla_nccl_recv(bufPtr(c.Recv[i], peer*block), n, typ, C.int(peer), comm, s), i)
+				note("ncclSend", C.mgla_nccl_send(at(send, i, peer*block), n, typ, C.int(peer), comm, s), i)
+				note("ncclRecv", C.mgla_nccl_recv(at(recv, i, peer*block), n, typ, C.int(peer), comm, s), i)
 			}
 		case collective.Gather:
-			note("ncclSend", C.mgla_nccl_send(bufPtr(c.Send[i], 0), n, typ, root, comm, s), i)
+			note("ncclSend", C.mgla_nccl_send(at(send, i, 0), n, typ, root, comm, s), i)
 			if rank == c.Root {
 				for peer := range e.size {
-					note("ncclRecv", C.mgla_nccl_recv(bufPtr(c.Recv[i], peer*block), n, typ, C.int(peer), comm, s), i)
+					note("ncclRecv", C.mgla_nccl_recv(at(recv, i, peer*block), n, typ, C.int(peer), comm, s), i)
 				}
 			}
 		case collective.Scatter:
 			if rank == c.Root {
 				for peer := range e.size {
-					note("ncclSend", C.mgla_nccl_send(bufPtr(c.Send[i], peer*block), n, typ, C.int(peer), comm, s), i)
+					note("ncclSend", C.mgla_nccl_send(at(send, i, peer*block), n, typ, C.int(peer), comm, s), i)
 				}
 			}
-			note("ncclRecv", C.mgla_nccl_recv(bufPtr(c.Recv[i], 0), n, typ, root, comm, s), i)
+			note("ncclRecv", C.mgla_nccl_recv(at(recv, i, 0), n, typ, root, comm, s), i)
 		case collective.SendRecv:
-			note("ncclSend", C.mgla_nccl_send(bufPtr(c.Send[i], 0), n, typ, C.int(c.Dest[i]), comm, s), i)
-			note("ncclRecv", C.mgla_nccl_recv(bufPtr(c.Recv[i], 0), n, typ, C.int(c.Src[i]), comm, s), i)
+			note("ncclSend", C.mgla_nccl_send(at(send, i, 0), n, typ, C.int(c.Dest[i]), comm, s), i)
+			note("ncclRecv", C.mgla_nccl_recv(at(recv, i, 0), n, typ, C.int(c.Src[i]), comm, s), i)
 		case collective.Send:
-			note("ncclSend", C.mgla_nccl_send(bufPtr(c.Send[i], 0), n, typ, C.int(c.Dest[i]), comm, s), i)
+			note("ncclSend", C.mgla_nccl_send(at(send, i, 0), n, typ, C.int(c.Dest[i]), comm, s), i)
 		case collective.Recv:
-			note("ncclRecv", C.mgla_nccl_recv(bufPtr(c.Recv[i], 0), n, typ, C.int(c.Src[i]), comm, s), i)
+			note("ncclRecv", C.mgla_nccl_recv(at(recv, i, 0), n, typ, C.int(c.Src[i]), comm, s), i)
 		case collective.Scan:
 			// Rank k's result is the reduction to root k of ranks 0…k,
 			// ranks after k contributing the identity.
 			for k := range e.size {
-				src := bufPtr(c.Send[i], 0)
+				src := at(send, i, 0)
 				if rank > k {
 					src = C.uintptr_t(ident[i])
 				}
-				note("ncclReduce", C.mgla_nccl_reduce(src, bufPtr(c.Recv[i], 0), n, typ, op, C.int(k), comm, s), i)
+				note("ncclReduce", C.mgla_nccl_reduce(src, at(recv, i, 0), n, typ, op, C.int(k), comm, s), i)
 			}
 		case collective.Barrier:
 			p := C.uintptr_t(e.scratch[i])
@@ -382,12 +505,12 @@ func (e *engine) enqueue(c *collective.Call) (free func(), err error) {
 	return free, first
 }
 
-// zero enqueues zeros into the first bytes of local rank i's buffer b.
-func (e *engine) zero(i int, b sharding.Buffer, bytes int) error {
+// zero enqueues zeros into the first bytes at local rank i's address p.
+func (e *engine) zero(i int, addr uintptr, bytes int) error {
 	if err := cu.SetCurrentContext(e.ctxs[i]); err != nil {
 		return fmt.Errorf("%w: collective/nccl: %v", collective.ErrEngine, err)
 	}
-	p := cu.DevicePtr(b.(*sharding.DeviceBuffer).Ptr())
+	p := cu.DevicePtr(addr)
 	if err := cu.MemsetD8Async(p, 0, int64(bytes), e.streams[i]); err != nil {
 		return fmt.Errorf("%w: collective/nccl: zeroing a receive buffer on gpu:%d: %v", collective.ErrEngine, e.devices[i], err)
 	}

@@ -130,6 +130,15 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if !e.isMesh {
+		// Like a collective, and always: ranks whose colors or keys differ
+		// get ErrMismatch, a missing rank ErrTimeout, not a hang.
+		rec := collective.SplitRecord(e.seq, e.size, color, key)
+		e.seq++
+		if err := e.checkCollective(&rec, time.Now().Add(h.timeout), h.timeout); err != nil {
+			return nil, err
+		}
+	}
 	colors := make([]int, len(e.local))
 	// Inside a group NCCL writes the new communicators at ncclGroupEnd,
 	// so they go to C memory that outlives the ncclCommSplit calls.
@@ -206,7 +215,7 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 		if first == nil {
 			first = sub.setup()
 		}
-		out = append(out, &Comm{e: sub, timeout: h.timeout, owned: true})
+		out = append(out, &Comm{e: sub, timeout: h.timeout, checks: h.checks, owned: true})
 	}
 	if first != nil {
 		for _, c := range out {

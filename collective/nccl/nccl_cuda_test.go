@@ -161,17 +161,23 @@ func cases() []callCase {
 	return out
 }
 
-// runCase runs one call on comm (whose local ranks are every rank, with the
-// GPU mesh m) against the float64 reference: random send data, receive
+// runCase runs one call on comm against the float64 reference: random send
+// data for every rank (the same on every process, from rng), receive
 // buffers longer than needed and pre-filled with random values (the part
-// past RecvLen must stay), send buffers unchanged.
-func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mesh, cc callCase, count, root int) {
-	size := comm.Size()
+// past RecvLen must stay), send buffers unchanged. The local ranks' buffers
+// are on the GPU mesh m (one device per local rank) or, with host, host
+// buffers, which a process communicator stages through its GPU.
+func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mesh, cc callCase, count, root int, host bool) {
+	size, local := comm.Size(), comm.LocalRanks()
 	c := &collective.Call{Kind: cc.kind, Op: cc.op, Dtype: cc.dt, Count: count, Root: root}
+	ref := *c // the call of every rank, for the reference
 	if cc.kind == collective.SendRecv {
 		for r := range size {
-			c.Dest = append(c.Dest, (r+1)%size)
-			c.Src = append(c.Src, (r+size-1)%size)
+			ref.Dest = append(ref.Dest, (r+1)%size)
+			ref.Src = append(ref.Src, (r+size-1)%size)
+		}
+		for _, r := range local {
+			c.Dest, c.Src = append(c.Dest, ref.Dest[r]), append(c.Src, ref.Src[r])
 		}
 	}
 	sendLen, recvLen := c.SendLen(size), c.RecvLen(size)+3
@@ -180,34 +186,61 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 		send[r] = collectivetest.Random(rng, cc.dt, cc.op, sendLen)
 		recv[r] = collectivetest.Random(rng, cc.dt, collective.Sum, recvLen)
 	}
-	sd, rd := upload(t, m, cc.dt, send), upload(t, m, cc.dt, recv)
-	defer sd.t.Free()
-	defer rd.t.Free()
-	c.Send, c.Recv = sd.bufs, rd.bufs
+	mine := func(all [][]complex128) [][]complex128 {
+		out := make([][]complex128, len(local))
+		for i, r := range local {
+			out[i] = all[r]
+		}
+		return out
+	}
+	var read func() (got, after [][]complex128)
+	if host {
+		for _, r := range local {
+			sb, err := sharding.NewHostBuffer(collectivetest.Dense(cc.dt, tensor.Shape{sendLen}, send[r]).Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, err := sharding.NewHostBuffer(collectivetest.Dense(cc.dt, tensor.Shape{recvLen}, recv[r]).Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Send, c.Recv = append(c.Send, sb), append(c.Recv, rb)
+		}
+		read = func() (got, after [][]complex128) {
+			for i := range local {
+				got = append(got, collectivetest.Values(c.Recv[i].(*sharding.HostBuffer).Data()))
+				after = append(after, collectivetest.Values(c.Send[i].(*sharding.HostBuffer).Data()))
+			}
+			return got, after
+		}
+	} else {
+		sd, rd := upload(t, m, cc.dt, mine(send)), upload(t, m, cc.dt, mine(recv))
+		defer sd.t.Free()
+		defer rd.t.Free()
+		c.Send, c.Recv = sd.bufs, rd.bufs
+		read = func() (got, after [][]complex128) { return rd.download(t), sd.download(t) }
+	}
+	what := fmt.Sprintf("%v %v %v count %d root %d host %v", cc.kind, cc.op, cc.dt, count, root, host)
 	if err := comm.Do(c); err != nil {
-		t.Fatalf("%v %v %v count %d root %d: %v", cc.kind, cc.op, cc.dt, count, root, err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	want := collectivetest.Reference(c, size, send)
-	got := rd.download(t)
+	want := collectivetest.Reference(&ref, size, send)
+	got, after := read()
 	tol := tolerance(cc.dt, size)
-	for r := range size {
-		for i, w := range want[r] {
-			if e := cmplx.Abs(got[r][i] - w); e > tol*math.Max(1, cmplx.Abs(w)) {
-				t.Fatalf("%v %v %v count %d root %d: rank %d element %d = %v, want %v (error %.3g)",
-					cc.kind, cc.op, cc.dt, count, root, r, i, got[r][i], w, e)
+	for i, r := range local {
+		for j, w := range want[r] {
+			if e := cmplx.Abs(got[i][j] - w); e > tol*math.Max(1, cmplx.Abs(w)) {
+				t.Fatalf("%s: rank %d element %d = %v, want %v (error %.3g)", what, r, j, got[i][j], w, e)
 			}
 		}
-		for i := len(want[r]); i < recvLen; i++ {
-			if got[r][i] != recv[r][i] {
-				t.Fatalf("%v %v %v: rank %d element %d past the receive length changed: %v, was %v", cc.kind, cc.op, cc.dt, r, i, got[r][i], recv[r][i])
+		for j := len(want[r]); j < recvLen; j++ {
+			if got[i][j] != recv[r][j] {
+				t.Fatalf("%s: rank %d element %d past the receive length changed: %v, was %v", what, r, j, got[i][j], recv[r][j])
 			}
 		}
-	}
-	after := sd.download(t)
-	for r := range size {
-		for i := range send[r] {
-			if after[r][i] != send[r][i] {
-				t.Fatalf("%v %v %v: rank %d's send buffer changed at %d", cc.kind, cc.op, cc.dt, r, i)
+		for j := range send[r] {
+			if after[i][j] != send[r][j] {
+				t.Fatalf("%s: rank %d's send buffer changed at %d", what, r, j)
 			}
 		}
 	}
@@ -238,7 +271,7 @@ func TestMeshCollectives(t *testing.T) {
 					root = m.Size() - 1
 				}
 				t.Run(fmt.Sprintf("%v/%v/%v/%v/count=%d", m, cc.kind, cc.op, cc.dt, count), func(t *testing.T) {
-					runCase(t, rng, comm, m, cc, count, root)
+					runCase(t, rng, comm, m, cc, count, root, false)
 				})
 			}
 		}
@@ -253,27 +286,28 @@ func TestMeshCollectives(t *testing.T) {
 	}
 }
 
-// One process communicator of one rank (file bootstrap) runs the same table.
-func TestProcessCollectives(t *testing.T) {
-	rng := seeded(t)
+// oneProcess is a process communicator of one rank on the first GPU (file
+// bootstrap), closed when the test ends, and the GPU's mesh.
+func oneProcess(t *testing.T, opts ...Option) (collective.Comm, *sharding.Mesh) {
+	t.Helper()
 	m := testMeshes(t)[0]
-	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")))
+	comm, err := NewProcess(0, 1, m.Device(0).ID, FileBootstrap(filepath.Join(t.TempDir(), "id")), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer comm.Close()
+	t.Cleanup(func() { comm.Close() })
+	return comm, m
+}
+
+// One process communicator of one rank (file bootstrap) runs the suite of
+// TestProcesses' children (processSuite) in this process.
+func TestProcessCollectives(t *testing.T) {
+	rng := seeded(t)
+	comm, m := oneProcess(t)
 	if comm.Size() != 1 || len(comm.LocalRanks()) != 1 || comm.LocalRanks()[0] != 0 {
 		t.Fatalf("Size %d, LocalRanks %v; want 1, [0]", comm.Size(), comm.LocalRanks())
 	}
-	for _, cc := range cases() {
-		count := 1 + rng.IntN(5000)
-		t.Run(fmt.Sprintf("%v/%v/%v/count=%d", cc.kind, cc.op, cc.dt, count), func(t *testing.T) {
-			runCase(t, rng, comm, m, cc, count, 0)
-		})
-	}
-	if err := comm.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
-		t.Errorf("Barrier: %v", err)
-	}
+	processSuite(t, rng, comm, m, nil)
 	if err := comm.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -282,6 +316,56 @@ func TestProcessCollectives(t *testing.T) {
 	}
 	if err := comm.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
 		t.Fatalf("Do after Close: %v, want ErrClosed", err)
+	}
+}
+
+// WithoutChecks: calls skip the record exchange (no record buffers are ever
+// made) and still compute the right results, on device and host buffers.
+func TestProcessWithoutChecks(t *testing.T) {
+	rng := seeded(t)
+	comm, m := oneProcess(t, WithoutChecks())
+	for _, host := range []bool{false, true} {
+		runCase(t, rng, comm, m, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 1+rng.IntN(1000), 0, host)
+		runCase(t, rng, comm, m, callCase{collective.SendRecv, collective.Sum, tensor.Complex64}, 1+rng.IntN(1000), 0, host)
+	}
+	if err := comm.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+		t.Fatalf("Barrier: %v", err)
+	}
+	if e := comm.(*Comm).e; e.meta.dev != 0 || e.seq != 3 {
+		t.Errorf("without checks: record buffers %#x, call number %d; want none and 3", e.meta.dev, e.seq)
+	}
+}
+
+// A process communicator rejects host buffers of another dtype and calls
+// that mix host and device buffers, before anything moves.
+func TestProcessBadHostCalls(t *testing.T) {
+	rng := seeded(t)
+	comm, m := oneProcess(t)
+	const n = 9
+	dev := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
+	defer dev.t.Free()
+	recv := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	for _, tc := range []struct {
+		name string
+		call *collective.Call
+	}{
+		{"float32 host buffer for a float64 call", hostCall(collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: n}, make([]float32, n), recv)},
+		{"device send, host receive", func() *collective.Call {
+			c := hostCall(collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: n}, nil, recv)
+			c.Send = dev.bufs
+			return c
+		}()},
+	} {
+		if err := comm.Do(tc.call); !errors.Is(err, collective.ErrBadCall) {
+			t.Errorf("%s: %v, want ErrBadCall", tc.name, err)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	for i, v := range recv {
+		if v != float64(i+1) {
+			t.Fatalf("a rejected call wrote the receive buffer at %d: %v", i, v)
+		}
 	}
 }
 
@@ -397,7 +481,7 @@ func TestMeshCacheAndSplit(t *testing.T) {
 	if len(subs) != 1 || subs[0].Size() != m.Size() || !subs[0].(*Comm).Mesh().Same(m) {
 		t.Fatalf("Split into one color: %d communicators, want 1 of size %d on the devices of %v", len(subs), m.Size(), m)
 	}
-	runCase(t, rng, subs[0], m, callCase{collective.AllReduce, collective.Sum, tensor.Float32}, 1000, 0)
+	runCase(t, rng, subs[0], m, callCase{collective.AllReduce, collective.Sum, tensor.Float32}, 1000, 0, false)
 	if err := subs[0].Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +502,7 @@ func TestMeshCacheAndSplit(t *testing.T) {
 	if c.(*Comm).e == a.(*Comm).e {
 		t.Fatal("NewMesh after ReleaseMesh reused the released communicators")
 	}
-	runCase(t, rng, c, m, callCase{collective.Scan, collective.Max, tensor.Float64}, 777, 0)
+	runCase(t, rng, c, m, callCase{collective.Scan, collective.Max, tensor.Float64}, 777, 0, false)
 }
 
 // A call that can never complete (a lone Send to itself on a one-rank
@@ -497,5 +581,5 @@ func TestWatchdogTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCase(t, rng, fresh, m, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 513, 0)
+	runCase(t, rng, fresh, m, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 513, 0, false)
 }

@@ -73,5 +73,5 @@ func NewProcess(rank, size, gpu int, boot Bootstrap, opts ...Option) (collective
 	if d, ok := boot.(interface{ done(rank int) }); ok {
 		d.done(rank)
 	}
-	return &Comm{e: e, timeout: o.timeout, owned: true}, nil
+	return &Comm{e: e, timeout: o.timeout, checks: !o.noChecks, owned: true}, nil
 }

@@ -1,0 +1,189 @@
+package collective
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	for _, name := range []string{"", "grad", strings.Repeat("long name ", 10)} {
+		c := &Call{Kind: Reduce, Op: Max, Root: 3, Dtype: tensor.Complex64, Count: 1000, Name: name}
+		r := CallRecord(c, 41)
+		w := make([]int64, RecordWords)
+		r.Encode(w)
+		got, ok := DecodeRecord(w)
+		if !ok || got != r {
+			t.Fatalf("%q: decoded %+v (ok %v), want %+v", name, got, ok, r)
+		}
+		if len(got.Name) > RecordNameBytes || !strings.HasPrefix(name, got.Name) {
+			t.Errorf("name %q from %q", got.Name, name)
+		}
+	}
+	split := SplitRecord(9, 4, func(r int) int { return r % 2 }, func(r int) int { return -r })
+	w := make([]int64, RecordWords)
+	split.Encode(w)
+	if got, ok := DecodeRecord(w); !ok || got != split {
+		t.Errorf("Split record decoded %+v (ok %v), want %+v", got, ok, split)
+	}
+	bad := make([]int64, RecordWords)
+	split.Encode(bad)
+	bad[9] = RecordNameBytes + 1 // a name longer than a record holds
+	for what, w := range map[string][]int64{"zero words": make([]int64, RecordWords), "short": w[:RecordWords-1], "name length": bad} {
+		if _, ok := DecodeRecord(w); ok {
+			t.Errorf("%s decoded as a record", what)
+		}
+	}
+}
+
+// TestCallRecordIgnoresUnusedFields: fields a kind does not use do not make
+// ranks disagree.
+func TestCallRecordIgnoresUnusedFields(t *testing.T) {
+	a := CallRecord(&Call{Kind: AllGather, Root: 2, Op: Prod, Dtype: tensor.Float64, Count: 3}, 0)
+	b := CallRecord(&Call{Kind: AllGather, Dtype: tensor.Float64, Count: 3}, 0)
+	if err := CompareRecords([]Record{a, b}); err != nil {
+		t.Errorf("AllGather with different roots and ops: %v", err)
+	}
+	x := CallRecord(&Call{Kind: Barrier, Dtype: tensor.Float64, Count: 3}, 5)
+	y := CallRecord(&Call{Kind: Barrier}, 5)
+	if err := CompareRecords([]Record{x, y}); err != nil {
+		t.Errorf("Barriers with different counts: %v", err)
+	}
+}
+
+// TestCompareRecords: every field of a record that differs between ranks is
+// named in the error with the ranks that hold each value; records that
+// agree give nil.
+func TestCompareRecords(t *testing.T) {
+	base := Call{Kind: AllReduce, Op: Sum, Dtype: tensor.Float64, Count: 6, Name: "g"}
+	with := func(f func(c *Call)) Call {
+		c := base
+		f(&c)
+		return c
+	}
+	const prefix = "collective: ranks disagree: "
+	cases := []struct {
+		name  string
+		calls []Call
+		seqs  []int64 // nil: all 7
+		want  string  // "" when they agree
+	}{
+		{"agree", []Call{base, base, base}, nil, ""},
+		{"one rank", []Call{base}, nil, ""},
+		{"kind", []Call{base, with(func(c *Call) { c.Kind = ReduceScatter })},
+			nil, `AllReduce "g" #7: rank 0 has kind AllReduce, rank 1 has kind ReduceScatter`},
+		{"call number", []Call{base, base, base}, []int64{3, 4, 3},
+			`AllReduce "g" #3: rank 1 has call number 4, ranks 0,2 have call number 3`},
+		{"name", []Call{base, with(func(c *Call) { c.Name = "h" }), base},
+			nil, `AllReduce "g" #7: rank 1 has name "h", ranks 0,2 have name "g"`},
+		{"dtype", []Call{with(func(c *Call) { c.Dtype = tensor.Complex64 }), base, base, base},
+			nil, `AllReduce "g" #7: rank 0 has dtype complex64, ranks 1,2,3 have dtype float64`},
+		{"count", []Call{base, base, with(func(c *Call) { c.Count = 5 }), base},
+			nil, `AllReduce "g" #7: rank 2 has count 5, ranks 0,1,3 have count 6`},
+		{"op", []Call{base, with(func(c *Call) { c.Op = Max }), with(func(c *Call) { c.Op = Max })},
+			nil, `AllReduce "g" #7: rank 0 has op sum, ranks 1,2 have op max`},
+		{"root", []Call{with(func(c *Call) { c.Kind, c.Root = Bcast, 1 }), with(func(c *Call) { c.Kind, c.Root = Bcast, 0 })},
+			nil, `Bcast "g" #7: rank 0 has root 1, rank 1 has root 0`},
+		{"two fields, titled by the majority", []Call{
+			{Kind: Bcast, Dtype: tensor.Float32, Count: 6, Name: "b"}, {Kind: AllGather, Dtype: tensor.Float64, Count: 6, Name: "a"},
+			{Kind: AllGather, Dtype: tensor.Float64, Count: 6, Name: "a"}}, nil,
+			`AllGather "a" #7: rank 0 has kind Bcast, ranks 1,2 have kind AllGather; rank 0 has name "b", ranks 1,2 have name "a"; rank 0 has dtype float32, ranks 1,2 have dtype float64`},
+		{"even split, ties by lowest rank", []Call{{Kind: Scan, Dtype: tensor.Float64, Count: 1}, {Kind: Scan, Dtype: tensor.Float64, Count: 2}},
+			nil, "Scan #7: rank 0 has count 1, rank 1 has count 2"},
+		{"three values", []Call{base, with(func(c *Call) { c.Count = 1 }), with(func(c *Call) { c.Count = 2 }), base, base},
+			nil, `AllReduce "g" #7: rank 1 has count 1, rank 2 has count 2, ranks 0,3,4 have count 6`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := make([]Record, len(tc.calls))
+			for i := range tc.calls {
+				seq := int64(7)
+				if tc.seqs != nil {
+					seq = tc.seqs[i]
+				}
+				recs[i] = CallRecord(&tc.calls[i], seq)
+			}
+			err := CompareRecords(recs)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("records that agree: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrMismatch) {
+				t.Fatalf("%v, want ErrMismatch", err)
+			}
+			if got := err.Error(); got != prefix+tc.want {
+				t.Errorf("got  %q\nwant %q", got, prefix+tc.want)
+			}
+		})
+	}
+}
+
+// TestCompareSplitRecords: ranks whose Split colors or keys differ disagree
+// on "colors and keys"; a Split where another rank makes a collective
+// disagrees on the kind.
+func TestCompareSplitRecords(t *testing.T) {
+	even := func(r int) int { return r % 2 }
+	id := func(r int) int { return r }
+	a, b := SplitRecord(2, 3, even, id), SplitRecord(2, 3, even, id)
+	if err := CompareRecords([]Record{a, b}); err != nil {
+		t.Fatalf("equal Splits: %v", err)
+	}
+	c := SplitRecord(2, 3, func(int) int { return 0 }, id)
+	err := CompareRecords([]Record{a, b, c})
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "Split #2: rank 2 has colors and keys ") {
+		t.Errorf("different colors: %v", err)
+	}
+	// A negative color leaves a rank out whatever its value.
+	d := SplitRecord(2, 3, func(r int) int { return -1 - r }, id)
+	e := SplitRecord(2, 3, func(int) int { return -1 }, id)
+	if err := CompareRecords([]Record{d, e}); err != nil {
+		t.Errorf("colors -1 and -3 both leave a rank out: %v", err)
+	}
+	coll := CallRecord(&Call{Kind: Barrier}, 2)
+	err = CompareRecords([]Record{a, coll, b})
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "Split #2: rank 1 has kind Barrier, ranks 0,2 have kind Split") {
+		t.Errorf("Split against Barrier: %v", err)
+	}
+}
+
+func TestPairMismatch(t *testing.T) {
+	send := CallRecord(&Call{Kind: SendRecv, Dtype: tensor.Float64, Count: 6, Name: "x"}, 0)
+	same := CallRecord(&Call{Kind: Recv, Dtype: tensor.Float64, Count: 6, Name: "y"}, 0)
+	if msg := PairMismatch(&send, &same, 0, 1, 5); msg != "" {
+		t.Errorf("matching transfer: %q", msg)
+	}
+	cases := []struct {
+		name string
+		recv Call
+		tag  int
+		want string
+	}{
+		{"dtype", Call{Kind: Recv, Dtype: tensor.Complex128, Count: 6}, 5,
+			`SendRecv "x" rank 0 → rank 1 (tag 5): rank 0 sends 6 float64, rank 1 receives 6 complex128`},
+		{"count", Call{Kind: Recv, Dtype: tensor.Float64, Count: 5}, 5,
+			`SendRecv "x" rank 0 → rank 1 (tag 5): rank 0 sends 6 float64, rank 1 receives 5 float64`},
+		{"no tag", Call{Kind: Recv, Dtype: tensor.Float64, Count: 5}, -1,
+			`SendRecv "x" rank 0 → rank 1: rank 0 sends 6 float64, rank 1 receives 5 float64`},
+	}
+	for _, tc := range cases {
+		other := CallRecord(&tc.recv, 0)
+		if msg := PairMismatch(&send, &other, 0, 1, tc.tag); msg != tc.want {
+			t.Errorf("%s: got  %q\nwant %q", tc.name, msg, tc.want)
+		}
+	}
+}
+
+func TestDtypeCode(t *testing.T) {
+	for i, dt := range recordDtypes {
+		if got := DtypeCode(dt); got != int64(i) {
+			t.Errorf("DtypeCode(%v) = %d, want %d", dt, got, i)
+		}
+	}
+	if got := DtypeCode(tensor.Bool); got != -1 {
+		t.Errorf("DtypeCode(bool) = %d, want -1", got)
+	}
+}
