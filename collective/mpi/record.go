@@ -27,15 +27,18 @@ type record struct {
 }
 
 const (
-	recordMagic = 0x6d676c61_0001 // "mgla", version 1
+	recordMagic = 0x6d676c61_0002 // "mgla", version 2 (integer dtype codes)
 	nameBytes   = 48
 	recordWords = 10 + nameBytes/8
 	recordBytes = 8 * recordWords
 	kindSplit   = 100 // Comm.Split, checked like a collective
 )
 
-// dtypes are the element types the engine moves, by dtypeCode.
-var dtypes = [...]tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128}
+// dtypes are the element types the engine moves, by dtypeCode (the codes
+// of mgla_dtype in mgla_mpi.h; append only).
+var dtypes = [...]tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128,
+	tensor.Int, tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+	tensor.Uint, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64}
 
 // dtypeCode is dt's index in dtypes, or -1.
 func dtypeCode(dt tensor.Dtype) int64 {

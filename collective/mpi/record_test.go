@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
 
@@ -94,5 +95,32 @@ func TestPairMismatch(t *testing.T) {
 	want := `SendRecv "x" rank 0 → rank 1 (tag 5): rank 0 sends 6 float64, rank 1 receives 6 complex128`
 	if msg := pairMismatch(&send, &other, 0, 1, 5); msg != want {
 		t.Errorf("got  %q\nwant %q", msg, want)
+	}
+}
+
+// Every dtype a collective moves has its own record code, shown by its name;
+// the codes of the float dtypes keep their version-1 values.
+func TestDtypeCodes(t *testing.T) {
+	seen := map[int64]tensor.Dtype{}
+	for _, dt := range append(append([]tensor.Dtype(nil), sharding.Dtypes...), sharding.IntDtypes...) {
+		code := dtypeCode(dt)
+		if code < 0 {
+			t.Fatalf("%v has no code", dt)
+		}
+		if other, ok := seen[code]; ok {
+			t.Fatalf("%v and %v share code %d", dt, other, code)
+		}
+		seen[code] = dt
+		if name := dtypeName(code); name != dt.String() {
+			t.Errorf("code %d of %v is named %q", code, dt, name)
+		}
+	}
+	for i, dt := range sharding.Dtypes {
+		if dtypeCode(dt) != int64(i) {
+			t.Errorf("%v has code %d, version 1 had %d", dt, dtypeCode(dt), i)
+		}
+	}
+	if c := dtypeCode(tensor.Bool); c != -1 {
+		t.Errorf("bool has code %d", c)
 	}
 }
