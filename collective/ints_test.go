@@ -218,80 +218,94 @@ func TestGraphIntegers(t *testing.T) {
 		comms = append(comms, c)
 	}
 	for _, comm := range comms {
-		size := comm.Size()
-		mc, isMesh := comm.(collective.MeshComm)
 		for _, dt := range sharding.IntDtypes {
-			for _, gc := range graphCases(rng, size, comm.LocalRanks()) {
+			for _, gc := range graphCases(rng, comm.Size(), comm.LocalRanks()) {
 				for _, cols := range []int{0, 3} { // 0: a vector
-					block := tensor.Shape{size * (1 + rng.IntN(2))}
-					if cols > 0 {
-						block = append(block, cols)
-					}
-					name := fmt.Sprintf("%v/%s/%v/%v", comm, gc.name, dt, block)
-					// Rank blocks, row-major, stacked on a mesh.
-					elems := block.TotalSize()
-					op := gc.call.Op
-					if gc.call.Kind != collective.AllReduce && gc.call.Kind != collective.ReduceScatter &&
-						gc.call.Kind != collective.Reduce && gc.call.Kind != collective.Scan {
-						op = collective.Sum
-					}
-					blocks := make([]any, size)
-					stacked := reflect.MakeSlice(reflect.SliceOf(dt.Type), 0, size*elems)
-					for r := range blocks {
-						blocks[r] = collectivetest.RandomInts(rng, dt, op, elems, size)
-						stacked = reflect.AppendSlice(stacked, reflect.ValueOf(blocks[r]))
-					}
-					shape := block.Clone()
-					if isMesh {
-						shape[0] *= size
-					}
-					input := cloneSlice(stacked.Interface())
-					g := G.NewGraph()
-					x := G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"),
-						G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(input))))
-					in := x
-					if isMesh {
-						var err error
-						if in, err = ops.Shard(x, mc.Mesh(), sharding.RowBlocks()); err != nil {
-							t.Fatalf("%s: %v", name, err)
-						}
-					}
-					y, err := gc.build(in, comm)
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					yh, err := ops.Gather(y)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := reflect.MakeSlice(reflect.SliceOf(dt.Type), 0, 0)
-					if gc.call.Kind == collective.Barrier {
-						want = stacked
-					} else {
-						for _, b := range collectivetest.ReferenceInts(blockCall(gc, dt, size, elems), size, blocks) {
-							want = reflect.AppendSlice(want, reflect.ValueOf(b))
-						}
-					}
-					if !isMesh { // a process communicator: this rank's result
-						want = want.Slice(0, want.Len()/size)
-					}
-					m := G.NewTapeMachine(g)
-					for run := range 2 {
-						if err := m.RunAll(); err != nil {
-							t.Fatalf("%s: run %d: %v", name, run, err)
-						}
-						if got := yh.Value().Data(); !reflect.DeepEqual(got, want.Interface()) {
-							t.Fatalf("%s: run %d: got %v, want %v", name, run, got, want)
-						}
-						if !reflect.DeepEqual(input, stacked.Interface()) {
-							t.Fatalf("%s: the input changed", name)
-						}
-						m.Reset()
-					}
-					m.Close()
+					checkGraphInts(t, rng, comm, gc, dt, cols)
 				}
 			}
 		}
+	}
+}
+
+// checkGraphInts runs gc on random integer rank blocks of dt (vectors for
+// cols 0, else matrices) drawn from rng, which must draw the same on every
+// rank of a process communicator: on a mesh the blocks are stacked, placed
+// with ops.Shard and brought back with ops.Gather; a process communicator
+// takes its rank's block. The result must be exactly the reference, twice
+// (the second run reuses the buffers), the input unchanged.
+func checkGraphInts(t *testing.T, rng *rand.Rand, comm collective.Comm, gc graphCase, dt tensor.Dtype, cols int) {
+	t.Helper()
+	size := comm.Size()
+	mc, isMesh := comm.(collective.MeshComm)
+	block := tensor.Shape{size * (1 + rng.IntN(2))}
+	if cols > 0 {
+		block = append(block, cols)
+	}
+	name := fmt.Sprintf("%v/%s/%v/%v", comm, gc.name, dt, block)
+	elems := block.TotalSize()
+	op := gc.call.Op
+	switch gc.call.Kind {
+	case collective.AllReduce, collective.ReduceScatter, collective.Reduce, collective.Scan:
+	default:
+		op = collective.Sum
+	}
+	blocks := make([]any, size) // row-major rank blocks
+	for r := range blocks {
+		blocks[r] = collectivetest.RandomInts(rng, dt, op, elems, size)
+	}
+	var want []any // the expected result blocks
+	if gc.call.Kind == collective.Barrier {
+		want = blocks
+	} else {
+		want = collectivetest.ReferenceInts(blockCall(gc, dt, size, elems), size, blocks)
+	}
+	shape := block.Clone()
+	if isMesh {
+		shape[0] *= size
+	} else {
+		me := comm.LocalRanks()[0]
+		blocks, want = blocks[me:me+1], want[me:me+1]
+	}
+	stack := func(parts []any) any {
+		v := reflect.MakeSlice(reflect.SliceOf(dt.Type), 0, 0)
+		for _, p := range parts {
+			v = reflect.AppendSlice(v, reflect.ValueOf(p))
+		}
+		return v.Interface()
+	}
+	input, wantAll := stack(blocks), stack(want)
+	g := G.NewGraph()
+	x := G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(cloneSlice(input)))))
+	in := x
+	if isMesh {
+		var err error
+		if in, err = ops.Shard(x, mc.Mesh(), sharding.RowBlocks()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	y, err := gc.build(in, comm)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	yh, err := ops.Gather(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	for run := range 2 {
+		if err := m.RunAll(); err != nil {
+			t.Fatalf("%s: run %d: %v", name, run, err)
+		}
+		if got := yh.Value().Data(); !reflect.DeepEqual(got, wantAll) {
+			t.Fatalf("%s: run %d: got %v, want %v", name, run, got, wantAll)
+		}
+		if got := x.Value().Data(); !reflect.DeepEqual(got, input) {
+			t.Fatalf("%s: the input changed", name)
+		}
+		m.Reset()
 	}
 }
 
