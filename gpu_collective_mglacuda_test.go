@@ -135,8 +135,9 @@ func valuesOf(d *tensor.Dense) []complex128 {
 
 // TestGPUCollectivesAgainstCPU runs every collective graph op on GPU meshes
 // of 1 to 4 devices (NCCL) and on a CPU mesh of the same size (memory
-// copies) with the same random data, every dtype, vectors and 3-column
-// blocks, and compares the outputs and, for the linear ops in float64, the
+// copies) with the same random data, every dtype (the integers NCCL moves
+// too: 8, 32 and 64 bits, equal bit for bit), vectors and 3-column blocks,
+// and compares the outputs and, for the linear ops in float64, the
 // gradients from Grad + TapeMachine. Blocks of several columns that stack
 // along rows are restacked on the devices (sharding.ExecutePlan on views).
 func TestGPUCollectivesAgainstCPU(t *testing.T) {
@@ -150,10 +151,10 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 		cpu, err := sharding.CPUMesh(size)
 		require.NoError(t, err)
 		for _, cc := range collectiveCases(size) {
-			for _, dt := range sharding.Dtypes {
+			for _, dt := range append(append([]tensor.Dtype(nil), sharding.Dtypes...), sharding.IntDtypes...) {
 				complexDt := dt == tensor.Complex64 || dt == tensor.Complex128
-				if complexDt && cc.name == "AllReduce(max)" {
-					continue // not defined for complex values
+				if complexDt && cc.name == "AllReduce(max)" || dt.Size() == 2 {
+					continue // not defined for complex values; NCCL has no 16-bit integers
 				}
 				for _, cols := range []int{0, 3} {
 					rows := size * (1 + rng.IntN(3)) * 2 // per rank, divisible by size
@@ -162,6 +163,17 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 						shape = tensor.Shape{size * rows, cols}
 					}
 					name := fmt.Sprintf("gpu%v/%s/%v/%v", ids, cc.name, dt, shape)
+					if collectivetest.IsInteger(dt) { // bit for bit
+						x := collectivetest.RandomInts(rng, dt, collective.Sum, shape.TotalSize(), size)
+						got, err := runIntCollective(t, gpu, cc, shape, x)
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						want, err := runIntCollective(t, cpu, cc, shape, x)
+						require.NoError(t, err, name)
+						require.Equal(t, want, got, name)
+						continue
+					}
 					x := make([]complex128, shape.TotalSize())
 					w := make([]complex128, 4*size*shape.TotalSize())
 					for i := range x {
@@ -195,46 +207,6 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 							t.Fatalf("%s: gradient %d = %v, CPU mesh %v", name, i, gotGrad[i], wantGrad[i])
 						}
 					}
-				}
-			}
-		}
-	}
-}
-
-// TestGPUIntegerCollectivesAgainstCPU runs every collective graph op of
-// collectiveCases on the integer dtypes NCCL moves (8, 32 and 64 bits, int
-// and uint) on GPU meshes of 1 to 4 devices and on a CPU mesh of the same
-// size with the same random data: the outputs must be equal, bit for bit.
-func TestGPUIntegerCollectivesAgainstCPU(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 9))
-	for _, ids := range gpuMeshes(t) {
-		size := len(ids)
-		gpu, err := sharding.GPUMesh(ids...)
-		require.NoError(t, err)
-		cpu, err := sharding.CPUMesh(size)
-		require.NoError(t, err)
-		for _, cc := range collectiveCases(size) {
-			for _, dt := range sharding.IntDtypes {
-				if dt.Size() == 2 {
-					continue // NCCL has no 16-bit integers
-				}
-				for _, cols := range []int{0, 3} {
-					rows := size * (1 + rng.IntN(3)) * 2
-					shape := tensor.Shape{size * rows}
-					if cols > 0 {
-						shape = tensor.Shape{size * rows, cols}
-					}
-					name := fmt.Sprintf("gpu%v/%s/%v/%v", ids, cc.name, dt, shape)
-					x := collectivetest.RandomInts(rng, dt, collective.Sum, shape.TotalSize(), size)
-					got, err := runIntCollective(t, gpu, cc, shape, x)
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					want, err := runIntCollective(t, cpu, cc, shape, x)
-					require.NoError(t, err, name)
-					require.Equal(t, want, got, name)
 				}
 			}
 		}

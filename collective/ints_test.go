@@ -27,6 +27,24 @@ func intRand(t *testing.T) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 16))
 }
 
+// meshComms are the communicators of CPU meshes of the given sizes.
+func meshComms(t *testing.T, sizes ...int) []collective.Comm {
+	t.Helper()
+	var out []collective.Comm
+	for _, n := range sizes {
+		m, err := sharding.CPUMesh(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := collective.NewMesh(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // intCall is one Kind with one reduction (Sum for kinds without one).
 type intCall struct {
 	kind collective.Kind
@@ -73,33 +91,12 @@ func hostBuffers(t *testing.T, data []any) []sharding.Buffer {
 	return out
 }
 
-// cloneSlice copies a typed slice.
-func cloneSlice(s any) any {
-	v := reflect.ValueOf(s)
-	return reflect.AppendSlice(reflect.MakeSlice(v.Type(), 0, v.Len()), v).Interface()
-}
-
-func sliceOf(s any, from, to int) any { return reflect.ValueOf(s).Slice(from, to).Interface() }
-
 // Every Kind and reduction of every integer dtype on CPU meshes of 1…5
 // devices and on Self: the receive buffers (one element longer than needed,
 // which must stay) hold the exact reference, the send buffers are unchanged.
 func TestMeshIntegers(t *testing.T) {
 	rng := intRand(t)
-	var comms []collective.Comm
-	for n := 1; n <= 5; n++ {
-		m, err := sharding.CPUMesh(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := collective.NewMesh(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comms = append(comms, c)
-	}
-	comms = append(comms, collective.Self())
-	for _, comm := range comms {
+	for _, comm := range append(meshComms(t, 1, 2, 3, 4, 5), collective.Self()) {
 		size := comm.Size()
 		for _, dt := range sharding.IntDtypes {
 			for _, ic := range intCalls() {
@@ -125,22 +122,22 @@ func checkIntCall(t *testing.T, rng *rand.Rand, comm collective.Comm, c *collect
 	for r := range size {
 		send[r] = collectivetest.RandomInts(rng, c.Dtype, c.Op, c.SendLen(size)+1, size)
 		recv[r] = collectivetest.RandomInts(rng, c.Dtype, collective.Sum, c.RecvLen(size)+1, 1)
-		before[r] = cloneSlice(send[r])
+		before[r] = collectivetest.Clone(send[r])
 	}
 	c.Send, c.Recv = hostBuffers(t, send), hostBuffers(t, recv)
 	past := make([]any, size)
 	for r := range size {
-		past[r] = cloneSlice(sliceOf(recv[r], c.RecvLen(size), c.RecvLen(size)+1))
+		past[r] = collectivetest.Clone(collectivetest.Slice(recv[r], c.RecvLen(size), c.RecvLen(size)+1))
 	}
 	if err := comm.Do(c); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	want := collectivetest.ReferenceInts(c, size, send)
 	for r := range size {
-		if got := sliceOf(recv[r], 0, c.RecvLen(size)); !reflect.DeepEqual(got, want[r]) {
+		if got := collectivetest.Slice(recv[r], 0, c.RecvLen(size)); !reflect.DeepEqual(got, want[r]) {
 			t.Fatalf("%s: rank %d received %v, want %v", name, r, got, want[r])
 		}
-		if got := sliceOf(recv[r], c.RecvLen(size), c.RecvLen(size)+1); !reflect.DeepEqual(got, past[r]) {
+		if got := collectivetest.Slice(recv[r], c.RecvLen(size), c.RecvLen(size)+1); !reflect.DeepEqual(got, past[r]) {
 			t.Fatalf("%s: rank %d: the element past the receive length changed to %v from %v", name, r, got, past[r])
 		}
 		if !reflect.DeepEqual(send[r], before[r]) {
@@ -208,16 +205,7 @@ func blockCall(gc graphCase, dt tensor.Dtype, size, elems int) *collective.Call 
 // input unchanged.
 func TestGraphIntegers(t *testing.T) {
 	rng := intRand(t)
-	comms := []collective.Comm{collective.Self()}
-	for _, n := range []int{1, 3, 4} {
-		m, _ := sharding.CPUMesh(n)
-		c, err := collective.NewMesh(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comms = append(comms, c)
-	}
-	for _, comm := range comms {
+	for _, comm := range append(meshComms(t, 1, 3, 4), collective.Self()) {
 		for _, dt := range sharding.IntDtypes {
 			for _, gc := range graphCases(rng, comm.Size(), comm.LocalRanks()) {
 				for _, cols := range []int{0, 3} { // 0: a vector
@@ -277,7 +265,7 @@ func checkGraphInts(t *testing.T, rng *rand.Rand, comm collective.Comm, gc graph
 	input, wantAll := stack(blocks), stack(want)
 	g := G.NewGraph()
 	x := G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(cloneSlice(input)))))
+		G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(collectivetest.Clone(input)))))
 	in := x
 	if isMesh {
 		var err error
@@ -315,12 +303,7 @@ func checkGraphInts(t *testing.T, rng *rand.Rand, comm collective.Comm, gc graph
 // Self; it does not panic or give zeros. (On a mesh the LispMachine meets
 // ops.Gather's gradient first, which rejects integers with its own error.)
 func TestGraphIntegerGradient(t *testing.T) {
-	m3, _ := sharding.CPUMesh(3)
-	mesh, err := collective.NewMesh(m3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, comm := range []collective.Comm{mesh, collective.Self()} {
+	for _, comm := range append(meshComms(t, 3), collective.Self()) {
 		for _, dt := range []tensor.Dtype{tensor.Int64, tensor.Int32, tensor.Uint8} {
 			for _, lisp := range []bool{false, true} {
 				name := fmt.Sprintf("%v/%v/lisp=%v", comm, dt, lisp)
@@ -328,7 +311,7 @@ func TestGraphIntegerGradient(t *testing.T) {
 				n := 3 * comm.Size()
 				x := G.NewVector(g, dt, G.WithShape(n), G.WithName("x"),
 					G.WithValue(tensor.New(tensor.WithShape(n), tensor.Of(dt))))
-				in := x
+				in, err := x, error(nil)
 				if mc, ok := comm.(collective.MeshComm); ok {
 					if in, err = ops.Shard(x, mc.Mesh(), sharding.RowBlocks()); err != nil {
 						t.Fatal(err)

@@ -16,6 +16,13 @@ import (
 // Reduce is op over vals in complex128 arithmetic (Min and Max on the real
 // parts, for real dtypes).
 func Reduce(op collective.ReduceOp, vals []complex128) complex128 {
+	return fold(op, vals,
+		func(a, b complex128) complex128 { return complex(math.Min(real(a), real(b)), 0) },
+		func(a, b complex128) complex128 { return complex(math.Max(real(a), real(b)), 0) })
+}
+
+// fold is op over vals with the given Min and Max of two values.
+func fold[T int64 | uint64 | complex128](op collective.ReduceOp, vals []T, minOf, maxOf func(a, b T) T) T {
 	acc := vals[0]
 	for _, v := range vals[1:] {
 		switch op {
@@ -24,9 +31,9 @@ func Reduce(op collective.ReduceOp, vals []complex128) complex128 {
 		case collective.Prod:
 			acc *= v
 		case collective.Min:
-			acc = complex(math.Min(real(acc), real(v)), 0)
+			acc = minOf(acc, v)
 		case collective.Max:
-			acc = complex(math.Max(real(acc), real(v)), 0)
+			acc = maxOf(acc, v)
 		}
 	}
 	return acc
@@ -221,18 +228,14 @@ func referenceWide[W int64 | uint64](c *collective.Call, size int, send []any, g
 
 // reduceInts is op over vals in exact integer arithmetic.
 func reduceInts[W int64 | uint64](op collective.ReduceOp, vals []W) W {
-	acc := vals[0]
-	for _, v := range vals[1:] {
-		switch op {
-		case collective.Sum:
-			acc += v
-		case collective.Prod:
-			acc *= v
-		case collective.Min:
-			acc = min(acc, v)
-		case collective.Max:
-			acc = max(acc, v)
-		}
-	}
-	return acc
+	return fold(op, vals, func(a, b W) W { return min(a, b) }, func(a, b W) W { return max(a, b) })
 }
+
+// Clone is a copy of a typed slice ([]int8, …).
+func Clone(s any) any {
+	v := reflect.ValueOf(s)
+	return reflect.AppendSlice(reflect.MakeSlice(v.Type(), 0, v.Len()), v).Interface()
+}
+
+// Slice is elements from … to-1 of a typed slice, sharing its memory.
+func Slice(s any, from, to int) any { return reflect.ValueOf(s).Slice(from, to).Interface() }

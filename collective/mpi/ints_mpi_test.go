@@ -54,17 +54,17 @@ func TestIntegerCollectives(t *testing.T) {
 							for r := range size {
 								sends[r] = rankInts(t.Name(), r, call.SendLen(size), dt, op, size)
 							}
-							send := cloneInts(sends[me])
+							send := collectivetest.Clone(sends[me])
 							recv := rankInts(t.Name()+"/recv", me, call.RecvLen(size)+1, dt, collective.Sum, 1)
-							past := cloneInts(sliceInts(recv, call.RecvLen(size), call.RecvLen(size)+1))
+							past := collectivetest.Clone(collectivetest.Slice(recv, call.RecvLen(size), call.RecvLen(size)+1))
 							if err := c.Do(hostCall(call, send, recv)); err != nil {
 								t.Fatal(err)
 							}
 							want := collectivetest.ReferenceInts(&call, size, sends)[me]
-							if got := sliceInts(recv, 0, call.RecvLen(size)); !reflect.DeepEqual(got, want) {
+							if got := collectivetest.Slice(recv, 0, call.RecvLen(size)); !reflect.DeepEqual(got, want) {
 								t.Fatalf("got %v, want %v (seed %d)", got, want, seed)
 							}
-							if got := sliceInts(recv, call.RecvLen(size), call.RecvLen(size)+1); !reflect.DeepEqual(got, past) {
+							if got := collectivetest.Slice(recv, call.RecvLen(size), call.RecvLen(size)+1); !reflect.DeepEqual(got, past) {
 								t.Errorf("the element past the receive length changed to %v from %v", got, past)
 							}
 							if !reflect.DeepEqual(send, sends[me]) {
@@ -77,13 +77,6 @@ func TestIntegerCollectives(t *testing.T) {
 		}
 	}
 }
-
-func cloneInts(s any) any {
-	v := reflect.ValueOf(s)
-	return reflect.AppendSlice(reflect.MakeSlice(v.Type(), 0, v.Len()), v).Interface()
-}
-
-func sliceInts(s any, from, to int) any { return reflect.ValueOf(s).Slice(from, to).Interface() }
 
 // TestIntegerPointToPoint: SendRecv around a ring and Send/Recv from even
 // ranks to the next odd one move every bit of every integer dtype.

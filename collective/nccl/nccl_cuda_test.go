@@ -75,12 +75,19 @@ func upload(t testing.TB, m *sharding.Mesh, dt tensor.Dtype, cols [][]complex128
 			}
 		}
 	}
+	return place(t, m, host)
+}
+
+// place puts the rows×ranks host matrix on m in column blocks: column r is
+// rank r's buffer.
+func place(t testing.TB, m *sharding.Mesh, host *tensor.Dense) rankData {
+	t.Helper()
 	st, err := sharding.Put(host, m, sharding.ColBlocks())
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := rankData{t: st}
-	for r := range n {
+	for r := range host.Shape()[1] {
 		d.bufs = append(d.bufs, st.Shard(r))
 	}
 	return d
@@ -234,15 +241,7 @@ func uploadInts(t testing.TB, m *sharding.Mesh, cols []any) rankData {
 			host.Index(i*n + r).Set(reflect.ValueOf(col).Index(i))
 		}
 	}
-	st, err := sharding.Put(tensor.New(tensor.WithShape(rows, n), tensor.WithBacking(host.Interface())), m, sharding.ColBlocks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := rankData{t: st}
-	for r := range n {
-		d.bufs = append(d.bufs, st.Shard(r))
-	}
-	return d
+	return place(t, m, tensor.New(tensor.WithShape(rows, n), tensor.WithBacking(host.Interface())))
 }
 
 // downloadInts reads every rank's buffer back as a typed slice.
@@ -287,10 +286,10 @@ func runIntCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.
 	got := rd.downloadInts(t)
 	for r := range size {
 		n := c.RecvLen(size)
-		if g := reflect.ValueOf(got[r]).Slice(0, n).Interface(); !reflect.DeepEqual(g, want[r]) {
+		if g := collectivetest.Slice(got[r], 0, n); !reflect.DeepEqual(g, want[r]) {
 			t.Fatalf("%s: rank %d got %v, want %v", name, r, g, want[r])
 		}
-		g, was := reflect.ValueOf(got[r]).Slice(n, recvLen).Interface(), reflect.ValueOf(recv[r]).Slice(n, recvLen).Interface()
+		g, was := collectivetest.Slice(got[r], n, recvLen), collectivetest.Slice(recv[r], n, recvLen)
 		if !reflect.DeepEqual(g, was) {
 			t.Fatalf("%s: rank %d: the elements past the receive length changed to %v from %v", name, r, g, was)
 		}
