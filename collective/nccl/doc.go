@@ -34,7 +34,8 @@
 //	                                     mesh one call drives every rank, so use SendRecv)
 //	Scan                                 NCCL has no scan: one ncclReduce per rank k, to root k,
 //	                                     in one group, where ranks after k send the identity
-//	                                     of the reduction (0, 1, +Inf, -Inf); NCCL does the
+//	                                     of the reduction (0, 1, +Inf or the type's largest
+//	                                     integer, -Inf or its smallest); NCCL does the
 //	                                     arithmetic, and the cost is Size reductions
 //	Barrier                              a one-element ncclAllReduce, waited for
 //
