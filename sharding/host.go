@@ -43,13 +43,26 @@ type HostBuffer struct {
 }
 
 func (b *HostBuffer) Device() Device { return b.dev }
-func (b *HostBuffer) Len() int       { return reflect.ValueOf(b.data).Len() }
+
+// Len is the number of elements (0 for a zero HostBuffer).
+func (b *HostBuffer) Len() int {
+	if b.data == nil {
+		return 0
+	}
+	return reflect.ValueOf(b.data).Len()
+}
 
 // Data is the shard's typed slice.
 func (b *HostBuffer) Data() any { return b.data }
 
-// Dtype is the element type of the shard's slice.
-func (b *HostBuffer) Dtype() tensor.Dtype { return tensor.Dtype{Type: reflect.TypeOf(b.data).Elem()} }
+// Dtype is the element type of the shard's slice (the zero Dtype for a
+// zero HostBuffer).
+func (b *HostBuffer) Dtype() tensor.Dtype {
+	if b.data == nil {
+		return tensor.Dtype{}
+	}
+	return tensor.Dtype{Type: reflect.TypeOf(b.data).Elem()}
+}
 
 // Bytes is the shard's memory (Len()·Dtype().Size() bytes), for engines that
 // move raw memory. It aliases Data.
@@ -58,8 +71,12 @@ func (b *HostBuffer) Bytes() []byte {
 	return unsafe.Slice((*byte)(p), n)
 }
 
-// sliceMemory is the first element and the size in bytes of a typed slice.
+// sliceMemory is the first element and the size in bytes of a typed slice
+// (nil and 0 for nil).
 func sliceMemory(data any) (unsafe.Pointer, int) {
+	if data == nil {
+		return nil, 0
+	}
 	v := reflect.ValueOf(data)
 	return v.UnsafePointer(), v.Len() * int(v.Type().Elem().Size())
 }

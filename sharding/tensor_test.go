@@ -155,6 +155,10 @@ func TestIntStorage(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, reflect.ValueOf(data).Slice(2, 5).Interface(), v.(*HostBuffer).Data())
 	}
+	var zero HostBuffer
+	require.Equal(t, 0, zero.Len())
+	require.Equal(t, tensor.Dtype{}, zero.Dtype())
+	require.Empty(t, zero.Bytes())
 	_, err := NewHostBuffer([]bool{true})
 	require.ErrorContains(t, err, "host buffer needs")
 	_, err = NewHostBuffer(3.0)
