@@ -20,8 +20,8 @@ type Comm = collective.Comm
 // ReduceOp is the reduction of AllReduce, ReduceScatter, Reduce and Scan.
 type ReduceOp = collective.ReduceOp
 
-// The reductions; min and max for real dtypes only. Only sums have
-// gradients.
+// The reductions; min and max for real dtypes only (floats and integers).
+// Only sums of floating values have gradients.
 const (
 	ReduceSum  = collective.Sum
 	ReduceProd = collective.Prod

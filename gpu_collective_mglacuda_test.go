@@ -7,10 +7,13 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/collectivetest"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
@@ -132,8 +135,9 @@ func valuesOf(d *tensor.Dense) []complex128 {
 
 // TestGPUCollectivesAgainstCPU runs every collective graph op on GPU meshes
 // of 1 to 4 devices (NCCL) and on a CPU mesh of the same size (memory
-// copies) with the same random data, every dtype, vectors and 3-column
-// blocks, and compares the outputs and, for the linear ops in float64, the
+// copies) with the same random data, every dtype (the integers NCCL moves
+// too: 8, 32 and 64 bits, equal bit for bit), vectors and 3-column blocks,
+// and compares the outputs and, for the linear ops in float64, the
 // gradients from Grad + TapeMachine. Blocks of several columns that stack
 // along rows are restacked on the devices (sharding.ExecutePlan on views).
 func TestGPUCollectivesAgainstCPU(t *testing.T) {
@@ -147,10 +151,10 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 		cpu, err := sharding.CPUMesh(size)
 		require.NoError(t, err)
 		for _, cc := range collectiveCases(size) {
-			for _, dt := range sharding.Dtypes {
+			for _, dt := range append(append([]tensor.Dtype(nil), sharding.Dtypes...), sharding.IntDtypes...) {
 				complexDt := dt == tensor.Complex64 || dt == tensor.Complex128
-				if complexDt && cc.name == "AllReduce(max)" {
-					continue // not defined for complex values
+				if complexDt && cc.name == "AllReduce(max)" || dt.Size() == 2 {
+					continue // not defined for complex values; NCCL has no 16-bit integers
 				}
 				for _, cols := range []int{0, 3} {
 					rows := size * (1 + rng.IntN(3)) * 2 // per rank, divisible by size
@@ -159,6 +163,17 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 						shape = tensor.Shape{size * rows, cols}
 					}
 					name := fmt.Sprintf("gpu%v/%s/%v/%v", ids, cc.name, dt, shape)
+					if collectivetest.IsInteger(dt) { // bit for bit
+						x := collectivetest.RandomInts(rng, dt, collective.Sum, shape.TotalSize(), size)
+						got, err := runIntCollective(t, gpu, cc, shape, x)
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						want, err := runIntCollective(t, cpu, cc, shape, x)
+						require.NoError(t, err, name)
+						require.Equal(t, want, got, name)
+						continue
+					}
 					x := make([]complex128, shape.TotalSize())
 					w := make([]complex128, 4*size*shape.TotalSize())
 					for i := range x {
@@ -196,4 +211,31 @@ func TestGPUCollectivesAgainstCPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runIntCollective runs op on the integer values x (a typed slice, placed in
+// RowBlocks on m) and returns the gathered output's typed slice.
+func runIntCollective(t *testing.T, m *sharding.Mesh, cc collectiveCase, shape tensor.Shape, x any) (any, error) {
+	t.Helper()
+	comm, err := mgla.NewMeshComm(m)
+	require.NoError(t, err)
+	g := G.NewGraph()
+	v := reflect.ValueOf(x)
+	backing := reflect.AppendSlice(reflect.MakeSlice(v.Type(), 0, v.Len()), v).Interface()
+	dense := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing))
+	xn := G.NewTensor(g, dense.Dtype(), len(shape), G.WithShape(shape...), G.WithName("x"), G.WithValue(dense))
+	xs, err := ops.Shard(xn, m, sharding.RowBlocks())
+	require.NoError(t, err)
+	y, err := cc.build(xs, comm)
+	if err != nil {
+		return nil, err
+	}
+	yh, err := ops.Gather(y)
+	require.NoError(t, err)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, mgla.Cause(err)
+	}
+	return yh.Value().Data(), nil
 }

@@ -69,8 +69,8 @@ type ReduceOp int
 const (
 	Sum ReduceOp = iota
 	Prod
-	Min // real dtypes only
-	Max // real dtypes only
+	Min // real dtypes only (integers and floats)
+	Max // real dtypes only (integers and floats)
 )
 
 var reduceNames = [...]string{"sum", "prod", "min", "max"}
@@ -222,8 +222,11 @@ func (c *Call) Check(size int, local []int) error {
 	return buffers("receive", c.Recv, c.RecvLen(size))
 }
 
-// CheckDtype reports an error for element types no engine supports.
-func CheckDtype(dt tensor.Dtype) error { return sharding.CheckDtype(dt) }
+// CheckDtype reports an error for element types no engine supports. The
+// collectives move the float dtypes (sharding.Dtypes) and the integer ones
+// (sharding.IntDtypes; Go's int and uint are int64 and uint64 on 64-bit
+// platforms); an engine may support fewer (NCCL has no 16-bit integers).
+func CheckDtype(dt tensor.Dtype) error { return sharding.CheckStorageDtype(dt) }
 
 // Errors every engine returns (wrapped, with detail); match them with
 // errors.Is (through mgla.Cause for errors from a Gorgonia machine).

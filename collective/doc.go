@@ -14,7 +14,15 @@
 //
 // Engines implement one method, Do, that runs one Call: what to do (Kind,
 // ReduceOp, root, peers), the element type and count, and one send and one
-// receive buffer per local rank. Buffers that hold one block per rank (the
+// receive buffer per local rank. The element types are float32, float64,
+// complex64 and complex128 (sharding.Dtypes) and the integers int, int8,
+// int16, int32, int64, uint, uint8, uint16, uint32 and uint64
+// (sharding.IntDtypes; Go's int and uint are pointer-sized: int64 and
+// uint64, MPI_INT64_T and ncclInt64, on amd64 and arm64). Every reduction
+// applies to the integers (overflow wraps on the CPU mesh, is the
+// library's in MPI and NCCL: keep sums and products in range); Min and Max
+// are undefined for complex values. NCCL has no 16-bit integers (its calls
+// are ErrBadCall). Buffers that hold one block per rank (the
 // output of AllGather, the input of ReduceScatter and Scatter, both sides of
 // AllToAll, the output of Gather) are the flat concatenation of the blocks in
 // rank order, as in MPI.
@@ -73,8 +81,11 @@
 // SendRecv's is the reverse SendRecv (dest and src swapped), Scan-sum's the
 // reverse inclusive scan (a Split of the communicator with its ranks numbered
 // backwards, made once per communicator), Barrier passes the gradient
-// through. Prod, min and max reductions, Send and Recv have none: Grad fails
-// with an error wrapping ErrBadCall.
+// through. Prod, min and max reductions, Send and Recv have none, and no
+// collective of integers has one: Grad fails with an error wrapping
+// ErrBadCall. (gorgonia.Grad of an integer cost returns no gradients and no
+// error without asking any op, in Gorgonia v0.9.18; Backpropagate and the
+// LispMachine do ask.)
 //
 // # Order
 //

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/cyclic"
@@ -347,19 +348,13 @@ func (o *collOp) run(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gor
 }
 
 // denseSlice is the typed backing slice of a host tensor of a supported
-// dtype (also for one-element tensors, whose Data is a scalar).
+// dtype (also for scalars, whose Data is the element).
 func denseSlice(d *tensor.Dense) any {
-	switch d.Dtype() {
-	case tensor.Float32:
-		return d.Float32s()
-	case tensor.Float64:
-		return d.Float64s()
-	case tensor.Complex64:
-		return d.Complex64s()
-	case tensor.Complex128:
-		return d.Complex128s()
+	if v := d.Data(); reflect.TypeOf(v).Kind() == reflect.Slice {
+		return v
 	}
-	return d.Data()
+	one := reflect.NewAt(reflect.ArrayOf(1, d.Dtype().Type), unsafe.Pointer(unsafe.SliceData(d.Header.Raw)))
+	return one.Elem().Slice(0, 1).Interface()
 }
 
 // hostDense returns a host value as a contiguous row-major *tensor.Dense.
@@ -559,11 +554,15 @@ func (o *collOp) DiffWRT(n int) []bool {
 	return d
 }
 
-// adjoint is the collective whose value is the gradient of o's input given
-// the gradient of its output (the transpose of o, a linear map).
-func (o *collOp) adjoint() (spec, error) {
+// adjoint is the collective whose value is the gradient of o's input (of
+// dtype dt) given the gradient of its output (the transpose of o, a linear
+// map). Integer values have no gradient.
+func (o *collOp) adjoint(dt tensor.Dtype) (spec, error) {
 	s := o.spec
 	a := spec{kind: s.kind, op: Sum, root: s.root, tag: s.tag}
+	if sharding.CheckDtype(dt) != nil {
+		return a, fmt.Errorf("%w: %s: %v values have no gradient (only float and complex collectives are differentiable)", ErrBadCall, o.name, dt)
+	}
 	if (s.kind == AllReduce || s.kind == ReduceScatter || s.kind == Reduce || s.kind == Scan) && s.op != Sum {
 		return a, fmt.Errorf("%w: %s: %v is not linear, only sum reductions have gradients", ErrBadCall, o.name, s.op)
 	}
@@ -592,7 +591,7 @@ func (o *collOp) adjoint() (spec, error) {
 }
 
 func (o *collOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	a, err := o.adjoint()
+	a, err := o.adjoint(in[0].Dtype())
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +609,7 @@ func (o *collOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.
 
 func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
 	if o.adjointRun == nil {
-		a, err := o.adjoint()
+		a, err := o.adjoint(in[0].Dtype())
 		if err != nil {
 			return err
 		}

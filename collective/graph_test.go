@@ -434,7 +434,8 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		{"negative root", func() (*G.Node, error) { return ReduceNode(vec(3, tensor.Float64), mesh, Sum, -1) }, ErrBadCall},
 		{"max of complex", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Complex128), mesh, Max) }, ErrBadCall},
 		{"unknown reduction", func() (*G.Node, error) { return ScanNode(vec(3, tensor.Float64), mesh, ReduceOp(9)) }, ErrBadCall},
-		{"integers", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Int), mesh, Sum) }, ErrBadCall},
+		{"integers", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Int), mesh, Sum) }, nil},
+		{"booleans", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Bool), mesh, Sum) }, ErrBadCall},
 		{"send on a mesh", func() (*G.Node, error) { return SendNode(vec(3, tensor.Float64), mesh, 1, 0) }, ErrBadCall},
 		{"recv on a mesh", func() (*G.Node, error) { return RecvNode(g, mesh, tensor.Shape{3}, tensor.Float64, 1, 0) }, ErrBadCall},
 		{"peers per local rank", func() (*G.Node, error) {

@@ -114,17 +114,11 @@ func (c *hostMesh) Do(call *Call) error {
 	if call.Kind == Barrier || call.Count == 0 {
 		return nil // every rank is in this call, nothing to move
 	}
-	switch call.Dtype.Name() {
-	case "float32":
-		return doHost[float32](call, c.Size())
-	case "float64":
-		return doHost[float64](call, c.Size())
-	case "complex64":
-		return doHost[complex64](call, c.Size())
-	case "complex128":
-		return doHost[complex128](call, c.Size())
+	run, ok := hostRunners[call.Dtype]
+	if !ok {
+		return fmt.Errorf("%w: %v: dtype %v", ErrBadCall, call, call.Dtype)
 	}
-	return fmt.Errorf("%w: %v: dtype %v", ErrBadCall, call, call.Dtype)
+	return run(call, c.Size())
 }
 
 // checkPairs checks that the SendRecv peers match: rank r receives from s

@@ -287,7 +287,7 @@ func TestHostMeshBadCalls(t *testing.T) {
 		{"short send", Call{Kind: Scatter, Dtype: tensor.Float64, Count: 2, Send: f64(5), Recv: f64(2)}, ErrBadCall},
 		{"dtype of buffers", Call{Kind: AllReduce, Dtype: tensor.Float64, Count: 2, Send: f32(2), Recv: f32(2)}, ErrBadCall},
 		{"min of complex", Call{Kind: AllReduce, Op: Min, Dtype: tensor.Complex128, Count: 2}, ErrBadCall},
-		{"int dtype", Call{Kind: AllReduce, Dtype: tensor.Int, Count: 2}, ErrBadCall},
+		{"bool dtype", Call{Kind: AllReduce, Dtype: tensor.Bool, Count: 2}, ErrBadCall},
 		{"unmatched pairs", Call{Kind: SendRecv, Dtype: tensor.Float64, Count: 2, Dest: []int{1, 2, 0}, Src: []int{1, 2, 0}, Send: f64(2), Recv: f64(2)}, ErrMismatch},
 		{"too few peers", Call{Kind: SendRecv, Dtype: tensor.Float64, Count: 2, Dest: []int{1, 0}, Src: []int{1, 0}, Send: f64(2), Recv: f64(2)}, ErrBadCall},
 		{"unknown kind", Call{Kind: Kind(99)}, ErrBadCall},

@@ -30,7 +30,7 @@ type Record struct {
 }
 
 const (
-	recordMagic = 0x6d676c61_0001 // "mgla", version 1
+	recordMagic = 0x6d676c61_0002 // "mgla", version 2 (integer dtype codes)
 	// RecordNameBytes is how much of Call.Name a Record carries.
 	RecordNameBytes = 48
 	// RecordWords and RecordBytes are the size of an encoded Record.
@@ -40,8 +40,11 @@ const (
 )
 
 // recordDtypes are the element types a Record names, by DtypeCode. Engines
-// may use the codes for their own type tables (the MPI engine does).
-var recordDtypes = []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128}
+// may use the codes for their own type tables (the MPI engine does: the
+// codes of mgla_dtype in collective/mpi/mgla_mpi.h). Append only.
+var recordDtypes = []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128,
+	tensor.Int, tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+	tensor.Uint, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64}
 
 // DtypeCode is dt's code in a Record (its index in the engines' shared
 // dtype table), or -1 for a type no engine moves.

@@ -4,12 +4,20 @@ import (
 	"fmt"
 
 	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/tensor"
 )
 
-// element is the element type of a collective buffer.
-type element interface {
-	~float32 | ~float64 | ~complex64 | ~complex128
-}
+// Element types of collective buffers: the reals (integers and floats),
+// which every reduction applies to, and the complex types (Sum and Prod).
+type (
+	integer interface {
+		~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64
+	}
+	realElement interface{ integer | ~float32 | ~float64 }
+	element     interface {
+		realElement | ~complex64 | ~complex128
+	}
+)
 
 // hostSlices returns the typed slices of host buffers; a buffer of another
 // dtype or in device memory is an ErrBadCall.
@@ -27,41 +35,66 @@ func hostSlices[T element](call *Call, bufs []sharding.Buffer) ([][]T, error) {
 	return out, nil
 }
 
-// combine sets acc[i] = acc[i] op x[i].
-func combine[T element](op ReduceOp, acc, x []T) {
+// combiner sets acc[i] = acc[i] op x[i].
+type combiner[T element] func(op ReduceOp, acc, x []T)
+
+// combineReal is the combiner of the real types: every ReduceOp.
+func combineReal[T realElement](op ReduceOp, acc, x []T) {
 	switch op {
-	case Sum:
+	case Min:
 		for i := range acc {
-			acc[i] += x[i]
+			acc[i] = min(acc[i], x[i])
 		}
-	case Prod:
+	case Max:
 		for i := range acc {
-			acc[i] *= x[i]
+			acc[i] = max(acc[i], x[i])
 		}
 	default:
-		switch a := any(acc).(type) { // Check rejects min/max of complex values
-		case []float32:
-			minMax(op, a, any(x).([]float32))
-		case []float64:
-			minMax(op, a, any(x).([]float64))
-		}
+		sumProd(op, acc, x)
 	}
 }
 
-func minMax[T float32 | float64](op ReduceOp, acc, x []T) {
-	if op == Min {
+// combineComplex is the combiner of the complex types (Check rejects Min
+// and Max of complex values).
+func combineComplex[T ~complex64 | ~complex128](op ReduceOp, acc, x []T) { sumProd(op, acc, x) }
+
+func sumProd[T element](op ReduceOp, acc, x []T) {
+	if op == Prod {
 		for i := range acc {
-			acc[i] = min(acc[i], x[i])
+			acc[i] *= x[i]
 		}
 		return
 	}
 	for i := range acc {
-		acc[i] = max(acc[i], x[i])
+		acc[i] += x[i]
 	}
 }
 
+// hostRunners run a checked call on the host buffers of a mesh, by dtype:
+// every dtype of sharding.Dtypes and sharding.IntDtypes.
+var hostRunners = map[tensor.Dtype]func(call *Call, size int) error{
+	tensor.Float32:    runner(combineReal[float32]),
+	tensor.Float64:    runner(combineReal[float64]),
+	tensor.Complex64:  runner(combineComplex[complex64]),
+	tensor.Complex128: runner(combineComplex[complex128]),
+	tensor.Int:        runner(combineReal[int]),
+	tensor.Int8:       runner(combineReal[int8]),
+	tensor.Int16:      runner(combineReal[int16]),
+	tensor.Int32:      runner(combineReal[int32]),
+	tensor.Int64:      runner(combineReal[int64]),
+	tensor.Uint:       runner(combineReal[uint]),
+	tensor.Uint8:      runner(combineReal[uint8]),
+	tensor.Uint16:     runner(combineReal[uint16]),
+	tensor.Uint32:     runner(combineReal[uint32]),
+	tensor.Uint64:     runner(combineReal[uint64]),
+}
+
+func runner[T element](combine combiner[T]) func(*Call, int) error {
+	return func(call *Call, size int) error { return doHost(call, size, combine) }
+}
+
 // reduceBlocks returns op over blocks[j][off:off+n] for j in ranks.
-func reduceBlocks[T element](op ReduceOp, blocks [][]T, ranks []int, off, n int) []T {
+func reduceBlocks[T element](combine combiner[T], op ReduceOp, blocks [][]T, ranks []int, off, n int) []T {
 	acc := append([]T(nil), blocks[ranks[0]][off:off+n]...)
 	for _, j := range ranks[1:] {
 		combine(op, acc, blocks[j][off:off+n])
@@ -78,9 +111,9 @@ func upTo(n int) []int {
 }
 
 // doHost runs a checked call on the host buffers of a mesh of size ranks
-// (all local). Every result is computed before any receive buffer is
-// written.
-func doHost[T element](call *Call, size int) error {
+// (all local), reducing with combine. Every result is computed before any
+// receive buffer is written.
+func doHost[T element](call *Call, size int, combine combiner[T]) error {
 	send, err := hostSlices[T](call, call.Send)
 	if err != nil {
 		return err
@@ -94,7 +127,7 @@ func doHost[T element](call *Call, size int) error {
 	all := upTo(size)
 	switch call.Kind {
 	case AllReduce:
-		acc := reduceBlocks(call.Op, send, all, 0, n)
+		acc := reduceBlocks(combine, call.Op, send, all, 0, n)
 		for r := range res {
 			res[r] = acc
 		}
@@ -108,7 +141,7 @@ func doHost[T element](call *Call, size int) error {
 		}
 	case ReduceScatter:
 		for r := range res {
-			res[r] = reduceBlocks(call.Op, send, all, r*n, n)
+			res[r] = reduceBlocks(combine, call.Op, send, all, r*n, n)
 		}
 	case AllToAll:
 		for r := range res {
@@ -126,7 +159,7 @@ func doHost[T element](call *Call, size int) error {
 		for r := range res {
 			res[r] = make([]T, n)
 		}
-		res[call.Root] = reduceBlocks(call.Op, send, all, 0, n)
+		res[call.Root] = reduceBlocks(combine, call.Op, send, all, 0, n)
 	case Gather:
 		for r := range res {
 			res[r] = make([]T, size*n)
@@ -140,7 +173,7 @@ func doHost[T element](call *Call, size int) error {
 		}
 	case Scan:
 		for r := range res {
-			res[r] = reduceBlocks(call.Op, send, all[:r+1], 0, n)
+			res[r] = reduceBlocks(combine, call.Op, send, all[:r+1], 0, n)
 		}
 	case SendRecv:
 		for r := range res {

@@ -32,7 +32,8 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 	if x.Dims() < 1 || x.Dims() > 2 {
 		return nil, fmt.Errorf("ops: Shard needs a matrix or a vector, %v has %d dimensions", x.Name(), x.Dims())
 	}
-	if err := sharding.CheckDtype(x.Dtype()); err != nil {
+	// Integer dtypes move too (for the collectives); kernels reject them.
+	if err := sharding.CheckStorageDtype(x.Dtype()); err != nil {
 		return nil, err
 	}
 	if p, ok := PlacementOf(x); ok && p.Mesh.Same(mesh) && p.Layout == layout {

@@ -9,6 +9,9 @@ import (
 // AddScaled sets t += alpha·src, elementwise. src must have t's mesh, shape
 // and dtype; it is moved to t's layout first when its layout differs.
 func (t *Tensor) AddScaled(alpha float64, src *Tensor) error {
+	if err := t.checkArith("AddScaled"); err != nil {
+		return err
+	}
 	if !t.mesh.Same(src.mesh) {
 		return fmt.Errorf("%w: %v and %v", ErrMeshMismatch, t.mesh, src.mesh)
 	}

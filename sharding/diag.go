@@ -12,10 +12,22 @@ import (
 // Diagonal returns the main diagonal of a square sharded matrix as a host
 // slice of the tensor's element type ([]float64 for float64, and so on).
 func (t *Tensor) Diagonal() (any, error) {
+	if err := t.checkArith("Diagonal"); err != nil {
+		return nil, err
+	}
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
 		return nil, fmt.Errorf("sharding: Diagonal of non-square %v", t.shape)
 	}
 	return t.mesh.mem.diagonal(t)
+}
+
+// checkArith rejects the dtypes that sharded tensors only store
+// (IntDtypes) in the routines that compute with elements.
+func (t *Tensor) checkArith(what string) error {
+	if err := CheckDtype(t.dtype); err != nil {
+		return fmt.Errorf("sharding: %s: %w", what, err)
+	}
+	return nil
 }
 
 // diagonalRun is a stretch of a (shifted) diagonal inside one piece:
@@ -86,6 +98,9 @@ func (t *Tensor) SetIdentity() error {
 // SetIdentityColumns overwrites an n×k sharded matrix with columns first …
 // first+k−1 of the n×n identity: ones at (first+j, j), zeros elsewhere.
 func (t *Tensor) SetIdentityColumns(first int) error {
+	if err := t.checkArith("SetIdentityColumns"); err != nil {
+		return err
+	}
 	if first < 0 || first > t.Rows() {
 		return fmt.Errorf("sharding: identity columns from %d of a %v matrix", first, t.shape)
 	}
@@ -143,6 +158,9 @@ func onesOf(dt tensor.Dtype, n int) (any, error) {
 // ZeroStrictUpper sets the elements above the main diagonal of a square
 // sharded matrix to zero (one block operation per piece of the layout).
 func (t *Tensor) ZeroStrictUpper() error {
+	if err := t.checkArith("ZeroStrictUpper"); err != nil {
+		return err
+	}
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
 		return fmt.Errorf("sharding: ZeroStrictUpper of non-square %v", t.shape)
 	}
@@ -182,6 +200,9 @@ func zeroUpperHost[T any](a []T, ld, rows, cols, shift int) {
 // MirrorLower makes a square sharded matrix Hermitian from its lower
 // triangle: A(i, j) = conj(A(j, i)) above the diagonal, and a real diagonal.
 func (t *Tensor) MirrorLower() error {
+	if err := t.checkArith("MirrorLower"); err != nil {
+		return err
+	}
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
 		return fmt.Errorf("sharding: MirrorLower of non-square %v", t.shape)
 	}
@@ -229,6 +250,9 @@ var ErrNonFinite = kernels.ErrNonFinite
 // only, when lower), on the devices that hold it: GPUs check every piece
 // with kernels and read back one flag per piece.
 func (t *Tensor) CheckFinite(lower bool) error {
+	if err := t.checkArith("CheckFinite"); err != nil {
+		return err
+	}
 	var pieces []cyclic.Piece
 	for _, p := range cyclic.Pieces(t.layout, t.Rows(), t.Cols(), t.mesh.Size()) {
 		if t.layout.Kind == cyclic.Replicated && p.Dev != 0 {
@@ -253,6 +277,9 @@ func (t *Tensor) CheckFinite(lower bool) error {
 // solves divide by without checking. GPUs check with a kernel and read the
 // diagonal back only when it flags something.
 func (t *Tensor) CheckDiagonal() error {
+	if err := t.checkArith("CheckDiagonal"); err != nil {
+		return err
+	}
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
 		return fmt.Errorf("sharding: CheckDiagonal of non-square %v", t.shape)
 	}

@@ -214,19 +214,13 @@ func (gpuBackend) zero(b Buffer) {
 	}
 }
 
-// hostBytes views a typed host slice as bytes.
+// hostBytes views a typed host slice (of Dtypes or IntDtypes) as bytes.
 func hostBytes(host any) (unsafe.Pointer, int, error) {
-	switch h := host.(type) {
-	case []float32:
-		return unsafe.Pointer(unsafe.SliceData(h)), len(h) * 4, nil
-	case []float64:
-		return unsafe.Pointer(unsafe.SliceData(h)), len(h) * 8, nil
-	case []complex64:
-		return unsafe.Pointer(unsafe.SliceData(h)), len(h) * 8, nil
-	case []complex128:
-		return unsafe.Pointer(unsafe.SliceData(h)), len(h) * 16, nil
+	if _, err := NewHostBuffer(host); err != nil {
+		return nil, 0, err
 	}
-	return nil, 0, fmt.Errorf("sharding: unsupported host data %T", host)
+	p, n := sliceMemory(host)
+	return p, n, nil
 }
 
 func (g gpuBackend) put(t *Tensor, host any) error    { return g.transfer(t, host, true) }

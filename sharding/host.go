@@ -2,6 +2,8 @@ package sharding
 
 import (
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
 	"gorgonia.org/tensor"
@@ -33,30 +35,51 @@ type backend interface {
 	diagonalSuspect(t *Tensor) (bool, error)
 }
 
-// HostBuffer is a shard in host memory: a []float32, []float64, []complex64
-// or []complex128.
+// HostBuffer is a shard in host memory: a slice of one of Dtypes or
+// IntDtypes ([]float64, []int32, …).
 type HostBuffer struct {
 	dev  Device
 	data any
 }
 
 func (b *HostBuffer) Device() Device { return b.dev }
+
+// Len is the number of elements (0 for a zero HostBuffer).
 func (b *HostBuffer) Len() int {
-	switch s := b.data.(type) {
-	case []float32:
-		return len(s)
-	case []float64:
-		return len(s)
-	case []complex64:
-		return len(s)
-	case []complex128:
-		return len(s)
+	if b.data == nil {
+		return 0
 	}
-	return 0
+	return reflect.ValueOf(b.data).Len()
 }
 
 // Data is the shard's typed slice.
 func (b *HostBuffer) Data() any { return b.data }
+
+// Dtype is the element type of the shard's slice (the zero Dtype for a
+// zero HostBuffer).
+func (b *HostBuffer) Dtype() tensor.Dtype {
+	if b.data == nil {
+		return tensor.Dtype{}
+	}
+	return tensor.Dtype{Type: reflect.TypeOf(b.data).Elem()}
+}
+
+// Bytes is the shard's memory (Len()·Dtype().Size() bytes), for engines that
+// move raw memory. It aliases Data.
+func (b *HostBuffer) Bytes() []byte {
+	p, n := sliceMemory(b.data)
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// sliceMemory is the first element and the size in bytes of a typed slice
+// (nil and 0 for nil).
+func sliceMemory(data any) (unsafe.Pointer, int) {
+	if data == nil {
+		return nil, 0
+	}
+	v := reflect.ValueOf(data)
+	return v.UnsafePointer(), v.Len() * int(v.Type().Elem().Size())
+}
 
 // HostShards returns the typed shard slices of a tensor on a CPU mesh.
 func HostShards[T any](t *Tensor) ([][]T, error) {
@@ -73,120 +96,40 @@ func HostShards[T any](t *Tensor) ([][]T, error) {
 	return out, nil
 }
 
-type hostBackend struct{}
-
-func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int, _ bool) (Buffer, error) {
-	var data any
-	switch dt {
-	case tensor.Float32:
-		data = make([]float32, n)
-	case tensor.Float64:
-		data = make([]float64, n)
-	case tensor.Complex64:
-		data = make([]complex64, n)
-	case tensor.Complex128:
-		data = make([]complex128, n)
-	default:
-		return nil, CheckDtype(dt)
-	}
-	return &HostBuffer{dev: dev, data: data}, nil
+// hostType runs the host routines that need the element type statically.
+type hostType interface {
+	put(t *Tensor, host any) error    // row-major host slice → shards
+	gather(t *Tensor, host any) error // shards → row-major host slice
+	execute(p *cyclic.Plan, src, dst *Tensor) error
 }
 
-func (hostBackend) free(Buffer) {}
+// hostOf is the hostType of element type T.
+type hostOf[T any] struct{}
 
-func (hostBackend) zero(b Buffer) {
-	switch s := b.(*HostBuffer).data.(type) {
-	case []float32:
-		clear(s)
-	case []float64:
-		clear(s)
-	case []complex64:
-		clear(s)
-	case []complex128:
-		clear(s)
-	}
+// hostTypes are the element types a sharded tensor may hold (Dtypes and
+// IntDtypes), each with its host routines.
+var hostTypes = map[tensor.Dtype]hostType{
+	tensor.Float32: hostOf[float32]{}, tensor.Float64: hostOf[float64]{},
+	tensor.Complex64: hostOf[complex64]{}, tensor.Complex128: hostOf[complex128]{},
+	tensor.Int: hostOf[int]{}, tensor.Int8: hostOf[int8]{}, tensor.Int16: hostOf[int16]{},
+	tensor.Int32: hostOf[int32]{}, tensor.Int64: hostOf[int64]{},
+	tensor.Uint: hostOf[uint]{}, tensor.Uint8: hostOf[uint8]{}, tensor.Uint16: hostOf[uint16]{},
+	tensor.Uint32: hostOf[uint32]{}, tensor.Uint64: hostOf[uint64]{},
 }
 
-func (hostBackend) put(t *Tensor, host any) error {
-	return withHost(t, host, func(sh any, g any) error {
-		switch s := sh.(type) {
-		case [][]float32:
-			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]float32), t.Cols(), true, s)
-		case [][]float64:
-			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]float64), t.Cols(), true, s)
-		case [][]complex64:
-			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]complex64), t.Cols(), true, s)
-		case [][]complex128:
-			cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g.([]complex128), t.Cols(), true, s)
-		}
-		return nil
+func (hostOf[T]) put(t *Tensor, host any) error {
+	return withHost(t, host, func(sh [][]T, g []T) {
+		cyclic.Scatter(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), g, t.Cols(), true, sh)
 	})
 }
 
-func (hostBackend) gather(t *Tensor, host any) error {
-	return withHost(t, host, func(sh any, g any) error {
-		switch s := sh.(type) {
-		case [][]float32:
-			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]float32), t.Cols(), true)
-		case [][]float64:
-			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]float64), t.Cols(), true)
-		case [][]complex64:
-			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]complex64), t.Cols(), true)
-		case [][]complex128:
-			cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), s, g.([]complex128), t.Cols(), true)
-		}
-		return nil
+func (hostOf[T]) gather(t *Tensor, host any) error {
+	return withHost(t, host, func(sh [][]T, g []T) {
+		cyclic.Gather(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), sh, g, t.Cols(), true)
 	})
 }
 
-// withHost checks that host is a slice of t's dtype and size and hands fn the
-// typed shard slices and the host slice.
-func withHost(t *Tensor, host any, fn func(shards any, host any) error) error {
-	var sh any
-	var n int
-	var err error
-	switch h := host.(type) {
-	case []float32:
-		n = len(h)
-		sh, err = HostShards[float32](t)
-	case []float64:
-		n = len(h)
-		sh, err = HostShards[float64](t)
-	case []complex64:
-		n = len(h)
-		sh, err = HostShards[complex64](t)
-	case []complex128:
-		n = len(h)
-		sh, err = HostShards[complex128](t)
-	default:
-		return fmt.Errorf("sharding: unsupported host data %T", host)
-	}
-	if err != nil {
-		return err
-	}
-	if n < t.Size() {
-		return fmt.Errorf("sharding: host data has %d elements, want %d", n, t.Size())
-	}
-	return fn(sh, host)
-}
-
-func (hostBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
-	s := &Tensor{shards: src}
-	d := &Tensor{shards: dst}
-	switch dt {
-	case tensor.Float32:
-		return executeHost[float32](p, s, d)
-	case tensor.Float64:
-		return executeHost[float64](p, s, d)
-	case tensor.Complex64:
-		return executeHost[complex64](p, s, d)
-	case tensor.Complex128:
-		return executeHost[complex128](p, s, d)
-	}
-	return CheckDtype(dt)
-}
-
-func executeHost[T any](p *cyclic.Plan, src, dst *Tensor) error {
+func (hostOf[T]) execute(p *cyclic.Plan, src, dst *Tensor) error {
 	s, err := HostShards[T](src)
 	if err != nil {
 		return err
@@ -198,30 +141,83 @@ func executeHost[T any](p *cyclic.Plan, src, dst *Tensor) error {
 	return cyclic.ExecuteHost(p, s, d)
 }
 
-// NewHostBuffer wraps a typed host slice ([]float32, []float64, []complex64
-// or []complex128) as a Buffer of host device 0 without copying it, so
-// collective engines can take host tensors and shards alike.
-func NewHostBuffer(data any) (*HostBuffer, error) {
-	switch data.(type) {
-	case []float32, []float64, []complex64, []complex128:
-		return &HostBuffer{dev: Device{Kind: CPU}, data: data}, nil
+// withHost checks that host is a []T of t's size and hands fn the typed
+// shard slices and the host slice.
+func withHost[T any](t *Tensor, host any, fn func(shards [][]T, host []T)) error {
+	g, ok := host.([]T)
+	if !ok {
+		return fmt.Errorf("sharding: host data %T for a %v tensor", host, t.dtype)
 	}
-	return nil, fmt.Errorf("sharding: a host buffer needs a []float32, []float64, []complex64 or []complex128, got %T", data)
+	sh, err := HostShards[T](t)
+	if err != nil {
+		return err
+	}
+	if len(g) < t.Size() {
+		return fmt.Errorf("sharding: host data has %d elements, want %d", len(g), t.Size())
+	}
+	fn(sh, g)
+	return nil
+}
+
+// typeOf is the host routines of dt.
+func typeOf(dt tensor.Dtype) (hostType, error) {
+	if h, ok := hostTypes[dt]; ok {
+		return h, nil
+	}
+	return nil, CheckStorageDtype(dt)
+}
+
+type hostBackend struct{}
+
+func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int, _ bool) (Buffer, error) {
+	if err := CheckStorageDtype(dt); err != nil {
+		return nil, err
+	}
+	return &HostBuffer{dev: dev, data: reflect.MakeSlice(reflect.SliceOf(dt.Type), n, n).Interface()}, nil
+}
+
+func (hostBackend) free(Buffer) {}
+
+func (hostBackend) zero(b Buffer) { reflect.ValueOf(b.(*HostBuffer).data).Clear() }
+
+func (hostBackend) put(t *Tensor, host any) error {
+	h, err := typeOf(t.dtype)
+	if err != nil {
+		return err
+	}
+	return h.put(t, host)
+}
+
+func (hostBackend) gather(t *Tensor, host any) error {
+	h, err := typeOf(t.dtype)
+	if err != nil {
+		return err
+	}
+	return h.gather(t, host)
+}
+
+func (hostBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
+	h, err := typeOf(dt)
+	if err != nil {
+		return err
+	}
+	return h.execute(p, &Tensor{shards: src}, &Tensor{shards: dst})
+}
+
+// NewHostBuffer wraps a typed host slice of one of Dtypes or IntDtypes
+// ([]float64, []int32, …) as a Buffer of host device 0 without copying it,
+// so collective engines can take host tensors and shards alike.
+func NewHostBuffer(data any) (*HostBuffer, error) {
+	if t := reflect.TypeOf(data); t != nil && t.Kind() == reflect.Slice {
+		if _, ok := hostTypes[tensor.Dtype{Type: t.Elem()}]; ok {
+			return &HostBuffer{dev: Device{Kind: CPU}, data: data}, nil
+		}
+	}
+	return nil, fmt.Errorf("sharding: a host buffer needs a slice of float32, float64, complex64, complex128 or a fixed-size integer type, got %T", data)
 }
 
 func (b *HostBuffer) viewOf(off, n int) Buffer {
-	v := &HostBuffer{dev: b.dev}
-	switch s := b.data.(type) {
-	case []float32:
-		v.data = s[off : off+n]
-	case []float64:
-		v.data = s[off : off+n]
-	case []complex64:
-		v.data = s[off : off+n]
-	case []complex128:
-		v.data = s[off : off+n]
-	}
-	return v
+	return &HostBuffer{dev: b.dev, data: reflect.ValueOf(b.data).Slice(off, off+n).Interface()}
 }
 
 // gpuMemory is the GPU backend (set by the mglacuda build), for ExecutePlan

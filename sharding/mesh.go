@@ -133,10 +133,21 @@ func (m *Mesh) String() string {
 // Key identifies the mesh in caches (stable for the mesh's lifetime).
 func (m *Mesh) Key() uint64 { return m.id }
 
-// Dtypes are the element types sharded tensors support.
+// Dtypes are the element types sharded tensors compute with: every kernel
+// and op supports them.
 var Dtypes = []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128}
 
-// CheckDtype reports an error for element types other than Dtypes.
+// IntDtypes are the integer element types a sharded tensor may also hold, for
+// storage and movement only: New, Put, Load, Gather, Relayout, ExecutePlan
+// and the collectives move them; kernels and arithmetic (AddScaled, the
+// triangle and diagonal routines) reject them. Go's int and uint are as wide
+// as a pointer: 64 bits on amd64 and arm64 (engines that name widths move
+// them as int64 and uint64 there).
+var IntDtypes = []tensor.Dtype{tensor.Int, tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+	tensor.Uint, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64}
+
+// CheckDtype reports an error for element types other than Dtypes, the ones
+// kernels compute with.
 func CheckDtype(dt tensor.Dtype) error {
 	for _, d := range Dtypes {
 		if d == dt {
@@ -144,6 +155,15 @@ func CheckDtype(dt tensor.Dtype) error {
 		}
 	}
 	return fmt.Errorf("sharding: unsupported dtype %v (want float32, float64, complex64 or complex128)", dt)
+}
+
+// CheckStorageDtype reports an error for element types a sharded tensor
+// cannot hold: anything but Dtypes and IntDtypes.
+func CheckStorageDtype(dt tensor.Dtype) error {
+	if _, ok := hostTypes[dt]; ok {
+		return nil
+	}
+	return fmt.Errorf("sharding: unsupported dtype %v (want float32, float64, complex64, complex128 or a fixed-size integer type)", dt)
 }
 
 // perDevice runs fn for every device index concurrently.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,6 +42,16 @@ func randomDense(rng *rand.Rand, dt tensor.Dtype, shape ...int) *tensor.Dense {
 			s[i] = complex(rng.NormFloat64(), rng.NormFloat64())
 		}
 		data = s
+	default: // IntDtypes: random bits over the whole range
+		s := reflect.MakeSlice(reflect.SliceOf(dt.Type), n, n)
+		for i := range n {
+			if v := s.Index(i); v.CanInt() {
+				v.SetInt(int64(rng.Uint64()))
+			} else {
+				v.SetUint(rng.Uint64())
+			}
+		}
+		data = s.Interface()
 	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
 }
@@ -75,7 +86,7 @@ func TestPutRelayoutGatherRoundTrip(t *testing.T) {
 	layouts := []Layout{Replicated(), RowBlocks(), ColBlocks(), Cyclic(1), Cyclic(3), Cyclic(64)}
 	shapes := [][]int{{1, 1}, {5, 5}, {17, 17}, {33, 7}, {9}, {100, 100}}
 	for _, mesh := range testMeshes(t) {
-		for _, dt := range Dtypes {
+		for _, dt := range append(append([]tensor.Dtype(nil), Dtypes...), IntDtypes...) {
 			for _, shape := range shapes {
 				host := randomDense(rng, dt, shape...)
 				for _, from := range layouts {
@@ -94,6 +105,64 @@ func TestPutRelayoutGatherRoundTrip(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Sharded tensors hold the integer dtypes for storage and movement (Put,
+// relayouts and Gather: TestPutRelayoutGatherRoundTrip); Zero, Clone and
+// host buffers keep every bit; the routines that compute reject them with an
+// error and leave them unchanged.
+func TestIntStorage(t *testing.T) {
+	rng, _ := seededRNG(t)
+	for _, mesh := range testMeshes(t) {
+		for _, dt := range IntDtypes {
+			square := randomDense(rng, dt, 5, 5)
+			st, err := Put(square, mesh, Cyclic(2))
+			require.NoError(t, err)
+			for name, fn := range map[string]func() error{
+				"AddScaled":       func() error { return st.AddScaled(2, st) },
+				"ZeroStrictUpper": st.ZeroStrictUpper,
+				"MirrorLower":     st.MirrorLower,
+				"SetIdentity":     st.SetIdentity,
+				"CheckFinite":     func() error { return st.CheckFinite(false) },
+				"CheckDiagonal":   st.CheckDiagonal,
+				"Diagonal":        func() error { _, err := st.Diagonal(); return err },
+			} {
+				require.ErrorContains(t, fn(), "unsupported dtype "+dt.String(), "%v %s", mesh, name)
+				back, err := st.Gather()
+				require.NoError(t, err)
+				require.Equal(t, square.Data(), back.Data(), "%v %v: a rejected %s changed the tensor", mesh, dt, name)
+			}
+			c, err := st.Clone()
+			require.NoError(t, err)
+			st.Zero()
+			back, err := st.Gather()
+			require.NoError(t, err)
+			require.Equal(t, reflect.MakeSlice(reflect.SliceOf(dt.Type), 25, 25).Interface(), back.Data(), "%v %v Zero", mesh, dt)
+			back, err = c.(*Tensor).Gather()
+			require.NoError(t, err)
+			require.Equal(t, square.Data(), back.Data(), "%v %v Clone", mesh, dt)
+		}
+	}
+	// Host buffers of every integer type, their views and bytes.
+	for _, dt := range IntDtypes {
+		data := randomDense(rng, dt, 6).Data()
+		b, err := NewHostBuffer(data)
+		require.NoError(t, err)
+		require.Equal(t, 6, b.Len())
+		require.Equal(t, dt, b.Dtype())
+		require.Len(t, b.Bytes(), 6*int(dt.Size()))
+		v, err := View(b, 2, 3)
+		require.NoError(t, err)
+		require.Equal(t, reflect.ValueOf(data).Slice(2, 5).Interface(), v.(*HostBuffer).Data())
+	}
+	var zero HostBuffer
+	require.Equal(t, 0, zero.Len())
+	require.Equal(t, tensor.Dtype{}, zero.Dtype())
+	require.Empty(t, zero.Bytes())
+	_, err := NewHostBuffer([]bool{true})
+	require.ErrorContains(t, err, "host buffer needs")
+	_, err = NewHostBuffer(3.0)
+	require.ErrorContains(t, err, "host buffer needs")
 }
 
 // A matrix larger than one staging band (64 MiB on GPUs) survives the trip.
@@ -263,7 +332,7 @@ func TestErrors(t *testing.T) {
 	require.Error(t, err)
 	m2, _ := CPUMesh(2)
 	m3, _ := CPUMesh(3)
-	_, err = New(m2, tensor.Shape{3, 3}, tensor.Int, Cyclic(2))
+	_, err = New(m2, tensor.Shape{3, 3}, tensor.Bool, Cyclic(2))
 	require.ErrorContains(t, err, "unsupported dtype")
 	_, err = New(m2, tensor.Shape{3, 3}, tensor.Float64, Cyclic(0))
 	require.ErrorContains(t, err, "tile width")

@@ -1,8 +1,8 @@
 // Package collectivetest holds what the tests of every collective engine
-// share: the float64 (complex128) reference result of every Kind, random
-// inputs for the four dtypes, host tensors and calls on host buffers. It is
-// imported by tests only; it may import collective, sharding and gorgonia's
-// tensor.
+// share: the reference result of every Kind — in complex128 for the four
+// float dtypes, exact for the integer ones — random inputs, host tensors and
+// calls on host buffers. It is imported by tests only; it may import
+// collective, sharding and gorgonia's tensor.
 package collectivetest
 
 import (
@@ -18,6 +18,13 @@ import (
 // Reduce is op over vals in complex128 arithmetic (Min and Max on the real
 // parts, for real dtypes).
 func Reduce(op collective.ReduceOp, vals []complex128) complex128 {
+	return fold(op, vals,
+		func(a, b complex128) complex128 { return complex(math.Min(real(a), real(b)), 0) },
+		func(a, b complex128) complex128 { return complex(math.Max(real(a), real(b)), 0) })
+}
+
+// fold is op over vals with the given Min and Max of two values.
+func fold[T int64 | uint64 | complex128](op collective.ReduceOp, vals []T, minOf, maxOf func(a, b T) T) T {
 	acc := vals[0]
 	for _, v := range vals[1:] {
 		switch op {
@@ -26,9 +33,9 @@ func Reduce(op collective.ReduceOp, vals []complex128) complex128 {
 		case collective.Prod:
 			acc *= v
 		case collective.Min:
-			acc = complex(math.Min(real(acc), real(v)), 0)
+			acc = minOf(acc, v)
 		case collective.Max:
-			acc = complex(math.Max(real(acc), real(v)), 0)
+			acc = maxOf(acc, v)
 		}
 	}
 	return acc
@@ -40,16 +47,21 @@ func Reduce(op collective.ReduceOp, vals []complex128) complex128 {
 // rank's buffer zero (Reduce and Gather off the root). Kinds without a
 // receive buffer on every rank (Send, Recv, Barrier) give empty buffers.
 func Reference(c *collective.Call, size int, send [][]complex128) [][]complex128 {
+	return ReferenceOf(c, size, send, Reduce)
+}
+
+// ReferenceOf is Reference for values of any type T, reducing with reduce.
+func ReferenceOf[T any](c *collective.Call, size int, send [][]T, reduce func(collective.ReduceOp, []T) T) [][]T {
 	n := c.Count
-	out := make([][]complex128, size)
+	out := make([][]T, size)
 	for r := range out {
-		out[r] = make([]complex128, c.RecvLen(size))
+		out[r] = make([]T, c.RecvLen(size))
 	}
 	if c.Kind == collective.Send || c.Kind == collective.Recv || c.Kind == collective.Barrier {
 		return out
 	}
-	column := func(off, ranks int) []complex128 {
-		v := make([]complex128, ranks)
+	column := func(off, ranks int) []T {
+		v := make([]T, ranks)
 		for q := range v {
 			v[q] = send[q][off]
 		}
@@ -59,14 +71,14 @@ func Reference(c *collective.Call, size int, send [][]complex128) [][]complex128
 		for i := range n {
 			switch c.Kind {
 			case collective.AllReduce:
-				out[r][i] = Reduce(c.Op, column(i, size))
+				out[r][i] = reduce(c.Op, column(i, size))
 			case collective.ReduceScatter:
-				out[r][i] = Reduce(c.Op, column(r*n+i, size))
+				out[r][i] = reduce(c.Op, column(r*n+i, size))
 			case collective.Scan:
-				out[r][i] = Reduce(c.Op, column(i, r+1))
+				out[r][i] = reduce(c.Op, column(i, r+1))
 			case collective.Reduce:
 				if r == c.Root {
-					out[r][i] = Reduce(c.Op, column(i, size))
+					out[r][i] = reduce(c.Op, column(i, size))
 				}
 			case collective.Bcast:
 				out[r][i] = send[c.Root][i]
@@ -124,6 +136,111 @@ func RoundTo(dt tensor.Dtype, v complex128) complex128 {
 	}
 	return v
 }
+
+// IsInteger reports whether dt is one of sharding.IntDtypes (a Go integer
+// type).
+func IsInteger(dt tensor.Dtype) bool {
+	switch dt.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// signed reports whether the integer dtype dt is signed.
+func signed(dt tensor.Dtype) bool { return dt.Kind() >= reflect.Int && dt.Kind() <= reflect.Int64 }
+
+// RandomInts returns n values of the integer dtype dt as a typed slice
+// ([]int8, []uint64, …) in any, such that op over up to ranks of them cannot
+// overflow: any value of the type for Min, Max and no reduction (pass Sum
+// with ranks 1 for data that is only moved), magnitudes up to the type's
+// range over ranks for Sum, up to its ranks-th root (at most 2²⁰) for Prod. Signed types
+// get negative values.
+func RandomInts(rng *rand.Rand, dt tensor.Dtype, op collective.ReduceOp, n, ranks int) any {
+	bits := 8 * int(dt.Size())
+	out := reflect.MakeSlice(reflect.SliceOf(dt.Type), n, n)
+	if signed(dt) {
+		hi := int64(uint64(1)<<(bits-1) - 1) // the type's largest value
+		var m int64                          // Prod: values in [-m, m]
+		if op == collective.Prod {
+			m = min(1<<20, int64(math.Pow(float64(hi), 1/float64(ranks))*(1-1e-9)))
+		}
+		for i := range n {
+			v := int64(rng.Uint64()) >> (64 - bits) // the whole range
+			switch op {
+			case collective.Sum:
+				v /= int64(ranks)
+			case collective.Prod:
+				v = rng.Int64N(2*m+1) - m
+			}
+			out.Index(i).SetInt(v)
+		}
+		return out.Interface()
+	}
+	hi := uint64(math.MaxUint64) >> (64 - bits)
+	var m uint64
+	if op == collective.Prod {
+		m = min(1<<20, uint64(math.Pow(float64(hi), 1/float64(ranks))*(1-1e-9)))
+	}
+	for i := range n {
+		v := rng.Uint64() >> (64 - bits)
+		switch op {
+		case collective.Sum:
+			v /= uint64(ranks)
+		case collective.Prod:
+			v = rng.Uint64N(m + 1)
+		}
+		out.Index(i).SetUint(v)
+	}
+	return out.Interface()
+}
+
+// ReferenceInts is Reference for an integer c.Dtype: send holds every
+// rank's typed slice ([]int32, …), and so does the result, computed exactly
+// (in int64 or uint64; inputs from RandomInts do not overflow).
+func ReferenceInts(c *collective.Call, size int, send []any) []any {
+	if signed(c.Dtype) {
+		return referenceWide(c, size, send, reflect.Value.Int, reflect.Value.SetInt)
+	}
+	return referenceWide(c, size, send, reflect.Value.Uint, reflect.Value.SetUint)
+}
+
+// referenceWide computes the reference of integer slices widened to W.
+func referenceWide[W int64 | uint64](c *collective.Call, size int, send []any, get func(reflect.Value) W, set func(reflect.Value, W)) []any {
+	wide := make([][]W, len(send))
+	for r, s := range send {
+		v := reflect.ValueOf(s)
+		wide[r] = make([]W, v.Len())
+		for i := range wide[r] {
+			wide[r][i] = get(v.Index(i))
+		}
+	}
+	res := ReferenceOf(c, size, wide, reduceInts[W])
+	out := make([]any, len(res))
+	for r, w := range res {
+		v := reflect.MakeSlice(reflect.SliceOf(c.Dtype.Type), len(w), len(w))
+		for i, x := range w {
+			set(v.Index(i), x)
+		}
+		out[r] = v.Interface()
+	}
+	return out
+}
+
+// reduceInts is op over vals in exact integer arithmetic.
+func reduceInts[W int64 | uint64](op collective.ReduceOp, vals []W) W {
+	return fold(op, vals, func(a, b W) W { return min(a, b) }, func(a, b W) W { return max(a, b) })
+}
+
+// Clone is a copy of a typed slice ([]int8, …).
+func Clone(s any) any {
+	v := reflect.ValueOf(s)
+	return reflect.AppendSlice(reflect.MakeSlice(v.Type(), 0, v.Len()), v).Interface()
+}
+
+// Slice is elements from … to-1 of a typed slice, sharing its memory.
+func Slice(s any, from, to int) any { return reflect.ValueOf(s).Slice(from, to).Interface() }
 
 // Dense is a host tensor of dtype dt and the given shape holding vals (the
 // real parts for real dtypes, truncated for integer ones), row-major.

@@ -1,8 +1,10 @@
 package collectivetest
 
 import (
+	"math/big"
 	"math/cmplx"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -80,4 +82,95 @@ func TestReferenceIdentities(t *testing.T) {
 			}
 		}
 	}
+}
+
+// RandomInts stays in range: op over ranks values, in big integers, fits
+// the type (and the values cover negative ones for signed types and the
+// type's extremes' neighbourhood for Min and Max), and ReferenceInts agrees
+// with the complex128 reference where that one is exact (small values).
+func TestRandomIntsAndReference(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 12))
+	dtypes := []tensor.Dtype{tensor.Int, tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+		tensor.Uint, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64}
+	for _, dt := range dtypes {
+		bits := 8 * int(dt.Size())
+		lo, hi := new(big.Int), new(big.Int).Lsh(big.NewInt(1), uint(bits))
+		hi.Sub(hi, big.NewInt(1))
+		if signed(dt) {
+			lo.Neg(new(big.Int).Lsh(big.NewInt(1), uint(bits-1)))
+			hi.Rsh(hi, 1)
+		}
+		for _, op := range []collective.ReduceOp{collective.Sum, collective.Prod, collective.Min, collective.Max} {
+			for ranks := 1; ranks <= 5; ranks++ {
+				const n = 200
+				vals := make([]reflect.Value, ranks)
+				for r := range vals {
+					vals[r] = reflect.ValueOf(RandomInts(rng, dt, op, n, ranks))
+				}
+				negative, wide := false, false
+				for i := range n {
+					acc := bigOf(vals[0].Index(i))
+					for r := 1; r < ranks; r++ {
+						x := bigOf(vals[r].Index(i))
+						switch op {
+						case collective.Sum:
+							acc.Add(acc, x)
+						case collective.Prod:
+							acc.Mul(acc, x)
+						}
+					}
+					if acc.Cmp(lo) < 0 || acc.Cmp(hi) > 0 {
+						t.Fatalf("%v %v over %d ranks: %v overflows [%v, %v]", dt, op, ranks, acc, lo, hi)
+					}
+					v := bigOf(vals[0].Index(i))
+					negative = negative || v.Sign() < 0
+					wide = wide || new(big.Int).Lsh(v.Abs(v), 3).Cmp(hi) > 0
+				}
+				if signed(dt) && !negative {
+					t.Errorf("%v %v: no negative value in %d", dt, op, n)
+				}
+				if (op == collective.Min || op == collective.Max) && !wide {
+					t.Errorf("%v %v: no value beyond an eighth of the range in %d", dt, op, n)
+				}
+			}
+		}
+		// Small values: the exact and the complex128 references agree.
+		for _, op := range []collective.ReduceOp{collective.Sum, collective.Prod, collective.Min, collective.Max} {
+			size, n := 3, 4
+			c := &collective.Call{Kind: collective.Scan, Op: op, Dtype: dt, Count: n}
+			send, cs := make([]any, size), make([][]complex128, size)
+			for r := range size {
+				s := reflect.MakeSlice(reflect.SliceOf(dt.Type), n, n)
+				for i := range n {
+					x := int64(rng.IntN(7))
+					if signed(dt) {
+						x -= 3
+						s.Index(i).SetInt(x)
+					} else {
+						s.Index(i).SetUint(uint64(x))
+					}
+					cs[r] = append(cs[r], complex(float64(x), 0))
+				}
+				send[r] = s.Interface()
+			}
+			got, want := ReferenceInts(c, size, send), Reference(c, size, cs)
+			for r := range size {
+				g := reflect.ValueOf(got[r])
+				for i := range n {
+					if x := bigOf(g.Index(i)); x.Cmp(big.NewInt(int64(real(want[r][i])))) != 0 {
+						t.Fatalf("%v Scan(%v) rank %d element %d: %v, want %v", dt, op, r, i, x, want[r][i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func bigOf(v reflect.Value) *big.Int {
+	if v.CanInt() {
+		return big.NewInt(v.Int())
+	}
+	return new(big.Int).SetUint64(v.Uint())
 }

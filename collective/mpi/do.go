@@ -19,7 +19,6 @@ import (
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/sharding"
-	"gorgonia.org/tensor"
 )
 
 // hostSpan is one host buffer as MPI sees it.
@@ -39,36 +38,10 @@ func span(c *collective.Call, what string, bs []sharding.Buffer, n int) (hostSpa
 		return hostSpan{}, fmt.Errorf("%w: %v: the %s buffer is in %v memory; the MPI engine moves host buffers (GPU buffers: the NCCL engine)",
 			collective.ErrBadCall, c, what, bs[0].Device().Kind)
 	}
-	var p unsafe.Pointer
-	var size int
-	switch s := hb.Data().(type) {
-	case []float32:
-		p, size = unsafe.Pointer(unsafe.SliceData(s)), 4
-	case []float64:
-		p, size = unsafe.Pointer(unsafe.SliceData(s)), 8
-	case []complex64:
-		p, size = unsafe.Pointer(unsafe.SliceData(s)), 8
-	case []complex128:
-		p, size = unsafe.Pointer(unsafe.SliceData(s)), 16
-	}
-	if dt := hostDtype(hb.Data()); dt != c.Dtype {
+	if dt := hb.Dtype(); dt != c.Dtype {
 		return hostSpan{}, fmt.Errorf("%w: %v: the %s buffer holds %v, the call is %v", collective.ErrBadCall, c, what, dt, c.Dtype)
 	}
-	return hostSpan{p: p, bytes: n * size}, nil
-}
-
-func hostDtype(data any) tensor.Dtype {
-	switch data.(type) {
-	case []float32:
-		return tensor.Float32
-	case []float64:
-		return tensor.Float64
-	case []complex64:
-		return tensor.Complex64
-	case []complex128:
-		return tensor.Complex128
-	}
-	return tensor.Dtype{}
+	return hostSpan{p: unsafe.Pointer(unsafe.SliceData(hb.Bytes())), bytes: n * int(c.Dtype.Size())}, nil
 }
 
 func (h hostSpan) overlaps(o hostSpan) bool {

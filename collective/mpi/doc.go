@@ -16,7 +16,10 @@
 //
 // Do runs a collective.Call on host buffers (sharding.HostBuffer) with
 // MPI's nonblocking operations (MPI_Iallreduce, MPI_Iallgather, …,
-// MPI_Isend and MPI_Irecv, MPI_Ibarrier), polled with MPI_Test until they
+// MPI_Isend and MPI_Irecv, MPI_Ibarrier) on MPI_FLOAT, MPI_DOUBLE,
+// MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX and the fixed-width integers
+// MPI_INT8_T … MPI_UINT64_T (Go's int and uint as the ones of their width),
+// polled with MPI_Test until they
 // complete or the communicator's timeout (WithTimeout, default
 // collective.DefaultTimeout or MGLA_COLLECTIVE_TIMEOUT) passes. The poll
 // spins (yielding the processor, as a blocking MPI call does on an

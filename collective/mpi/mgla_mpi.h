@@ -54,12 +54,24 @@ static inline int mgla_tag_ub(int *ub) {
 	return rc;
 }
 
+// mgla_dtype is the MPI type of a dtype code (record.go's dtypes). Go's int
+// and uint are as wide as a pointer.
 static inline MPI_Datatype mgla_dtype(int code) {
 	switch (code) {
 	case 0: return MPI_FLOAT;
 	case 1: return MPI_DOUBLE;
 	case 2: return MPI_C_FLOAT_COMPLEX;
 	case 3: return MPI_C_DOUBLE_COMPLEX;
+	case 4: return sizeof(void *) == 8 ? MPI_INT64_T : MPI_INT32_T; // int
+	case 5: return MPI_INT8_T;
+	case 6: return MPI_INT16_T;
+	case 7: return MPI_INT32_T;
+	case 8: return MPI_INT64_T;
+	case 9: return sizeof(void *) == 8 ? MPI_UINT64_T : MPI_UINT32_T; // uint
+	case 10: return MPI_UINT8_T;
+	case 11: return MPI_UINT16_T;
+	case 12: return MPI_UINT32_T;
+	case 13: return MPI_UINT64_T;
 	}
 	return MPI_BYTE;
 }

@@ -332,7 +332,7 @@ func TestBadCall(t *testing.T) {
 		send, recv any
 	}{
 		{"unknown kind", collective.Call{Kind: 99, Dtype: tensor.Float64, Count: 1}, f64(1), f64(1)},
-		{"unknown dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Int, Count: 1}, f64(1), f64(1)},
+		{"unknown dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Bool, Count: 1}, f64(1), f64(1)},
 		{"buffer of another dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float32, Count: 1}, f64(1), make([]float32, 1)},
 		{"short receive", collective.Call{Kind: collective.AllGather, Dtype: tensor.Float64, Count: 2}, f64(2), f64(2*size - 1)},
 		{"short send", collective.Call{Kind: collective.Scatter, Dtype: tensor.Float64, Count: 2}, f64(2*size - 1), f64(2)},

@@ -41,7 +41,8 @@
 //	                                     mesh one call drives every rank, so use SendRecv)
 //	Scan                                 NCCL has no scan: one ncclReduce per rank k, to root k,
 //	                                     in one group, where ranks after k send the identity
-//	                                     of the reduction (0, 1, +Inf, -Inf); NCCL does the
+//	                                     of the reduction (0, 1, +Inf or the type's largest
+//	                                     integer, -Inf or its smallest); NCCL does the
 //	                                     arithmetic, and the cost is Size reductions
 //	Barrier                              a one-element ncclAllReduce, waited for
 //
@@ -85,7 +86,9 @@
 // they are issued, and Call.Tag is not used. Complex values are reduced as
 // interleaved real and imaginary parts, which is right for Sum only: a
 // complex Prod is collective.ErrUnavailable (Min and Max are undefined for
-// complex values and rejected by Call.Check).
+// complex values and rejected by Call.Check). NCCL's integers are 8, 32
+// and 64 bits wide: int16 and uint16 are collective.ErrBadCall; Go's int
+// and uint move as ncclInt64 and ncclUint64.
 //
 // The library is loaded at run time with dlopen (nothing is linked at build
 // time, like kernels/cusolver), from the first of: $MGLA_NCCL_LIB (the

@@ -9,7 +9,7 @@ import "C"
 
 import (
 	"fmt"
-	"math"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -171,19 +171,28 @@ func (e *engine) abort(why error) {
 	e.dead = why
 }
 
-// ncclType is the NCCL element type of dt and the number of them in one
-// element (complex values are pairs of reals).
-func ncclType(dt tensor.Dtype) (typ C.int, parts int) {
-	switch dt {
-	case tensor.Float32:
-		return 7, 1 // ncclFloat32
-	case tensor.Float64:
-		return 8, 1 // ncclFloat64
-	case tensor.Complex64:
-		return 7, 2
-	default: // tensor.Complex128 (Check admits nothing else)
-		return 8, 2
+// ncclType is the NCCL element type (ncclDataType_t) of dt and the number
+// of them in one element (complex values are pairs of reals); ok is false
+// for dtypes NCCL cannot move (its integers are 8, 32 and 64 bits wide; Go's
+// int and uint move as the integers of their width).
+func ncclType(dt tensor.Dtype) (typ C.int, parts int, ok bool) {
+	switch dt.Kind() {
+	case reflect.Float32:
+		return 7, 1, true // ncclFloat32
+	case reflect.Float64:
+		return 8, 1, true // ncclFloat64
+	case reflect.Complex64:
+		return 7, 2, true
+	case reflect.Complex128:
+		return 8, 2, true
+	case reflect.Int8, reflect.Int32, reflect.Int64, reflect.Int:
+		typ, ok = map[uintptr]C.int{1: 0, 4: 2, 8: 4}[dt.Size()] // ncclInt8, ncclInt32, ncclInt64
+		return typ, 1, ok
+	case reflect.Uint8, reflect.Uint32, reflect.Uint64, reflect.Uint:
+		typ, ok = map[uintptr]C.int{1: 1, 4: 3, 8: 5}[dt.Size()] // ncclUint8, ncclUint32, ncclUint64
+		return typ, 1, ok
 	}
+	return 0, 0, false
 }
 
 // ncclOp is the ncclRedOp_t of op.
@@ -209,6 +218,9 @@ func (e *engine) checkCall(c *collective.Call) error {
 	}
 	if c.Kind == collective.Barrier {
 		return nil
+	}
+	if _, _, ok := ncclType(c.Dtype); !ok {
+		return bad(collective.ErrBadCall, "NCCL has no %v type (its integers are 8, 32 and 64 bits wide); use the CPU mesh or MPI engine", c.Dtype)
 	}
 	if reduces(c.Kind) && c.Op == collective.Prod && isComplex(c.Dtype) {
 		return bad(collective.ErrUnavailable, "NCCL has no complex product (it reduces complex values as pairs of reals, right for sum only); use the CPU mesh or MPI engine")
@@ -395,7 +407,7 @@ func addresses(bs []sharding.Buffer, n int) []uintptr {
 func (e *engine) enqueue(c *collective.Call, send, recv []uintptr) (free func(), err error) {
 	at := func(addrs []uintptr, i, off int) C.uintptr_t { return C.uintptr_t(addrs[i] + uintptr(off)) }
 	free = func() {}
-	typ, parts := ncclType(c.Dtype)
+	typ, parts, _ := ncclType(c.Dtype) // checkCall checked it
 	n := C.size_t(c.Count * parts)
 	block := 0 // bytes of one rank's block
 	if c.Kind != collective.Barrier {
@@ -579,24 +591,6 @@ func (e *engine) identities(c *collective.Call) ([]cu.DevicePtr, error) {
 		}
 	}
 	return out, nil
-}
-
-// identityBytes is n elements of the identity of op (Prod, Min or Max of a
-// real dtype) as bytes.
-func identityBytes(dt tensor.Dtype, op collective.ReduceOp, n int) []byte {
-	v := map[collective.ReduceOp]float64{collective.Prod: 1, collective.Min: math.Inf(1), collective.Max: math.Inf(-1)}[op]
-	if dt == tensor.Float32 {
-		s := make([]float32, n)
-		for i := range s {
-			s[i] = float32(v)
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*n)
-	}
-	s := make([]float64, n)
-	for i := range s {
-		s[i] = v
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*n)
 }
 
 // wait returns once every local rank's stream has finished c. It polls the

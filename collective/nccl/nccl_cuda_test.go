@@ -9,6 +9,7 @@ import (
 	"math/cmplx"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -18,13 +19,6 @@ import (
 	"gorgonia.org/cu"
 	"gorgonia.org/tensor"
 )
-
-// seeded returns a generator seeded fresh for this run, the seed logged.
-func seeded(t testing.TB) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 7))
-}
 
 // testMeshes are the GPU meshes of 1, 2 (in reverse device order), 3 and 4
 // devices that this machine has; the test skips without a GPU.
@@ -81,12 +75,19 @@ func upload(t testing.TB, m *sharding.Mesh, dt tensor.Dtype, cols [][]complex128
 			}
 		}
 	}
+	return place(t, m, host)
+}
+
+// place puts the rows×ranks host matrix on m in column blocks: column r is
+// rank r's buffer.
+func place(t testing.TB, m *sharding.Mesh, host *tensor.Dense) rankData {
+	t.Helper()
 	st, err := sharding.Put(host, m, sharding.ColBlocks())
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := rankData{t: st}
-	for r := range n {
+	for r := range host.Shape()[1] {
 		d.bufs = append(d.bufs, st.Shard(r))
 	}
 	return d
@@ -138,13 +139,13 @@ type callCase struct {
 	dt   tensor.Dtype
 }
 
-// cases lists every Kind (but Send, Recv and Barrier) for every dtype, with
-// every reduction the dtype allows.
+// cases lists every Kind (but Send, Recv and Barrier) for every dtype NCCL
+// moves, with every reduction the dtype allows.
 func cases() []callCase {
 	var out []callCase
 	kinds := []collective.Kind{collective.AllReduce, collective.AllGather, collective.ReduceScatter, collective.AllToAll,
 		collective.Bcast, collective.Reduce, collective.Gather, collective.Scatter, collective.Scan, collective.SendRecv}
-	for _, dt := range sharding.Dtypes {
+	for _, dt := range append(append([]tensor.Dtype(nil), sharding.Dtypes...), ncclInts()...) {
 		for _, k := range kinds {
 			if !reduces(k) {
 				out = append(out, callCase{k, collective.Sum, dt})
@@ -179,6 +180,10 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 		for _, r := range local {
 			c.Dest, c.Src = append(c.Dest, ref.Dest[r]), append(c.Src, ref.Src[r])
 		}
+	}
+	if collectivetest.IsInteger(cc.dt) {
+		runIntCase(t, rng, comm, m, c)
+		return
 	}
 	sendLen, recvLen := c.SendLen(size), c.RecvLen(size)+3
 	send, recv := make([][]complex128, size), make([][]complex128, size)
@@ -243,6 +248,87 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 				t.Fatalf("%s: rank %d's send buffer changed at %d", what, r, j)
 			}
 		}
+	}
+}
+
+// ncclInts are the integer dtypes NCCL moves: all but the 16-bit ones.
+func ncclInts() []tensor.Dtype {
+	var out []tensor.Dtype
+	for _, dt := range sharding.IntDtypes {
+		if dt.Size() != 2 {
+			out = append(out, dt)
+		}
+	}
+	return out
+}
+
+// uploadInts puts cols (one typed slice per device of m, equal lengths) on
+// m, as the columns of a column-block tensor.
+func uploadInts(t testing.TB, m *sharding.Mesh, cols []any) rankData {
+	t.Helper()
+	rows, n := reflect.ValueOf(cols[0]).Len(), len(cols)
+	typ := reflect.TypeOf(cols[0])
+	host := reflect.MakeSlice(typ, rows*n, rows*n)
+	for r, col := range cols {
+		for i := range rows {
+			host.Index(i*n + r).Set(reflect.ValueOf(col).Index(i))
+		}
+	}
+	return place(t, m, tensor.New(tensor.WithShape(rows, n), tensor.WithBacking(host.Interface())))
+}
+
+// downloadInts reads every rank's buffer back as a typed slice.
+func (d rankData) downloadInts(t testing.TB) []any {
+	t.Helper()
+	host, err := d.t.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, n := host.Shape()[0], host.Shape()[1]
+	all := reflect.ValueOf(host.Data())
+	out := make([]any, n)
+	for r := range n {
+		col := reflect.MakeSlice(all.Type(), rows, rows)
+		for i := range rows {
+			col.Index(i).Set(all.Index(i*n + r))
+		}
+		out[r] = col.Interface()
+	}
+	return out
+}
+
+// runIntCase is runCase for an integer dtype: exactly the reference of
+// package collectivetest.
+func runIntCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mesh, c *collective.Call) {
+	size := comm.Size()
+	name := fmt.Sprintf("%v %v %v count %d root %d", c.Kind, c.Op, c.Dtype, c.Count, c.Root)
+	recvLen := c.RecvLen(size) + 3
+	send, recv := make([]any, size), make([]any, size)
+	for r := range size {
+		send[r] = collectivetest.RandomInts(rng, c.Dtype, c.Op, c.SendLen(size), size)
+		recv[r] = collectivetest.RandomInts(rng, c.Dtype, collective.Sum, recvLen, 1)
+	}
+	sd, rd := uploadInts(t, m, send), uploadInts(t, m, recv)
+	defer sd.t.Free()
+	defer rd.t.Free()
+	c.Send, c.Recv = sd.bufs, rd.bufs
+	if err := comm.Do(c); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want := collectivetest.ReferenceInts(c, size, send)
+	got := rd.downloadInts(t)
+	for r := range size {
+		n := c.RecvLen(size)
+		if g := collectivetest.Slice(got[r], 0, n); !reflect.DeepEqual(g, want[r]) {
+			t.Fatalf("%s: rank %d got %v, want %v", name, r, g, want[r])
+		}
+		g, was := collectivetest.Slice(got[r], n, recvLen), collectivetest.Slice(recv[r], n, recvLen)
+		if !reflect.DeepEqual(g, was) {
+			t.Fatalf("%s: rank %d: the elements past the receive length changed to %v from %v", name, r, g, was)
+		}
+	}
+	if after := sd.downloadInts(t); !reflect.DeepEqual(after, send) {
+		t.Fatalf("%s: a send buffer changed", name)
 	}
 }
 
@@ -383,6 +469,10 @@ func TestBadCalls(t *testing.T) {
 	recv := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
 	csend := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
 	crecv := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
+	i16send := uploadInts(t, m, []any{collectivetest.RandomInts(rng, tensor.Int16, collective.Sum, n, 1)})
+	i16recv := uploadInts(t, m, []any{collectivetest.RandomInts(rng, tensor.Int16, collective.Sum, n, 1)})
+	u16 := uploadInts(t, m, []any{collectivetest.RandomInts(rng, tensor.Uint16, collective.Sum, n, 1)})
+	i16before, u16before := i16recv.downloadInts(t), u16.downloadInts(t)
 	before, cbefore := recv.download(t), crecv.download(t)
 	host, err := sharding.NewHostBuffer(make([]float64, n))
 	if err != nil {
@@ -407,7 +497,11 @@ func TestBadCalls(t *testing.T) {
 			Send: csend.bufs, Recv: crecv.bufs}, collective.ErrUnavailable},
 		{"complex max", collective.Call{Kind: collective.Scan, Op: collective.Max, Dtype: tensor.Complex128, Count: n,
 			Send: csend.bufs, Recv: crecv.bufs}, collective.ErrBadCall},
-		{"integer dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Int, Count: n,
+		{"16-bit integers", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Int16, Count: n,
+			Send: i16send.bufs, Recv: i16recv.bufs}, collective.ErrBadCall},
+		{"unsigned 16-bit integers", collective.Call{Kind: collective.Bcast, Dtype: tensor.Uint16, Count: n,
+			Send: u16.bufs, Recv: u16.bufs}, collective.ErrBadCall},
+		{"bool dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Bool, Count: n,
 			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
 	} {
 		err := comm.Do(&tc.call)
@@ -416,6 +510,9 @@ func TestBadCalls(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", tc.name, err)
 		}
+	}
+	if !reflect.DeepEqual(i16recv.downloadInts(t), i16before) || !reflect.DeepEqual(u16.downloadInts(t), u16before) {
+		t.Fatal("a rejected 16-bit call changed its receive buffer")
 	}
 	after, cafter := recv.download(t), crecv.download(t)
 	for i := range n {
