@@ -161,7 +161,7 @@ func realOf(dt tensor.Dtype) tensor.Dtype {
 
 func (o *op) Type() hm.Type {
 	m := G.TensorType{Dims: 2, Of: o.dt}
-	b := hm.TypeVariable('b')
+	b := hm.TypeVariable('k') // right-hand sides ('b' is Gorgonia's own, for the result)
 	r := realOf(o.dt)
 	w := G.TensorType{Dims: 1, Of: r}
 	switch o.kind {
