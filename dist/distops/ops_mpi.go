@@ -7,6 +7,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"math"
+	"math/cmplx"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
@@ -331,209 +332,153 @@ func realVector(w []float64, dt tensor.Dtype) *tensor.Dense {
 	return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(append([]float64(nil), w...)))
 }
 
-// realPart is the real part of x.
-func realPart[T dist.Scalar](x T) float64 {
-	switch v := any(x).(type) {
-	case float32:
-		return float64(v)
-	case float64:
-		return v
-	case complex64:
-		return float64(real(v))
-	case complex128:
-		return real(v)
+// diagonal is the diagonal of the square matrix value v, as complex128s.
+func diagonal(v G.Value) ([]complex128, error) {
+	d, ok := v.(*tensor.Dense)
+	if !ok || d.Dims() != 2 || d.Shape()[0] != d.Shape()[1] {
+		return nil, fmt.Errorf("%w: want a square matrix, got %v", dist.ErrBadInput, v)
 	}
-	return math.NaN()
-}
-
-func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
-	// ins distributes the inputs at idx: a local copy each (the values
-	// are the same on every rank).
-	ins := func(idx ...int) ([]*dist.Matrix[T], error) {
-		ms := make([]*dist.Matrix[T], len(idx))
-		for i, j := range idx {
-			r, c, cm, err := host[T](vals[j])
-			if err != nil {
-				return nil, err
-			}
-			if ms[i], err = dist.FromReplicated(o.g, r, c, o.nb, cm); err != nil {
-				return nil, err
-			}
-		}
-		return ms, nil
-	}
-	// out brings m back to every rank as a value of shape.
-	out := func(m *dist.Matrix[T], shape tensor.Shape) (G.Value, error) {
-		full, err := m.Gather(-1)
+	n := d.Shape()[0]
+	out := make([]complex128, n)
+	for i := range out {
+		x, err := d.At(i, i)
 		if err != nil {
 			return nil, err
 		}
-		return dense(shape, m.Layout.Rows, m.Layout.Cols, full), nil
+		switch x := x.(type) {
+		case float32:
+			out[i] = complex(float64(x), 0)
+		case float64:
+			out[i] = complex(x, 0)
+		case complex64:
+			out[i] = complex128(x)
+		case complex128:
+			out[i] = x
+		}
 	}
-	shape := vals[0].Shape()
+	return out, nil
+}
 
+// distributed are the inputs each op puts on the grid.
+var distributed = [...][]int{
+	kCholesky: {0}, kCholSolve: {0, 1}, kPotrs: {1, 2}, kPotri: {0}, kEigen: {0}, kEigValues: {0},
+	kCholeskyGrad: {0, 1}, kCholSolveGrad: {0, 1, 2}, kPotrsGrad: {0, 1, 2}, kPotriGrad: {0, 1},
+	kLogDetGrad: {0}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1},
+}
+
+func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
+	shape := vals[0].Shape()
+	var e *eigen
 	switch o.kind {
 	case kLogDet:
 		// From the factor every rank holds: 2·Σ log Re(L_ii), no grid.
-		n, _, l, err := host[T](vals[1])
+		d, err := diagonal(vals[1])
 		if err != nil {
 			return nil, err
 		}
 		sum := 0.0
-		for i := range n {
-			sum += 2 * math.Log(realPart(l[i+i*n]))
+		for _, x := range d {
+			sum += 2 * math.Log(real(x))
 		}
 		return realValue(sum, o.dt), nil
 	case kEigVectors:
-		e, ok := vals[1].(*eigen)
-		if !ok {
+		if e, _ = vals[1].(*eigen); e == nil {
 			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[1])
 		}
 		return e.Dense.Clone().(*tensor.Dense), nil
 	case kEigValues:
-		if e, ok := vals[len(vals)-1].(*eigen); ok && o.arity == 2 {
+		if e, _ = vals[len(vals)-1].(*eigen); e != nil && o.arity == 2 {
 			return realVector(e.w, o.dt), nil
+		}
+	case kEigValuesGrad, kEigVectorsGrad:
+		if e, _ = vals[0].(*eigen); e == nil {
+			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[0])
 		}
 	case kCholSolve, kPotrs:
 		// As on one process: a zero or non-finite diagonal entry of the
 		// factor is an error (ScaLAPACK's p?potrs does not check). Every
 		// rank holds the same factor, so every rank finds the same entry.
-		n, _, l, err := host[T](vals[o.arity-2])
+		d, err := diagonal(vals[o.arity-2])
 		if err != nil {
 			return nil, err
 		}
-		for i := range n {
-			if d := l[i+i*n]; d == 0 || d != d || math.IsInf(realPart(d), 0) {
+		for i, x := range d {
+			if x == 0 || cmplx.IsNaN(x) || cmplx.IsInf(x) {
 				return nil, &kernels.NotPositiveDefiniteError{Order: i + 1}
 			}
 		}
+		shape = vals[o.arity-1].Shape()
 	}
 
+	// Every input on the grid: a local copy each (the values are the same
+	// on every rank).
+	ms := make([]*dist.Matrix[T], len(distributed[o.kind]))
+	for i, j := range distributed[o.kind] {
+		r, c, cm, err := host[T](vals[j])
+		if err != nil {
+			return nil, err
+		}
+		if ms[i], err = dist.FromReplicated(o.g, r, c, o.nb, cm); err != nil {
+			return nil, err
+		}
+	}
+	var res *dist.Matrix[T]
+	var err error
 	switch o.kind {
 	case kCholesky:
-		ms, err := ins(0)
-		if err != nil {
-			return nil, err
-		}
-		l, err := dist.Cholesky(ms[0])
-		if err != nil {
-			return nil, err
-		}
-		return out(l, shape)
+		res, err = dist.Cholesky(ms[0])
 	case kCholSolve, kPotrs:
-		ms, err := ins(o.arity-2, o.arity-1) // Potrs's A only routes the gradient
-		if err != nil {
-			return nil, err
-		}
-		x, err := dist.CholSolve(ms[0], ms[1])
-		if err != nil {
-			return nil, err
-		}
-		return out(x, vals[o.arity-1].Shape())
+		res, err = dist.CholSolve(ms[0], ms[1])
 	case kPotri:
-		ms, err := ins(0)
-		if err != nil {
-			return nil, err
-		}
-		c, err := dist.Potri(ms[0])
-		if err != nil {
-			return nil, err
-		}
-		return out(c, shape)
+		res, err = dist.Potri(ms[0])
 	case kEigen, kEigValues:
-		ms, err := ins(0)
-		if err != nil {
-			return nil, err
-		}
-		w, v, err := dist.Syevd(ms[0], o.kind == kEigen)
-		if err != nil {
+		var w []float64
+		if w, res, err = dist.Syevd(ms[0], o.kind == kEigen); err != nil {
 			return nil, err
 		}
 		if o.kind == kEigValues {
 			return realVector(w, o.dt), nil
 		}
-		vv, err := out(v, shape)
-		if err != nil {
-			return nil, err
-		}
-		return &eigen{Dense: vv.(*tensor.Dense), w: w}, nil
+		e = &eigen{w: w}
 	case kCholeskyGrad:
-		ms, err := ins(0, 1)
-		if err != nil {
-			return nil, err
-		}
-		abar, err := dist.CholeskyGrad(ms[0], ms[1])
-		if err != nil {
-			return nil, err
-		}
-		return out(abar, shape)
-	case kCholSolveGrad, kPotrsGrad:
-		ms, err := ins(0, 1, 2)
-		if err != nil {
-			return nil, err
-		}
-		grad := dist.CholSolveGrad[T]
-		if o.kind == kPotrsGrad {
-			grad = dist.PotrsGrad[T]
-		}
-		abar, _, err := grad(ms[0], ms[1], ms[2])
-		if err != nil {
-			return nil, err
-		}
-		return out(abar, shape)
+		res, err = dist.CholeskyGrad(ms[0], ms[1])
+	case kCholSolveGrad:
+		res, _, err = dist.CholSolveGrad(ms[0], ms[1], ms[2])
+	case kPotrsGrad:
+		res, _, err = dist.PotrsGrad(ms[0], ms[1], ms[2])
 	case kPotriGrad:
-		ms, err := ins(0, 1)
-		if err != nil {
-			return nil, err
-		}
-		abar, err := dist.PotriGrad(ms[0], ms[1])
-		if err != nil {
-			return nil, err
-		}
-		return out(abar, shape)
+		res, err = dist.PotriGrad(ms[0], ms[1])
 	case kLogDetGrad:
-		g, err := reals(vals[1])
-		if err != nil || len(g) != 1 {
+		g, gerr := reals(vals[1])
+		if gerr != nil || len(g) != 1 {
 			return nil, fmt.Errorf("%w: want a scalar gradient, got %v", dist.ErrBadInput, vals[1])
 		}
-		ms, err := ins(0)
-		if err != nil {
-			return nil, err
+		res, err = dist.LogDetGrad(ms[0], g[0])
+	case kEigValuesGrad:
+		wbar, werr := reals(vals[1])
+		if werr != nil {
+			return nil, werr
 		}
-		abar, err := dist.LogDetGrad(ms[0], g[0])
-		if err != nil {
-			return nil, err
-		}
-		return out(abar, shape)
-	case kEigValuesGrad, kEigVectorsGrad:
-		e, ok := vals[0].(*eigen)
-		if !ok {
-			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[0])
-		}
-		var wbar []float64
-		idx := []int{0, 1}
-		if o.kind == kEigValuesGrad {
-			var err error
-			if wbar, err = reals(vals[1]); err != nil {
-				return nil, err
-			}
-			idx = idx[:1]
-		}
-		ms, err := ins(idx...)
-		if err != nil {
-			return nil, err
-		}
-		vbar := (*dist.Matrix[T])(nil)
-		if len(ms) == 2 {
-			vbar = ms[1]
-		}
-		abar, err := dist.SyevdGrad(e.w, ms[0], wbar, vbar)
-		if err != nil {
-			return nil, err
-		}
-		return out(abar, shape)
+		res, err = dist.SyevdGrad(e.w, ms[0], wbar, nil)
+	case kEigVectorsGrad:
+		res, err = dist.SyevdGrad(e.w, ms[0], nil, ms[1])
+	default:
+		return nil, fmt.Errorf("unknown op %d", o.kind)
 	}
-	return nil, fmt.Errorf("unknown op %d", o.kind)
+	if err != nil {
+		return nil, err
+	}
+	// The result back on every rank.
+	full, err := res.Gather(-1)
+	if err != nil {
+		return nil, err
+	}
+	v := dense(shape, res.Layout.Rows, res.Layout.Cols, full)
+	if o.kind == kEigen {
+		e.Dense = v
+		return e, nil
+	}
+	return v, nil
 }
 
 // DiffWRT: the factor L of Potrs and LogDet and the Eigen node of

@@ -9,6 +9,7 @@ import (
 	"math/cmplx"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -86,45 +87,27 @@ type scalar interface {
 	float32 | float64 | complex64 | complex128
 }
 
-func dtypeOf[T scalar]() tensor.Dtype {
-	switch any(*new(T)).(type) {
-	case float32:
-		return tensor.Float32
-	case float64:
-		return tensor.Float64
-	case complex64:
-		return tensor.Complex64
-	}
-	return tensor.Complex128
-}
+func dtypeOf[T scalar]() tensor.Dtype { return tensor.Dtype{Type: reflect.TypeOf(*new(T))} }
 
 // random is a uniform entry in [−1, 1) (both parts for complex T).
 func random[T scalar](rng *rand.Rand) T {
-	var x T
-	switch p := any(&x).(type) {
-	case *float32:
-		*p = float32(rng.Float64()*2 - 1)
-	case *float64:
-		*p = rng.Float64()*2 - 1
-	case *complex64:
-		*p = complex(float32(rng.Float64()*2-1), float32(rng.Float64()*2-1))
-	case *complex128:
-		*p = complex(rng.Float64()*2-1, rng.Float64()*2-1)
-	}
-	return x
+	return fromComplex[T](complex(rng.Float64()*2-1, rng.Float64()*2-1))
 }
 
-func fromFloat[T scalar](x float64) T {
+func fromFloat[T scalar](x float64) T { return fromComplex[T](complex(x, 0)) }
+
+// fromComplex is z as a T (its real part for real T).
+func fromComplex[T scalar](z complex128) T {
 	var out T
 	switch p := any(&out).(type) {
 	case *float32:
-		*p = float32(x)
+		*p = float32(real(z))
 	case *float64:
-		*p = x
+		*p = real(z)
 	case *complex64:
-		*p = complex(float32(x), 0)
+		*p = complex64(z)
 	case *complex128:
-		*p = complex(x, 0)
+		*p = z
 	}
 	return out
 }
@@ -177,35 +160,33 @@ func lower[T scalar](rng *rand.Rand, n int) *tensor.Dense {
 	return l
 }
 
-// c128 is a value's data as complex128s.
-func c128(v G.Value) []complex128 {
-	switch x := v.Data().(type) {
-	case float32:
-		return []complex128{complex(float64(x), 0)}
-	case float64:
-		return []complex128{complex(x, 0)}
-	case []float32:
-		out := make([]complex128, len(x))
-		for i, f := range x {
-			out[i] = complex(float64(f), 0)
-		}
-		return out
-	case []float64:
-		out := make([]complex128, len(x))
-		for i, f := range x {
-			out[i] = complex(f, 0)
-		}
-		return out
-	case []complex64:
-		out := make([]complex128, len(x))
-		for i, f := range x {
-			out[i] = complex128(f)
-		}
-		return out
-	case []complex128:
-		return append([]complex128(nil), x...)
+// operands are a Hermitian positive definite A, a lower triangular L and
+// an n×k B (a length-n vector for k = 0).
+func operands[T scalar](rng *rand.Rand, n, k int) (a, l, b *tensor.Dense) {
+	a, l, b = spd[T](rng, n), lower[T](rng, n), matrix[T](rng, n, max(k, 1))
+	if k == 0 {
+		b.Reshape(n)
 	}
-	panic(fmt.Sprintf("c128: %T", v.Data()))
+	return a, l, b
+}
+
+// c128 is a value's data (a scalar or a slice of any float dtype) as
+// complex128s.
+func c128(v G.Value) []complex128 {
+	d := reflect.ValueOf(v.Data())
+	if d.Kind() != reflect.Slice {
+		d = reflect.Append(reflect.MakeSlice(reflect.SliceOf(d.Type()), 0, 1), d)
+	}
+	out := make([]complex128, d.Len())
+	for i := range out {
+		switch x := d.Index(i); x.Kind() {
+		case reflect.Complex64, reflect.Complex128:
+			out[i] = x.Complex()
+		default:
+			out[i] = complex(x.Float(), 0)
+		}
+	}
+	return out
 }
 
 // tolerance is the relative accuracy to expect of dtype dt.
@@ -216,7 +197,7 @@ func tolerance(dt tensor.Dtype) float64 {
 	return 1e-9
 }
 
-// close reports whether got and want agree within tol relative to want's
+// near reports whether got and want agree within tol relative to want's
 // largest entry (at least 1).
 func near(got, want []complex128, tol float64) (bool, int) {
 	if len(got) != len(want) {
@@ -262,6 +243,25 @@ func evaluate(build func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err
 	return vals[:len(on)], vals[len(on):], nil
 }
 
+// builder makes the graph builder of evaluate with the given options.
+type builder func(opts ...mgla.Option) func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)
+
+// onAndOffGrid evaluates build's graph with WithGrid(grid) in blocks of nb
+// and without (the single-process reference); each result is the outputs'
+// values followed by the gradients'.
+func onAndOffGrid(t *testing.T, name string, grid *dist.Grid, nb int, build builder) (got, want []G.Value) {
+	t.Helper()
+	outs, grads, err := evaluate(build(mgla.WithGrid(distops.On(grid)), mgla.WithTile(nb)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	got = append(outs, grads...)
+	if outs, grads, err = evaluate(build()); err != nil {
+		t.Fatalf("%s: without the grid: %v", name, err)
+	}
+	return got, append(outs, grads...)
+}
+
 func input(g *G.ExprGraph, name string, v *tensor.Dense) *G.Node {
 	return G.NodeFromAny(g, v.Clone().(*tensor.Dense), G.WithName(name))
 }
@@ -288,11 +288,7 @@ func TestForward(t *testing.T) {
 func forward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int) {
 	dt := dtypeOf[T]()
 	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d", gridName(grid), dt, n, k, nb)
-	a, l := spd[T](rng, n), lower[T](rng, n)
-	b := matrix[T](rng, n, max(k, 1))
-	if k == 0 {
-		b.Reshape(n)
-	}
+	a, l, b := operands[T](rng, n, k)
 	build := func(opts ...mgla.Option) func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
 		return func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
 			an, ln, bn := input(g, "A", a), input(g, "L", l), input(g, "B", b)
@@ -317,14 +313,7 @@ func forward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb i
 			return append(outs, w, v), nil, nil, err
 		}
 	}
-	got, _, err := evaluate(build(mgla.WithGrid(distops.On(grid)), mgla.WithTile(nb)))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	want, _, err := evaluate(build())
-	if err != nil {
-		t.Fatalf("%s: without the grid: %v", name, err)
-	}
+	got, want := onAndOffGrid(t, name, grid, nb, build)
 	what := []string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Syevd values only", "Syevd w", "Syevd V"}
 	for i := range want {
 		if !got[i].Shape().Eq(want[i].Shape()) || got[i].Dtype() != want[i].Dtype() {
@@ -381,11 +370,7 @@ func TestGradients(t *testing.T) {
 func gradients[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int) {
 	dt := dtypeOf[T]()
 	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d", gridName(grid), dt, n, k, nb)
-	a, l := spd[T](rng, n), lower[T](rng, n)
-	b := matrix[T](rng, n, max(k, 1))
-	if k == 0 {
-		b.Reshape(n)
-	}
+	a, l, b := operands[T](rng, n, k)
 	ws := make([]*tensor.Dense, 7)
 	for i := range ws {
 		switch i {
@@ -427,14 +412,7 @@ func gradients[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Gri
 			return nil, []*G.Node{an, bn, ln}, cost, nil
 		}
 	}
-	_, got, err := evaluate(build(mgla.WithGrid(distops.On(grid)), mgla.WithTile(nb)))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	_, want, err := evaluate(build())
-	if err != nil {
-		t.Fatalf("%s: without the grid: %v", name, err)
-	}
+	got, want := onAndOffGrid(t, name, grid, nb, build)
 	// The eigenvector term amplifies rounding by 1/(w_j − w_i).
 	tol := 50 * tolerance(dt)
 	for i, what := range []string{"Ā", "B̄", "L̄"} {
