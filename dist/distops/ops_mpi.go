@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/cmplx"
+	"reflect"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
@@ -19,26 +20,27 @@ import (
 type kind int
 
 const (
-	kCholesky       kind = iota // A → L
+	kCholesky       kind = iota // (A, F) → L, F = Factor(A)
 	kCholSolve                  // (L, B) → (L·Lᴴ)⁻¹B
-	kPotrs                      // (A, L, B) → A⁻¹B, L = Cholesky(A)
+	kPotrs                      // (A, F, B) → A⁻¹B
 	kPotri                      // A → A⁻¹
-	kLogDet                     // (A, L) → log det A
+	kLogDet                     // (A, F) → log det A
 	kEigen                      // A → eigenvectors, carrying the eigenvalues
 	kEigValues                  // (A, E) → eigenvalues; (A) values only
 	kEigVectors                 // (A, E) → eigenvectors
 	kCholeskyGrad               // (L, L̄) → Ā
 	kCholSolveGrad              // (L, X, X̄) → L̄
-	kPotrsGrad                  // (L, X, X̄) → Ā
+	kPotrsGrad                  // (F, X, X̄) → Ā
 	kPotriGrad                  // (C, C̄) → Ā
 	kLogDetGrad                 // (A, ḡ) → Ā
 	kEigValuesGrad              // (E, w̄) → Ā
 	kEigVectorsGrad             // (E, V̄) → Ā
+	kFactor                     // A → F, the Cholesky factor kept on the grid
 )
 
 var names = [...]string{"DistCholesky", "DistCholSolve", "DistPotrs", "DistPotri", "DistLogDet",
 	"DistEigen", "DistEigenValues", "DistEigenVectors", "DistCholeskyGrad", "DistCholSolveGrad",
-	"DistPotrsGrad", "DistPotriGrad", "DistLogDetGrad", "DistEigenValuesGrad", "DistEigenVectorsGrad"}
+	"DistPotrsGrad", "DistPotriGrad", "DistLogDetGrad", "DistEigenValuesGrad", "DistEigenVectorsGrad", "DistFactor"}
 
 // op is one of the graph ops on grid g in blocks of nb, for dtype dt.
 type op struct {
@@ -50,9 +52,14 @@ type op struct {
 }
 
 // Cholesky is the node L, the lower Cholesky factor of the Hermitian
-// positive definite A (lower triangle read), zero above the diagonal.
+// positive definite A (lower triangle read), zero above the diagonal,
+// brought back from the grid.
 func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
-	return o.apply(kCholesky, block, a)
+	f, err := o.apply(kFactor, block, a)
+	if err != nil {
+		return nil, err
+	}
+	return o.apply(kCholesky, block, a, f)
 }
 
 // CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (its lower
@@ -62,14 +69,15 @@ func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) {
 }
 
 // Potrs is the node A⁻¹B for the Hermitian positive definite A and B n×k
-// or a length-n vector, from the node Cholesky(A) (shared with LogDet and
-// Cholesky of the same A).
+// or a length-n vector, from A's factor on the grid (a node shared with
+// LogDet and Cholesky of the same A: one factorisation, and the factor
+// stays on the grid).
 func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) {
-	l, err := o.Cholesky(a, block)
+	f, err := o.apply(kFactor, block, a)
 	if err != nil {
 		return nil, err
 	}
-	return o.apply(kPotrs, block, a, l, b)
+	return o.apply(kPotrs, block, a, f, b)
 }
 
 // Potri is the node A⁻¹, both triangles.
@@ -77,14 +85,14 @@ func (o *Ops) Potri(a *G.Node, block int) (*G.Node, error) {
 	return o.apply(kPotri, block, a)
 }
 
-// LogDet is the scalar node log det A (of the real dtype), from the node
-// Cholesky(A).
+// LogDet is the scalar node log det A (of the real dtype), from A's factor
+// on the grid (shared with Potrs).
 func (o *Ops) LogDet(a *G.Node, block int) (*G.Node, error) {
-	l, err := o.Cholesky(a, block)
+	f, err := o.apply(kFactor, block, a)
 	if err != nil {
 		return nil, err
 	}
-	return o.apply(kLogDet, block, a, l)
+	return o.apply(kLogDet, block, a, f)
 }
 
 // Syevd is the eigenvalues w (ascending, a vector of the real dtype) and,
@@ -107,7 +115,7 @@ func (o *Ops) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err error
 }
 
 // apply checks the inputs (the first is the n×n matrix; the others have n
-// rows and its dtype) and applies the op.
+// rows and its dtype, or are its Factor node) and applies the op.
 func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
 	if o == nil || o.grid == nil {
 		return nil, fmt.Errorf("%w: distops: %s: no grid", dist.ErrBadInput, names[k])
@@ -134,6 +142,9 @@ func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
 		return nil, fmt.Errorf("%w: distops: %s: dtype %v", dist.ErrBadInput, names[k], a.Dtype())
 	}
 	for _, n := range ins[1:] {
+		if f, ok := n.Op().(*op); ok && f.kind == kFactor {
+			continue
+		}
 		if n.Dims() < 1 || n.Dims() > 2 || n.Shape()[0] != s[0] || n.Dtype() != a.Dtype() {
 			return nil, fmt.Errorf("%w: distops: %s: %v (%v, %v) does not fit the %d×%d %v matrix",
 				dist.ErrBadInput, names[k], n.Name(), n.Shape(), n.Dtype(), s[0], s[0], a.Dtype())
@@ -166,19 +177,25 @@ func (o *op) Type() hm.Type {
 	r := realOf(o.dt)
 	w := G.TensorType{Dims: 1, Of: r}
 	switch o.kind {
+	case kFactor:
+		return hm.NewFnType(m, o.dt)
+	case kCholesky:
+		return hm.NewFnType(m, o.dt, m)
 	case kCholSolve:
 		return hm.NewFnType(m, b, b)
 	case kPotrs:
-		return hm.NewFnType(m, m, b, b)
+		return hm.NewFnType(m, o.dt, b, b)
 	case kLogDet:
-		return hm.NewFnType(m, m, r)
+		return hm.NewFnType(m, o.dt, r)
 	case kEigValues:
 		if o.arity == 1 {
 			return hm.NewFnType(m, w)
 		}
 		return hm.NewFnType(m, m, w)
-	case kCholSolveGrad, kPotrsGrad:
+	case kCholSolveGrad:
 		return hm.NewFnType(m, b, b, m)
+	case kPotrsGrad:
+		return hm.NewFnType(o.dt, b, b, m)
 	case kLogDetGrad:
 		return hm.NewFnType(m, r, m)
 	case kEigValuesGrad:
@@ -197,8 +214,14 @@ func (o *op) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 		return nil, fmt.Errorf("distops: %s: want a shape, got %v", o, in[0])
 	}
 	switch o.kind {
-	case kLogDet:
+	case kLogDet, kFactor:
 		return tensor.ScalarShape(), nil
+	case kPotrsGrad: // (F, X, X̄): the order from X
+		x, ok := in[1].(tensor.Shape)
+		if !ok {
+			return nil, fmt.Errorf("distops: %s: want a shape, got %v", o, in[1])
+		}
+		return tensor.Shape{x[0], x[0]}, nil
 	case kEigValues:
 		return tensor.Shape{s[0]}, nil
 	case kCholSolve, kPotrs:
@@ -249,6 +272,25 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 type eigen struct {
 	*tensor.Dense
 	w []float64
+}
+
+// factor is the value of a Factor node: the Cholesky factor L on the grid
+// (a *dist.Matrix of the op's dtype, each rank its blocks) behind a scalar
+// placeholder, so that the ops reading it need not bring it back to every
+// rank (an N² collective) and distribute it again.
+type factor struct {
+	*tensor.Dense
+	l any
+}
+
+// factorOf is the factor on the grid in the value of a Factor node.
+func factorOf[T dist.Scalar](v G.Value) (*dist.Matrix[T], error) {
+	if f, ok := v.(*factor); ok {
+		if l, ok := f.l.(*dist.Matrix[T]); ok {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: want the value of a Factor node, got %T", dist.ErrBadInput, v)
 }
 
 // host is a matrix or vector value as its rows, columns (1 for a vector)
@@ -361,9 +403,9 @@ func diagonal(v G.Value) ([]complex128, error) {
 
 // distributed are the inputs each op puts on the grid.
 var distributed = [...][]int{
-	kCholesky: {0}, kCholSolve: {0, 1}, kPotrs: {1, 2}, kPotri: {0}, kEigen: {0}, kEigValues: {0},
-	kCholeskyGrad: {0, 1}, kCholSolveGrad: {0, 1, 2}, kPotrsGrad: {0, 1, 2}, kPotriGrad: {0, 1},
-	kLogDetGrad: {0}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1},
+	kCholesky: {}, kCholSolve: {0, 1}, kPotrs: {2}, kPotri: {0}, kEigen: {0}, kEigValues: {0},
+	kCholeskyGrad: {0, 1}, kCholSolveGrad: {0, 1, 2}, kPotrsGrad: {1, 2}, kPotriGrad: {0, 1},
+	kLogDetGrad: {0}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1}, kFactor: {0},
 }
 
 func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
@@ -371,14 +413,23 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	var e *eigen
 	switch o.kind {
 	case kLogDet:
-		// From the factor every rank holds: 2·Σ log Re(L_ii), no grid.
-		d, err := diagonal(vals[1])
+		// 2·Σ log Re(L_ii) over the factor's diagonal, summed over the grid.
+		l, err := factorOf[T](vals[1])
 		if err != nil {
 			return nil, err
 		}
-		sum := 0.0
-		for _, x := range d {
-			sum += 2 * math.Log(real(x))
+		sum, err := l.Sum(func(r, c int, v T) float64 {
+			if r != c {
+				return 0
+			}
+			x := reflect.ValueOf(v)
+			if x.CanFloat() {
+				return 2 * math.Log(x.Float())
+			}
+			return 2 * math.Log(real(x.Complex()))
+		})
+		if err != nil {
+			return nil, err
 		}
 		return realValue(sum, o.dt), nil
 	case kEigVectors:
@@ -394,11 +445,11 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		if e, _ = vals[0].(*eigen); e == nil {
 			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[0])
 		}
-	case kCholSolve, kPotrs:
+	case kCholSolve:
 		// As on one process: a zero or non-finite diagonal entry of the
 		// factor is an error (ScaLAPACK's p?potrs does not check). Every
 		// rank holds the same factor, so every rank finds the same entry.
-		d, err := diagonal(vals[o.arity-2])
+		d, err := diagonal(vals[0])
 		if err != nil {
 			return nil, err
 		}
@@ -407,7 +458,9 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 				return nil, &kernels.NotPositiveDefiniteError{Order: i + 1}
 			}
 		}
-		shape = vals[o.arity-1].Shape()
+		shape = vals[1].Shape()
+	case kPotrs:
+		shape = vals[2].Shape()
 	}
 
 	// Every input on the grid: a local copy each (the values are the same
@@ -425,10 +478,21 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	var res *dist.Matrix[T]
 	var err error
 	switch o.kind {
+	case kFactor:
+		l, err := dist.Cholesky(ms[0])
+		if err != nil {
+			return nil, err
+		}
+		return &factor{Dense: tensor.New(tensor.FromScalar(*new(T))), l: l}, nil
 	case kCholesky:
-		res, err = dist.Cholesky(ms[0])
-	case kCholSolve, kPotrs:
+		res, err = factorOf[T](vals[1])
+	case kCholSolve:
 		res, err = dist.CholSolve(ms[0], ms[1])
+	case kPotrs:
+		var l *dist.Matrix[T]
+		if l, err = factorOf[T](vals[1]); err == nil {
+			res, err = dist.CholSolve(l, ms[0])
+		}
 	case kPotri:
 		res, err = dist.Potri(ms[0])
 	case kEigen, kEigValues:
@@ -445,7 +509,10 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	case kCholSolveGrad:
 		res, _, err = dist.CholSolveGrad(ms[0], ms[1], ms[2])
 	case kPotrsGrad:
-		res, _, err = dist.PotrsGrad(ms[0], ms[1], ms[2])
+		var l *dist.Matrix[T]
+		if l, err = factorOf[T](vals[0]); err == nil {
+			res, _, err = dist.PotrsGrad(l, ms[0], ms[1])
+		}
 	case kPotriGrad:
 		res, err = dist.PotriGrad(ms[0], ms[1])
 	case kLogDetGrad:
@@ -473,6 +540,9 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.kind == kPotrsGrad {
+		shape = tensor.Shape{res.Layout.Rows, res.Layout.Cols}
+	}
 	v := dense(shape, res.Layout.Rows, res.Layout.Cols, full)
 	if o.kind == kEigen {
 		e.Dense = v
@@ -487,7 +557,7 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 func (o *op) DiffWRT(n int) []bool {
 	d := make([]bool, n)
 	switch o.kind {
-	case kCholesky, kPotri, kLogDet, kEigen, kEigValues, kEigVectors:
+	case kCholesky, kPotri, kLogDet, kEigen, kEigValues, kEigVectors, kFactor:
 		d[0] = true
 	case kCholSolve:
 		d[0], d[1] = true, true
@@ -518,16 +588,16 @@ func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	switch o.kind {
 	case kCholesky:
 		res[0], err = o.grad(kCholeskyGrad, output, grad)
-	case kCholSolve, kPotrs:
-		l := in[len(in)-2]
-		if res[len(in)-1], err = o.grad(kCholSolve, l, grad); err != nil {
+	case kCholSolve:
+		if res[1], err = o.grad(kCholSolve, in[0], grad); err != nil {
 			break
 		}
-		k := kCholSolveGrad
-		if o.kind == kPotrs {
-			k = kPotrsGrad
+		res[0], err = o.grad(kCholSolveGrad, in[0], output, grad)
+	case kPotrs:
+		if res[2], err = o.grad(kPotrs, in[0], in[1], grad); err != nil { // B̄ = A⁻¹X̄ from the factor
+			break
 		}
-		res[0], err = o.grad(k, l, output, grad)
+		res[0], err = o.grad(kPotrsGrad, in[1], output, grad)
 	case kPotri:
 		res[0], err = o.grad(kPotriGrad, output, grad)
 	case kLogDet:
