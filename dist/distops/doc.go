@@ -14,9 +14,11 @@
 // on every rank; an op distributes it locally (each rank keeps its own
 // blocks of its copy, no data moves), runs collectively on the grid and
 // brings its output back to every rank. Nodes follow package ops: Potrs,
-// LogDet and Cholesky on the same A share one factorisation (Potrs(A, B) is
-// a node reading A and L = Cholesky(A)), and Syevd is two nodes, the values
-// and the vectors, reading one decomposition node.
+// LogDet and Cholesky on the same A share one factorisation, a Factor node
+// whose value keeps L on the grid (Potrs(A, B) is a node reading A, the
+// factor and B; only Cholesky brings L back), and Syevd is two nodes, the
+// values and the vectors, reading one decomposition node. The gradients
+// with respect to A come back to every rank as N×N matrices.
 //
 // Without the mpi build tag On still exists and every method returns an
 // error wrapping collective.ErrUnavailable.
