@@ -73,6 +73,9 @@ func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) {
 // LogDet and Cholesky of the same A: one factorisation, and the factor
 // stays on the grid).
 func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) {
+	if err := o.check(kPotrs, block, a, b); err != nil { // before the factor joins the graph
+		return nil, err
+	}
 	f, err := o.apply(kFactor, block, a)
 	if err != nil {
 		return nil, err
@@ -114,46 +117,54 @@ func (o *Ops) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err error
 	return w, v, err
 }
 
-// apply checks the inputs (the first is the n×n matrix; the others have n
-// rows and its dtype, or are its Factor node) and applies the op.
+// apply checks the inputs and applies the op.
 func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
+	if err := o.check(k, block, ins...); err != nil {
+		return nil, err
+	}
+	if block == 0 {
+		block = dist.DefaultBlock
+	}
+	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: block}, ins...)
+}
+
+// check checks the inputs of op k: the first is the n×n matrix; the others
+// have n rows and its dtype, or are its Factor node.
+func (o *Ops) check(k kind, block int, ins ...*G.Node) error {
 	if o == nil || o.grid == nil {
-		return nil, fmt.Errorf("%w: distops: %s: no grid", dist.ErrBadInput, names[k])
+		return fmt.Errorf("%w: distops: %s: no grid", dist.ErrBadInput, names[k])
 	}
 	if block < 0 {
-		return nil, fmt.Errorf("%w: distops: %s: block size %d", dist.ErrBadInput, names[k], block)
+		return fmt.Errorf("%w: distops: %s: block size %d", dist.ErrBadInput, names[k], block)
 	}
 	for i, n := range ins {
 		if n == nil {
-			return nil, fmt.Errorf("%w: distops: %s: input %d is nil", dist.ErrBadInput, names[k], i)
+			return fmt.Errorf("%w: distops: %s: input %d is nil", dist.ErrBadInput, names[k], i)
 		}
 		if n.Graph() != ins[0].Graph() {
-			return nil, fmt.Errorf("%w: distops: %s: inputs from different graphs", dist.ErrBadInput, names[k])
+			return fmt.Errorf("%w: distops: %s: inputs from different graphs", dist.ErrBadInput, names[k])
 		}
 	}
 	a := ins[0]
 	s := a.Shape()
 	if len(s) != 2 || s[0] != s[1] {
-		return nil, fmt.Errorf("%w: distops: %s needs a square matrix, %v has shape %v", dist.ErrBadInput, names[k], a.Name(), s)
+		return fmt.Errorf("%w: distops: %s needs a square matrix, %v has shape %v", dist.ErrBadInput, names[k], a.Name(), s)
 	}
 	switch a.Dtype() {
 	case tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128:
 	default:
-		return nil, fmt.Errorf("%w: distops: %s: dtype %v", dist.ErrBadInput, names[k], a.Dtype())
+		return fmt.Errorf("%w: distops: %s: dtype %v", dist.ErrBadInput, names[k], a.Dtype())
 	}
 	for _, n := range ins[1:] {
 		if f, ok := n.Op().(*op); ok && f.kind == kFactor {
 			continue
 		}
 		if n.Dims() < 1 || n.Dims() > 2 || n.Shape()[0] != s[0] || n.Dtype() != a.Dtype() {
-			return nil, fmt.Errorf("%w: distops: %s: %v (%v, %v) does not fit the %d×%d %v matrix",
+			return fmt.Errorf("%w: distops: %s: %v (%v, %v) does not fit the %d×%d %v matrix",
 				dist.ErrBadInput, names[k], n.Name(), n.Shape(), n.Dtype(), s[0], s[0], a.Dtype())
 		}
 	}
-	if block == 0 {
-		block = dist.DefaultBlock
-	}
-	return G.ApplyOp(&op{kind: k, dt: a.Dtype(), arity: len(ins), g: o.grid, nb: block}, ins...)
+	return nil
 }
 
 // grad applies the gradient op k to ins (already checked by the forward op).

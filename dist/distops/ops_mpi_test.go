@@ -602,3 +602,39 @@ func TestComplexGradient(t *testing.T) {
 		}
 	}
 }
+
+// TestBadInput checks the build-time errors of the ops called directly
+// (the root builders check their inputs before): each is ErrBadInput and
+// leaves the graph as it was.
+func TestBadInput(t *testing.T) {
+	grid := grids(t)[0]
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	rect := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 3), G.WithName("rect"))
+	b5 := G.NewMatrix(g, tensor.Float64, G.WithShape(5, 2), G.WithName("B5"))
+	b32 := G.NewMatrix(g, tensor.Float32, G.WithShape(4, 2), G.WithName("B32"))
+	ints := G.NewMatrix(g, tensor.Int, G.WithShape(4, 4), G.WithName("ints"))
+	other := G.NewMatrix(G.NewGraph(), tensor.Float64, G.WithShape(4, 2), G.WithName("other"))
+	on := distops.On(grid)
+	for _, c := range []struct {
+		name  string
+		build func() error
+	}{
+		{"no grid", func() error { _, err := distops.On(nil).Potri(a, 0); return err }},
+		{"negative block", func() error { _, err := on.LogDet(a, -1); return err }},
+		{"not square", func() error { _, err := on.Cholesky(rect, 2); return err }},
+		{"nil", func() error { _, err := on.Potrs(a, nil, 2); return err }},
+		{"rows", func() error { _, err := on.CholSolve(a, b5, 2); return err }},
+		{"dtypes", func() error { _, err := on.Potrs(a, b32, 2); return err }},
+		{"int dtype", func() error { _, _, err := on.Syevd(ints, 2, true); return err }},
+		{"graphs", func() error { _, err := on.CholSolve(a, other, 2); return err }},
+	} {
+		n := len(g.AllNodes())
+		if err := c.build(); !errors.Is(err, dist.ErrBadInput) {
+			t.Errorf("%s: %v, want dist.ErrBadInput", c.name, err)
+		}
+		if m := len(g.AllNodes()); m != n {
+			t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
+		}
+	}
+}
