@@ -24,8 +24,12 @@
 // gorgonia.Read (as the Example does) rather than reading node.Value() after
 // RunAll.
 //
+// With WithGrid the builders run across processes instead (see
+// Distributor): the same graph on every process, the values every process
+// holds, the work on a ScaLAPACK process grid through package dist/distops.
+//
 // The package owns the user-facing builders, their options (WithMesh,
-// WithTile, WithDispatch, EigenvaluesOnly) and the errors a user tests
+// WithTile, WithDispatch, EigenvaluesOnly, WithGrid) and the errors a user tests
 // (ErrBadInput, ErrNotPositiveDefinite, …, Cause), the collective builders
 // included (AllReduce …, forwarding to package collective). It may import
 // collective, ops, sharding, cyclic and the kernels packages; within the
@@ -94,6 +98,7 @@ func Cause(err error) error {
 type Option func(*config)
 
 type config struct {
+	grid       Distributor
 	mesh       *sharding.Mesh
 	tile       int
 	tileSet    bool
@@ -123,6 +128,36 @@ func WithMesh(m *sharding.Mesh) Option { return func(c *config) { c.mesh = m } }
 // WithTile sets the width T of the column tiles of the block-cyclic layout.
 // Any T ≥ 1 works for any N; the default is DefaultTile.
 func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, true } }
+
+// Distributor runs the builders' ops across processes instead of on a
+// mesh: WithGrid(d) makes each builder, after checking its inputs, ask d
+// for the node. The inputs are host nodes whose values every process holds
+// (every process builds the same graph), and so are the outputs. block is
+// the size of the square blocks of the 2-D block-cyclic distribution (0: the
+// distributor's default); vectors asks Syevd for eigenvectors (v is nil
+// otherwise). Gradients flow as through the builders without it.
+//
+// mgla keeps MPI out of its own build: the distributor mgla has is
+// distops.On(grid) in package dist/distops, on a ScaLAPACK process grid
+// (build tag mpi; without it every method returns an error wrapping
+// collective.ErrUnavailable).
+type Distributor interface {
+	Cholesky(a *gorgonia.Node, block int) (*gorgonia.Node, error)
+	CholSolve(l, b *gorgonia.Node, block int) (*gorgonia.Node, error)
+	Potrs(a, b *gorgonia.Node, block int) (*gorgonia.Node, error)
+	Potri(a *gorgonia.Node, block int) (*gorgonia.Node, error)
+	LogDet(a *gorgonia.Node, block int) (*gorgonia.Node, error)
+	Syevd(a *gorgonia.Node, block int, vectors bool) (w, v *gorgonia.Node, err error)
+}
+
+// WithGrid runs the op across the processes of d, for example
+//
+//	mgla.Potrs(a, b, mgla.WithGrid(distops.On(grid)), mgla.WithTile(64))
+//
+// with WithTile setting the block size of the 2-D block-cyclic distribution
+// (default: the distributor's, 64 for distops). It excludes WithMesh and
+// sharded inputs (the grid takes host nodes); WithDispatch does not apply.
+func WithGrid(d Distributor) Option { return func(c *config) { c.grid = d } }
 
 // Dispatch chooses between cuSolverMg across a GPU mesh and single-GPU
 // cuSOLVER on the mesh's first device; see WithDispatch.
@@ -205,6 +240,9 @@ func configure(name string, a *gorgonia.Node, opts []Option) (*config, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.grid != nil {
+		return c, c.checkGrid(name, a)
+	}
 	p, sharded := ops.PlacementOf(a)
 	switch {
 	case c.mesh != nil && sharded && !p.Mesh.Same(c.mesh):
@@ -236,6 +274,34 @@ func configure(name string, a *gorgonia.Node, opts []Option) (*config, error) {
 	return c, nil
 }
 
+// checkGrid checks the options given with WithGrid and the matrix a.
+func (c *config) checkGrid(name string, a *gorgonia.Node) error {
+	switch {
+	case c.mesh != nil:
+		return badInput("%s: WithGrid and WithMesh exclude each other", name)
+	case c.tileSet && c.tile < 1:
+		return badInput("%s: block size (WithTile) must be at least 1, got %d", name, c.tile)
+	}
+	return hostOnly(name, a)
+}
+
+// hostOnly checks that n is a host node, as WithGrid needs.
+func hostOnly(name string, n *gorgonia.Node) error {
+	if _, sharded := ops.PlacementOf(n); sharded {
+		return badInput("%s: WithGrid takes host nodes, %v is sharded", name, n.Name())
+	}
+	return nil
+}
+
+// block is the block size WithGrid's distributor gets: WithTile's, or 0
+// for its default.
+func (c *config) block() int {
+	if c.tileSet {
+		return c.tile
+	}
+	return 0
+}
+
 func (c *config) cyclic(n *gorgonia.Node) (*gorgonia.Node, error) {
 	return ops.Shard(n, c.mesh, sharding.Cyclic(c.tile))
 }
@@ -263,6 +329,12 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.grid != nil {
+		if err := hostOnly("Potrs", b); err != nil {
+			return nil, err
+		}
+		return c.grid.Potrs(a, b, c.block())
+	}
 	ac, l, err := c.factor(a)
 	if err != nil {
 		return nil, err
@@ -288,6 +360,9 @@ func Potri(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.grid != nil {
+		return c.grid.Potri(a, c.block())
+	}
 	ac, l, err := c.factor(a)
 	if err != nil {
 		return nil, err
@@ -309,6 +384,9 @@ func Cholesky(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.grid != nil {
+		return c.grid.Cholesky(a, c.block())
+	}
 	_, l, err := c.factor(a)
 	if err != nil {
 		return nil, err
@@ -328,6 +406,12 @@ func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	c, err := configure("CholSolve", l, opts)
 	if err != nil {
 		return nil, err
+	}
+	if c.grid != nil {
+		if err := hostOnly("CholSolve", b); err != nil {
+			return nil, err
+		}
+		return c.grid.CholSolve(l, b, c.block())
 	}
 	lc, err := c.cyclic(l)
 	if err != nil {
@@ -354,6 +438,9 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.grid != nil {
+		return c.grid.LogDet(a, c.block())
+	}
 	ac, l, err := c.factor(a)
 	if err != nil {
 		return nil, err
@@ -372,6 +459,9 @@ func Syevd(a *gorgonia.Node, opts ...Option) (w, v *gorgonia.Node, err error) {
 	c, err := configure("Syevd", a, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.grid != nil {
+		return c.grid.Syevd(a, c.block(), !c.valuesOnly)
 	}
 	if c.mesh.Kind() == sharding.GPU && c.tile > 1024 {
 		return nil, nil, badInput("Syevd: cuSolverMg's eigensolver needs tile ≤ 1024, got %d", c.tile)

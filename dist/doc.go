@@ -57,7 +57,7 @@ var (
 	// ErrComplexGradient is matched when a gradient of a complex matrix is
 	// asked for: as on one process (ops.ErrComplexGradient), gradients are
 	// real only.
-	ErrComplexGradient = errors.New("dist: gradients of complex-valued ops are not supported")
+	ErrComplexGradient = kernels.ErrComplexGradient
 )
 
 // DefaultBlock is the block size (rows and columns) when none is given.

@@ -103,6 +103,26 @@ func tran[T Scalar](alpha T, a *Matrix[T], beta T, c *Matrix[T]) {
 	}
 }
 
+// trsm sets b = op(L)⁻¹·b (side 'L') or b·op(L)⁻¹ (side 'R') for the
+// lower triangle of l with a non-unit diagonal, op the identity ('N') or
+// the transpose ('T'), PBLAS p?trsm.
+func trsm[T Scalar](side, transA byte, l, b *Matrix[T]) {
+	cs, ct, diag := C.char(side), C.char(transA), C.char('N')
+	m, n := C.int(b.Layout.Rows), C.int(b.Layout.Cols)
+	alpha := T(1)
+	pl, pb, ua := data(l.Local), data(b.Local), unsafe.Pointer(&alpha)
+	switch any(*new(T)).(type) {
+	case float32:
+		C.pstrsm_(&cs, &lower, &ct, &diag, &m, &n, ua, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0])
+	case float64:
+		C.pdtrsm_(&cs, &lower, &ct, &diag, &m, &n, ua, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0])
+	case complex64:
+		C.pctrsm_(&cs, &lower, &ct, &diag, &m, &n, ua, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0])
+	default:
+		C.pztrsm_(&cs, &lower, &ct, &diag, &m, &n, ua, pl, &one, &one, &l.desc[0], pb, &one, &one, &b.desc[0])
+	}
+}
+
 // workspace turns this rank's workspace query of p?syevd / p?heevd into
 // the sizes to allocate: the largest query of any rank plus NB·(2N+NB)+N
 // (ScaLAPACK 2.2's query underestimates what PxORMTR checks on processes

@@ -56,6 +56,77 @@ func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err erro
 	return abar, bbar, nil
 }
 
+// CholSolveGrad is the gradient of X = (L·Lᵀ)⁻¹B: B̄ = CholSolve(L, X̄)
+// and L̄ = −tril((B̄Xᵀ + XB̄ᵀ)·tril(L)) (L's strict upper triangle is not
+// read, so its gradient is zero), with X the forward result.
+func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err error) {
+	if err := checkGrad("CholSolveGrad", l.Grid, l, x, xbar); err != nil {
+		return nil, nil, err
+	}
+	if bbar, err = CholSolve(l, xbar); err != nil {
+		return nil, nil, err
+	}
+	// (B̄Xᵀ + XB̄ᵀ)·L = B̄·(LᵀX)ᵀ + X·(LᵀB̄)ᵀ: no N×N×N product.
+	lo := lowerCopy(l)
+	n, k := l.Layout.Rows, x.Layout.Cols
+	u, err := newMatrix[T](l.Grid, n, k, l.Layout.MB)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := u.Clone()
+	gemm('T', 'N', 1, lo, x, 0, u)
+	gemm('T', 'N', 1, lo, bbar, 0, w)
+	if lbar, err = newMatrix[T](l.Grid, n, n, l.Layout.MB); err != nil {
+		return nil, nil, err
+	}
+	gemm('N', 'T', -1, bbar, u, 0, lbar)
+	gemm('N', 'T', -1, x, w, 1, lbar)
+	zeroStrictUpper(lbar)
+	return lbar, bbar, nil
+}
+
+// CholeskyGrad is the gradient of A = L·Lᵀ:
+// Ā = sym(L⁻ᵀ·Φ(Lᵀ·tril(L̄))·L⁻¹), Φ taking the lower triangle and halving
+// the diagonal (Murray 2016, "Differentiation of the Cholesky
+// decomposition"); l is the forward result and lbar its gradient (its
+// strict upper triangle is ignored).
+func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
+	if err := checkGrad("CholeskyGrad", l.Grid, l, lbar); err != nil {
+		return nil, err
+	}
+	lo := lowerCopy(l)
+	p := lo.Clone()
+	gemm('T', 'N', 1, lo, lowerCopy(lbar), 0, p)
+	forEachLocal(p, func(r, c, i int) {
+		switch {
+		case r < c:
+			p.Local[i] = 0
+		case r == c:
+			p.Local[i] /= 2
+		}
+	})
+	trsm('L', 'T', lo, p) // L⁻ᵀ·P
+	trsm('R', 'N', lo, p) // ·L⁻¹
+	abar := p.Clone()
+	tran(0.5, p, 0.5, abar)
+	return abar, nil
+}
+
+// lowerCopy is tril(m).
+func lowerCopy[T Scalar](m *Matrix[T]) *Matrix[T] {
+	c := m.Clone()
+	zeroStrictUpper(c)
+	return c
+}
+
+func zeroStrictUpper[T Scalar](m *Matrix[T]) {
+	forEachLocal(m, func(r, c, i int) {
+		if r < c {
+			m.Local[i] = 0
+		}
+	})
+}
+
 // PotriGrad is the gradient of C = A⁻¹: Ā = −C·sym(C̄)·C.
 func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
 	if err := checkGrad("PotriGrad", c.Grid, c, cbar); err != nil {

@@ -128,6 +128,45 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 				return 3 * ld
 			})
 
+			// Cholesky: f = Σ W∘L.
+			abar, err = dist.CholeskyGrad(l, distribute(wn, n))
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("CholeskyGrad", gather(abar), func(a []float64) float64 {
+				l, err := dist.Cholesky(distribute(a, n))
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return dot(gather(l), wn)
+			})
+
+			// CholSolve: f = Σ W∘X, X = (L·Lᵀ)⁻¹B, along a lower
+			// triangular direction of L.
+			lf := gather(l)
+			cholSolveCost := func(lf []float64) float64 {
+				x, err := dist.CholSolve(distribute(lf, n), db)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				return dot(gather(x), wx)
+			}
+			lbar, _, err := dist.CholSolveGrad(l, x, distribute(wx, k))
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			el := real64(randomDense[float64](rng, n, n))
+			lp, lm := append([]float64(nil), lf...), append([]float64(nil), lf...)
+			for j := range n {
+				for i := j; i < n; i++ {
+					lp[i+j*n] += h * el[i+j*n]
+					lm[i+j*n] -= h * el[i+j*n]
+				}
+			}
+			if got, want := dot(gather(lbar), el), (cholSolveCost(lp)-cholSolveCost(lm))/(2*h); math.Abs(got-want) > tol*max(1, math.Abs(want)) {
+				t.Errorf("%s CholSolveGrad L̄: %.10g, finite difference %.10g", name, got, want)
+			}
+
 			// Syevd: f = Σ c_i w_i + Σ_j d_j v_jᵀ G v_j (sign-free in V),
 			// V̄ = 2·G·V·diag(d).
 			c, d := real64(randomDense[float64](rng, n, 1)), real64(randomDense[float64](rng, n, 1))

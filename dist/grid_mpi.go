@@ -18,6 +18,7 @@ import (
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
@@ -149,7 +150,7 @@ func (g *Grid) agree(op string, f failure) error {
 	case okCode:
 		return nil
 	case notSPDCode:
-		return fmt.Errorf("%w: dist: %s: the leading minor of order %d is not positive definite", ErrNotPositiveDefinite, op, int(-got[1]))
+		return fmt.Errorf("dist: %s: %w", op, &kernels.NotPositiveDefiniteError{Order: int(-got[1])})
 	case nonFiniteCode:
 		return fmt.Errorf("%w: dist: %s: the input holds NaN or Inf", ErrNonFinite, op)
 	case engineCode:

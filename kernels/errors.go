@@ -48,6 +48,11 @@ func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
 // errOverflow32 reports a single-precision result out of float32's range.
 var errOverflow32 = fmt.Errorf("%w: a result overflows single precision (computed in double precision, beyond float32's range)", ErrNonFinite)
 
+// ErrComplexGradient reports a gradient asked of a complex-valued op:
+// gradients are real only, on one process (package ops) and across
+// processes (package dist) alike.
+var ErrComplexGradient = errors.New("gradients of complex-valued ops are not supported")
+
 // ErrNoConvergence reports that an iterative eigenvalue algorithm did not
 // converge (LAPACK's info > 0 from the eigensolvers).
 var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")

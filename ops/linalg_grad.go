@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -54,8 +55,8 @@ import (
 // wrapping ErrComplexGradient.
 
 // ErrComplexGradient is returned when a gradient of a complex-valued kernel is
-// requested.
-var ErrComplexGradient = errors.New("ops: gradients of complex-valued ops are not supported")
+// requested (kernels.ErrComplexGradient, which package dist returns too).
+var ErrComplexGradient = kernels.ErrComplexGradient
 
 func (o *kernelOp) checkGrad() error {
 	if isComplex(o.dt) {

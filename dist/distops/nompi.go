@@ -7,27 +7,30 @@ import (
 	G "gorgonia.org/gorgonia"
 )
 
-// Potrs needs the mpi build tag: without it no dist.Grid exists, and it
-// returns the error dist.NewGrid gives (wrapping collective.ErrUnavailable).
-func Potrs(a, b *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
+// unavailable is the error of every op in a build without the mpi tag:
+// no dist.Grid exists, and dist.NewGrid's error (wrapping
+// collective.ErrUnavailable) says why.
+func unavailable() error {
 	_, err := dist.NewGrid(nil, 0, 0)
-	return nil, err
+	return err
 }
 
-// LogDet needs the mpi build tag (see Potrs).
-func LogDet(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	_, err := dist.NewGrid(nil, 0, 0)
-	return nil, err
-}
+// Cholesky needs the mpi build tag.
+func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) { return nil, unavailable() }
 
-// Potri needs the mpi build tag (see Potrs).
-func Potri(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	_, err := dist.NewGrid(nil, 0, 0)
-	return nil, err
-}
+// CholSolve needs the mpi build tag.
+func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) { return nil, unavailable() }
 
-// Cholesky needs the mpi build tag (see Potrs).
-func Cholesky(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	_, err := dist.NewGrid(nil, 0, 0)
-	return nil, err
+// Potrs needs the mpi build tag.
+func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) { return nil, unavailable() }
+
+// Potri needs the mpi build tag.
+func (o *Ops) Potri(a *G.Node, block int) (*G.Node, error) { return nil, unavailable() }
+
+// LogDet needs the mpi build tag.
+func (o *Ops) LogDet(a *G.Node, block int) (*G.Node, error) { return nil, unavailable() }
+
+// Syevd needs the mpi build tag.
+func (o *Ops) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err error) {
+	return nil, nil, unavailable()
 }

@@ -6,19 +6,39 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/dist/distops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
+// TestWithoutTag checks that every builder given WithGrid(distops.On(…))
+// fails at build time with collective.ErrUnavailable in a build without the
+// mpi tag, and adds no node to the graph.
 func TestWithoutTag(t *testing.T) {
 	g := G.NewGraph()
-	a := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 2), G.WithName("A"))
-	if _, err := distops.Potrs(a, a, nil, 0); !errors.Is(err, collective.ErrUnavailable) {
-		t.Fatalf("Potrs without the mpi tag: %v", err)
-	}
-	if _, err := distops.LogDet(a, nil, 0); !errors.Is(err, collective.ErrUnavailable) {
-		t.Fatalf("LogDet without the mpi tag: %v", err)
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("A"))
+	b := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 2), G.WithName("B"))
+	grid := mgla.WithGrid(distops.On(nil))
+	for _, c := range []struct {
+		name  string
+		build func() error
+	}{
+		{"Cholesky", func() error { _, err := mgla.Cholesky(a, grid); return err }},
+		{"CholSolve", func() error { _, err := mgla.CholSolve(a, b, grid); return err }},
+		{"Potrs", func() error { _, err := mgla.Potrs(a, b, grid); return err }},
+		{"Potri", func() error { _, err := mgla.Potri(a, grid); return err }},
+		{"LogDet", func() error { _, err := mgla.LogDet(a, grid); return err }},
+		{"Syevd", func() error { _, _, err := mgla.Syevd(a, grid); return err }},
+		{"Syevd values", func() error { _, _, err := mgla.Syevd(a, grid, mgla.EigenvaluesOnly()); return err }},
+	} {
+		n := len(g.AllNodes())
+		if err := c.build(); !errors.Is(err, collective.ErrUnavailable) {
+			t.Errorf("%s with WithGrid, no mpi tag: %v, want collective.ErrUnavailable", c.name, err)
+		}
+		if m := len(g.AllNodes()); m != n {
+			t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
+		}
 	}
 }

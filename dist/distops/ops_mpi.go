@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"math"
+	"math/cmplx"
+	"reflect"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/kernels"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -16,76 +20,229 @@ import (
 type kind int
 
 const (
-	kPotrs      kind = iota // (A, B) → A⁻¹B
-	kLogDet                 // A → log det A
-	kPotrsGrad              // (A, X, X̄) → Ā
-	kLogDetGrad             // (A, ḡ) → Ā
-	kPotri                  // A → A⁻¹
-	kPotriGrad              // (C, C̄) → Ā
-	kCholesky               // A → L (forward only)
+	kCholesky       kind = iota // (A, F) → L, F = Factor(A)
+	kCholSolve                  // (L, B) → (L·Lᴴ)⁻¹B
+	kPotrs                      // (A, F, B) → A⁻¹B
+	kPotri                      // A → A⁻¹
+	kLogDet                     // (A, F) → log det A
+	kEigen                      // A → eigenvectors, carrying the eigenvalues
+	kEigValues                  // (A, E) → eigenvalues; (A) values only
+	kEigVectors                 // (A, E) → eigenvectors
+	kCholeskyGrad               // (L, L̄) → Ā
+	kCholSolveGrad              // (L, X, X̄) → L̄
+	kPotrsGrad                  // (F, X, X̄) → Ā
+	kPotriGrad                  // (C, C̄) → Ā
+	kLogDetGrad                 // (A, ḡ) → Ā
+	kEigValuesGrad              // (E, w̄) → Ā
+	kEigVectorsGrad             // (E, V̄) → Ā
+	kFactor                     // A → F, the Cholesky factor kept on the grid
 )
 
-var names = [...]string{"DistPotrs", "DistLogDet", "DistPotrsGrad", "DistLogDetGrad", "DistPotri", "DistPotriGrad", "DistCholesky"}
-var arity = [...]int{2, 1, 3, 2, 1, 2, 1}
+var names = [...]string{"DistCholesky", "DistCholSolve", "DistPotrs", "DistPotri", "DistLogDet",
+	"DistEigen", "DistEigenValues", "DistEigenVectors", "DistCholeskyGrad", "DistCholSolveGrad",
+	"DistPotrsGrad", "DistPotriGrad", "DistLogDetGrad", "DistEigenValuesGrad", "DistEigenVectorsGrad", "DistFactor"}
 
-// op is one of the graph ops on grid g in blocks of nb.
+// op is one of the graph ops on grid g in blocks of nb, for dtype dt.
 type op struct {
-	kind kind
-	g    *dist.Grid
-	nb   int
+	kind  kind
+	dt    tensor.Dtype
+	arity int
+	g     *dist.Grid
+	nb    int
 }
 
-// Potrs is the node A⁻¹·B for the symmetric positive definite A (n×n) and
-// B (n×k), float64 host nodes holding the same values on every rank,
-// solved on grid g in nb×nb blocks (0: dist.DefaultBlock).
-func Potrs(a, b *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: kPotrs, g: g, nb: nb}, a, b)
+// Cholesky is the node L, the lower Cholesky factor of the Hermitian
+// positive definite A (lower triangle read), zero above the diagonal,
+// brought back from the grid.
+func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
+	f, err := o.apply(kFactor, block, a)
+	if err != nil {
+		return nil, err
+	}
+	return o.apply(kCholesky, block, a, f)
 }
 
-// Potri is the node A⁻¹ (both triangles), on grid g.
-func Potri(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: kPotri, g: g, nb: nb}, a)
+// CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (its lower
+// triangle is read) and B n×k or a length-n vector.
+func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) {
+	return o.apply(kCholSolve, block, l, b)
 }
 
-// Cholesky is the node L, the lower Cholesky factor of A, on grid g. It
-// has no gradient (dist has none for it): differentiating through it is an
-// error.
-func Cholesky(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: kCholesky, g: g, nb: nb}, a)
+// Potrs is the node A⁻¹B for the Hermitian positive definite A and B n×k
+// or a length-n vector, from A's factor on the grid (a node shared with
+// LogDet and Cholesky of the same A: one factorisation, and the factor
+// stays on the grid).
+func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) {
+	if err := o.check(kPotrs, block, a, b); err != nil { // before the factor joins the graph
+		return nil, err
+	}
+	f, err := o.apply(kFactor, block, a)
+	if err != nil {
+		return nil, err
+	}
+	return o.apply(kPotrs, block, a, f, b)
 }
 
-// LogDet is the scalar node log det A, on grid g.
-func LogDet(a *G.Node, g *dist.Grid, nb int) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: kLogDet, g: g, nb: nb}, a)
+// Potri is the node A⁻¹, both triangles.
+func (o *Ops) Potri(a *G.Node, block int) (*G.Node, error) {
+	return o.apply(kPotri, block, a)
 }
 
-func (o *op) Arity() int { return arity[o.kind] }
+// LogDet is the scalar node log det A (of the real dtype), from A's factor
+// on the grid (shared with Potrs).
+func (o *Ops) LogDet(a *G.Node, block int) (*G.Node, error) {
+	f, err := o.apply(kFactor, block, a)
+	if err != nil {
+		return nil, err
+	}
+	return o.apply(kLogDet, block, a, f)
+}
+
+// Syevd is the eigenvalues w (ascending, a vector of the real dtype) and,
+// with vectors, the eigenvectors v (in the columns) of the Hermitian A;
+// without, v is nil.
+func (o *Ops) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err error) {
+	if !vectors {
+		w, err = o.apply(kEigValues, block, a)
+		return w, nil, err
+	}
+	e, err := o.apply(kEigen, block, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w, err = o.apply(kEigValues, block, a, e); err != nil {
+		return nil, nil, err
+	}
+	v, err = o.apply(kEigVectors, block, a, e)
+	return w, v, err
+}
+
+// apply checks the inputs and applies the op.
+func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
+	if err := o.check(k, block, ins...); err != nil {
+		return nil, err
+	}
+	if block == 0 {
+		block = dist.DefaultBlock
+	}
+	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: block}, ins...)
+}
+
+// check checks the inputs of op k: the first is the n×n matrix; the others
+// have n rows and its dtype, or are its Factor node.
+func (o *Ops) check(k kind, block int, ins ...*G.Node) error {
+	if o == nil || o.grid == nil {
+		return fmt.Errorf("%w: distops: %s: no grid", dist.ErrBadInput, names[k])
+	}
+	if block < 0 {
+		return fmt.Errorf("%w: distops: %s: block size %d", dist.ErrBadInput, names[k], block)
+	}
+	for i, n := range ins {
+		if n == nil {
+			return fmt.Errorf("%w: distops: %s: input %d is nil", dist.ErrBadInput, names[k], i)
+		}
+		if n.Graph() != ins[0].Graph() {
+			return fmt.Errorf("%w: distops: %s: inputs from different graphs", dist.ErrBadInput, names[k])
+		}
+	}
+	a := ins[0]
+	s := a.Shape()
+	if len(s) != 2 || s[0] != s[1] {
+		return fmt.Errorf("%w: distops: %s needs a square matrix, %v has shape %v", dist.ErrBadInput, names[k], a.Name(), s)
+	}
+	switch a.Dtype() {
+	case tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128:
+	default:
+		return fmt.Errorf("%w: distops: %s: dtype %v", dist.ErrBadInput, names[k], a.Dtype())
+	}
+	for _, n := range ins[1:] {
+		if f, ok := n.Op().(*op); ok && f.kind == kFactor {
+			continue
+		}
+		if n.Dims() < 1 || n.Dims() > 2 || n.Shape()[0] != s[0] || n.Dtype() != a.Dtype() {
+			return fmt.Errorf("%w: distops: %s: %v (%v, %v) does not fit the %d×%d %v matrix",
+				dist.ErrBadInput, names[k], n.Name(), n.Shape(), n.Dtype(), s[0], s[0], a.Dtype())
+		}
+	}
+	return nil
+}
+
+// grad applies the gradient op k to ins (already checked by the forward op).
+func (o *op) grad(k kind, ins ...*G.Node) (*G.Node, error) {
+	return G.ApplyOp(&op{kind: k, dt: o.dt, arity: len(ins), g: o.g, nb: o.nb}, ins...)
+}
+
+func (o *op) Arity() int { return o.arity }
+
+// realOf is the real dtype of dt.
+func realOf(dt tensor.Dtype) tensor.Dtype {
+	if dt == tensor.Float32 || dt == tensor.Complex64 {
+		return tensor.Float32
+	}
+	return tensor.Float64
+}
 
 func (o *op) Type() hm.Type {
-	m := G.TensorType{Dims: 2, Of: tensor.Float64}
+	m := G.TensorType{Dims: 2, Of: o.dt}
+	b := hm.TypeVariable('k') // right-hand sides ('b' is Gorgonia's own, for the result)
+	r := realOf(o.dt)
+	w := G.TensorType{Dims: 1, Of: r}
 	switch o.kind {
+	case kFactor:
+		return hm.NewFnType(m, o.dt)
+	case kCholesky:
+		return hm.NewFnType(m, o.dt, m)
+	case kCholSolve:
+		return hm.NewFnType(m, b, b)
 	case kPotrs:
-		return hm.NewFnType(m, m, m)
+		return hm.NewFnType(m, o.dt, b, b)
 	case kLogDet:
-		return hm.NewFnType(m, tensor.Float64)
+		return hm.NewFnType(m, o.dt, r)
+	case kEigValues:
+		if o.arity == 1 {
+			return hm.NewFnType(m, w)
+		}
+		return hm.NewFnType(m, m, w)
+	case kCholSolveGrad:
+		return hm.NewFnType(m, b, b, m)
 	case kPotrsGrad:
-		return hm.NewFnType(m, m, m, m)
-	case kPotri, kCholesky:
-		return hm.NewFnType(m, m)
-	case kPotriGrad:
-		return hm.NewFnType(m, m, m)
+		return hm.NewFnType(o.dt, b, b, m)
+	case kLogDetGrad:
+		return hm.NewFnType(m, r, m)
+	case kEigValuesGrad:
+		return hm.NewFnType(m, w, m)
 	}
-	return hm.NewFnType(m, tensor.Float64, m)
+	ts := make([]hm.Type, o.arity+1)
+	for i := range ts {
+		ts[i] = m
+	}
+	return hm.NewFnType(ts...)
 }
 
 func (o *op) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	switch o.kind {
-	case kLogDet:
-		return tensor.ScalarShape(), nil
-	case kPotrs:
-		return in[1].(tensor.Shape).Clone(), nil
+	s, ok := in[0].(tensor.Shape)
+	if !ok {
+		return nil, fmt.Errorf("distops: %s: want a shape, got %v", o, in[0])
 	}
-	return in[0].(tensor.Shape).Clone(), nil
+	switch o.kind {
+	case kLogDet, kFactor:
+		return tensor.ScalarShape(), nil
+	case kPotrsGrad: // (F, X, X̄): the order from X
+		x, ok := in[1].(tensor.Shape)
+		if !ok {
+			return nil, fmt.Errorf("distops: %s: want a shape, got %v", o, in[1])
+		}
+		return tensor.Shape{x[0], x[0]}, nil
+	case kEigValues:
+		return tensor.Shape{s[0]}, nil
+	case kCholSolve, kPotrs:
+		b, ok := in[len(in)-1].(tensor.Shape)
+		if !ok {
+			return nil, fmt.Errorf("distops: %s: want a shape, got %v", o, in[len(in)-1])
+		}
+		return b.Clone(), nil
+	}
+	return s.Clone(), nil
 }
 
 func (o *op) ReturnsPtr() bool     { return false }
@@ -93,7 +250,7 @@ func (o *op) CallsExtern() bool    { return true }
 func (o *op) OverwritesInput() int { return -1 }
 func (o *op) String() string       { return names[o.kind] }
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s %p %d", names[o.kind], o.g, o.nb)
+	fmt.Fprintf(h, "%s|%v|%d|%p|%d", names[o.kind], o.dt, o.arity, o.g, o.nb)
 }
 func (o *op) Hashcode() uint32 {
 	h := fnv.New32a()
@@ -101,15 +258,74 @@ func (o *op) Hashcode() uint32 {
 	return h.Sum32()
 }
 
-// matrix reads a float64 matrix value as rows, cols and column-major data.
-func matrix(v G.Value) (int, int, []float64, error) {
-	d, ok := v.(*tensor.Dense)
-	if !ok || d.Dtype() != tensor.Float64 || d.Dims() != 2 {
-		return 0, 0, nil, fmt.Errorf("%w: distops: want a float64 matrix, got %v", dist.ErrBadInput, v)
+// Do runs the op on the grid; every rank returns the same value or error.
+func (o *op) Do(vals ...G.Value) (G.Value, error) {
+	var v G.Value
+	var err error
+	switch o.dt {
+	case tensor.Float32:
+		v, err = do[float32](o, vals)
+	case tensor.Float64:
+		v, err = do[float64](o, vals)
+	case tensor.Complex64:
+		v, err = do[complex64](o, vals)
+	default:
+		v, err = do[complex128](o, vals)
 	}
-	r, c := d.Shape()[0], d.Shape()[1]
-	rm := d.Data().([]float64)
-	cm := make([]float64, r*c)
+	if err != nil {
+		return nil, fmt.Errorf("distops: %s: %w", o, err)
+	}
+	return v, nil
+}
+
+// eigen is the value of an Eigen node: the eigenvectors, carrying the
+// eigenvalues.
+type eigen struct {
+	*tensor.Dense
+	w []float64
+}
+
+// factor is the value of a Factor node: the Cholesky factor L on the grid
+// (a *dist.Matrix of the op's dtype, each rank its blocks) behind a scalar
+// placeholder, so that the ops reading it need not bring it back to every
+// rank (an N² collective) and distribute it again.
+type factor struct {
+	*tensor.Dense
+	l any
+}
+
+// factorOf is the factor on the grid in the value of a Factor node.
+func factorOf[T dist.Scalar](v G.Value) (*dist.Matrix[T], error) {
+	if f, ok := v.(*factor); ok {
+		if l, ok := f.l.(*dist.Matrix[T]); ok {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: want the value of a Factor node, got %T", dist.ErrBadInput, v)
+}
+
+// host is a matrix or vector value as its rows, columns (1 for a vector)
+// and column-major data.
+func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
+	if e, ok := v.(*eigen); ok {
+		v = e.Dense
+	}
+	d, ok := v.(*tensor.Dense)
+	if !ok || d.Dims() < 1 || d.Dims() > 2 {
+		return 0, 0, nil, fmt.Errorf("%w: want a matrix or vector, got %T %v", dist.ErrBadInput, v, v)
+	}
+	if d.IsView() {
+		d = d.Materialize().(*tensor.Dense)
+	}
+	rm, ok := d.Data().([]T)
+	if !ok {
+		return 0, 0, nil, fmt.Errorf("%w: want %T data, got %v", dist.ErrBadInput, *new(T), d.Dtype())
+	}
+	r, c = d.Shape()[0], 1
+	if d.Dims() == 2 {
+		c = d.Shape()[1]
+	}
+	cm = make([]T, r*c)
 	for i := range r {
 		for j := range c {
 			cm[i+j*r] = rm[i*c+j]
@@ -118,159 +334,302 @@ func matrix(v G.Value) (int, int, []float64, error) {
 	return r, c, cm, nil
 }
 
-// value is the column-major r×c data as a row-major dense value.
-func value(r, c int, cm []float64) *tensor.Dense {
-	rm := make([]float64, r*c)
+// dense is the column-major r×c data as a row-major value of the given
+// shape (r×c, or r for a vector).
+func dense[T dist.Scalar](shape tensor.Shape, r, c int, cm []T) *tensor.Dense {
+	rm := make([]T, r*c)
 	for i := range r {
 		for j := range c {
 			rm[i*c+j] = cm[i+j*r]
 		}
 	}
-	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(rm))
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(rm))
 }
 
-func scalar(v G.Value) (float64, error) {
+// reals is a real vector or scalar value as float64s.
+func reals(v G.Value) ([]float64, error) {
 	switch x := v.Data().(type) {
 	case float64:
-		return x, nil
+		return []float64{x}, nil
+	case float32:
+		return []float64{float64(x)}, nil
 	case []float64:
-		if len(x) == 1 {
-			return x[0], nil
+		return append([]float64(nil), x...), nil
+	case []float32:
+		out := make([]float64, len(x))
+		for i, f := range x {
+			out[i] = float64(f)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: want a real vector or scalar, got %v", dist.ErrBadInput, v)
+}
+
+// realValue is x as a scalar value of the real dtype of dt.
+func realValue(x float64, dt tensor.Dtype) G.Value {
+	if realOf(dt) == tensor.Float32 {
+		return G.NewF32(float32(x))
+	}
+	return G.NewF64(x)
+}
+
+// realVector is w as a vector value of the real dtype of dt.
+func realVector(w []float64, dt tensor.Dtype) *tensor.Dense {
+	if realOf(dt) == tensor.Float32 {
+		f := make([]float32, len(w))
+		for i, x := range w {
+			f[i] = float32(x)
+		}
+		return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(f))
+	}
+	return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(append([]float64(nil), w...)))
+}
+
+// diagonal is the diagonal of the square matrix value v, as complex128s.
+func diagonal(v G.Value) ([]complex128, error) {
+	d, ok := v.(*tensor.Dense)
+	if !ok || d.Dims() != 2 || d.Shape()[0] != d.Shape()[1] {
+		return nil, fmt.Errorf("%w: want a square matrix, got %v", dist.ErrBadInput, v)
+	}
+	n := d.Shape()[0]
+	out := make([]complex128, n)
+	for i := range out {
+		x, err := d.At(i, i)
+		if err != nil {
+			return nil, err
+		}
+		switch x := x.(type) {
+		case float32:
+			out[i] = complex(float64(x), 0)
+		case float64:
+			out[i] = complex(x, 0)
+		case complex64:
+			out[i] = complex128(x)
+		case complex128:
+			out[i] = x
 		}
 	}
-	return 0, fmt.Errorf("%w: distops: want a float64 scalar, got %v", dist.ErrBadInput, v)
+	return out, nil
 }
 
-// distribute puts the matrix value v on the grid.
-func (o *op) distribute(v G.Value) (*dist.Matrix[float64], error) {
-	r, c, cm, err := matrix(v)
-	if err != nil {
-		return nil, err
-	}
-	return dist.FromReplicated(o.g, r, c, o.nb, cm)
+// distributed are the inputs each op puts on the grid.
+var distributed = [...][]int{
+	kCholesky: {}, kCholSolve: {0, 1}, kPotrs: {2}, kPotri: {0}, kEigen: {0}, kEigValues: {0},
+	kCholeskyGrad: {0, 1}, kCholSolveGrad: {0, 1, 2}, kPotrsGrad: {1, 2}, kPotriGrad: {0, 1},
+	kLogDetGrad: {0}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1}, kFactor: {0},
 }
 
-func (o *op) out(m *dist.Matrix[float64]) (G.Value, error) {
-	full, err := m.Gather(-1)
-	if err != nil {
-		return nil, err
-	}
-	return value(m.Layout.Rows, m.Layout.Cols, full), nil
-}
-
-func (o *op) Do(vals ...G.Value) (G.Value, error) {
-	a, err := o.distribute(vals[0])
-	if err != nil {
-		return nil, err
-	}
+func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
+	shape := vals[0].Shape()
+	var e *eigen
 	switch o.kind {
-	case kPotrs:
-		b, err := o.distribute(vals[1])
-		if err != nil {
-			return nil, err
-		}
-		x, err := dist.Potrs(a, b)
-		if err != nil {
-			return nil, err
-		}
-		return o.out(x)
 	case kLogDet:
-		ld, err := dist.LogDet(a)
+		// 2·Σ log Re(L_ii) over the factor's diagonal, summed over the grid.
+		l, err := factorOf[T](vals[1])
 		if err != nil {
 			return nil, err
 		}
-		return G.NewF64(ld), nil
-	case kPotrsGrad:
-		x, err := o.distribute(vals[1])
+		sum, err := l.Sum(func(r, c int, v T) float64 {
+			if r != c {
+				return 0
+			}
+			x := reflect.ValueOf(v)
+			if x.CanFloat() {
+				return 2 * math.Log(x.Float())
+			}
+			return 2 * math.Log(real(x.Complex()))
+		})
 		if err != nil {
 			return nil, err
 		}
-		xbar, err := o.distribute(vals[2])
+		return realValue(sum, o.dt), nil
+	case kEigVectors:
+		if e, _ = vals[1].(*eigen); e == nil {
+			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[1])
+		}
+		return e.Dense.Clone().(*tensor.Dense), nil
+	case kEigValues:
+		if e, _ = vals[len(vals)-1].(*eigen); e != nil && o.arity == 2 {
+			return realVector(e.w, o.dt), nil
+		}
+	case kEigValuesGrad, kEigVectorsGrad:
+		if e, _ = vals[0].(*eigen); e == nil {
+			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[0])
+		}
+	case kCholSolve:
+		// As on one process: a zero or non-finite diagonal entry of the
+		// factor is an error (ScaLAPACK's p?potrs does not check). Every
+		// rank holds the same factor, so every rank finds the same entry.
+		d, err := diagonal(vals[0])
 		if err != nil {
 			return nil, err
 		}
-		l, err := dist.Cholesky(a)
+		for i, x := range d {
+			if x == 0 || cmplx.IsNaN(x) || cmplx.IsInf(x) {
+				return nil, &kernels.NotPositiveDefiniteError{Order: i + 1}
+			}
+		}
+		shape = vals[1].Shape()
+	case kPotrs:
+		shape = vals[2].Shape()
+	}
+
+	// Every input on the grid: a local copy each (the values are the same
+	// on every rank).
+	ms := make([]*dist.Matrix[T], len(distributed[o.kind]))
+	for i, j := range distributed[o.kind] {
+		r, c, cm, err := host[T](vals[j])
 		if err != nil {
 			return nil, err
 		}
-		abar, _, err := dist.PotrsGrad(l, x, xbar)
+		if ms[i], err = dist.FromReplicated(o.g, r, c, o.nb, cm); err != nil {
+			return nil, err
+		}
+	}
+	var res *dist.Matrix[T]
+	var err error
+	switch o.kind {
+	case kFactor:
+		l, err := dist.Cholesky(ms[0])
 		if err != nil {
 			return nil, err
 		}
-		return o.out(abar)
-	case kPotri:
-		inv, err := dist.Potri(a)
-		if err != nil {
-			return nil, err
-		}
-		return o.out(inv)
+		return &factor{Dense: tensor.New(tensor.FromScalar(*new(T))), l: l}, nil
 	case kCholesky:
-		l, err := dist.Cholesky(a)
-		if err != nil {
+		res, err = factorOf[T](vals[1])
+	case kCholSolve:
+		res, err = dist.CholSolve(ms[0], ms[1])
+	case kPotrs:
+		var l *dist.Matrix[T]
+		if l, err = factorOf[T](vals[1]); err == nil {
+			res, err = dist.CholSolve(l, ms[0])
+		}
+	case kPotri:
+		res, err = dist.Potri(ms[0])
+	case kEigen, kEigValues:
+		var w []float64
+		if w, res, err = dist.Syevd(ms[0], o.kind == kEigen); err != nil {
 			return nil, err
 		}
-		return o.out(l)
+		if o.kind == kEigValues {
+			return realVector(w, o.dt), nil
+		}
+		e = &eigen{w: w}
+	case kCholeskyGrad:
+		res, err = dist.CholeskyGrad(ms[0], ms[1])
+	case kCholSolveGrad:
+		res, _, err = dist.CholSolveGrad(ms[0], ms[1], ms[2])
+	case kPotrsGrad:
+		var l *dist.Matrix[T]
+		if l, err = factorOf[T](vals[0]); err == nil {
+			res, _, err = dist.PotrsGrad(l, ms[0], ms[1])
+		}
 	case kPotriGrad:
-		cbar, err := o.distribute(vals[1])
-		if err != nil {
-			return nil, err
+		res, err = dist.PotriGrad(ms[0], ms[1])
+	case kLogDetGrad:
+		g, gerr := reals(vals[1])
+		if gerr != nil || len(g) != 1 {
+			return nil, fmt.Errorf("%w: want a scalar gradient, got %v", dist.ErrBadInput, vals[1])
 		}
-		abar, err := dist.PotriGrad(a, cbar)
-		if err != nil {
-			return nil, err
+		res, err = dist.LogDetGrad(ms[0], g[0])
+	case kEigValuesGrad:
+		wbar, werr := reals(vals[1])
+		if werr != nil {
+			return nil, werr
 		}
-		return o.out(abar)
+		res, err = dist.SyevdGrad(e.w, ms[0], wbar, nil)
+	case kEigVectorsGrad:
+		res, err = dist.SyevdGrad(e.w, ms[0], nil, ms[1])
+	default:
+		return nil, fmt.Errorf("unknown op %d", o.kind)
 	}
-	gbar, err := scalar(vals[1])
 	if err != nil {
 		return nil, err
 	}
-	abar, err := dist.LogDetGrad(a, gbar)
+	// The result back on every rank.
+	full, err := res.Gather(-1)
 	if err != nil {
 		return nil, err
 	}
-	return o.out(abar)
+	if o.kind == kPotrsGrad {
+		shape = tensor.Shape{res.Layout.Rows, res.Layout.Cols}
+	}
+	v := dense(shape, res.Layout.Rows, res.Layout.Cols, full)
+	if o.kind == kEigen {
+		e.Dense = v
+		return e, nil
+	}
+	return v, nil
 }
 
-// DiffWRT: Potrs differentiates A and B, LogDet A; the gradient ops are
-// not differentiated again.
+// DiffWRT: the factor L of Potrs and LogDet and the Eigen node of
+// EigenValues and EigenVectors are not differentiated (the gradient goes
+// to A directly), nor are the gradient ops.
 func (o *op) DiffWRT(n int) []bool {
 	d := make([]bool, n)
-	if o.kind == kPotrs || o.kind == kLogDet || o.kind == kPotri || o.kind == kCholesky {
-		for i := range d {
-			d[i] = true
-		}
+	switch o.kind {
+	case kCholesky, kPotri, kLogDet, kEigen, kEigValues, kEigVectors, kFactor:
+		d[0] = true
+	case kCholSolve:
+		d[0], d[1] = true, true
+	case kPotrs:
+		d[0], d[2] = true, true
 	}
 	return d
 }
 
-// SymDiff: Potrs: B̄ = Potrs(A, X̄), Ā = PotrsGrad(A, X, X̄); LogDet:
-// Ā = LogDetGrad(A, ḡ); Potri: Ā = PotriGrad(C, C̄). All on the same grid.
-// Cholesky has none.
-func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	switch o.kind {
-	case kPotrs:
-		abar, err := G.ApplyOp(&op{kind: kPotrsGrad, g: o.g, nb: o.nb}, inputs[0], output, grad)
-		if err != nil {
-			return nil, err
-		}
-		bbar, err := Potrs(inputs[0], grad, o.g, o.nb)
-		if err != nil {
-			return nil, err
-		}
-		return G.Nodes{abar, bbar}, nil
-	case kLogDet:
-		abar, err := G.ApplyOp(&op{kind: kLogDetGrad, g: o.g, nb: o.nb}, inputs[0], grad)
-		if err != nil {
-			return nil, err
-		}
-		return G.Nodes{abar}, nil
-	case kPotri:
-		abar, err := G.ApplyOp(&op{kind: kPotriGrad, g: o.g, nb: o.nb}, output, grad)
-		if err != nil {
-			return nil, err
-		}
-		return G.Nodes{abar}, nil
+// SymDiff builds the backward pass on the same grid, with the formulas of
+// package ops (ops/linalg_grad.go):
+//
+//	Cholesky   Ā = CholeskyGrad(L, L̄)
+//	CholSolve  B̄ = CholSolve(L, X̄), L̄ = CholSolveGrad(L, X, X̄)
+//	Potrs      B̄ = CholSolve(L, X̄), Ā = PotrsGrad(L, X, X̄)
+//	Potri      Ā = PotriGrad(C, C̄)
+//	LogDet     Ā = LogDetGrad(A, ḡ)
+//	Syevd      Ā = EigenValuesGrad(E, w̄) + EigenVectorsGrad(E, V̄)
+//
+// Complex dtypes have none: the error wraps dist.ErrComplexGradient (the
+// same sentinel as ops.ErrComplexGradient).
+func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	if o.dt == tensor.Complex64 || o.dt == tensor.Complex128 {
+		return nil, fmt.Errorf("distops: %s (%v): %w", o, o.dt, dist.ErrComplexGradient)
 	}
-	return nil, fmt.Errorf("%w: distops: %s has no gradient", dist.ErrBadInput, o)
+	res := make(G.Nodes, len(in))
+	var err error
+	switch o.kind {
+	case kCholesky:
+		res[0], err = o.grad(kCholeskyGrad, output, grad)
+	case kCholSolve:
+		if res[1], err = o.grad(kCholSolve, in[0], grad); err != nil {
+			break
+		}
+		res[0], err = o.grad(kCholSolveGrad, in[0], output, grad)
+	case kPotrs:
+		if res[2], err = o.grad(kPotrs, in[0], in[1], grad); err != nil { // B̄ = A⁻¹X̄ from the factor
+			break
+		}
+		res[0], err = o.grad(kPotrsGrad, in[1], output, grad)
+	case kPotri:
+		res[0], err = o.grad(kPotriGrad, output, grad)
+	case kLogDet:
+		res[0], err = o.grad(kLogDetGrad, in[0], grad)
+	case kEigen:
+		res[0], err = o.grad(kEigVectorsGrad, output, grad)
+	case kEigValues:
+		e := in[len(in)-1]
+		if o.arity == 1 {
+			if e, err = o.grad(kEigen, in[0]); err != nil {
+				break
+			}
+		}
+		res[0], err = o.grad(kEigValuesGrad, e, grad)
+	case kEigVectors:
+		res[0], err = o.grad(kEigVectorsGrad, in[1], grad)
+	default:
+		err = fmt.Errorf("%w: distops: %s has no gradient", dist.ErrBadInput, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }

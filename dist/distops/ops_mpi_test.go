@@ -3,10 +3,13 @@
 package distops_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/cmplx"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/dist/distops"
+	"github.com/mgla/mgla/kernels"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -21,7 +25,7 @@ import (
 var world *mpi.Comm
 
 func TestMain(m *testing.M) {
-	w, err := mpi.World(mpi.WithTimeout(20 * time.Second))
+	w, err := mpi.World(mpi.WithTimeout(60 * time.Second))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpi.World:", err)
 		os.Exit(1)
@@ -34,63 +38,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cost builds Σ W∘Potrs(A, B) + LogDet(A) with the given builders, runs it
-// with its gradient and returns the cost, Ā and B̄ (row-major).
-func cost(a, b, w, v *tensor.Dense, potrs func(a, b *G.Node) (*G.Node, error), logDet, potri func(a *G.Node) (*G.Node, error)) (float64, []float64, []float64, error) {
-	g := G.NewGraph()
-	an := G.NewMatrix(g, tensor.Float64, G.WithShape(a.Shape()...), G.WithValue(a.Clone()), G.WithName("A"))
-	bn := G.NewMatrix(g, tensor.Float64, G.WithShape(b.Shape()...), G.WithValue(b.Clone()), G.WithName("B"))
-	wn := G.NewConstant(w.Clone(), G.WithName("W"))
-	x, err := potrs(an, bn)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	ld, err := logDet(an)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	inv, err := potri(an)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	vn := G.NewConstant(v.Clone(), G.WithName("V"))
-	c := G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(x, wn)))), ld))
-	c = G.Must(G.Add(c, G.Must(G.Sum(G.Must(G.HadamardProd(inv, vn))))))
-	if _, err := G.Grad(c, an, bn); err != nil {
-		return 0, nil, nil, err
-	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		return 0, nil, nil, err
-	}
-	ag, _ := an.Grad()
-	bg, _ := bn.Grad()
-	return c.Value().Data().(float64), append([]float64(nil), ag.Data().([]float64)...), append([]float64(nil), bg.Data().([]float64)...), nil
-}
-
-// TestAgainstRootBuilders compares the graph ops and their gradients on
-// every grid with the root package's single-process builders (mgla.Potrs,
-// mgla.LogDet on the CPU mesh).
-func TestAgainstRootBuilders(t *testing.T) {
-	seed := uint64(time.Now().UnixNano()) // the data must agree: every rank derives it from a Bcast below
-	s := []float64{float64(seed & (1<<52 - 1))}
-	grid0, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, err := dist.FromRoot(grid0, 0, 1, 1, 1, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := one.Gather(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grid0.Close()
-	seed = uint64(full[0])
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 41))
+// grids are the P×Q grids of the world: every factorisation of its size
+// (1×1; 1×2, 2×1; 1×3, 3×1; 1×4, 2×2, 4×1).
+func grids(t *testing.T) []*dist.Grid {
+	var gs []*dist.Grid
 	size := world.Size()
 	for p := 1; p <= size; p++ {
 		if size%p != 0 {
@@ -100,111 +51,590 @@ func TestAgainstRootBuilders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, sh := range []struct{ n, k, nb int }{{1, 1, 1}, {7, 3, 2}, {12, 2, 5}} {
-			n, k := sh.n, sh.k
-			m := make([]float64, n*n)
-			for i := range m {
-				m[i] = rng.Float64()*2 - 1
-			}
-			a := make([]float64, n*n)
-			for i := range n {
-				for j := range n {
-					for q := range n {
-						a[i*n+j] += m[i*n+q] * m[j*n+q] / float64(n)
-					}
-				}
-				a[i*n+i]++
-			}
-			b, w := make([]float64, n*k), make([]float64, n*k)
-			for i := range b {
-				b[i], w[i] = rng.Float64()*2-1, rng.Float64()*2-1
-			}
-			at := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
-			bt := tensor.New(tensor.WithShape(n, k), tensor.WithBacking(b))
-			wt := tensor.New(tensor.WithShape(n, k), tensor.WithBacking(w))
-			v := make([]float64, n*n)
-			for i := range v {
-				v[i] = rng.Float64()*2 - 1
-			}
-			vt := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(v))
-			got, ga, gb, err := cost(at, bt, wt, vt,
-				func(a, b *G.Node) (*G.Node, error) { return distops.Potrs(a, b, g, sh.nb) },
-				func(a *G.Node) (*G.Node, error) { return distops.LogDet(a, g, sh.nb) },
-				func(a *G.Node) (*G.Node, error) { return distops.Potri(a, g, sh.nb) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, wa, wb, err := cost(at, bt, wt, vt,
-				func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b) },
-				func(a *G.Node) (*G.Node, error) { return mgla.LogDet(a) },
-				func(a *G.Node) (*G.Node, error) { return mgla.Potri(a) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			name := fmt.Sprintf("%d×%d n=%d nb=%d", p, size/p, n, sh.nb)
-			if math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
-				t.Errorf("%s: cost %v, root builders %v", name, got, want)
-			}
-			for _, c := range []struct {
-				what      string
-				got, want []float64
-			}{{"Ā", ga, wa}, {"B̄", gb, wb}} {
-				for i := range c.want {
-					if math.Abs(c.got[i]-c.want[i]) > 1e-9*max(1, math.Abs(c.want[i])) {
-						t.Errorf("%s: %s[%d] = %v, root builders %v", name, c.what, i, c.got[i], c.want[i])
-						break
-					}
-				}
-			}
-		}
-		g.Close()
+		t.Cleanup(func() { g.Close() })
+		gs = append(gs, g)
 	}
+	return gs
 }
 
-// TestCholesky compares the forward Cholesky node with mgla.Cholesky and
-// checks that differentiating through it is an error on every rank.
-func TestCholesky(t *testing.T) {
+func gridName(g *dist.Grid) string {
+	p, q := g.Shape()
+	return fmt.Sprintf("%d×%d", p, q)
+}
+
+// seed is a seed that every rank agrees on (rank 0's clock, broadcast),
+// logged so that a failure can be repeated.
+func seed(t *testing.T) uint64 {
 	g, err := dist.NewGrid(world, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	n := 5
-	a := make([]float64, n*n)
-	for i := range n {
-		for j := range n {
-			a[i*n+j] = 1 / float64(1+i+j) // Hilbert-like, plus the diagonal
-		}
-		a[i*n+i] += 1
-	}
-	run := func(chol func(*G.Node) (*G.Node, error)) []float64 {
-		gr := G.NewGraph()
-		an := G.NewMatrix(gr, tensor.Float64, G.WithShape(n, n), G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]float64(nil), a...)))))
-		l, err := chol(an)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vm := G.NewTapeMachine(gr)
-		defer vm.Close()
-		if err := vm.RunAll(); err != nil {
-			t.Fatal(err)
-		}
-		return append([]float64(nil), l.Value().Data().([]float64)...)
-	}
-	got := run(func(a *G.Node) (*G.Node, error) { return distops.Cholesky(a, g, 2) })
-	want := run(func(a *G.Node) (*G.Node, error) { return mgla.Cholesky(a) })
-	for i := range want {
-		if math.Abs(got[i]-want[i]) > 1e-12 {
-			t.Fatalf("L[%d] = %v, mgla.Cholesky %v", i, got[i], want[i])
-		}
-	}
-	gr := G.NewGraph()
-	an := G.NewMatrix(gr, tensor.Float64, G.WithShape(n, n), G.WithName("A"))
-	l, err := distops.Cholesky(an, g, 2)
+	s := []float64{float64(uint64(time.Now().UnixNano()) & (1<<52 - 1))}
+	m, err := dist.FromRoot(g, 0, 1, 1, 1, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := G.Grad(G.Must(G.Sum(l)), an); err == nil {
-		t.Fatal("gradient through distops.Cholesky: no error")
+	full, err := m.Gather(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d", uint64(full[0]))
+	return uint64(full[0])
+}
+
+type scalar interface {
+	float32 | float64 | complex64 | complex128
+}
+
+func dtypeOf[T scalar]() tensor.Dtype { return tensor.Dtype{Type: reflect.TypeOf(*new(T))} }
+
+// random is a uniform entry in [−1, 1) (both parts for complex T).
+func random[T scalar](rng *rand.Rand) T {
+	return fromComplex[T](complex(rng.Float64()*2-1, rng.Float64()*2-1))
+}
+
+func fromFloat[T scalar](x float64) T { return fromComplex[T](complex(x, 0)) }
+
+// fromComplex is z as a T (its real part for real T).
+func fromComplex[T scalar](z complex128) T {
+	var out T
+	switch p := any(&out).(type) {
+	case *float32:
+		*p = float32(real(z))
+	case *float64:
+		*p = real(z)
+	case *complex64:
+		*p = complex64(z)
+	case *complex128:
+		*p = z
+	}
+	return out
+}
+
+func conj[T scalar](x T) T {
+	switch v := any(x).(type) {
+	case complex64:
+		return any(complex64(cmplx.Conj(complex128(v)))).(T)
+	case complex128:
+		return any(cmplx.Conj(v)).(T)
+	}
+	return x
+}
+
+// matrix is an r×c row-major matrix of random entries.
+func matrix[T scalar](rng *rand.Rand, r, c int) *tensor.Dense {
+	d := make([]T, r*c)
+	for i := range d {
+		d[i] = random[T](rng)
+	}
+	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(d))
+}
+
+// spd is M·Mᴴ/n + I for a random M: Hermitian positive definite, with
+// well separated eigenvalues (almost surely).
+func spd[T scalar](rng *rand.Rand, n int) *tensor.Dense {
+	m := matrix[T](rng, n, n).Data().([]T)
+	a := make([]T, n*n)
+	for i := range n {
+		for j := range n {
+			for k := range n {
+				a[i*n+j] += m[i*n+k] * conj(m[j*n+k]) / fromFloat[T](float64(n))
+			}
+		}
+		a[i*n+i]++
+	}
+	return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
+}
+
+// lower is a random lower triangular factor with a diagonal in [1, 2).
+func lower[T scalar](rng *rand.Rand, n int) *tensor.Dense {
+	l := matrix[T](rng, n, n)
+	d := l.Data().([]T)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			d[i*n+j] = 0
+		}
+		d[i*n+i] = fromFloat[T](1.5 + (rng.Float64()-0.5)/2)
+	}
+	return l
+}
+
+// operands are a Hermitian positive definite A, a lower triangular L and
+// an n×k B (a length-n vector for k = 0).
+func operands[T scalar](rng *rand.Rand, n, k int) (a, l, b *tensor.Dense) {
+	a, l, b = spd[T](rng, n), lower[T](rng, n), matrix[T](rng, n, max(k, 1))
+	if k == 0 {
+		b.Reshape(n)
+	}
+	return a, l, b
+}
+
+// c128 is a value's data (a scalar or a slice of any float dtype) as
+// complex128s.
+func c128(v G.Value) []complex128 {
+	d := reflect.ValueOf(v.Data())
+	if d.Kind() != reflect.Slice {
+		d = reflect.Append(reflect.MakeSlice(reflect.SliceOf(d.Type()), 0, 1), d)
+	}
+	out := make([]complex128, d.Len())
+	for i := range out {
+		switch x := d.Index(i); x.Kind() {
+		case reflect.Complex64, reflect.Complex128:
+			out[i] = x.Complex()
+		default:
+			out[i] = complex(x.Float(), 0)
+		}
+	}
+	return out
+}
+
+// tolerance is the relative accuracy to expect of dtype dt.
+func tolerance(dt tensor.Dtype) float64 {
+	if dt == tensor.Float32 || dt == tensor.Complex64 {
+		return 2e-3
+	}
+	return 1e-9
+}
+
+// near reports whether got and want agree within tol relative to want's
+// largest entry (at least 1).
+func near(got, want []complex128, tol float64) (bool, int) {
+	if len(got) != len(want) {
+		return false, -1
+	}
+	scale := 1.0
+	for _, w := range want {
+		scale = max(scale, cmplx.Abs(w))
+	}
+	for i := range want {
+		if cmplx.Abs(got[i]-want[i]) > tol*scale {
+			return false, i
+		}
+	}
+	return true, 0
+}
+
+// evaluate builds a graph with build, differentiates cost (when not nil)
+// with respect to wrt, runs it and returns the outputs' and the gradients'
+// values (copied out with G.Read).
+func evaluate(build func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)) (outs, grads []G.Value, err error) {
+	g := G.NewGraph()
+	on, wrt, cost, err := build(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	var gn G.Nodes
+	if cost != nil {
+		if gn, err = G.Grad(cost, wrt...); err != nil {
+			return nil, nil, mgla.Cause(err)
+		}
+	}
+	all := append(append([]*G.Node(nil), on...), gn...)
+	vals := make([]G.Value, len(all))
+	for i, n := range all {
+		G.Read(n, &vals[i])
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, nil, mgla.Cause(err)
+	}
+	return vals[:len(on)], vals[len(on):], nil
+}
+
+// builder makes the graph builder of evaluate with the given options.
+type builder func(opts ...mgla.Option) func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)
+
+// onAndOffGrid evaluates build's graph with WithGrid(grid) in blocks of nb
+// and without (the single-process reference); each result is the outputs'
+// values followed by the gradients'.
+func onAndOffGrid(t *testing.T, name string, grid *dist.Grid, nb int, build builder) (got, want []G.Value) {
+	t.Helper()
+	outs, grads, err := evaluate(build(mgla.WithGrid(distops.On(grid)), mgla.WithTile(nb)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	got = append(outs, grads...)
+	if outs, grads, err = evaluate(build()); err != nil {
+		t.Fatalf("%s: without the grid: %v", name, err)
+	}
+	return got, append(outs, grads...)
+}
+
+func input(g *G.ExprGraph, name string, v *tensor.Dense) *G.Node {
+	return G.NodeFromAny(g, v.Clone().(*tensor.Dense), G.WithName(name))
+}
+
+// shapes are the sizes tested: n×n matrices, k right-hand sides (0: a
+// vector), blocks nb; n not a multiple of nb, and n = 1.
+var shapes = []struct{ n, k, nb int }{{1, 1, 1}, {7, 3, 2}, {12, 0, 5}, {10, 2, 3}}
+
+// TestForward compares every builder with WithGrid with the same builder
+// without it (the single-process CPU op), for every dtype, grid and shape.
+// Eigenvectors are compared up to a phase per column.
+func TestForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 17))
+	for _, g := range grids(t) {
+		for _, sh := range shapes {
+			forward[float32](t, rng, g, sh.n, sh.k, sh.nb)
+			forward[float64](t, rng, g, sh.n, sh.k, sh.nb)
+			forward[complex64](t, rng, g, sh.n, sh.k, sh.nb)
+			forward[complex128](t, rng, g, sh.n, sh.k, sh.nb)
+		}
+	}
+}
+
+func forward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int) {
+	dt := dtypeOf[T]()
+	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d", gridName(grid), dt, n, k, nb)
+	a, l, b := operands[T](rng, n, k)
+	build := func(opts ...mgla.Option) func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+		return func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
+			an, ln, bn := input(g, "A", a), input(g, "L", l), input(g, "B", b)
+			for _, f := range []func() (*G.Node, error){
+				func() (*G.Node, error) { return mgla.Cholesky(an, opts...) },
+				func() (*G.Node, error) { return mgla.CholSolve(ln, bn, opts...) },
+				func() (*G.Node, error) { return mgla.Potrs(an, bn, opts...) },
+				func() (*G.Node, error) { return mgla.Potri(an, opts...) },
+				func() (*G.Node, error) { return mgla.LogDet(an, opts...) },
+				func() (*G.Node, error) {
+					w, _, err := mgla.Syevd(an, append(opts, mgla.EigenvaluesOnly())...)
+					return w, err
+				},
+			} {
+				x, err := f()
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				outs = append(outs, x)
+			}
+			w, v, err := mgla.Syevd(an, opts...)
+			return append(outs, w, v), nil, nil, err
+		}
+	}
+	got, want := onAndOffGrid(t, name, grid, nb, build)
+	what := []string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Syevd values only", "Syevd w", "Syevd V"}
+	for i := range want {
+		if !got[i].Shape().Eq(want[i].Shape()) || got[i].Dtype() != want[i].Dtype() {
+			t.Errorf("%s: %s is %v %v, want %v %v", name, what[i], got[i].Shape(), got[i].Dtype(), want[i].Shape(), want[i].Dtype())
+			continue
+		}
+		g, w := c128(got[i]), c128(want[i])
+		if what[i] == "Syevd V" {
+			g = phased(g, w, n)
+		}
+		if ok, j := near(g, w, tolerance(dt)); !ok {
+			t.Errorf("%s: %s[%d] = %v, without the grid %v", name, what[i], j, g[j], w[j])
+		}
+	}
+}
+
+// phased is the n×n row-major eigenvectors v with each column multiplied by
+// the phase that best aligns it with the same column of ref.
+func phased(v, ref []complex128, n int) []complex128 {
+	out := append([]complex128(nil), v...)
+	for j := range n {
+		var dot complex128
+		for i := range n {
+			dot += cmplx.Conj(v[i*n+j]) * ref[i*n+j]
+		}
+		if dot == 0 {
+			continue
+		}
+		ph := dot / complex(cmplx.Abs(dot), 0)
+		for i := range n {
+			out[i*n+j] *= ph
+		}
+	}
+	return out
+}
+
+// TestGradients compares the gradients of a cost through every builder
+// with WithGrid with those without (float32 and float64): Ā, B̄ and L̄ of
+//
+//	Σ W₁∘Cholesky(A) + Σ W₂∘CholSolve(L, B) + Σ W₃∘Potrs(A, B) + Σ W₄∘Potri(A)
+//	+ LogDet(A) + Σ w₅∘eigenvalues(A) + Σ W₆∘V∘V + Σ w₇∘(values only)
+//
+// (V∘V: the eigenvectors' signs do not matter).
+func TestGradients(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 23))
+	for _, g := range grids(t) {
+		for _, sh := range shapes {
+			gradients[float32](t, rng, g, sh.n, sh.k, sh.nb)
+			gradients[float64](t, rng, g, sh.n, sh.k, sh.nb)
+		}
+	}
+}
+
+func gradients[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int) {
+	dt := dtypeOf[T]()
+	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d", gridName(grid), dt, n, k, nb)
+	a, l, b := operands[T](rng, n, k)
+	ws := make([]*tensor.Dense, 7)
+	for i := range ws {
+		switch i {
+		case 1, 2:
+			ws[i] = b.Clone().(*tensor.Dense)
+			copy(ws[i].Data().([]T), matrix[T](rng, n, max(k, 1)).Data().([]T))
+		case 4, 6:
+			ws[i] = tensor.New(tensor.WithShape(n), tensor.WithBacking(matrix[T](rng, n, 1).Data()))
+		default:
+			ws[i] = matrix[T](rng, n, n)
+		}
+	}
+	build := func(opts ...mgla.Option) func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+		return func(g *G.ExprGraph) (_, wrt []*G.Node, cost *G.Node, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("%v", r)
+				}
+			}()
+			an, ln, bn := input(g, "A", a), input(g, "L", l), input(g, "B", b)
+			ch := G.Must(mgla.Cholesky(an, opts...))
+			cs := G.Must(mgla.CholSolve(ln, bn, opts...))
+			x := G.Must(mgla.Potrs(an, bn, opts...))
+			inv := G.Must(mgla.Potri(an, opts...))
+			ld := G.Must(mgla.LogDet(an, opts...))
+			w, v, err := mgla.Syevd(an, opts...)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			wo, _, err := mgla.Syevd(an, append(opts, mgla.EigenvaluesOnly())...)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			cost = ld
+			for i, x := range []*G.Node{ch, cs, x, inv, w, G.Must(G.HadamardProd(v, v)), wo} {
+				term := G.Must(G.Sum(G.Must(G.HadamardProd(x, G.NewConstant(ws[i].Clone(), G.WithName(fmt.Sprintf("W%d", i+1)))))))
+				cost = G.Must(G.Add(cost, term))
+			}
+			return nil, []*G.Node{an, bn, ln}, cost, nil
+		}
+	}
+	got, want := onAndOffGrid(t, name, grid, nb, build)
+	// The eigenvector term amplifies rounding by 1/(w_j − w_i).
+	tol := 50 * tolerance(dt)
+	for i, what := range []string{"Ā", "B̄", "L̄"} {
+		g, w := c128(got[i]), c128(want[i])
+		if ok, j := near(g, w, tol); !ok {
+			if j < 0 {
+				t.Errorf("%s: %s has %d entries, want %d", name, what, len(g), len(w))
+				continue
+			}
+			t.Errorf("%s: %s[%d] = %v, without the grid %v", name, what, j, g[j], w[j])
+		}
+	}
+}
+
+// TestFiniteDifferences checks the gradients of Potrs, Potri, LogDet and
+// Syevd (values and vectors) on the grid against central differences of
+// the same graph along a random symmetric direction E, float64.
+func TestFiniteDifferences(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 29))
+	const n, k, nb = 6, 2, 4
+	for _, g := range grids(t) {
+		opts := []mgla.Option{mgla.WithGrid(distops.On(g)), mgla.WithTile(nb)}
+		a := spd[float64](rng, n)
+		for i := range n { // well separated eigenvalues, for Syevd's vectors
+			a.Data().([]float64)[i*n+i] += 3 * float64(i)
+		}
+		b := matrix[float64](rng, n, k)
+		w, wk := matrix[float64](rng, n, n), matrix[float64](rng, n, k)
+		e := matrix[float64](rng, n, n).Data().([]float64)
+		for i := range n {
+			for j := range i {
+				e[j*n+i] = e[i*n+j]
+			}
+		}
+		for _, c := range []struct {
+			name string
+			f    func(a *G.Node) (*G.Node, error)
+		}{
+			{"Potrs", func(a *G.Node) (*G.Node, error) {
+				x, err := mgla.Potrs(a, input(a.Graph(), "B", b), opts...)
+				if err != nil {
+					return nil, err
+				}
+				return G.Sum(G.Must(G.HadamardProd(x, G.NewConstant(wk.Clone()))))
+			}},
+			{"Potri", func(a *G.Node) (*G.Node, error) {
+				c, err := mgla.Potri(a, opts...)
+				if err != nil {
+					return nil, err
+				}
+				return G.Sum(G.Must(G.HadamardProd(c, G.NewConstant(w.Clone()))))
+			}},
+			{"LogDet", func(a *G.Node) (*G.Node, error) { return mgla.LogDet(a, opts...) }},
+			{"Syevd", func(a *G.Node) (*G.Node, error) {
+				ev, v, err := mgla.Syevd(a, opts...)
+				if err != nil {
+					return nil, err
+				}
+				vv := G.Must(G.Sum(G.Must(G.HadamardProd(G.Must(G.HadamardProd(v, v)), G.NewConstant(w.Clone())))))
+				return G.Add(vv, G.Must(G.Sum(G.Must(G.HadamardProd(ev, ev)))))
+			}},
+		} {
+			// at is the cost at A + hE and, for h = 0, its gradient Ā.
+			at := func(h float64) (float64, []float64, error) {
+				ah := a.Clone().(*tensor.Dense)
+				d := ah.Data().([]float64)
+				for i := range d {
+					d[i] += h * e[i]
+				}
+				outs, grads, err := evaluate(func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+					an := input(g, "A", ah)
+					cost, err := c.f(an)
+					if err != nil || h != 0 {
+						return []*G.Node{cost}, nil, nil, err
+					}
+					return []*G.Node{cost}, []*G.Node{an}, cost, nil
+				})
+				if err != nil {
+					return 0, nil, err
+				}
+				var grad []float64
+				if len(grads) > 0 {
+					grad = grads[0].Data().([]float64)
+				}
+				return outs[0].Data().(float64), grad, nil
+			}
+			_, abar, err := at(0)
+			if err != nil {
+				t.Fatalf("%s %s: %v", gridName(g), c.name, err)
+			}
+			const h = 1e-6 // the eigenvector term has a large third derivative
+			fp, _, err := at(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fm, _, err := at(-h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fd := (fp - fm) / (2 * h)
+			an := 0.0
+			for i := range e {
+				an += abar[i] * e[i]
+			}
+			if math.Abs(fd-an) > 1e-6*max(1, math.Abs(fd)) {
+				t.Errorf("%s %s: ⟨Ā, E⟩ = %v, finite differences %v", gridName(g), c.name, an, fd)
+			}
+			if world.Rank() == 0 {
+				t.Logf("%s %s: ⟨Ā, E⟩ = %v, finite differences %v", gridName(g), c.name, an, fd)
+			}
+		}
+	}
+}
+
+// TestNotPositiveDefinite checks that a matrix that is not positive
+// definite gives ErrNotPositiveDefinite through mgla.Cause on every rank,
+// with the order of the failing minor, for every op that factors, and that
+// CholSolve with a zero on L's diagonal does too, as on one process.
+func TestNotPositiveDefinite(t *testing.T) {
+	const n = 7
+	for _, g := range grids(t) {
+		opts := []mgla.Option{mgla.WithGrid(distops.On(g)), mgla.WithTile(2)}
+		a := make([]float64, n*n)
+		for i := range n {
+			a[i*n+i] = 1
+		}
+		a[4*n+4] = -1 // the leading minor of order 5 fails
+		at := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
+		bt := tensor.New(tensor.WithShape(n, 2), tensor.WithBacking(make([]float64, 2*n)))
+		for _, c := range []struct {
+			name  string
+			order int
+			f     func(a, b *G.Node) (*G.Node, error)
+		}{
+			{"Cholesky", 5, func(a, b *G.Node) (*G.Node, error) { return mgla.Cholesky(a, opts...) }},
+			{"Potrs", 5, func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b, opts...) }},
+			{"Potri", 5, func(a, b *G.Node) (*G.Node, error) { return mgla.Potri(a, opts...) }},
+			{"LogDet", 5, func(a, b *G.Node) (*G.Node, error) { return mgla.LogDet(a, opts...) }},
+			{"CholSolve", 5, func(l, b *G.Node) (*G.Node, error) {
+				z := G.Must(G.HadamardProd(l, G.NewConstant(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(zeroAt(n, 4))))))
+				return mgla.CholSolve(z, b, opts...)
+			}},
+		} {
+			_, _, err := evaluate(func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				x, err := c.f(input(gr, "A", at), input(gr, "B", bt))
+				return []*G.Node{x}, nil, nil, err
+			})
+			var npd *kernels.NotPositiveDefiniteError
+			switch {
+			case !errors.Is(err, mgla.ErrNotPositiveDefinite):
+				t.Errorf("rank %d, %s %s: %v, want ErrNotPositiveDefinite", world.Rank(), gridName(g), c.name, err)
+			case !errors.As(err, &npd) || npd.Order != c.order:
+				t.Errorf("rank %d, %s %s: %v, want the minor of order %d", world.Rank(), gridName(g), c.name, err, c.order)
+			}
+		}
+	}
+}
+
+// zeroAt is the n×n row-major matrix of ones with a zero at (i, i).
+func zeroAt(n, i int) []float64 {
+	m := make([]float64, n*n)
+	for j := range m {
+		m[j] = 1
+	}
+	m[i*n+i] = 0
+	return m
+}
+
+// TestComplexGradient checks that differentiating through a complex op on
+// the grid is ErrComplexGradient, as on one process.
+func TestComplexGradient(t *testing.T) {
+	g := grids(t)[0]
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dt := range []tensor.Dtype{tensor.Complex64, tensor.Complex128} {
+		a := spd[complex128](rng, 3)
+		if dt == tensor.Complex64 {
+			a = spd[complex64](rng, 3)
+		}
+		gr := G.NewGraph()
+		an := input(gr, "A", a)
+		ld, err := mgla.LogDet(an, mgla.WithGrid(distops.On(g)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := G.Grad(ld, an); !errors.Is(mgla.Cause(err), mgla.ErrComplexGradient) {
+			t.Errorf("%v: gradient of LogDet on the grid: %v, want ErrComplexGradient", dt, err)
+		}
+	}
+}
+
+// TestBadInput checks the build-time errors of the ops called directly
+// (the root builders check their inputs before): each is ErrBadInput and
+// leaves the graph as it was.
+func TestBadInput(t *testing.T) {
+	grid := grids(t)[0]
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	rect := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 3), G.WithName("rect"))
+	b5 := G.NewMatrix(g, tensor.Float64, G.WithShape(5, 2), G.WithName("B5"))
+	b32 := G.NewMatrix(g, tensor.Float32, G.WithShape(4, 2), G.WithName("B32"))
+	ints := G.NewMatrix(g, tensor.Int, G.WithShape(4, 4), G.WithName("ints"))
+	other := G.NewMatrix(G.NewGraph(), tensor.Float64, G.WithShape(4, 2), G.WithName("other"))
+	on := distops.On(grid)
+	for _, c := range []struct {
+		name  string
+		build func() error
+	}{
+		{"no grid", func() error { _, err := distops.On(nil).Potri(a, 0); return err }},
+		{"negative block", func() error { _, err := on.LogDet(a, -1); return err }},
+		{"not square", func() error { _, err := on.Cholesky(rect, 2); return err }},
+		{"nil", func() error { _, err := on.Potrs(a, nil, 2); return err }},
+		{"rows", func() error { _, err := on.CholSolve(a, b5, 2); return err }},
+		{"dtypes", func() error { _, err := on.Potrs(a, b32, 2); return err }},
+		{"int dtype", func() error { _, _, err := on.Syevd(ints, 2, true); return err }},
+		{"graphs", func() error { _, err := on.CholSolve(a, other, 2); return err }},
+	} {
+		n := len(g.AllNodes())
+		if err := c.build(); !errors.Is(err, dist.ErrBadInput) {
+			t.Errorf("%s: %v, want dist.ErrBadInput", c.name, err)
+		}
+		if m := len(g.AllNodes()); m != n {
+			t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
+		}
 	}
 }
