@@ -225,7 +225,7 @@ func (c *Call) Check(size int, local []int) error {
 // CheckDtype reports an error for element types no engine supports. The
 // collectives move the float dtypes (sharding.Dtypes) and the integer ones
 // (sharding.IntDtypes; Go's int and uint are int64 and uint64 on 64-bit
-// platforms); an engine may support fewer (NCCL has no 16-bit integers).
+// platforms); an engine may support fewer (NCCL: 32- and 64-bit integers).
 func CheckDtype(dt tensor.Dtype) error { return sharding.CheckStorageDtype(dt) }
 
 // Errors every engine returns (wrapped, with detail); match them with

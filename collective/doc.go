@@ -21,8 +21,9 @@
 // uint64, MPI_INT64_T and ncclInt64, on amd64 and arm64). Every reduction
 // applies to the integers (overflow wraps on the CPU mesh, is the
 // library's in MPI and NCCL: keep sums and products in range); Min and Max
-// are undefined for complex values. NCCL has no 16-bit integers (its calls
-// are ErrBadCall). Buffers that hold one block per rank (the
+// are undefined for complex values. The NCCL engine moves the 32- and
+// 64-bit integers only (GPU meshes hold no 1- or 2-byte elements:
+// sharding.CheckGPUDtype). Buffers that hold one block per rank (the
 // output of AllGather, the input of ReduceScatter and Scatter, both sides of
 // AllToAll, the output of Gather) are the flat concatenation of the blocks in
 // rank order, as in MPI.

@@ -47,6 +47,9 @@ func (b *DeviceBuffer) viewOf(off, n int) Buffer {
 func (b *DeviceBuffer) Device() Device { return b.dev }
 func (b *DeviceBuffer) Len() int       { return b.n }
 
+// Dtype is the element type of the buffer.
+func (b *DeviceBuffer) Dtype() tensor.Dtype { return b.dt }
+
 // Ptr is the device address of the first element (0 for an empty shard).
 func (b *DeviceBuffer) Ptr() uintptr { return uintptr(b.ptr) }
 
@@ -169,6 +172,9 @@ func onDevice(dev Device, fn func() error) error {
 }
 
 func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, error) {
+	if err := CheckGPUDtype(dt); err != nil {
+		return nil, err
+	}
 	ctx, err := primary(dev.ID)
 	if err != nil {
 		return nil, err

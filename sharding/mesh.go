@@ -142,7 +142,8 @@ var Dtypes = []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, te
 // and the collectives move them; kernels and arithmetic (AddScaled, the
 // triangle and diagonal routines) reject them. Go's int and uint are as wide
 // as a pointer: 64 bits on amd64 and arm64 (engines that name widths move
-// them as int64 and uint64 there).
+// them as int64 and uint64 there). GPU meshes hold those of 4 and 8 bytes
+// (CheckGPUDtype).
 var IntDtypes = []tensor.Dtype{tensor.Int, tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
 	tensor.Uint, tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64}
 
@@ -164,6 +165,30 @@ func CheckStorageDtype(dt tensor.Dtype) error {
 		return nil
 	}
 	return fmt.Errorf("sharding: unsupported dtype %v (want float32, float64, complex64, complex128 or a fixed-size integer type)", dt)
+}
+
+// CheckStorage reports an error for element types the mesh's tensors cannot
+// hold: CheckGPUDtype on GPU meshes, CheckStorageDtype on the others.
+func (m *Mesh) CheckStorage(dt tensor.Dtype) error {
+	if m.Kind() == GPU {
+		return CheckGPUDtype(dt)
+	}
+	return CheckStorageDtype(dt)
+}
+
+// CheckGPUDtype reports an error for element types GPU meshes cannot hold:
+// besides what CheckStorageDtype rejects, the 1- and 2-byte integers
+// (int8, uint8, int16, uint16), which have no device kernels for the moves
+// between host and device layouts (mgla's kernels handle 4-, 8- and 16-byte
+// elements). CPU meshes hold them.
+func CheckGPUDtype(dt tensor.Dtype) error {
+	if err := CheckStorageDtype(dt); err != nil {
+		return err
+	}
+	if size := dt.Size(); size < 4 {
+		return fmt.Errorf("sharding: unsupported dtype %v on GPU meshes (%d-byte elements; GPU meshes hold elements of 4, 8 or 16 bytes: use int32 or wider)", dt, size)
+	}
+	return nil
 }
 
 // perDevice runs fn for every device index concurrently.

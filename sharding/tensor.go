@@ -63,7 +63,7 @@ func newTensor(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout, z
 	if mesh == nil {
 		return nil, fmt.Errorf("sharding: nil mesh")
 	}
-	if err := CheckStorageDtype(dt); err != nil {
+	if err := mesh.CheckStorage(dt); err != nil {
 		return nil, err
 	}
 	if err := layout.Validate(); err != nil {

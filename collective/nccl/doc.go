@@ -86,9 +86,11 @@
 // they are issued, and Call.Tag is not used. Complex values are reduced as
 // interleaved real and imaginary parts, which is right for Sum only: a
 // complex Prod is collective.ErrUnavailable (Min and Max are undefined for
-// complex values and rejected by Call.Check). NCCL's integers are 8, 32
-// and 64 bits wide: int16 and uint16 are collective.ErrBadCall; Go's int
-// and uint move as ncclInt64 and ncclUint64.
+// complex values and rejected by Call.Check). The engine moves the 32- and
+// 64-bit integers (Go's int and uint as ncclInt64 and ncclUint64): NCCL has
+// no 16-bit ones (collective.ErrBadCall), and GPU buffers do not hold 1- or
+// 2-byte elements (sharding.CheckGPUDtype), so int8 and uint8 stay on the
+// CPU mesh and MPI engines too.
 //
 // The library is loaded at run time with dlopen (nothing is linked at build
 // time, like kernels/cusolver), from the first of: $MGLA_NCCL_LIB (the

@@ -159,6 +159,11 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	if r := C.mgla_nccl_group_end(); r != ncclSuccess && r != ncclInProgress && first == nil {
 		first = ncclErr("ncclGroupEnd", r, e.comms[0])
 	}
+	if first == nil && e.nonblocking {
+		// A non-blocking split finishes in the background: NCCL writes
+		// the new communicators only when the parents are ready again.
+		first = waitReady(e.comms, time.Now().Add(h.timeout), h.timeout, e.what+" Split")
+	}
 	var made []uintptr
 	for _, c := range news {
 		if c != 0 {

@@ -251,11 +251,13 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 	}
 }
 
-// ncclInts are the integer dtypes NCCL moves: all but the 16-bit ones.
+// ncclInts are the integer dtypes the NCCL engine moves: those GPU meshes
+// hold (sharding.CheckGPUDtype: 4 and 8 bytes; NCCL itself has no 16-bit
+// integers, and mgla's device kernels no 1- or 2-byte elements).
 func ncclInts() []tensor.Dtype {
 	var out []tensor.Dtype
 	for _, dt := range sharding.IntDtypes {
-		if dt.Size() != 2 {
+		if sharding.CheckGPUDtype(dt) == nil {
 			out = append(out, dt)
 		}
 	}
@@ -469,10 +471,6 @@ func TestBadCalls(t *testing.T) {
 	recv := upload(t, m, tensor.Float64, [][]complex128{collectivetest.Random(rng, tensor.Float64, collective.Sum, n)})
 	csend := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
 	crecv := upload(t, m, tensor.Complex128, [][]complex128{collectivetest.Random(rng, tensor.Complex128, collective.Sum, n)})
-	i16send := uploadInts(t, m, []any{collectivetest.RandomInts(rng, tensor.Int16, collective.Sum, n, 1)})
-	i16recv := uploadInts(t, m, []any{collectivetest.RandomInts(rng, tensor.Int16, collective.Sum, n, 1)})
-	u16 := uploadInts(t, m, []any{collectivetest.RandomInts(rng, tensor.Uint16, collective.Sum, n, 1)})
-	i16before, u16before := i16recv.downloadInts(t), u16.downloadInts(t)
 	before, cbefore := recv.download(t), crecv.download(t)
 	host, err := sharding.NewHostBuffer(make([]float64, n))
 	if err != nil {
@@ -498,9 +496,11 @@ func TestBadCalls(t *testing.T) {
 		{"complex max", collective.Call{Kind: collective.Scan, Op: collective.Max, Dtype: tensor.Complex128, Count: n,
 			Send: csend.bufs, Recv: crecv.bufs}, collective.ErrBadCall},
 		{"16-bit integers", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Int16, Count: n,
-			Send: i16send.bufs, Recv: i16recv.bufs}, collective.ErrBadCall},
+			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
 		{"unsigned 16-bit integers", collective.Call{Kind: collective.Bcast, Dtype: tensor.Uint16, Count: n,
-			Send: u16.bufs, Recv: u16.bufs}, collective.ErrBadCall},
+			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
+		{"8-bit integers", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Int8, Count: n,
+			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
 		{"bool dtype", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Bool, Count: n,
 			Send: send.bufs, Recv: recv.bufs}, collective.ErrBadCall},
 	} {
@@ -510,9 +510,6 @@ func TestBadCalls(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", tc.name, err)
 		}
-	}
-	if !reflect.DeepEqual(i16recv.downloadInts(t), i16before) || !reflect.DeepEqual(u16.downloadInts(t), u16before) {
-		t.Fatal("a rejected 16-bit call changed its receive buffer")
 	}
 	after, cafter := recv.download(t), crecv.download(t)
 	for i := range n {
