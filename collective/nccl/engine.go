@@ -176,6 +176,9 @@ func (e *engine) abort(why error) {
 // for dtypes NCCL cannot move (its integers are 8, 32 and 64 bits wide; Go's
 // int and uint move as the integers of their width).
 func ncclType(dt tensor.Dtype) (typ C.int, parts int, ok bool) {
+	if dt.Type == nil {
+		return 0, 0, false // no data (Barrier)
+	}
 	switch dt.Kind() {
 	case reflect.Float32:
 		return 7, 1, true // ncclFloat32
