@@ -16,5 +16,30 @@ func DirectPotrs[T Scalar](a, b, l, x *Matrix[T]) int {
 	return potrs(l, x)
 }
 
-// GatherGemr2d exposes gatherGemr2d to BenchmarkGather and its test.
-func GatherGemr2d[T Scalar](m *Matrix[T]) []T { return gatherGemr2d(m) }
+// Moves is a way of moving data in and out, for SetMoves.
+type Moves = moves
+
+// The ways of moving data in and out.
+const (
+	AutoMoves   = autoMoves
+	SumMoves    = sumMoves
+	Gemr2dMoves = gemr2dMoves
+)
+
+// SetMoves makes FromRoot, FromRowBlocks and Gather move data the way m
+// says (call it with the same m on every rank), until restore is called.
+func SetMoves(m moves) (restore func()) {
+	old := forceMoves
+	forceMoves = m
+	return func() { forceMoves = old }
+}
+
+// ScratchLen is the length of g's scratch array as a []T (-1 if it holds
+// none of T).
+func ScratchLen[T Scalar](g *Grid) int {
+	s, ok := g.scratch.([]T)
+	if !ok {
+		return -1
+	}
+	return cap(s)
+}
