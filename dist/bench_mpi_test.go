@@ -130,6 +130,15 @@ func BenchmarkPotrs(b *testing.B) {
 			}
 		})
 	})
+	// The op's extra work alone, against the copies the baseline makes
+	// too: the overhead without ScaLAPACK's noise.
+	b.Run(fmt.Sprintf("extras/N=%d/P=%d", n, world.Size()), func(b *testing.B) {
+		inTurns(b, g, "PotrsExtras", n, "op-extras", func() {
+			if err := dist.PotrsExtras(a, rhs); err != nil {
+				b.Fatal(err)
+			}
+		}, "direct-copies", func() { dist.DirectCopies(a, rhs, l, x) })
+	})
 }
 
 // symmetricNoise is a value in [−0.5, 0.5) that depends on {r, c} only.

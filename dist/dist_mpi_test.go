@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/dist"
 )
@@ -499,4 +500,94 @@ func scratchStep[T dist.Scalar](t *testing.T, rng *rand.Rand, g *dist.Grid, name
 	}
 	check()
 	return check
+}
+
+// TestNonFinite checks that a NaN or Inf in one rank's part of either
+// operand, for every dtype, makes every op fail with ErrNonFinite on every
+// rank and leaves the operands as they were.
+func TestNonFinite(t *testing.T) {
+	t.Run("float32", testNonFinite[float32])
+	t.Run("float64", testNonFinite[float64])
+	t.Run("complex64", testNonFinite[complex64])
+	t.Run("complex128", testNonFinite[complex128])
+}
+
+func testNonFinite[T dist.Scalar](t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 37))
+	me := world.Rank()
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		n, nb := 9, 2
+		a := conv[T](randomHPD[T](rng, n))
+		b := conv[T](randomDense[T](rng, n, 3))
+		for _, bad := range []complex128{complex(math.NaN(), 0), complex(math.Inf(1), 0), complex(0, math.Inf(-1))} {
+			if imag(bad) != 0 && !isComplex[T]() {
+				continue
+			}
+			da, err := dist.FromReplicated(g, n, n, nb, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := dist.FromReplicated(g, n, 3, nb, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := dist.Cholesky(da)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				op  string
+				bad *dist.Matrix[T]
+				run func() error
+			}{
+				{"Cholesky", da, func() error { _, err := dist.Cholesky(da); return err }},
+				{"Potrs (A)", da, func() error { _, err := dist.Potrs(da, db); return err }},
+				{"Potrs (B)", db, func() error { _, err := dist.Potrs(da, db); return err }},
+				{"CholSolve (L)", l, func() error { _, err := dist.CholSolve(l, db); return err }},
+				{"CholSolve (B)", db, func() error { _, err := dist.CholSolve(l, db); return err }},
+				{"LogDet", da, func() error { _, err := dist.LogDet(da); return err }},
+				{"Potri", da, func() error { _, err := dist.Potri(da); return err }},
+				{"Syevd", da, func() error { _, _, err := dist.Syevd(da, true); return err }},
+			} {
+				name := fmt.Sprintf("%dx%d %s with %v seed=%d", pq[0], pq[1], c.op, bad, seed)
+				holder := me == lastHolder(t, c.bad)
+				var old T
+				if holder {
+					old = c.bad.Local[len(c.bad.Local)-1]
+					c.bad.Local[len(c.bad.Local)-1] = conv[T]([]complex128{bad})[0]
+				}
+				before := [][]T{slices.Clone(da.Local), slices.Clone(db.Local), slices.Clone(l.Local)}
+				err := c.run()
+				errorsAgree(t, err)
+				if !errors.Is(err, dist.ErrNonFinite) {
+					t.Errorf("%s: %v", name, err)
+				}
+				if !sameBits(before[0], da.Local) || !sameBits(before[1], db.Local) || !sameBits(before[2], l.Local) {
+					t.Errorf("%s: an operand changed", name)
+				}
+				if holder {
+					c.bad.Local[len(c.bad.Local)-1] = old
+				}
+			}
+		}
+	}
+}
+
+// lastHolder is the highest rank that holds a part of m.
+func lastHolder[T dist.Scalar](t *testing.T, m *dist.Matrix[T]) int {
+	t.Helper()
+	r, got := -1.0, []float64{0}
+	if len(m.Local) > 0 {
+		r = float64(world.Rank())
+	}
+	if err := world.Do(call(collective.AllReduce, collective.Max, []float64{r}, got)); err != nil {
+		t.Fatal(err)
+	}
+	return int(got[0])
+}
+
+// sameBits reports whether xs and ys hold the same values, NaN matching NaN.
+func sameBits[T dist.Scalar](xs, ys []T) bool {
+	return slices.EqualFunc(xs, ys, func(x, y T) bool { return x == y || (x != x && y != y) })
 }

@@ -8,8 +8,7 @@ var ScaLAPACKIndex = scalapackIndex
 // DirectPotrs is the baseline of BenchmarkPotrs: p?potrf then p?potrs
 // called straight on preallocated copies l and x of a and b, no checks.
 func DirectPotrs[T Scalar](a, b, l, x *Matrix[T]) int {
-	copy(l.Local, a.Local)
-	copy(x.Local, b.Local)
+	DirectCopies(a, b, l, x)
 	if info := potrf(l); info != 0 {
 		return info
 	}
@@ -18,6 +17,24 @@ func DirectPotrs[T Scalar](a, b, l, x *Matrix[T]) int {
 
 // Moves is a way of moving data in and out, for SetMoves.
 type Moves = moves
+
+// PotrsExtras is what Potrs does besides p?potrf and p?potrs: the checked
+// copies, the agreement before and the two after (on success).
+func PotrsExtras[T Scalar](a, b *Matrix[T]) error {
+	if _, _, err := potrsCopies(a, b); err != nil {
+		return err
+	}
+	if err := a.Grid.agree("Potrs", failure{}); err != nil {
+		return err
+	}
+	return a.Grid.agree("Potrs", failure{})
+}
+
+// DirectCopies is what DirectPotrs does besides p?potrf and p?potrs.
+func DirectCopies[T Scalar](a, b, l, x *Matrix[T]) {
+	copy(l.Local, a.Local)
+	copy(x.Local, b.Local)
+}
 
 // The ways of moving data in and out.
 const (

@@ -22,7 +22,7 @@ import (
 // finite says whether its local elements are.
 func squareFailure[T Scalar](a *Matrix[T], finite bool) failure {
 	switch {
-	case a == nil || a.Layout.Rows != a.Layout.Cols:
+	case a.Layout.Rows != a.Layout.Cols:
 		return failure{code: badInputCode}
 	case !finite:
 		return failure{code: nonFiniteCode}
@@ -32,9 +32,6 @@ func squareFailure[T Scalar](a *Matrix[T], finite bool) failure {
 
 // squareNums are the numbers every rank must agree on for a square input.
 func squareNums[T Scalar](a *Matrix[T]) []int {
-	if a == nil {
-		return []int{-1, -1, -1, dtypeCode[T]()}
-	}
 	return []int{a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]()}
 }
 
@@ -42,7 +39,7 @@ func squareNums[T Scalar](a *Matrix[T]) []int {
 // scratch array (scratch) or a new one, nil if a is not square; and the
 // local verdict on it.
 func copySquare[T Scalar](a *Matrix[T], scratch bool) (*Matrix[T], failure) {
-	if a == nil || a.Layout.Rows != a.Layout.Cols {
+	if a.Layout.Rows != a.Layout.Cols {
 		return nil, failure{code: badInputCode}
 	}
 	var c *Matrix[T]
@@ -54,6 +51,12 @@ func copySquare[T Scalar](a *Matrix[T], scratch bool) (*Matrix[T], failure) {
 		ok = copyFinite(c.Local, a.Local)
 	}
 	return c, squareFailure(a, ok)
+}
+
+// errNil is the error for a nil matrix, which has no grid to agree on: the
+// other ranks' calls fail when the communicator's timeout passes.
+func errNil(op string) error {
+	return fmt.Errorf("%w: dist: %s: nil matrix", ErrBadInput, op)
 }
 
 // outcome is the local verdict on INFO of a factorization.
@@ -70,6 +73,9 @@ func outcome(info int) failure {
 // factor is the Cholesky factor of a (lower triangle; the strict upper one
 // keeps a's), in the grid's scratch array with scratch, after the checks.
 func factor[T Scalar](op string, a *Matrix[T], scratch bool) (*Matrix[T], error) {
+	if a == nil {
+		return nil, errNil(op)
+	}
 	l, f := copySquare(a, scratch)
 	if err := a.Grid.agree(op, f, squareNums(a)...); err != nil {
 		return nil, err
@@ -112,7 +118,7 @@ func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 // copyRHS is the checked copy of the right-hand side b for the n×n l on
 // l's grid (nil if b does not fit), and the local verdict on it.
 func copyRHS[T Scalar](l, b *Matrix[T]) (*Matrix[T], failure) {
-	if b == nil || l == nil || b.Grid != l.Grid || b.Layout.Rows != l.Layout.Rows || b.Layout.MB != l.Layout.MB {
+	if b == nil || b.Grid != l.Grid || b.Layout.Rows != l.Layout.Rows || b.Layout.MB != l.Layout.MB {
 		return nil, failure{code: badInputCode}
 	}
 	x := &Matrix[T]{Grid: b.Grid, Layout: b.Layout, Local: make([]T, len(b.Local)), desc: b.desc}
@@ -133,13 +139,8 @@ func rhsCols[T Scalar](b *Matrix[T]) int {
 // Potrs solves A·X = B for the Hermitian positive definite a (lower
 // triangle read); b has a's rows and block size.
 func Potrs[T Scalar](a, b *Matrix[T]) (*Matrix[T], error) {
-	if a == nil {
-		return nil, fmt.Errorf("%w: dist: Potrs: no matrix", ErrBadInput)
-	}
-	l, fa := copySquare(a, true)
-	x, fb := copyRHS(a, b)
-	f := failure{code: max(fa.code, fb.code)}
-	if err := a.Grid.agree("Potrs", f, append(squareNums(a), rhsCols(b))...); err != nil {
+	l, x, err := potrsCopies(a, b)
+	if err != nil {
 		return nil, err
 	}
 	if err := a.Grid.agree("Potrs", outcome(potrf(l))); err != nil {
@@ -148,11 +149,26 @@ func Potrs[T Scalar](a, b *Matrix[T]) (*Matrix[T], error) {
 	return x, solve("Potrs", l, x)
 }
 
+// potrsCopies is what Potrs does before ScaLAPACK: the checked copies of
+// a (in the grid's scratch array) and b, and the agreement on both.
+func potrsCopies[T Scalar](a, b *Matrix[T]) (l, x *Matrix[T], err error) {
+	if a == nil {
+		return nil, nil, errNil("Potrs")
+	}
+	l, fa := copySquare(a, true)
+	x, fb := copyRHS(a, b)
+	f := failure{code: max(fa.code, fb.code)}
+	if err := a.Grid.agree("Potrs", f, append(squareNums(a), rhsCols(b))...); err != nil {
+		return nil, nil, err
+	}
+	return l, x, nil
+}
+
 // CholSolve solves L·Lᴴ·X = B for the lower Cholesky factor l (from
 // Cholesky).
 func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
 	if l == nil {
-		return nil, fmt.Errorf("%w: dist: CholSolve: no factor", ErrBadInput)
+		return nil, errNil("CholSolve")
 	}
 	fl := squareFailure(l, finite(l.Local))
 	x, fb := copyRHS(l, b)
@@ -223,6 +239,9 @@ func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 // computes them, so values alone cost the same). a's block size must be at
 // least 1; ScaLAPACK needs square blocks, which Matrix always has.
 func Syevd[T Scalar](a *Matrix[T], vectors bool) ([]float64, *Matrix[T], error) {
+	if a == nil {
+		return nil, nil, errNil("Syevd")
+	}
 	work, f := copySquare(a, true)
 	if err := a.Grid.agree("Syevd", f, squareNums(a)...); err != nil {
 		return nil, nil, err
