@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,10 +23,13 @@ import (
 // every iteration, so that both see the same machine state, and rank 0
 // prints one line per comparison for scripts:
 //
-//	distbench op=Potrs N=4000 P=4 grid=2x2 iters=5 a=op a_ms=… b=direct b_ms=… a/b=… load=…
+//	distbench op=Potrs N=4000 P=4 grid=2x2 iters=5 a=op a_ms=… b=direct b_ms=… a/b=… cpu_a/b=… load=…
 //
 // a_ms and b_ms are medians over the iterations, a/b the median of the
-// per-iteration ratios, load the 1-minute load average before and after.
+// per-iteration ratios, cpu_a/b that of the ratios of this process's CPU
+// time (rank 0's; with one process it is what the shared build VM's load
+// leaves least disturbed; with more it counts MPI's busy waiting too),
+// load the 1-minute load average before and after.
 
 // benchN is the order N of the benchmarks' matrices.
 func benchN(b *testing.B) int {
@@ -37,6 +41,16 @@ func benchN(b *testing.B) int {
 		}
 	}
 	return n
+}
+
+// benchGrid is the near-square grid of the world, closed when b ends.
+func benchGrid(b *testing.B) *dist.Grid {
+	g, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	return g
 }
 
 // loadAvg is the 1-minute load average ("?" where unknown).
@@ -54,33 +68,49 @@ func inTurns(b *testing.B, g *dist.Grid, op string, n int, na string, fa func(),
 	load := loadAvg()
 	fa() // warm up: the grid's scratch array and BLACS contexts
 	fb()
-	var ta, tb, ratio []float64
+	var wall, cpu [2][]float64 // [a, b] times in ms
 	i := 0
 	for b.Loop() {
-		first, second := fa, fb
+		fs := [2]func(){fa, fb}
+		order := [2]int{0, 1}
 		if i%2 == 1 {
-			first, second = fb, fa
+			order = [2]int{1, 0}
 		}
-		start := time.Now()
-		first()
-		mid := time.Now()
-		second()
-		d1, d2 := mid.Sub(start).Seconds()*1e3, time.Since(mid).Seconds()*1e3
-		if i%2 == 1 {
-			d1, d2 = d2, d1
+		for _, k := range order {
+			w, c := time.Now(), cpuTime()
+			fs[k]()
+			wall[k] = append(wall[k], time.Since(w).Seconds()*1e3)
+			cpu[k] = append(cpu[k], (cpuTime()-c).Seconds()*1e3)
 		}
-		ta, tb, ratio = append(ta, d1), append(tb, d2), append(ratio, d1/d2)
 		i++
 	}
-	ma, mb, mr := median(ta), median(tb), median(ratio)
+	ratios := func(t [2][]float64) []float64 {
+		r := make([]float64, len(t[0]))
+		for i := range r {
+			r[i] = t[0][i] / t[1][i]
+		}
+		return r
+	}
+	ma, mb, mr, mc := median(wall[0]), median(wall[1]), median(ratios(wall)), median(ratios(cpu))
 	b.ReportMetric(ma, na+"-ms")
 	b.ReportMetric(mb, nb+"-ms")
 	b.ReportMetric(mr, na+"/"+nb)
 	if world.Rank() == 0 {
 		p, q := g.Shape()
-		fmt.Printf("distbench op=%s N=%d P=%d grid=%dx%d iters=%d a=%s a_ms=%.1f b=%s b_ms=%.1f a/b=%.3f load=%s,%s\n",
-			op, n, world.Size(), p, q, len(ta), na, ma, nb, mb, mr, load, loadAvg())
+		fmt.Printf("distbench op=%s N=%d P=%d grid=%dx%d iters=%d a=%s a_ms=%.1f b=%s b_ms=%.1f a/b=%.3f cpu_a/b=%.3f load=%s,%s\n",
+			op, n, world.Size(), p, q, len(wall[0]), na, ma, nb, mb, mr, mc, load, loadAvg())
 	}
+}
+
+// cpuTime is the CPU time this process has used (user and system, all
+// threads): unlike the wall time, it does not grow while other jobs hold
+// the cores.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 func median(xs []float64) float64 {
@@ -96,11 +126,7 @@ func median(xs []float64) float64 {
 // right-hand sides.
 func BenchmarkPotrs(b *testing.B) {
 	n := benchN(b)
-	g, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
+	g := benchGrid(b)
 	rng := rand.New(rand.NewPCG(1, 2))
 	a, err := dist.NewMatrix[float64](g, n, n, 64)
 	if err != nil {
@@ -153,11 +179,7 @@ func symmetricNoise(r, c int) float64 {
 // a sum over MPI against through p?gemr2d.
 func BenchmarkGather(b *testing.B) {
 	n := benchN(b)
-	g, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
+	g := benchGrid(b)
 	m, err := dist.NewMatrix[float64](g, n, n, 64)
 	if err != nil {
 		b.Fatal(err)
@@ -180,11 +202,7 @@ func BenchmarkGather(b *testing.B) {
 // broadcast or sum over MPI against through p?gemr2d.
 func BenchmarkScatter(b *testing.B) {
 	n := benchN(b)
-	g, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
+	g := benchGrid(b)
 	var full []float64
 	if world.Rank() == 0 {
 		full = make([]float64, n*n)

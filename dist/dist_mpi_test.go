@@ -45,10 +45,16 @@ func TestLayoutMatchesScaLAPACK(t *testing.T) {
 var shapes = []struct{ n, nb int }{{1, 1}, {5, 2}, {6, 4}, {7, 3}, {13, 4}, {24, 5}}
 
 func TestOps(t *testing.T) {
-	t.Run("float32", testOps[float32])
-	t.Run("float64", testOps[float64])
-	t.Run("complex64", testOps[complex64])
-	t.Run("complex128", testOps[complex128])
+	eachDtype(t, "", testOps[float32], testOps[float64], testOps[complex64], testOps[complex128])
+}
+
+// eachDtype runs the float32, float64, complex64 and complex128 instances
+// of a generic test as subtests named prefix + dtype.
+func eachDtype(t *testing.T, prefix string, f32, f64, c64, c128 func(*testing.T)) {
+	t.Run(prefix+"float32", f32)
+	t.Run(prefix+"float64", f64)
+	t.Run(prefix+"complex64", c64)
+	t.Run(prefix+"complex128", c128)
 }
 
 func testOps[T dist.Scalar](t *testing.T) {
@@ -174,10 +180,7 @@ func TestDataInOut(t *testing.T) {
 		m    dist.Moves
 	}{{"sum", dist.SumMoves}, {"gemr2d", dist.Gemr2dMoves}, {"auto", dist.AutoMoves}} {
 		restore := dist.SetMoves(mv.m)
-		t.Run(mv.name+"/float32", testDataInOut[float32])
-		t.Run(mv.name+"/float64", testDataInOut[float64])
-		t.Run(mv.name+"/complex64", testDataInOut[complex64])
-		t.Run(mv.name+"/complex128", testDataInOut[complex128])
+		eachDtype(t, mv.name+"/", testDataInOut[float32], testDataInOut[float64], testDataInOut[complex64], testDataInOut[complex128])
 		restore()
 	}
 }
@@ -506,10 +509,7 @@ func scratchStep[T dist.Scalar](t *testing.T, rng *rand.Rand, g *dist.Grid, name
 // operand, for every dtype, makes every op fail with ErrNonFinite on every
 // rank and leaves the operands as they were.
 func TestNonFinite(t *testing.T) {
-	t.Run("float32", testNonFinite[float32])
-	t.Run("float64", testNonFinite[float64])
-	t.Run("complex64", testNonFinite[complex64])
-	t.Run("complex128", testNonFinite[complex128])
+	eachDtype(t, "", testNonFinite[float32], testNonFinite[float64], testNonFinite[complex64], testNonFinite[complex128])
 }
 
 func testNonFinite[T dist.Scalar](t *testing.T) {
