@@ -148,7 +148,7 @@ func FromRoot[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T]
 	if err != nil {
 		return nil, err
 	}
-	if useGemr2d(g, rows*cols) {
+	if useGemr2d(g, fromRootMove) {
 		gemr2d(g, rows, cols, full, wholeDesc(g, root, rows, cols), m.Local, m.desc)
 		return m, nil
 	}
@@ -202,7 +202,7 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 	if err != nil {
 		return nil, err
 	}
-	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, total*cols) {
+	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove) {
 		desc := blockDesc(g.columnContext(), total, cols, split, cols, rows)
 		gemr2d(g, total, cols, band, desc, m.Local, m.desc)
 		return m, nil
@@ -255,7 +255,11 @@ func (m *Matrix[T]) Gather(root int) ([]T, error) {
 	}
 	rows, cols := m.Layout.Rows, m.Layout.Cols
 	me := g.comm.Rank()
-	if useGemr2d(g, rows*cols) {
+	mv := gatherOneMove
+	if root < 0 {
+		mv = gatherAllMove
+	}
+	if useGemr2d(g, mv) {
 		to := max(root, 0)
 		var full []T
 		if me == to || root < 0 {

@@ -7,6 +7,8 @@ package dist
 */
 import "C"
 
+import "math"
+
 // The two ways data gets in and out of the 2-D block-cyclic distribution
 // (FromRoot, FromRowBlocks, Gather): ScaLAPACK's p?gemr2d, which sends
 // every element once from its owner to its new owner, or a collective of
@@ -15,7 +17,7 @@ import "C"
 // cyclic.Insert), which moves the whole matrix through every rank but in
 // one large MPI call.
 
-// Moves names a way of moving data in and out; see useGemr2d.
+// moves names a way of moving data in and out; see useGemr2d.
 type moves int
 
 const (
@@ -28,24 +30,56 @@ const (
 // every rank).
 var forceMoves = autoMoves
 
-// gemr2dMinRanks is the smallest number of processes from which the data
-// moves go through p?gemr2d.
-//
-// Evidence (BenchmarkMoves, float64, 64×64 blocks, the build VM's 2
-// shared cores, medians): see BENCHMARKS.md "Distributed dense".
-const gemr2dMinRanks = 3
+// move names a data move, for the rule.
+type move int
 
-// useGemr2d says whether a data move of elems elements on g goes through
-// p?gemr2d: from gemr2dMinRanks processes on. The number of elements does
-// not enter the rule (yet): see gemr2dMinRanks.
-func useGemr2d(g *Grid, elems int) bool {
+const (
+	fromRootMove      move = iota // FromRoot
+	fromRowBlocksMove             // FromRowBlocks (bands in the block split)
+	gatherOneMove                 // Gather to one rank
+	gatherAllMove                 // Gather to every rank
+)
+
+// gemr2dMinRanks is, for each move, the smallest number of processes from
+// which it goes through p?gemr2d (never for FromRoot).
+//
+// Evidence: BenchmarkGather and BenchmarkScatter, N = 4000 float64 in
+// 64×64 blocks, near-square grids, 3 iterations of each path in turns,
+// medians, on the build VM (2 vCPUs shared with other sessions, load
+// average 14–26 during the runs, so 3 and 4 processes oversubscribe it),
+// 2026-11-25. Time of the sum or broadcast over that of p?gemr2d (above 1:
+// p?gemr2d faster); wall clock, CPU time of rank 0 in brackets:
+//
+//	processes        1             2             3             4
+//	Gather(0)        0.14 (0.08)   0.18 (0.37)   1.51 (1.20)   3.16 (1.92)
+//	Gather(all)      0.31 (0.33)   0.04 (0.09)   0.90 (1.74)   1.64 (1.12)
+//	FromRoot         0.10 (0.09)   0.45 (0.60)   0.89 (0.50)   0.73 (1.06)
+//	FromRowBlocks                  0.17 (0.38)   1.29 (6.15)   0.96 (6.03)
+//
+// p?gemr2d is slow on one or two processes here (0.2–0.9 µs an element on
+// one: it packs and unpacks every block through BLACS messages even
+// then), while the collectives of the whole matrix grow with the process
+// count; a broadcast stayed ahead of it for FromRoot up to 4. At N = 2000 on one process the order
+// was the same (Gather(0): 0.07), so the size does not enter the rule.
+// These are to be revisited with the quiet 16-core runs
+// (scripts/dist-bench.sh).
+var gemr2dMinRanks = [...]int{
+	fromRootMove:      math.MaxInt,
+	fromRowBlocksMove: 3,
+	gatherOneMove:     3,
+	gatherAllMove:     4,
+}
+
+// useGemr2d says whether mv on g goes through p?gemr2d (forceMoves, else
+// gemr2dMinRanks).
+func useGemr2d(g *Grid, mv move) bool {
 	switch forceMoves {
 	case sumMoves:
 		return false
 	case gemr2dMoves:
 		return true
 	}
-	return g.comm.Size() >= gemr2dMinRanks
+	return g.comm.Size() >= gemr2dMinRanks[mv]
 }
 
 // wholeDesc is the descriptor of a rows×cols matrix held whole by rank
