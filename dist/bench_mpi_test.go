@@ -29,7 +29,8 @@ import (
 // per-iteration ratios, cpu_a/b that of the ratios of this process's CPU
 // time (rank 0's; with one process it is what the shared build VM's load
 // leaves least disturbed; with more it counts MPI's busy waiting too),
-// load the 1-minute load average before and after.
+// load the 1-minute load average before and after. With -test.v rank 0
+// also prints each iteration's times ("distbench-iteration …").
 
 // benchN is the order N of the benchmarks' matrices.
 func benchN(b *testing.B) int {
@@ -95,6 +96,12 @@ func inTurns(b *testing.B, g *dist.Grid, op string, n int, na string, fa func(),
 	b.ReportMetric(ma, na+"-ms")
 	b.ReportMetric(mb, nb+"-ms")
 	b.ReportMetric(mr, na+"/"+nb)
+	if world.Rank() == 0 && testing.Verbose() {
+		for i := range wall[0] {
+			fmt.Printf("distbench-iteration op=%s N=%d P=%d i=%d a_ms=%.1f b_ms=%.1f a_cpu_ms=%.1f b_cpu_ms=%.1f\n",
+				op, n, world.Size(), i, wall[0][i], wall[1][i], cpu[0][i], cpu[1][i])
+		}
+	}
 	if world.Rank() == 0 {
 		p, q := g.Shape()
 		fmt.Printf("distbench op=%s N=%d P=%d grid=%dx%d iters=%d a=%s a_ms=%.1f b=%s b_ms=%.1f a/b=%.3f cpu_a/b=%.3f load=%s,%s\n",
