@@ -6,141 +6,240 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mgla/mgla/dist"
 )
 
-// BenchmarkPotrs times dist.Potrs against p?potrf + p?potrs called straight
-// on the same local arrays in the same processes (DirectPotrs), float64, on
-// the near-square grid of the world, N from MGLA_DIST_BENCH_N (default
-// 4000), 64×64 blocks, 16 right-hand sides. Every rank must run the same
-// number of iterations: run it with a fixed -test.benchtime=Nx. Rank 0
-// prints op/direct.
-func BenchmarkPotrs(b *testing.B) {
+// The benchmarks run under mpirun, every rank the same fixed number of
+// iterations (-test.benchtime=Nx), on the near-square grid of the world,
+// float64 in 64×64 blocks, N×N from MGLA_DIST_BENCH_N (default 4000).
+// Each times two ways of doing the same thing in turns, the order swapped
+// every iteration, so that both see the same machine state, and rank 0
+// prints one line per comparison for scripts:
+//
+//	distbench op=Potrs N=4000 P=4 grid=2x2 iters=5 a=op a_ms=… b=direct b_ms=… a/b=… cpu_a/b=… load=…
+//
+// a_ms and b_ms are medians over the iterations, a/b the median of the
+// per-iteration ratios, cpu_a/b that of the ratios of this process's CPU
+// time (rank 0's; with one process it is what the shared build VM's load
+// leaves least disturbed; with more it counts MPI's busy waiting too),
+// load the 1-minute load average before and after. With -test.v rank 0
+// also prints each iteration's times ("distbench-iteration …").
+
+// benchN is the order N of the benchmarks' matrices.
+func benchN(b *testing.B) int {
 	n := 4000
-	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
-		n = v
+	if v := os.Getenv("MGLA_DIST_BENCH_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("MGLA_DIST_BENCH_N=%q: want a positive integer", v)
+		}
 	}
+	return n
+}
+
+// benchGrid is the near-square grid of the world, closed when b ends.
+func benchGrid(b *testing.B) *dist.Grid {
 	g, err := dist.NewGrid(world, 0, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer g.Close()
+	b.Cleanup(func() { g.Close() })
+	return g
+}
+
+// loadAvg is the 1-minute load average ("?" where unknown).
+func loadAvg() string {
+	s, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(s))[0]
+}
+
+// inTurns runs fa and fb b.N times each, in turns, and prints their
+// comparison on rank 0 (see the package's benchmark comment).
+func inTurns(b *testing.B, g *dist.Grid, op string, n int, na string, fa func(), nb string, fb func()) {
+	load := loadAvg()
+	fa() // warm up: the grid's scratch array and BLACS contexts
+	fb()
+	var wall, cpu [2][]float64 // [a, b] times in ms
+	i := 0
+	for b.Loop() {
+		fs := [2]func(){fa, fb}
+		order := [2]int{0, 1}
+		if i%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		for _, k := range order {
+			w, c := time.Now(), cpuTime()
+			fs[k]()
+			wall[k] = append(wall[k], time.Since(w).Seconds()*1e3)
+			cpu[k] = append(cpu[k], (cpuTime()-c).Seconds()*1e3)
+		}
+		i++
+	}
+	ratios := func(t [2][]float64) []float64 {
+		r := make([]float64, len(t[0]))
+		for i := range r {
+			r[i] = t[0][i] / t[1][i]
+		}
+		return r
+	}
+	ma, mb, mr, mc := median(wall[0]), median(wall[1]), median(ratios(wall)), median(ratios(cpu))
+	b.ReportMetric(ma, na+"-ms")
+	b.ReportMetric(mb, nb+"-ms")
+	b.ReportMetric(mr, na+"/"+nb)
+	if world.Rank() == 0 && testing.Verbose() {
+		for i := range wall[0] {
+			fmt.Printf("distbench-iteration op=%s N=%d P=%d i=%d a_ms=%.1f b_ms=%.1f a_cpu_ms=%.1f b_cpu_ms=%.1f\n",
+				op, n, world.Size(), i, wall[0][i], wall[1][i], cpu[0][i], cpu[1][i])
+		}
+	}
+	if world.Rank() == 0 {
+		p, q := g.Shape()
+		fmt.Printf("distbench op=%s N=%d P=%d grid=%dx%d iters=%d a=%s a_ms=%.1f b=%s b_ms=%.1f a/b=%.3f cpu_a/b=%.3f load=%s,%s\n",
+			op, n, world.Size(), p, q, len(wall[0]), na, ma, nb, mb, mr, mc, load, loadAvg())
+	}
+}
+
+// cpuTime is the CPU time this process has used (user and system, all
+// threads): unlike the wall time, it does not grow while other jobs hold
+// the cores.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
+
+// BenchmarkPotrs times dist.Potrs against p?potrf + p?potrs called straight
+// on preallocated copies of the same local arrays (DirectPotrs), 16
+// right-hand sides.
+func BenchmarkPotrs(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
 	rng := rand.New(rand.NewPCG(1, 2))
-	full := make([]float64, n*n)
-	for i := range full {
-		full[i] = rng.Float64() - 0.5
+	a, err := dist.NewMatrix[float64](g, n, n, 64)
+	if err != nil {
+		b.Fatal(err)
 	}
-	for i := range n {
-		for j := range i {
-			full[j+i*n] = full[i+j*n]
+	// A random symmetric matrix with N on the diagonal: positive definite.
+	a.Fill(func(r, c int) float64 {
+		if r == c {
+			return float64(n)
 		}
-		full[i+i*n] += float64(n)
-	}
-	rhs := make([]float64, n*16)
-	for i := range rhs {
-		rhs[i] = rng.Float64()
-	}
-	a, err := dist.FromReplicated(g, n, n, 64, full)
+		return symmetricNoise(r, c)
+	})
+	rhs, err := dist.NewMatrix[float64](g, n, 16, 64)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bb, err := dist.FromReplicated(g, n, 16, 64, rhs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, x := a.Clone(), bb.Clone()
-	// Op and direct alternate, so that both see the same machine state
-	// (this VM's two cores are shared).
+	rhs.Fill(func(int, int) float64 { return rng.Float64() })
+	l, x := a.Clone(), rhs.Clone()
 	b.Run(fmt.Sprintf("N=%d/P=%d", n, world.Size()), func(b *testing.B) {
-		var op, direct time.Duration
-		if info := dist.DirectPotrs(a, bb, l, x); info != 0 { // warm up
-			b.Fatal(info)
-		}
-		for b.Loop() {
-			start := time.Now()
-			if _, err := dist.Potrs(a, bb); err != nil {
+		inTurns(b, g, "Potrs", n, "op", func() {
+			if _, err := dist.Potrs(a, rhs); err != nil {
 				b.Fatal(err)
 			}
-			op += time.Since(start)
-			start = time.Now()
-			if info := dist.DirectPotrs(a, bb, l, x); info != 0 {
+		}, "direct", func() {
+			if info := dist.DirectPotrs(a, rhs, l, x); info != 0 {
 				b.Fatal(info)
 			}
-			direct += time.Since(start)
-		}
-		b.ReportMetric(float64(op.Milliseconds())/float64(b.N), "op-ms")
-		b.ReportMetric(float64(direct.Milliseconds())/float64(b.N), "direct-ms")
-		b.ReportMetric(float64(op)/float64(direct), "op/direct")
-		if world.Rank() == 0 {
-			fmt.Printf("Potrs N=%d on %d processes (%d×%d grid): op %.1f ms, direct p?potrf+p?potrs %.1f ms, op/direct = %.3f\n",
-				n, world.Size(), pqOf(g)[0], pqOf(g)[1], float64(op.Microseconds())/1e3/float64(b.N), float64(direct.Microseconds())/1e3/float64(b.N), float64(op)/float64(direct))
-		}
+		})
+	})
+	// The op's extra work alone, against the copies the baseline makes
+	// too: the overhead without ScaLAPACK's noise.
+	b.Run(fmt.Sprintf("extras/N=%d/P=%d", n, world.Size()), func(b *testing.B) {
+		inTurns(b, g, "PotrsExtras", n, "op-extras", func() {
+			if err := dist.PotrsExtras(a, rhs); err != nil {
+				b.Fatal(err)
+			}
+		}, "direct-copies", func() { dist.DirectCopies(a, rhs, l, x) })
 	})
 }
 
-func pqOf(g *dist.Grid) [2]int {
-	p, q := g.Shape()
-	return [2]int{p, q}
+// symmetricNoise is a value in [−0.5, 0.5) that depends on {r, c} only.
+func symmetricNoise(r, c int) float64 {
+	lo, hi := uint64(min(r, c)), uint64(max(r, c))
+	h := (lo*0x9E3779B97F4A7C15 ^ hi) * 0xBF58476D1CE4E5B9
+	h ^= h >> 31
+	return float64(h>>11)/(1<<53) - 0.5
 }
 
-// TestGatherGemr2d checks the p?gemr2d gather that BenchmarkGather times.
-func TestGatherGemr2d(t *testing.T) {
-	for _, pq := range grids() {
-		g := newGrid(t, pq[0], pq[1])
-		m, err := dist.NewMatrix[float64](g, 11, 7, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Fill(func(r, c int) float64 { return float64(r*7 + c + 1) })
-		full := dist.GatherGemr2d(m)
-		if (world.Rank() == 0) != (full != nil) {
-			t.Fatalf("rank %d: %d elements", world.Rank(), len(full))
-		}
-		for c := 0; c < 7 && full != nil; c++ {
-			for r := range 11 {
-				if full[r+c*11] != float64(r*7+c+1) {
-					t.Fatalf("%v: element (%d,%d) = %v", pq, r, c, full[r+c*11])
-				}
-			}
-		}
-	}
-}
-
-// BenchmarkGather times Matrix.Gather(0) (a sum over MPI of each rank's
-// blocks placed in a zero matrix) against p?gemr2d into a 1×1 grid on rank
-// 0, N×N float64 (MGLA_DIST_BENCH_N, default 4000). Fixed -test.benchtime=Nx.
+// BenchmarkGather times Matrix.Gather to rank 0 and to every rank, through
+// a sum over MPI against through p?gemr2d.
 func BenchmarkGather(b *testing.B) {
-	n := 4000
-	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
-		n = v
-	}
-	g, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
+	n := benchN(b)
+	g := benchGrid(b)
 	m, err := dist.NewMatrix[float64](g, n, n, 64)
 	if err != nil {
 		b.Fatal(err)
 	}
 	m.Fill(func(r, c int) float64 { return float64(r - c) })
-	var sum, gemr time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if _, err := m.Gather(0); err != nil {
+	for _, root := range []int{0, -1} {
+		name := "Gather(0)"
+		if root < 0 {
+			name = "Gather(all)"
+		}
+		b.Run(fmt.Sprintf("%s/N=%d/P=%d", name, n, world.Size()), func(b *testing.B) {
+			inTurns(b, g, name, n, "sum", movesRun(b, dist.SumMoves, func() error { _, err := m.Gather(root); return err }),
+				"gemr2d", movesRun(b, dist.Gemr2dMoves, func() error { _, err := m.Gather(root); return err }))
+		})
+	}
+}
+
+// BenchmarkScatter times FromRoot (from rank 0) and FromRowBlocks (the
+// block split of the rows, ⌈N/P⌉ on each rank but the last), through a
+// broadcast or sum over MPI against through p?gemr2d.
+func BenchmarkScatter(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
+	var full []float64
+	if world.Rank() == 0 {
+		full = make([]float64, n*n)
+		for i := range full {
+			full[i] = float64(i % 1009)
+		}
+	}
+	split := (n + world.Size() - 1) / world.Size()
+	rows := max(0, min(split, n-world.Rank()*split))
+	band := make([]float64, rows*n)
+	for i := range band {
+		band[i] = float64(i % 1013)
+	}
+	b.Run(fmt.Sprintf("FromRoot/N=%d/P=%d", n, world.Size()), func(b *testing.B) {
+		from := func() error { _, err := dist.FromRoot(g, 0, n, n, 64, full); return err }
+		inTurns(b, g, "FromRoot", n, "bcast", movesRun(b, dist.SumMoves, from), "gemr2d", movesRun(b, dist.Gemr2dMoves, from))
+	})
+	b.Run(fmt.Sprintf("FromRowBlocks/N=%d/P=%d", n, world.Size()), func(b *testing.B) {
+		from := func() error { _, err := dist.FromRowBlocks(g, n, 64, rows, band); return err }
+		inTurns(b, g, "FromRowBlocks", n, "sum", movesRun(b, dist.SumMoves, from), "gemr2d", movesRun(b, dist.Gemr2dMoves, from))
+	})
+}
+
+// movesRun is run with the data moves forced to m.
+func movesRun(b *testing.B, m dist.Moves, run func() error) func() {
+	return func() {
+		restore := dist.SetMoves(m)
+		defer restore()
+		if err := run(); err != nil {
 			b.Fatal(err)
 		}
-		sum += time.Since(start)
-		start = time.Now()
-		dist.GatherGemr2d(m)
-		gemr += time.Since(start)
-	}
-	if world.Rank() == 0 {
-		fmt.Printf("Gather N=%d on %d processes: sum over MPI %.1f ms, p?gemr2d %.1f ms\n", n, world.Size(),
-			float64(sum.Microseconds())/1e3/float64(b.N), float64(gemr.Microseconds())/1e3/float64(b.N))
 	}
 }

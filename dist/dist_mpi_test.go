@@ -8,9 +8,11 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/dist"
 )
@@ -43,10 +45,16 @@ func TestLayoutMatchesScaLAPACK(t *testing.T) {
 var shapes = []struct{ n, nb int }{{1, 1}, {5, 2}, {6, 4}, {7, 3}, {13, 4}, {24, 5}}
 
 func TestOps(t *testing.T) {
-	t.Run("float32", testOps[float32])
-	t.Run("float64", testOps[float64])
-	t.Run("complex64", testOps[complex64])
-	t.Run("complex128", testOps[complex128])
+	eachDtype(t, "", testOps[float32], testOps[float64], testOps[complex64], testOps[complex128])
+}
+
+// eachDtype runs the float32, float64, complex64 and complex128 instances
+// of a generic test as subtests named prefix + dtype.
+func eachDtype(t *testing.T, prefix string, f32, f64, c64, c128 func(*testing.T)) {
+	t.Run(prefix+"float32", f32)
+	t.Run(prefix+"float64", f64)
+	t.Run(prefix+"complex64", c64)
+	t.Run(prefix+"complex128", c128)
 }
 
 func testOps[T dist.Scalar](t *testing.T) {
@@ -161,55 +169,91 @@ func checkEigen(t *testing.T, name string, a []complex128, n int, w []float64, z
 	}
 }
 
+// TestDataInOut checks FromRoot, FromRowBlocks and Gather against
+// FromReplicated and the full matrix, element for element, through each
+// way of moving the data (the sum over MPI, p?gemr2d and the rule's
+// choice), for every dtype, with bands that are the block split of the
+// rows (which p?gemr2d takes) and bands that are not.
 func TestDataInOut(t *testing.T) {
+	for _, mv := range []struct {
+		name string
+		m    dist.Moves
+	}{{"sum", dist.SumMoves}, {"gemr2d", dist.Gemr2dMoves}, {"auto", dist.AutoMoves}} {
+		restore := dist.SetMoves(mv.m)
+		eachDtype(t, mv.name+"/", testDataInOut[float32], testDataInOut[float64], testDataInOut[complex64], testDataInOut[complex128])
+		restore()
+	}
+}
+
+func testDataInOut[T dist.Scalar](t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 23))
 	me, size := world.Rank(), world.Size()
 	for _, pq := range grids() {
 		g := newGrid(t, pq[0], pq[1])
 		for _, s := range shapes {
 			rows, cols := s.n+size, s.n
-			full := conv[float64](randomDense[float64](rng, rows, cols))
-			name := fmt.Sprintf("%dx%d %dx%d nb=%d", pq[0], pq[1], rows, cols, s.nb)
+			full := conv[T](randomDense[T](rng, rows, cols))
+			name := fmt.Sprintf("%dx%d %dx%d nb=%d seed=%d", pq[0], pq[1], rows, cols, s.nb, seed)
 			ref, err := dist.FromReplicated(g, rows, cols, s.nb, full)
 			if err != nil {
 				t.Fatal(name, err)
 			}
-			root := size - 1
-			var mine []float64
-			if me == root {
-				mine = full
-			}
-			fromRoot, err := dist.FromRoot(g, root, rows, cols, s.nb, mine)
-			if err != nil {
-				t.Fatal(name, err)
-			}
-			// Uneven bands: rank r holds rows [start(r), start(r+1)); the
-			// last rank none when there are enough ranks.
-			start := func(r int) int { return min(rows, r*(rows/size+1)) }
-			r0, r1 := start(me), start(me+1)
-			band := make([]float64, (r1-r0)*cols)
-			for j := range cols {
-				copy(band[j*(r1-r0):], full[r0+j*rows:r1+j*rows])
-			}
-			fromBands, err := dist.FromRowBlocks(g, cols, s.nb, r1-r0, band)
-			if err != nil {
-				t.Fatal(name, err)
-			}
-			for i := range ref.Local {
-				if fromRoot.Local[i] != ref.Local[i] || fromBands.Local[i] != ref.Local[i] {
-					t.Fatalf("%s: local element %d: from root %v, from row blocks %v, want %v", name, i, fromRoot.Local[i], fromBands.Local[i], ref.Local[i])
+			same := func(what string, m *dist.Matrix[T]) {
+				t.Helper()
+				for i := range ref.Local {
+					if m.Local[i] != ref.Local[i] {
+						t.Fatalf("%s %s: local element %d = %v, want %v", name, what, i, m.Local[i], ref.Local[i])
+					}
 				}
 			}
-			back, err := fromBands.Gather(0)
-			if err != nil {
-				t.Fatal(name, err)
+			for _, root := range []int{0, size - 1} {
+				var mine []T
+				if me == root {
+					mine = full
+				}
+				m, err := dist.FromRoot(g, root, rows, cols, s.nb, mine)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				same(fmt.Sprintf("FromRoot(%d)", root), m)
 			}
-			if (me == 0) != (back != nil) {
-				t.Fatalf("%s: Gather(0) on rank %d returned %d elements", name, me, len(back))
+			// Bands: the block split of the rows (⌈rows/size⌉ each, the
+			// last ranks fewer or none), and one that is not (rank r
+			// holds r+1 rows, the last rank the rest).
+			split := func(r int) int { return min(rows, r*(rows/size+1)) }
+			uneven := func(r int) int {
+				if r == size {
+					return rows
+				}
+				return min(rows, r*(r+1)/2)
 			}
-			for i := range back {
-				if back[i] != full[i] {
-					t.Fatalf("%s: Gather(0) element %d = %v, want %v", name, i, back[i], full[i])
+			for _, bands := range []struct {
+				what  string
+				start func(int) int
+			}{{"block split", split}, {"uneven", uneven}} {
+				r0, r1 := bands.start(me), bands.start(me+1)
+				band := make([]T, (r1-r0)*cols)
+				for j := range cols {
+					copy(band[j*(r1-r0):], full[r0+j*rows:r1+j*rows])
+				}
+				m, err := dist.FromRowBlocks(g, cols, s.nb, r1-r0, band)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				same("FromRowBlocks, "+bands.what, m)
+			}
+			for _, root := range []int{0, size - 1, -1} {
+				back, err := ref.Gather(root)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				if (me == root || root < 0) != (back != nil) {
+					t.Fatalf("%s: Gather(%d) on rank %d returned %d elements", name, root, me, len(back))
+				}
+				for i := range back {
+					if back[i] != full[i] {
+						t.Fatalf("%s: Gather(%d) element %d = %v, want %v", name, root, i, back[i], full[i])
+					}
 				}
 			}
 		}
@@ -329,4 +373,221 @@ func TestFillSumDot(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestScratch checks the grid's scratch array: results stay right, inputs
+// untouched and earlier results unchanged while the ops reuse it across
+// shapes (smaller, larger) and element types; Close drops it, and a closed
+// grid's operations fail alike on every rank.
+func TestScratch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 31))
+	g, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kept struct {
+		check func() // fails unless an earlier result is still what it was
+	}
+	var earlier []kept
+	steps := []struct {
+		dtype string
+		n, nb int
+	}{{"float64", 13, 4}, {"float64", 7, 3}, {"float64", 24, 5}, {"complex128", 9, 2}, {"float64", 11, 3}, {"float32", 6, 4}}
+	for _, s := range steps {
+		name := fmt.Sprintf("%s n=%d nb=%d seed=%d", s.dtype, s.n, s.nb, seed)
+		var check func()
+		switch s.dtype {
+		case "float32":
+			check = scratchStep[float32](t, rng, g, name, s.n, s.nb)
+		case "float64":
+			check = scratchStep[float64](t, rng, g, name, s.n, s.nb)
+		default:
+			check = scratchStep[complex128](t, rng, g, name, s.n, s.nb)
+		}
+		for _, k := range earlier {
+			k.check()
+		}
+		earlier = append(earlier, kept{check})
+	}
+	a, err := dist.FromReplicated(g, 3, 3, 2, []float64{2, 0, 0, 0, 2, 0, 0, 0, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := dist.ScratchLen[float32](g); n != -1 {
+		t.Errorf("after Close the grid still holds a scratch array of %d elements", n)
+	}
+	for _, c := range []struct {
+		op  string
+		run func() error
+	}{
+		{"Potrs", func() error { _, err := dist.Potrs(a, a); return err }},
+		{"LogDet", func() error { _, err := dist.LogDet(a); return err }},
+		{"Gather", func() error { _, err := a.Gather(-1); return err }},
+		{"NewMatrix", func() error { _, err := dist.NewMatrix[float64](g, 2, 2, 1); return err }},
+	} {
+		err := c.run()
+		errorsAgree(t, err)
+		if !errors.Is(err, dist.ErrBadInput) || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("%s on a closed grid: %v", c.op, err)
+		}
+	}
+}
+
+// scratchStep runs Potrs, LogDet and Potri on a random n×n input on g,
+// checks them, the input and the scratch array's size, and returns a check
+// that the results are unchanged later.
+func scratchStep[T dist.Scalar](t *testing.T, rng *rand.Rand, g *dist.Grid, name string, n, nb int) func() {
+	t.Helper()
+	tol := tolerance[T]()
+	a := randomHPD[T](rng, n)
+	b := randomDense[T](rng, n, 2)
+	da, err := dist.FromReplicated(g, n, n, nb, conv[T](a))
+	if err != nil {
+		t.Fatal(name, err)
+	}
+	db, err := dist.FromReplicated(g, n, 2, nb, conv[T](b))
+	if err != nil {
+		t.Fatal(name, err)
+	}
+	before := slices.Clone(da.Local)
+	prev := dist.ScratchLen[T](g)
+	x, err := dist.Potrs(da, db)
+	if err != nil {
+		t.Fatal(name, err)
+	}
+	// A rank that holds nothing of a needs no scratch array.
+	if got := dist.ScratchLen[T](g); len(da.Local) > 0 && (got < len(da.Local) || (prev >= len(da.Local) && got != prev)) {
+		t.Errorf("%s: scratch array of %d elements after Potrs (before: %d) for %d local elements", name, got, prev, len(da.Local))
+	}
+	inv, err := dist.Potri(da)
+	if err != nil {
+		t.Fatal(name, err)
+	}
+	ld, err := dist.LogDet(da)
+	if err != nil {
+		t.Fatal(name, err)
+	}
+	if !slices.Equal(before, da.Local) {
+		t.Fatalf("%s: the input changed", name)
+	}
+	lr, wantLD := refCholesky(a, n), 0.0
+	for i := range n {
+		wantLD += 2 * math.Log(real(lr[i+i*n]))
+	}
+	if d := math.Abs(ld - wantLD); !(d <= tol*max(1, math.Abs(wantLD))) {
+		t.Errorf("%s: LogDet = %v, want %v", name, ld, wantLD)
+	}
+	wantX, wantInv := refSolve(a, n, b, 2), refSolve(a, n, identity(n), n)
+	xs, invs := slices.Clone(x.Local), slices.Clone(inv.Local)
+	check := func() {
+		t.Helper()
+		if !slices.Equal(xs, x.Local) || !slices.Equal(invs, inv.Local) {
+			t.Fatalf("%s: a later op changed this result", name)
+		}
+		for _, r := range []struct {
+			what string
+			got  *dist.Matrix[T]
+			want []complex128
+		}{{"Potrs", x, wantX}, {"Potri", inv, wantInv}} {
+			full, err := r.got.Gather(-1)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			if e := relErr(widen(full), r.want); !(e <= tol) {
+				t.Errorf("%s %s: relative error %.3g > %.3g", name, r.what, e, tol)
+			}
+		}
+	}
+	check()
+	return check
+}
+
+// TestNonFinite checks that a NaN or Inf in one rank's part of either
+// operand, for every dtype, makes every op fail with ErrNonFinite on every
+// rank and leaves the operands as they were.
+func TestNonFinite(t *testing.T) {
+	eachDtype(t, "", testNonFinite[float32], testNonFinite[float64], testNonFinite[complex64], testNonFinite[complex128])
+}
+
+func testNonFinite[T dist.Scalar](t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 37))
+	me := world.Rank()
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		n, nb := 9, 2
+		a := conv[T](randomHPD[T](rng, n))
+		b := conv[T](randomDense[T](rng, n, 3))
+		for _, bad := range []complex128{complex(math.NaN(), 0), complex(math.Inf(1), 0), complex(0, math.Inf(-1))} {
+			if imag(bad) != 0 && !isComplex[T]() {
+				continue
+			}
+			da, err := dist.FromReplicated(g, n, n, nb, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := dist.FromReplicated(g, n, 3, nb, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := dist.Cholesky(da)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				op  string
+				bad *dist.Matrix[T]
+				run func() error
+			}{
+				{"Cholesky", da, func() error { _, err := dist.Cholesky(da); return err }},
+				{"Potrs (A)", da, func() error { _, err := dist.Potrs(da, db); return err }},
+				{"Potrs (B)", db, func() error { _, err := dist.Potrs(da, db); return err }},
+				{"CholSolve (L)", l, func() error { _, err := dist.CholSolve(l, db); return err }},
+				{"CholSolve (B)", db, func() error { _, err := dist.CholSolve(l, db); return err }},
+				{"LogDet", da, func() error { _, err := dist.LogDet(da); return err }},
+				{"Potri", da, func() error { _, err := dist.Potri(da); return err }},
+				{"Syevd", da, func() error { _, _, err := dist.Syevd(da, true); return err }},
+			} {
+				name := fmt.Sprintf("%dx%d %s with %v seed=%d", pq[0], pq[1], c.op, bad, seed)
+				holder := me == lastHolder(t, c.bad)
+				var old T
+				if holder {
+					old = c.bad.Local[len(c.bad.Local)-1]
+					c.bad.Local[len(c.bad.Local)-1] = conv[T]([]complex128{bad})[0]
+				}
+				before := [][]T{slices.Clone(da.Local), slices.Clone(db.Local), slices.Clone(l.Local)}
+				err := c.run()
+				errorsAgree(t, err)
+				if !errors.Is(err, dist.ErrNonFinite) {
+					t.Errorf("%s: %v", name, err)
+				}
+				if !sameBits(before[0], da.Local) || !sameBits(before[1], db.Local) || !sameBits(before[2], l.Local) {
+					t.Errorf("%s: an operand changed", name)
+				}
+				if holder {
+					c.bad.Local[len(c.bad.Local)-1] = old
+				}
+			}
+		}
+	}
+}
+
+// lastHolder is the highest rank that holds a part of m.
+func lastHolder[T dist.Scalar](t *testing.T, m *dist.Matrix[T]) int {
+	t.Helper()
+	r, got := -1.0, []float64{0}
+	if len(m.Local) > 0 {
+		r = float64(world.Rank())
+	}
+	if err := world.Do(call(collective.AllReduce, collective.Max, []float64{r}, got)); err != nil {
+		t.Fatal(err)
+	}
+	return int(got[0])
+}
+
+// sameBits reports whether xs and ys hold the same values, NaN matching NaN.
+func sameBits[T dist.Scalar](xs, ys []T) bool {
+	return slices.EqualFunc(xs, ys, func(x, y T) bool { return x == y || (x != x && y != y) })
 }

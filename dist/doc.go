@@ -3,7 +3,9 @@
 // block-cyclic distribution over it (Matrix: a descriptor and each process's
 // column-major local array, LLD = max(1, local rows)), getting data in and
 // out (from a matrix every rank holds, from one rank, from row blocks each
-// rank holds; back to one rank or all), and the factorizations on it:
+// rank holds; back to one rank or all: through ScaLAPACK's p?gemr2d or a
+// collective of the whole matrix, by a measured rule), and the
+// factorizations on it:
 // Cholesky, Potrs, CholSolve, Potri, LogDet and Syevd through ScaLAPACK's
 // p?potrf, p?potrs, p?potri, p?syevd and p?heevd, for float32, float64,
 // complex64 and complex128.

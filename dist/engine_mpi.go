@@ -226,39 +226,23 @@ func gemm[T Scalar](transA, transB byte, alpha T, a, b *Matrix[T], beta T, c *Ma
 	}
 }
 
-// gatherGemr2d is Gather to rank 0 through ScaLAPACK's own redistribution
-// (p?gemr2d into a 1×1 grid on rank 0), kept to measure it against
-// Gather's sum over MPI (BenchmarkGather); nil on the other ranks.
-func gatherGemr2d[T Scalar](m *Matrix[T]) []T {
-	g := m.Grid
-	ctxt := g.handle
-	row := C.CString("Row")
-	defer C.free(unsafe.Pointer(row))
-	C.Cblacs_gridinit(&ctxt, row, 1, 1)
-	rows, cols := C.int(m.Layout.Rows), C.int(m.Layout.Cols)
-	var desc [9]C.int
-	var full []T
-	if g.comm.Rank() == 0 {
-		full = make([]T, m.Layout.Rows*m.Layout.Cols)
-		var info C.int
-		zero := C.int(0)
-		C.descinit_(&desc[0], &rows, &cols, &rows, &cols, &zero, &zero, &ctxt, &rows, &info)
-	} else {
-		desc = [9]C.int{1, -1, rows, cols, rows, cols, 0, 0, 1}
-	}
-	pa, pb := data(m.Local), data(full)
+// gemr2d copies the rows×cols matrix a (descriptor da) into b
+// (descriptor db), on another grid or in another distribution, through
+// ScaLAPACK's p?gemr2d: every element goes once from its owner in a to its
+// owner in b. Collective over every process of the grid g, which holds
+// both grids; a process outside a grid passes a descriptor whose context
+// is -1 (and no array).
+func gemr2d[T Scalar](g *Grid, rows, cols int, a []T, da [9]C.int, b []T, db [9]C.int) {
+	m, n := C.int(rows), C.int(cols)
+	pa, pb := data(a), data(b)
 	switch any(*new(T)).(type) {
 	case float32:
-		C.psgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+		C.psgemr2d_(&m, &n, pa, &one, &one, &da[0], pb, &one, &one, &db[0], &g.ctxt)
 	case float64:
-		C.pdgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+		C.pdgemr2d_(&m, &n, pa, &one, &one, &da[0], pb, &one, &one, &db[0], &g.ctxt)
 	case complex64:
-		C.pcgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+		C.pcgemr2d_(&m, &n, pa, &one, &one, &da[0], pb, &one, &one, &db[0], &g.ctxt)
 	default:
-		C.pzgemr2d_(&rows, &cols, pa, &one, &one, &m.desc[0], pb, &one, &one, &desc[0], &g.ctxt)
+		C.pzgemr2d_(&m, &n, pa, &one, &one, &da[0], pb, &one, &one, &db[0], &g.ctxt)
 	}
-	if g.comm.Rank() == 0 {
-		C.Cblacs_gridexit(ctxt)
-	}
-	return full
 }

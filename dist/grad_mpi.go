@@ -29,7 +29,7 @@ func checkGrad[T Scalar](op string, g *Grid, ms ...*Matrix[T]) error {
 		}
 		nums = append(nums, m.Layout.Rows, m.Layout.Cols)
 	}
-	if err := g.agreeShape(op, f, nums...); err != nil {
+	if err := g.agree(op, f, nums...); err != nil {
 		if dtypeCode[T]() > 2 {
 			return fmt.Errorf("%w (dist: %s of a complex matrix: %v)", ErrComplexGradient, op, err)
 		}

@@ -27,6 +27,14 @@ import (
 // process row r/Q and column r mod Q (BLACS row-major order), with its
 // BLACS context. Close frees the context; the communicator stays the
 // caller's.
+//
+// A Grid keeps, between calls, what its operations would otherwise make
+// afresh on every call: one scratch array, as long as the largest input a
+// factorization on the grid has copied so far (the copy that Potrs,
+// LogDet, Potri and Syevd factor and throw away; an element type other
+// than the last one's or a larger input replaces it), and the BLACS
+// contexts of the data moves through p?gemr2d (a 1×1 grid per root rank, a
+// P·Q×1 grid for row blocks). Close frees them all.
 type Grid struct {
 	comm       *mpi.Comm
 	p, q       int
@@ -34,6 +42,10 @@ type Grid struct {
 	handle     C.int // BLACS system handle of the communicator
 	ctxt       C.int
 	closed     bool
+
+	scratch any           // []T, the factorizations' working copy
+	single  map[int]C.int // rank → context of the 1×1 grid on it (-1 elsewhere)
+	column  *C.int        // context of the size×1 grid, nil until made
 }
 
 // NewGrid makes the P×Q grid of comm's processes; p = q = 0 picks the
@@ -86,16 +98,77 @@ func (g *Grid) Coords() (prow, pcol int) { return g.prow, g.pcol }
 // Comm is the communicator the grid was made from.
 func (g *Grid) Comm() *mpi.Comm { return g.comm }
 
-// Close frees the grid's BLACS context (collective: every rank calls it).
+// Close frees the grid's BLACS contexts and its scratch array
+// (collective: every rank calls it). Operations on a closed grid return an
+// error matching ErrBadInput.
 func (g *Grid) Close() error {
 	if g == nil || g.closed {
 		return nil
 	}
 	g.closed = true
+	g.scratch = nil
+	for _, c := range g.single {
+		if c >= 0 {
+			C.Cblacs_gridexit(c)
+		}
+	}
+	g.single = nil
+	if g.column != nil {
+		C.Cblacs_gridexit(*g.column)
+		g.column = nil
+	}
 	// The system handle stays: BLACS hands out one per communicator and
 	// gives the same one to the next grid on it.
 	C.Cblacs_gridexit(g.ctxt)
 	return nil
+}
+
+// workCopy is a copy of m (on the same grid, with its layout) whose local
+// array is the grid's scratch array, and whether m's local elements are
+// all finite: one pass that copies and checks. The copy lives until the
+// next operation on the grid; it must not be returned to the caller.
+func workCopy[T Scalar](m *Matrix[T]) (*Matrix[T], bool) {
+	g := m.Grid
+	buf, _ := g.scratch.([]T)
+	if cap(buf) < len(m.Local) {
+		buf = make([]T, len(m.Local))
+		g.scratch = buf
+	}
+	c := *m
+	c.Local = buf[:len(m.Local)]
+	return &c, copyFinite(c.Local, m.Local)
+}
+
+// singleContext is the context of the 1×1 grid on rank root, made on first
+// use (collective: BLACS makes an MPI communicator), -1 on other ranks.
+func (g *Grid) singleContext(root int) C.int {
+	if c, ok := g.single[root]; ok {
+		return c
+	}
+	ctxt := g.handle
+	usermap := C.int(root)
+	C.Cblacs_gridmap(&ctxt, &usermap, 1, 1, 1)
+	if g.comm.Rank() != root {
+		ctxt = -1
+	}
+	if g.single == nil {
+		g.single = map[int]C.int{}
+	}
+	g.single[root] = ctxt
+	return ctxt
+}
+
+// columnContext is the context of the size×1 grid, rank r in process row
+// r, made on first use (collective).
+func (g *Grid) columnContext() C.int {
+	if g.column == nil {
+		ctxt := g.handle
+		col := C.CString("Col")
+		defer C.free(unsafe.Pointer(col))
+		C.Cblacs_gridinit(&ctxt, col, C.int(g.comm.Size()), 1)
+		g.column = &ctxt
+	}
+	return *g.column
 }
 
 // allReduce is op over every rank's xs, on every rank.
@@ -135,17 +208,41 @@ const (
 )
 
 // agree combines every rank's failure into one error, the same on every
-// rank: the worst code, the smallest minor for that code, and the message
-// of the lowest rank with it (as text agreed by code, not sent).
-func (g *Grid) agree(op string, f failure) error {
+// rank, in one AllReduce: ErrMismatch if the ranks pass different nums
+// (shapes, block sizes, dtype codes), else the worst code, the smallest
+// minor for that code, and the message of that code (text agreed by code,
+// not sent). On a closed grid it returns ErrBadInput without
+// communicating (Close is collective, so every rank does the same).
+func (g *Grid) agree(op string, f failure, nums ...int) error {
+	return g.agreeMax(op, f, nil, nums...)
+}
+
+// agreeMax is agree that also replaces each of xs by its maximum over the
+// ranks, in the same AllReduce.
+func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...int) error {
+	if g.closed {
+		return fmt.Errorf("%w: dist: %s: the grid is closed", ErrBadInput, op)
+	}
 	minor := math.Inf(1)
 	if f.code == notSPDCode {
 		minor = float64(f.minor)
 	}
-	got, err := allReduce(g.comm, collective.Max, []float64{float64(f.code), -minor})
+	v := make([]float64, 0, 2+2*len(nums)+len(xs))
+	v = append(v, float64(f.code), -minor)
+	for _, n := range nums {
+		v = append(v, float64(n), -float64(n))
+	}
+	v = append(v, xs...)
+	got, err := allReduce(g.comm, collective.Max, v)
 	if err != nil {
 		return fmt.Errorf("dist: %s: agreeing on the outcome: %w", op, err)
 	}
+	for i := range nums {
+		if hi, lo := got[2+2*i], -got[3+2*i]; hi != lo {
+			return fmt.Errorf("%w: dist: %s: ranks disagree on shapes, block sizes or element types (argument %d ranges over [%g, %g])", ErrMismatch, op, i, lo, hi)
+		}
+	}
+	copy(xs, got[2+2*len(nums):])
 	switch int(got[0]) {
 	case okCode:
 		return nil
@@ -160,28 +257,4 @@ func (g *Grid) agree(op string, f failure) error {
 	default:
 		return fmt.Errorf("%w: dist: %s: bad shapes on some rank", ErrBadInput, op)
 	}
-}
-
-// agreeShape checks that every rank passes the same numbers (shapes, block
-// sizes, dtype code), and returns ErrMismatch on every rank if not, or the
-// local failure f agreed.
-func (g *Grid) agreeShape(op string, f failure, nums ...int) error {
-	xs := make([]float64, 0, 2*len(nums)+1)
-	xs = append(xs, float64(f.code))
-	for _, n := range nums {
-		xs = append(xs, float64(n), -float64(n))
-	}
-	got, err := allReduce(g.comm, collective.Max, xs)
-	if err != nil {
-		return fmt.Errorf("dist: %s: agreeing on the shapes: %w", op, err)
-	}
-	for i := range nums {
-		if got[1+2*i] != -got[2+2*i] {
-			return fmt.Errorf("%w: dist: %s: ranks disagree on shapes, block sizes or element types (argument %d ranges over [%g, %g])", ErrMismatch, op, i, -got[2+2*i], got[1+2*i])
-		}
-	}
-	if got[0] != okCode {
-		return g.agree(op, f)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@
 package dist_test
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/cmplx"
@@ -24,7 +25,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	w, err := mpi.World(mpi.WithTimeout(20 * time.Second))
+	// A stuck test fails after 20 s; a benchmark's collectives of whole
+	// matrices (N = 8000: 512 MB) may take longer on a loaded machine.
+	flag.Parse()
+	timeout := 20 * time.Second
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		timeout = 10 * time.Minute
+	}
+	w, err := mpi.World(mpi.WithTimeout(timeout))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpi.World:", err)
 		os.Exit(1)

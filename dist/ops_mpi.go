@@ -3,6 +3,7 @@
 package dist
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/mgla/mgla/collective"
@@ -11,34 +12,75 @@ import (
 
 // The operations. Each checks its inputs on every rank, agrees the verdict
 // (so every rank returns the same error and none enters ScaLAPACK alone),
-// and leaves its inputs untouched.
+// and leaves its inputs untouched: the routines work on copies, made in
+// the same pass as the check for NaN and Inf, in the grid's scratch array
+// where the copy is thrown away (Potrs, LogDet, Potri, Syevd). One
+// AllReduce agrees all the checks before ScaLAPACK is called, and one each
+// outcome of a routine (which ScaLAPACK reports on some ranks only).
 
-// checkSquare is the local verdict on a square, finite input.
-func checkSquare[T Scalar](a *Matrix[T]) failure {
+// squareFailure is the local verdict on an input that must be square;
+// finite says whether its local elements are.
+func squareFailure[T Scalar](a *Matrix[T], finite bool) failure {
 	switch {
-	case a == nil || a.Layout.Rows != a.Layout.Cols:
+	case a.Layout.Rows != a.Layout.Cols:
 		return failure{code: badInputCode}
-	case !finite(a.Local):
+	case !finite:
 		return failure{code: nonFiniteCode}
 	}
 	return failure{}
 }
 
+// squareNums are the numbers every rank must agree on for a square input.
+func squareNums[T Scalar](a *Matrix[T]) []int {
+	return []int{a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]()}
+}
+
+// copySquare is the checked copy of a for a factorization: in the grid's
+// scratch array (scratch) or a new one, nil if a is not square; and the
+// local verdict on it.
+func copySquare[T Scalar](a *Matrix[T], scratch bool) (*Matrix[T], failure) {
+	if a.Layout.Rows != a.Layout.Cols {
+		return nil, failure{code: badInputCode}
+	}
+	var c *Matrix[T]
+	ok := false
+	if scratch {
+		c, ok = workCopy(a)
+	} else {
+		c = &Matrix[T]{Grid: a.Grid, Layout: a.Layout, Local: make([]T, len(a.Local)), desc: a.desc}
+		ok = copyFinite(c.Local, a.Local)
+	}
+	return c, squareFailure(a, ok)
+}
+
+// errNil is the error for a nil matrix, which has no grid to agree on: the
+// other ranks' calls fail when the communicator's timeout passes.
+func errNil(op string) error {
+	return fmt.Errorf("%w: dist: %s: nil matrix", ErrBadInput, op)
+}
+
+// outcome is the local verdict on INFO of a factorization.
+func outcome(info int) failure {
+	switch {
+	case info > 0:
+		return failure{code: notSPDCode, minor: info}
+	case info < 0:
+		return failure{code: engineCode}
+	}
+	return failure{}
+}
+
 // factor is the Cholesky factor of a (lower triangle; the strict upper one
-// keeps a's), after the checks.
-func factor[T Scalar](op string, a *Matrix[T]) (*Matrix[T], error) {
-	f := checkSquare(a)
-	if err := a.Grid.agreeShape(op, f, a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]()); err != nil {
+// keeps a's), in the grid's scratch array with scratch, after the checks.
+func factor[T Scalar](op string, a *Matrix[T], scratch bool) (*Matrix[T], error) {
+	if a == nil {
+		return nil, errNil(op)
+	}
+	l, f := copySquare(a, scratch)
+	if err := a.Grid.agree(op, f, squareNums(a)...); err != nil {
 		return nil, err
 	}
-	l := a.Clone()
-	if info := potrf(l); info != 0 {
-		f = failure{code: notSPDCode, minor: info}
-		if info < 0 {
-			f = failure{code: engineCode}
-		}
-	}
-	if err := a.Grid.agree(op, f); err != nil {
+	if err := a.Grid.agree(op, outcome(potrf(l))); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -61,7 +103,7 @@ func forEachLocal[T Scalar](m *Matrix[T], fn func(r, c, i int)) {
 // definite a (A = L·Lᴴ; only a's lower triangle is read), with zeros above
 // the diagonal.
 func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
-	l, err := factor("Cholesky", a)
+	l, err := factor("Cholesky", a, false)
 	if err != nil {
 		return nil, err
 	}
@@ -73,66 +115,85 @@ func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 	return l, nil
 }
 
-// checkSolve is the agreed verdict on a right-hand side b for the n×n a.
-func checkSolve[T Scalar](op string, a, b *Matrix[T]) error {
-	f := failure{}
-	switch {
-	case b == nil || b.Grid != a.Grid || b.Layout.Rows != a.Layout.Rows || b.Layout.MB != a.Layout.MB:
-		f.code = badInputCode
-	case !finite(b.Local):
-		f.code = nonFiniteCode
+// copyRHS is the checked copy of the right-hand side b for the n×n l on
+// l's grid (nil if b does not fit), and the local verdict on it.
+func copyRHS[T Scalar](l, b *Matrix[T]) (*Matrix[T], failure) {
+	if b == nil || b.Grid != l.Grid || b.Layout.Rows != l.Layout.Rows || b.Layout.MB != l.Layout.MB {
+		return nil, failure{code: badInputCode}
 	}
-	cols := 0
-	if b != nil {
-		cols = b.Layout.Cols
+	x := &Matrix[T]{Grid: b.Grid, Layout: b.Layout, Local: make([]T, len(b.Local)), desc: b.desc}
+	if !copyFinite(x.Local, b.Local) {
+		return x, failure{code: nonFiniteCode}
 	}
-	return a.Grid.agreeShape(op, f, cols)
+	return x, failure{}
+}
+
+// rhsCols is the number of columns of b to agree on (-1 for none).
+func rhsCols[T Scalar](b *Matrix[T]) int {
+	if b == nil {
+		return -1
+	}
+	return b.Layout.Cols
 }
 
 // Potrs solves A·X = B for the Hermitian positive definite a (lower
 // triangle read); b has a's rows and block size.
 func Potrs[T Scalar](a, b *Matrix[T]) (*Matrix[T], error) {
-	if err := checkSolve("Potrs", a, b); err != nil {
-		return nil, err
-	}
-	l, err := factor("Potrs", a)
+	l, x, err := potrsCopies(a, b)
 	if err != nil {
 		return nil, err
 	}
-	return cholSolve("Potrs", l, b)
+	if err := a.Grid.agree("Potrs", outcome(potrf(l))); err != nil {
+		return nil, err
+	}
+	return x, solve("Potrs", l, x)
+}
+
+// potrsCopies is what Potrs does before ScaLAPACK: the checked copies of
+// a (in the grid's scratch array) and b, and the agreement on both.
+func potrsCopies[T Scalar](a, b *Matrix[T]) (l, x *Matrix[T], err error) {
+	if a == nil {
+		return nil, nil, errNil("Potrs")
+	}
+	l, fa := copySquare(a, true)
+	x, fb := copyRHS(a, b)
+	f := failure{code: max(fa.code, fb.code)}
+	if err := a.Grid.agree("Potrs", f, append(squareNums(a), rhsCols(b))...); err != nil {
+		return nil, nil, err
+	}
+	return l, x, nil
 }
 
 // CholSolve solves L·Lᴴ·X = B for the lower Cholesky factor l (from
 // Cholesky).
 func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
-	f := checkSquare(l)
-	if err := l.Grid.agreeShape("CholSolve", f, l.Layout.Rows, l.Layout.MB, dtypeCode[T]()); err != nil {
+	if l == nil {
+		return nil, errNil("CholSolve")
+	}
+	fl := squareFailure(l, finite(l.Local))
+	x, fb := copyRHS(l, b)
+	f := failure{code: max(fl.code, fb.code)}
+	if err := l.Grid.agree("CholSolve", f, append(squareNums(l), rhsCols(b))...); err != nil {
 		return nil, err
 	}
-	if err := checkSolve("CholSolve", l, b); err != nil {
-		return nil, err
-	}
-	return cholSolve("CholSolve", l, b)
+	return x, solve("CholSolve", l, x)
 }
 
-// cholSolve is CholSolve after the checks.
-func cholSolve[T Scalar](op string, l, b *Matrix[T]) (*Matrix[T], error) {
-	x := b.Clone()
+// solve overwrites x with the solution of L·Lᴴ·X = X, l from potrf, after
+// the checks.
+func solve[T Scalar](op string, l, x *Matrix[T]) error {
 	f := failure{}
 	if info := potrs(l, x); info != 0 {
 		f.code = engineCode
 	}
-	if err := l.Grid.agree(op, f); err != nil {
-		return nil, err
-	}
-	return x, nil
+	return l.Grid.agree(op, f)
 }
 
 // LogDet is log det A of the Hermitian positive definite a: 2·Σ log Lᵢᵢ
 // over the Cholesky factor's diagonal, summed over the grid; the same on
 // every rank.
 func LogDet[T Scalar](a *Matrix[T]) (float64, error) {
-	l, err := factor("LogDet", a)
+	l, err := factor("LogDet", a, true)
 	if err != nil {
 		return 0, err
 	}
@@ -151,18 +212,11 @@ func LogDet[T Scalar](a *Matrix[T]) (float64, error) {
 
 // Potri is A⁻¹ of the Hermitian positive definite a, both triangles.
 func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
-	x, err := factor("Potri", a)
+	x, err := factor("Potri", a, true)
 	if err != nil {
 		return nil, err
 	}
-	f := failure{}
-	if info := potri(x); info != 0 {
-		f = failure{code: notSPDCode, minor: info}
-		if info < 0 {
-			f = failure{code: engineCode}
-		}
-	}
-	if err := a.Grid.agree("Potri", f); err != nil {
+	if err := a.Grid.agree("Potri", outcome(potri(x))); err != nil {
 		return nil, err
 	}
 	// Keep the lower triangle with half the diagonal, then add its adjoint.
@@ -185,11 +239,13 @@ func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 // computes them, so values alone cost the same). a's block size must be at
 // least 1; ScaLAPACK needs square blocks, which Matrix always has.
 func Syevd[T Scalar](a *Matrix[T], vectors bool) ([]float64, *Matrix[T], error) {
-	f := checkSquare(a)
-	if err := a.Grid.agreeShape("Syevd", f, a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]()); err != nil {
+	if a == nil {
+		return nil, nil, errNil("Syevd")
+	}
+	work, f := copySquare(a, true)
+	if err := a.Grid.agree("Syevd", f, squareNums(a)...); err != nil {
 		return nil, nil, err
 	}
-	work := a.Clone()
 	z, err := newMatrix[T](a.Grid, a.Layout.Rows, a.Layout.Cols, a.Layout.MB)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,99 @@
+//go:build mpi
+
+package dist
+
+/*
+#include "scalapack.h"
+*/
+import "C"
+
+import "math"
+
+// The two ways data gets in and out of the 2-D block-cyclic distribution
+// (FromRoot, FromRowBlocks, Gather): ScaLAPACK's p?gemr2d, which sends
+// every element once from its owner to its new owner, or a collective of
+// the whole matrix (a broadcast, or a sum of matrices that are zero
+// outside each rank's blocks) followed by local copies (cyclic.Extract,
+// cyclic.Insert), which moves the whole matrix through every rank but in
+// one large MPI call.
+
+// moves names a way of moving data in and out; see useGemr2d.
+type moves int
+
+const (
+	autoMoves   moves = iota // the rule of useGemr2d
+	sumMoves                 // a broadcast or a sum over MPI
+	gemr2dMoves              // p?gemr2d
+)
+
+// forceMoves overrides the rule (tests and benchmarks set it, the same on
+// every rank).
+var forceMoves = autoMoves
+
+// move names a data move, for the rule.
+type move int
+
+const (
+	fromRootMove      move = iota // FromRoot
+	fromRowBlocksMove             // FromRowBlocks (bands in the block split)
+	gatherOneMove                 // Gather to one rank
+	gatherAllMove                 // Gather to every rank
+)
+
+// gemr2dMinRanks is, for each move, the smallest number of processes from
+// which it goes through p?gemr2d (never for FromRoot).
+//
+// Evidence: BenchmarkGather and BenchmarkScatter, N = 4000 float64 in
+// 64×64 blocks, near-square grids, 3 iterations of each path in turns,
+// medians, on the build VM (2 vCPUs shared with other sessions, load
+// average 14–26 during the runs, so 3 and 4 processes oversubscribe it),
+// 2026-11-25. Time of the sum or broadcast over that of p?gemr2d (above 1:
+// p?gemr2d faster); wall clock, CPU time of rank 0 in brackets:
+//
+//	processes        1             2             3             4
+//	Gather(0)        0.14 (0.08)   0.18 (0.37)   1.51 (1.20)   3.16 (1.92)
+//	Gather(all)      0.31 (0.33)   0.04 (0.09)   0.90 (1.74)   1.64 (1.12)
+//	FromRoot         0.10 (0.09)   0.45 (0.60)   0.89 (0.50)   0.73 (1.06)
+//	FromRowBlocks                  0.17 (0.38)   1.29 (6.15)   0.96 (6.03)
+//
+// p?gemr2d is slow on one or two processes here (0.2–0.9 µs an element on
+// one: it packs and unpacks every block through BLACS messages even
+// then), while the collectives of the whole matrix grow with the process
+// count; a broadcast stayed ahead of it for FromRoot up to 4. At N = 2000 on one process the order
+// was the same (Gather(0): 0.07), so the size does not enter the rule.
+// These are to be revisited with the quiet 16-core runs
+// (scripts/dist-bench.sh).
+var gemr2dMinRanks = [...]int{
+	fromRootMove:      math.MaxInt,
+	fromRowBlocksMove: 3,
+	gatherOneMove:     3,
+	gatherAllMove:     4,
+}
+
+// useGemr2d says whether mv on g goes through p?gemr2d (forceMoves, else
+// gemr2dMinRanks).
+func useGemr2d(g *Grid, mv move) bool {
+	switch forceMoves {
+	case sumMoves:
+		return false
+	case gemr2dMoves:
+		return true
+	}
+	return g.comm.Size() >= gemr2dMinRanks[mv]
+}
+
+// wholeDesc is the descriptor of a rows×cols matrix held whole by rank
+// root, in one block on the 1×1 grid there (collective: the grid is made
+// on first use); on the other ranks one outside any grid (context −1).
+func wholeDesc(g *Grid, root, rows, cols int) [9]C.int {
+	return blockDesc(g.singleContext(root), rows, cols, rows, cols, rows)
+}
+
+// blockDesc is the descriptor of a rows×cols matrix in mb×nb blocks on the
+// grid of context ctxt (−1: this process is not in it), the first block on
+// process (0, 0), local leading dimension lld: what descinit makes, without
+// its checks of the arguments, which its callers meet by construction
+// (the check would be an error on one rank only).
+func blockDesc(ctxt C.int, rows, cols, mb, nb, lld int) [9]C.int {
+	return [9]C.int{1, ctxt, C.int(rows), C.int(cols), C.int(mb), C.int(nb), 0, 0, C.int(max(1, lld))}
+}
