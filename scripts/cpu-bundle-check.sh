@@ -1,6 +1,7 @@
 #!/bin/bash
 # Checks the CPU bundle (`make cpu-bundle-check`, after `make cpu-bundle`):
-# extracts .cpubundle/bundle.tar.xz into a temporary folder and runs every
+# extracts .cpubundle/bundle.tar.xz (or copies the unpacked bundle folder
+# given instead) into a temporary folder and runs every
 # step of its run-cpu.sh at toy sizes (TINY=1) in an emptied environment,
 # under strace, twice:
 #
@@ -23,7 +24,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 b=$tmp/cb
 mkdir -p "$b"
-tar -C "$b" -xJf "$tarball"
+if [ -d "$tarball" ]; then cp -a "$tarball"/. "$b"/; else tar -C "$b" -xJf "$tarball"; fi
 
 # glibc, and the two GCC runtime libraries every apt-based system has.
 base='/(ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil|libanl|libmvec|libstdc\+\+|libgcc_s)\.so[.0-9]*$'
@@ -42,37 +43,57 @@ mkdir -p "$tmp"/fake
 printf '#!/bin/sh\ncat %s\n' "$tmp"/fake/ldconfig.out >"$tmp"/fake/ldconfig
 chmod +x "$tmp"/fake/ldconfig
 
-# opened FILE: the files the traced processes opened successfully, less
-# those inside the bundle, the run's logs and the kernel's.
+# opened FILE: the files that processes running a program of the bundle
+# (its scripts aside; with their threads, and children until they run
+# another program) opened
+# successfully, less those inside the bundle, the temporary and the
+# kernel's files. FILE is strace -f output with execve and clone traced.
 opened() {
-	grep -E 'open(at)?\(' "$1" | grep -v ' = -1 ' |
-		sed -E 's/.*open(at)?\((AT_FDCWD, )?"([^"]*)".*/\3/' | sort -u |
-		grep -vE "^($b|$tmp|/proc|/sys|/dev)(/|$)" || true
+	awk -v b="$b/" '
+		function follow(parent, child) { if (parent in prog) prog[child] = prog[parent] }
+		/ execve\("/ { split($0, q, "\""); pending[$1] = q[2] }
+		/execve/ && / = 0$/ { prog[$1] = pending[$1] }
+		/(clone3?|v?fork)[(<].* = [0-9]+$/ { follow($1, $NF) }
+		/ open(at)?\(/ && !/ = -1 / && !/unfinished/ {
+			if (!($1 in prog) || index(prog[$1], b) != 1 || prog[$1] ~ /\.sh$/) next
+			split($0, q, "\""); print q[2]
+		}' "$1" | sort -u | grep -vE "^($b|$tmp|/tmp|/proc|/sys|/dev)(/|$)" || true
 }
 fail=0
-check() { # check MODE PATTERN-OF-ALLOWED-LIBRARIES
-	local mode=$1 allowed=$2 log=$tmp/$1.strace bad
+check() { # check MODE PATH FILTER: FILTER reads the opened files, prints the forbidden ones
+	local mode=$1 log=$tmp/$1.strace bad
 	echo "== $mode mode: run-cpu.sh (TINY=1) under strace, empty environment"
-	if ! env -i PATH="$3:/usr/bin:/bin" HOME=/tmp OUT="$tmp/out-$mode" TINY=1 MGLA_CPU_MPI="$mode" \
-		strace -f -qq -e trace=open,openat -o "$log" "$b"/run-cpu.sh >"$tmp/$mode.out" 2>&1; then
+	if ! env -i PATH="$2" HOME=/tmp OUT="$tmp/out-$mode" TINY=1 MGLA_CPU_MPI="$mode" \
+		strace -f -qq -e trace=open,openat,execve,clone,clone3,fork,vfork -o "$log" "$b"/run-cpu.sh >"$tmp/$mode.out" 2>&1; then
 		echo "FAIL: run-cpu.sh in $mode mode:"
 		tail -30 "$tmp/$mode.out"
 		fail=1
 	fi
-	tail -8 "$tmp/$mode.out"
-	bad=$(opened "$log" | grep -E '\.so([.0-9]*)?$|openmpi|pmix|hwloc|scalapack|HYPRE|openblas|lapack' |
-		grep -vE "$base" | grep -vE "$allowed" || true)
-	echo "files opened from outside the bundle, not glibc's: $(opened "$log" | grep -E '\.so' | grep -vcE "$base" || true)"
+	tail -5 "$tmp/$mode.out"
+	echo "files the bundle's programs opened outside it (logs and /tmp aside): $(opened "$log" | wc -l), of them shared libraries:"
+	opened "$log" | grep -E '\.so[.0-9]*$' | sed 's/^/    /'
+	bad=$(opened "$log" | "$3" || true)
 	if [ -n "$bad" ]; then
-		echo "FAIL: $mode mode opened these from the build host:"
+		echo "FAIL: in $mode mode the bundle's programs opened these from this machine:"
 		echo "$bad"
 		fail=1
 	fi
 }
-check bundle '^$' ""
-# host mode: the host's Open MPI (its libraries, components, help and params
-# files) and the listed libraries may come from the system.
-host_re="/($(echo $host_sonames | sed 's/[.+]/\\&/g; s/ /|/g'))\$|/openmpi/|/pmix[0-9]*/|/openblas-pthread/|/etc/openmpi|/usr/share/openmpi|/usr/share/pmix"
-check host "$host_re" "$tmp/fake"
+# bundle mode: no shared library but glibc's, libstdc++ and libgcc_s, and
+# nothing of the Open MPI, PMIx or hwloc installations.
+bundle_bad() { grep -E '\.so[.0-9]*$|openmpi|pmix|hwloc' | grep -vE "$base"; }
+# host mode: the host's own Open MPI and libraries may load whatever they
+# load; but no library the bundle carries may come from this machine unless
+# the GPU hosts have it.
+host_bad() {
+	local f n
+	grep -E '\.so[.0-9]*$' | while read -r f; do
+		n=$(basename "$f")
+		[ -e "$b/lib/$n" ] || continue
+		grep -qxF "$n" <<<"$(echo "$host_sonames" | tr ' ' '\n')" || echo "$f"
+	done
+}
+check bundle /usr/bin:/bin bundle_bad
+check host "$tmp/fake:/usr/bin:/bin" host_bad
 [ $fail -eq 0 ] && echo "cpu-bundle-check: OK"
 exit $fail

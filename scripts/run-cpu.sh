@@ -9,6 +9,7 @@
 #
 #	openblas   the kernels' Potrs/Potri/Syevd against LAPACK called directly
 #	           (Benchmark*VsLAPACK), OPENBLAS_NUM_THREADS=1, 4 and 16, -count 3
+#	           (COUNT), -benchtime 2x (BENCHTIME)
 #	collbench  cmd/collbench (collective/mpi and the graph ops against raw MPI)
 #	           with 2, 4, 8 and 16 processes
 #	dist       dist BenchmarkPotrs at N = 4000 and 8000 with 1, 2, 4, 8 and 16
@@ -19,8 +20,9 @@
 # Each step's log is $OUT/STEP.log (OUT defaults to ./cpu-logs); a summary
 # (per step: result, seconds, the ratio lines) is printed last and kept in
 # $OUT/summary.txt. Every command runs under a timeout: the step's own
-# (STEP_TIMEOUT_openblas=200, _collbench=170, _dist=200, _sparse=150 seconds)
-# and what is left of TOTAL_TIMEOUT (540 s) for all the steps of the call.
+# (STEP_TIMEOUT_openblas=170, _collbench=140, _dist=130, _sparse=100 seconds;
+# collbench gives each process count an equal share) and what is left of
+# TOTAL_TIMEOUT (540 s) for all the steps of the call.
 #
 # MPI: MGLA_CPU_MPI=host uses the host's Open MPI 4.x (mpirun on PATH,
 # libmpi.so.40) and links into a private library folder only the bundled
@@ -72,9 +74,9 @@ use_bundle() {
 # libblas.so.3 and liblapack.so.3 are OpenBLAS whatever the alternatives say.
 use_host() {
 	MODE=host
-	local dir=$LOG/.lib known f
-	rm -rf "$dir"
-	mkdir -p "$dir"
+	local dir known f
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/mgla-cpu-lib.XXXXXX")
+	trap 'rm -rf "$dir"' EXIT
 	known=$(ldconfig -p 2>/dev/null | awk 'NR > 1 {print $1}')
 	for f in "$B"/lib/*; do
 		grep -qxF "$(basename "$f")" <<<"$known" || ln -s "$f" "$dir/"
@@ -147,14 +149,18 @@ mpi() {
 	brun mpirun --allow-run-as-root "${bind[@]}" "${pass[@]}" -n "$np" "$@"
 }
 
+export -f brun mpi
+export LD ncores nthreads
+
 # ---- steps ----
 # run STEP CMD...: CMD with its output appended to the step's log, under the
-# smaller of the step's time left and the call's.
+# smaller of the step's time left (divided by SHARE, the runs left in the
+# step, when set) and the call's.
 step_fail=0
 run() {
 	local name=$1 left
 	shift
-	left=$((step_end - SECONDS))
+	left=$(((step_end - SECONDS) / ${SHARE:-1}))
 	((TOTAL_TIMEOUT - (SECONDS - start_all) < left)) && left=$((TOTAL_TIMEOUT - (SECONDS - start_all)))
 	if [ "$left" -lt 5 ]; then
 		echo "== SKIPPED (out of time): $*" >>"$LOG/$name.log"
@@ -163,14 +169,15 @@ run() {
 	fi
 	echo "== $(date -u +%T) (${left}s left) $*" >>"$LOG/$name.log"
 	local t0=$SECONDS
-	timeout -k 10 "$left" "$@" >>"$LOG/$name.log" 2>&1
+	# (through bash: CMD may be one of the functions brun and mpi)
+	timeout -k 10 "$left" bash -c '"$@"' _ "$@" >>"$LOG/$name.log" 2>&1
 	local rc=$?
 	echo "== rc=$rc in $((SECONDS - t0)) s" >>"$LOG/$name.log"
 	[ $rc -eq 0 ] || step_fail=1
 }
 
 step_openblas() {
-	local bench='VsLAPACK' bt=${BENCHTIME:-3x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-1 4 16} t f
+	local bench='VsLAPACK' bt=${BENCHTIME:-2x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-1 4 16} t f
 	if [ "$TINY" = 1 ]; then bench='PotrsVsLAPACK/N=1000/nrhs=1$' bt=1x count=1 threads='1 2'; fi
 	for t in $threads; do
 		for f in "$B"/bin/openblas-*.test; do
@@ -180,11 +187,14 @@ step_openblas() {
 	done
 }
 step_collbench() {
-	local nps=${COLL_NP:-2 4 8 16} args=${COLLBENCH_ARGS:--budget 150ms} np
+	local nps=${COLL_NP:-2 4 8 16} args=${COLLBENCH_ARGS:--budget 100ms} np
 	if [ "$TINY" = 1 ]; then nps='2 3' args='-kinds allreduce,bcast -max 1Ki -budget 1ms'; fi
+	local left
+	left=$(wc -w <<<"$nps")
 	for np in $nps; do
 		# shellcheck disable=SC2086
-		run collbench mpi "$np" "$B"/bin/collbench $args
+		SHARE=$left run collbench mpi "$np" "$B"/bin/collbench $args
+		left=$((left - 1))
 	done
 }
 step_dist() {
@@ -236,8 +246,8 @@ done
 	echo "host: $( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $ncores cores, $nthreads hardware threads allowed"
 	echo "MPI: $MODE mode, $(brun mpirun --version 2>&1 | head -1); LD_LIBRARY_PATH=$LD"
 	echo "libraries: $(brun ldd "$B"/bin/dist.test "$B"/bin/sparsebench "$B"/bin/openblas-*.test 2>/dev/null |
-		awk '$1 ~ /^lib(mpi|openblas|blas|lapack|lapacke|scalapack-openmpi|HYPRE-[0-9.]*)\.so/ && $2 == "=>" {print $1 "=" $3}' |
-		sort -u | xargs -r -n1 sh -c 'echo "$1 -> $(readlink -f "${1#*=}")"' _ | tr '\n' ' ')"
+		awk '$1 ~ /^lib(mpi|openblas|blas|lapack|lapacke|scalapack-openmpi|HYPRE-[0-9.]*)\.so/ && $2 == "=>" {print $3}' |
+		sort -u | xargs -r readlink -f | tr '\n' ' ')"
 	echo "TINY=$TINY OMPI_MCA_btl=$OMPI_MCA_btl single_copy=$OMPI_MCA_btl_vader_single_copy_mechanism"
 } >"$LOG/env.txt"
 cat "$LOG/env.txt"
@@ -245,7 +255,7 @@ results=()
 for s in "${steps[@]}"; do
 	: >"$LOG/$s.log"
 	var=STEP_TIMEOUT_$s
-	case $s in openblas) d=200 ;; collbench) d=170 ;; dist) d=200 ;; sparse) d=150 ;; esac
+	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; esac
 	step_end=$((SECONDS + ${!var:-$d}))
 	step_fail=0
 	t0=$SECONDS
