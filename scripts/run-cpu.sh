@@ -47,6 +47,13 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
 
+# Open MPI's shared-memory transport maps its segments from /dev/shm, which
+# containers often keep small (64 MiB by default under Docker): then from /tmp.
+shm_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
+if [ "${shm_kib:-0}" -lt 2097152 ] && [ -z "${OMPI_MCA_btl_vader_backing_directory:-}" ]; then
+	export OMPI_MCA_btl_vader_backing_directory=${TMPDIR:-/tmp}
+fi
+
 say() { echo "$*" | tee -a "$LOG/summary.txt"; }
 : >"$LOG/summary.txt"
 
@@ -248,7 +255,8 @@ done
 	echo "libraries: $(brun ldd "$B"/bin/dist.test "$B"/bin/sparsebench "$B"/bin/openblas-*.test 2>/dev/null |
 		awk '$1 ~ /^lib(mpi|openblas|blas|lapack|lapacke|scalapack-openmpi|HYPRE-[0-9.]*)\.so/ && $2 == "=>" {print $3}' |
 		sort -u | xargs -r readlink -f | tr '\n' ' ')"
-	echo "TINY=$TINY OMPI_MCA_btl=$OMPI_MCA_btl single_copy=$OMPI_MCA_btl_vader_single_copy_mechanism"
+	echo "TINY=$TINY OMPI_MCA_btl=$OMPI_MCA_btl single_copy=$OMPI_MCA_btl_vader_single_copy_mechanism" \
+		"/dev/shm free ${shm_kib:-?} KiB, vader backing directory ${OMPI_MCA_btl_vader_backing_directory:-/dev/shm}"
 } >"$LOG/env.txt"
 cat "$LOG/env.txt"
 results=()
