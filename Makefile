@@ -107,7 +107,7 @@ gpu-bin:
 # The CPU benchmarks (OpenBLAS against LAPACK, collectives, ScaLAPACK, hypre)
 # with their libraries and a relocatable Open MPI, for a quiet multi-core host
 # without Go or those packages: .cpubundle/bundle.tar.xz, run there with
-# `tar xf bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh [openblas collbench dist sparse]`.
+# `mkdir -p /tmp/cb && tar xf bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh [openblas collbench dist sparse]`.
 # VSLAPACK_PKGS (default: the packages with a Benchmark...VsLAPACK) picks the
 # openblas test binaries.
 cpu-bundle:

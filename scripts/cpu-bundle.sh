@@ -13,7 +13,7 @@
 # the packages whose `-tags openblas` test binaries run-cpu.sh's openblas
 # step runs. The tarball has no top folder:
 #
-#	tar xf .cpubundle/bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh openblas collbench dist sparse
+#	mkdir -p /tmp/cb && tar xf .cpubundle/bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh openblas collbench dist sparse
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}

@@ -3,7 +3,7 @@
 # (scripts/cpu-bundle.sh) on a quiet multi-core Linux host without Go,
 # Open MPI, ScaLAPACK, hypre or OpenBLAS packages:
 #
-#	tar xf .cpubundle/bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh [STEP...]
+#	mkdir -p /tmp/cb && tar xf .cpubundle/bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh [STEP...]
 #
 # Steps (all four when none is named):
 #
