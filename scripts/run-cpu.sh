@@ -83,7 +83,7 @@ use_host() {
 	MODE=host
 	local dir known f
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/mgla-cpu-lib.XXXXXX")
-	trap 'rm -rf "$dir"' EXIT
+	trap "rm -rf '$dir'" EXIT
 	known=$(ldconfig -p 2>/dev/null | awk 'NR > 1 {print $1}')
 	for f in "$B"/lib/*; do
 		grep -qxF "$(basename "$f")" <<<"$known" || ln -s "$f" "$dir/"
