@@ -8,7 +8,7 @@
 # Steps (all four when none is named):
 #
 #	openblas   the kernels' Potrs/Potri/Syevd against LAPACK called directly
-#	           (Benchmark*VsLAPACK), OPENBLAS_NUM_THREADS=1, 4 and 16, -count 3
+#	           (Benchmark*VsLAPACK), OPENBLAS_NUM_THREADS=16, 4 and 1, -count 3
 #	           (COUNT), -benchtime 2x (BENCHTIME)
 #	collbench  cmd/collbench (collective/mpi and the graph ops against raw MPI)
 #	           with 2, 4, 8 and 16 processes
@@ -184,12 +184,16 @@ run() {
 }
 
 step_openblas() {
-	local bench='VsLAPACK' bt=${BENCHTIME:-2x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-1 4 16} t f
-	if [ "$TINY" = 1 ]; then bench='PotrsVsLAPACK/N=1000/nrhs=1$' bt=1x count=1 threads='1 2'; fi
+	# The fastest first, each with an equal share of the time left, so that
+	# what they leave goes to the single-threaded run.
+	local bench='VsLAPACK' bt=${BENCHTIME:-2x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-16 4 1} t f left
+	if [ "$TINY" = 1 ]; then bench='PotrsVsLAPACK/N=1000/nrhs=1$' bt=1x count=1 threads='2 1'; fi
+	left=$(($(wc -w <<<"$threads") * $(ls "$B"/bin/openblas-*.test | wc -l)))
 	for t in $threads; do
 		for f in "$B"/bin/openblas-*.test; do
-			run openblas env OPENBLAS_NUM_THREADS="$t" LD_LIBRARY_PATH="$LD" "$f" \
+			SHARE=$left run openblas env OPENBLAS_NUM_THREADS="$t" LD_LIBRARY_PATH="$LD" "$f" \
 				-test.run '^$' -test.bench "$bench" -test.benchtime "$bt" -test.count "$count"
+			left=$((left - 1))
 		done
 	done
 }
