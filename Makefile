@@ -13,7 +13,7 @@ MPI_NP    := 1 2 3 4
 MPI_BIN   := mpi-bin
 MPIRUN    := timeout 300 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
 
-.PHONY: demo test fmt-check vet unit race openblas cuda-vet mpi-test deps cuda-deps mpi-deps gpu-bin bench ptx
+.PHONY: demo test fmt-check vet unit race openblas cuda-vet mpi-test deps cuda-deps mpi-deps gpu-bin bench ptx cpu-bundle cpu-bundle-check
 
 demo:
 	$(GO) run ./examples/gp
@@ -103,6 +103,21 @@ gpu-bin:
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgbench ./cmd/mgbench/
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/ ./examples/gp ./examples/sharded ./examples/eigen
 	cp scripts/run-gpu.sh $(GPU_BIN)/
+
+# The CPU benchmarks (OpenBLAS against LAPACK, collectives, ScaLAPACK, hypre)
+# with their libraries and a relocatable Open MPI, for a quiet multi-core host
+# without Go or those packages: .cpubundle/bundle.tar.xz, run there with
+# `mkdir -p /tmp/cb && tar xf bundle.tar.xz -C /tmp/cb && /tmp/cb/run-cpu.sh [openblas collbench dist sparse]`.
+# VSLAPACK_PKGS (default: the packages with a Benchmark...VsLAPACK) picks the
+# openblas test binaries.
+cpu-bundle:
+	VSLAPACK_PKGS='$(VSLAPACK_PKGS)' GO='$(GO)' ./scripts/cpu-bundle.sh .cpubundle
+
+# Runs every step of the bundle at toy sizes in an emptied environment under
+# strace, with its own Open MPI and as on the GPU hosts, and fails if it
+# opens a library of this machine that those hosts lack.
+cpu-bundle-check:
+	./scripts/cpu-bundle-check.sh .cpubundle/bundle.tar.xz
 
 # Regenerate the PTX of mgla's own CUDA kernels (needs nvcc; the PTX is committed).
 ptx:
