@@ -13,7 +13,7 @@
 #	collbench  cmd/collbench (collective/mpi and the graph ops against raw MPI)
 #	           with 2, 4, 8 and 16 processes
 #	dist       dist BenchmarkPotrs at N = 4000 and 8000 with 1, 2, 4, 8 and 16
-#	           processes; BenchmarkGather (N = 4000) with 1, 2, 4 and 8
+#	           processes; BenchmarkGather and BenchmarkScatter (N = 4000) with 1, 2, 4 and 8
 #	sparse     cmd/sparsebench at 64³ and 96³ (one process), then
 #	           examples/poisson at 64³ and 96³ on 1 and 4 processes
 #
@@ -220,7 +220,7 @@ step_dist() {
 	n=${ns%% *}
 	for np in $gnps; do
 		MGLA_DIST_BENCH_N=$n run dist mpi "$np" "$B"/bin/dist.test \
-			-test.run '^$' -test.bench '^BenchmarkGather$' -test.benchtime 3x
+			-test.run '^$' -test.bench '^Benchmark(Gather|Scatter)$' -test.benchtime 3x
 	done
 }
 step_sparse() {
@@ -240,7 +240,7 @@ sum_openblas() {
 		/x-vs-lapack/ {for (i = 2; i < NF; i++) if ($(i+1) == "x-vs-lapack") print t, $1, $i, "x-vs-lapack"}' "$LOG/openblas.log"
 }
 sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 MiB|64 MiB) ' "$LOG/collbench.log"; }
-sum_dist() { grep -E '^(Potrs|Gather) N=' "$LOG/dist.log"; }
+sum_dist() { grep '^distbench' "$LOG/dist.log"; }
 sum_sparse() { grep -E '^\| [0-9]+³|^3-D Poisson|^AMG-PCG|^  setup' "$LOG/sparse.log"; }
 
 steps=("$@")
