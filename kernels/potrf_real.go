@@ -1,6 +1,10 @@
 package kernels
 
 import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
@@ -160,10 +164,16 @@ func potriF64(n int, l []float64, ldl int) error {
 
 // mirrorLowerF64 copies the strict lower triangle into the strict upper one,
 // by square blocks that stay in cache; within a block each destination column
-// is written contiguously (row i of the lower triangle into column i).
+// is written contiguously (row i of the lower triangle into column i). The
+// block rows of the destination are disjoint, so from n = 512 they are
+// shared between up to GOMAXPROCS goroutines, the longest first: the mirror
+// is a memory-bound pass that a single core would make a visible part of a
+// threaded LAPACK inverse.
 func mirrorLowerF64(n int, a []float64, lda int) {
 	const bs = 64
-	for ib := 0; ib < n; ib += bs {
+	blocks := (n + bs - 1) / bs
+	mirror := func(b int) {
+		ib := b * bs
 		for jb := 0; jb <= ib; jb += bs {
 			for i := ib; i < min(ib+bs, n); i++ {
 				dst := a[i*lda : i*lda+i]
@@ -173,4 +183,22 @@ func mirrorLowerF64(n int, a []float64, lda int) {
 			}
 		}
 	}
+	workers := min(runtime.GOMAXPROCS(0), blocks/4)
+	if workers <= 1 {
+		for b := range blocks {
+			mirror(b)
+		}
+		return
+	}
+	var next atomic.Int64
+	next.Store(int64(blocks))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for b := next.Add(-1); b >= 0; b = next.Add(-1) {
+				mirror(int(b))
+			}
+		})
+	}
+	wg.Wait()
 }
