@@ -7,8 +7,6 @@ package dist
 */
 import "C"
 
-import "math"
-
 // The two ways data gets in and out of the 2-D block-cyclic distribution
 // (FromRoot, FromRowBlocks, Gather): ScaLAPACK's p?gemr2d, which sends
 // every element once from its owner to its new owner, or a collective of
@@ -41,14 +39,27 @@ const (
 )
 
 // gemr2dMinRanks is, for each move, the smallest number of processes from
-// which it goes through p?gemr2d (never for FromRoot).
+// which it goes through p?gemr2d: the first process count at which
+// p?gemr2d measured faster on a quiet machine with a core per rank.
 //
 // Evidence: BenchmarkGather and BenchmarkScatter, N = 4000 float64 in
 // 64×64 blocks, near-square grids, 3 iterations of each path in turns,
-// medians, on the build VM (2 vCPUs shared with other sessions, load
-// average 14–26 during the runs, so 3 and 4 processes oversubscribe it),
-// 2026-11-25. Time of the sum or broadcast over that of p?gemr2d (above 1:
-// p?gemr2d faster); wall clock, CPU time of rank 0 in brackets:
+// medians. Time of the sum or broadcast over that of p?gemr2d (above 1:
+// p?gemr2d faster), wall clock.
+//
+// Quiet: a 16-core Intel Xeon (the lent GPU host's CPUs, Ubuntu's Open MPI
+// 4.1.6 and OpenBLAS 0.3.26, Debian's ScaLAPACK 2.2.1 carried by make
+// cpu-bundle), one rank per core, load average 2–4, 2026-11-25:
+//
+//	processes        1      2      4      8
+//	Gather(0)        0.35   0.39   0.88   2.34
+//	Gather(all)      0.36   0.30   0.68   1.08
+//	FromRoot         0.41   0.95   2.51   1.77
+//	FromRowBlocks    0.73   0.70   3.42
+//
+// The build VM (2 vCPUs shared with other sessions, load average 14–26, so
+// 3 and 4 processes oversubscribe it; wall clock, CPU time of rank 0 in
+// brackets) put the crossovers lower for the gathers:
 //
 //	processes        1             2             3             4
 //	Gather(0)        0.14 (0.08)   0.18 (0.37)   1.51 (1.20)   3.16 (1.92)
@@ -56,18 +67,17 @@ const (
 //	FromRoot         0.10 (0.09)   0.45 (0.60)   0.89 (0.50)   0.73 (1.06)
 //	FromRowBlocks                  0.17 (0.38)   1.29 (6.15)   0.96 (6.03)
 //
-// p?gemr2d is slow on one or two processes here (0.2–0.9 µs an element on
-// one: it packs and unpacks every block through BLACS messages even
-// then), while the collectives of the whole matrix grow with the process
-// count; a broadcast stayed ahead of it for FromRoot up to 4. At N = 2000 on one process the order
-// was the same (Gather(0): 0.07), so the size does not enter the rule.
-// These are to be revisited with the quiet 16-core runs
-// (scripts/dist-bench.sh).
+// p?gemr2d is slow on one or two processes (it packs and unpacks every
+// block through BLACS messages even then), while the collectives of the
+// whole matrix grow with the process count. The rule follows the quiet
+// machine; between 4 and 8 processes the gathers were not measured, so
+// they switch at 8. At N = 2000 on one process the order was the same
+// (Gather(0): 0.07 on the VM), so the size does not enter the rule.
 var gemr2dMinRanks = [...]int{
-	fromRootMove:      math.MaxInt,
-	fromRowBlocksMove: 3,
-	gatherOneMove:     3,
-	gatherAllMove:     4,
+	fromRootMove:      4,
+	fromRowBlocksMove: 4,
+	gatherOneMove:     8,
+	gatherAllMove:     8,
 }
 
 // useGemr2d says whether mv on g goes through p?gemr2d (forceMoves, else
