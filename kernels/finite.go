@@ -36,17 +36,35 @@ func checkFiniteF32(rows, cols int, a []float32, lda int, lowerOnly bool) error 
 // matrix whose elements are per consecutive reals of f (1 for real, 2 for
 // complex matrices; lda counts elements), from the diagonal down with
 // lowerOnly, and reports the first non-finite element it finds.
+// Large matrices are scanned by column blocks in parallel (columnBlocks);
+// the error names the first non-finite element in column order either way.
 func scanColumns[F float32 | float64](rows, cols int, f []F, lda, per int, lowerOnly bool, first func([]F) int) error {
-	for j := 0; j < cols; j++ {
-		i0 := 0
-		if lowerOnly {
-			i0 = j
+	scan := func(j0, j1 int) *NonFiniteError {
+		for j := j0; j < j1; j++ {
+			i0 := 0
+			if lowerOnly {
+				i0 = j
+			}
+			if i0 >= rows {
+				break
+			}
+			if k := first(f[per*(j*lda+i0) : per*(j*lda+rows)]); k >= 0 {
+				return &NonFiniteError{Row: i0 + k/per, Col: j}
+			}
 		}
-		if i0 >= rows {
-			break
+		return nil
+	}
+	if rows*cols < 1<<18 {
+		if e := scan(0, cols); e != nil {
+			return e
 		}
-		if k := first(f[per*(j*lda+i0) : per*(j*lda+rows)]); k >= 0 {
-			return &NonFiniteError{Row: i0 + k/per, Col: j}
+		return nil
+	}
+	found := make([]*NonFiniteError, (cols+blockWidth-1)/blockWidth)
+	columnBlocks(cols, func(j0, j1 int) { found[j0/blockWidth] = scan(j0, j1) })
+	for _, e := range found {
+		if e != nil {
+			return e
 		}
 	}
 	return nil

@@ -1,10 +1,6 @@
 package kernels
 
 import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
@@ -70,9 +66,11 @@ func cholFailure(info int, d float64) error {
 }
 
 func zeroStrictUpperF64(n int, a []float64, lda int) {
-	for j := 1; j < n; j++ {
-		clear(a[j*lda : j*lda+j])
-	}
+	columnBlocks(n, func(j0, j1 int) {
+		for j := max(j0, 1); j < j1; j++ {
+			clear(a[j*lda : j*lda+j])
+		}
+	})
 }
 
 // checkCholDiag returns NotPositiveDefiniteError{i+1} for the first diagonal
@@ -165,40 +163,16 @@ func potriF64(n int, l []float64, ldl int) error {
 // mirrorLowerF64 copies the strict lower triangle into the strict upper one,
 // by square blocks that stay in cache; within a block each destination column
 // is written contiguously (row i of the lower triangle into column i). The
-// block rows of the destination are disjoint, so from n = 512 they are
-// shared between up to GOMAXPROCS goroutines, the longest first: the mirror
-// is a memory-bound pass that a single core would make a visible part of a
-// threaded LAPACK inverse.
+// destination's column blocks go to columnBlocks.
 func mirrorLowerF64(n int, a []float64, lda int) {
-	const bs = 64
-	blocks := (n + bs - 1) / bs
-	mirror := func(b int) {
-		ib := b * bs
-		for jb := 0; jb <= ib; jb += bs {
-			for i := ib; i < min(ib+bs, n); i++ {
+	columnBlocks(n, func(i0, i1 int) {
+		for jb := 0; jb < i1; jb += blockWidth {
+			for i := i0; i < i1; i++ {
 				dst := a[i*lda : i*lda+i]
-				for j := jb; j < min(jb+bs, i); j++ {
+				for j := jb; j < min(jb+blockWidth, i); j++ {
 					dst[j] = a[i+j*lda]
 				}
 			}
 		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), blocks/4)
-	if workers <= 1 {
-		for b := range blocks {
-			mirror(b)
-		}
-		return
-	}
-	var next atomic.Int64
-	next.Store(int64(blocks))
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for b := next.Add(-1); b >= 0; b = next.Add(-1) {
-				mirror(int(b))
-			}
-		})
-	}
-	wg.Wait()
+	})
 }
