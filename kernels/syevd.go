@@ -49,18 +49,7 @@ func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
 		}
 		return nil
 	}
-	const (
-		safmin = 0x1p-1022
-		eps    = dlamchE
-	)
-	rmin := math.Sqrt(safmin / eps)
-	rmax := math.Sqrt(1 / (safmin / eps))
-	scale := 1.0
-	if anrm > 0 && anrm < rmin {
-		scale = rmin / anrm
-	} else if anrm > rmax {
-		scale = rmax / anrm
-	}
+	scale := eigenScale(anrm)
 	if scale != 1 {
 		for j := 0; j < n; j++ {
 			for i := j; i < n; i++ {
@@ -135,14 +124,7 @@ func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error 
 			anrm = max(anrm, cabs(v))
 		}
 	}
-	rmin := math.Sqrt(0x1p-1022 / dlamchE)
-	rmax := 1 / rmin
-	scale := 1.0
-	if anrm > 0 && anrm < rmin {
-		scale = rmin / anrm
-	} else if anrm > rmax {
-		scale = rmax / anrm
-	}
+	scale := eigenScale(anrm)
 	if scale != 1 {
 		for j := 0; j < n; j++ {
 			for i := j; i < n; i++ {
@@ -190,4 +172,18 @@ func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error 
 		w[i] = d[i] / scale
 	}
 	return nil
+}
+
+// eigenScale is the factor that brings a Hermitian matrix whose largest
+// element magnitude is anrm into [rmin, 1/rmin], rmin = √(safmin/ε), before
+// the eigensolver (LAPACK's dsyevd/zheevd scaling), or 1 when it is there.
+func eigenScale(anrm float64) float64 {
+	rmin := math.Sqrt(0x1p-1022 / dlamchE)
+	switch {
+	case anrm > 0 && anrm < rmin:
+		return rmin / anrm
+	case anrm > 1/rmin:
+		return 1 / rmin / anrm
+	}
+	return 1
 }
