@@ -297,6 +297,11 @@ func (o *collOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	if o.kind == Recv {
 		return o.run(nil, o.recvShape, o.recvDtype)
 	}
+	if len(vals) == 0 || isNilValue(vals[0]) {
+		// Gorgonia handed the node no value for its input: say so and
+		// which node, rather than dereference it.
+		return nil, fmt.Errorf("%w: %s: its input has no value (%d values given)", ErrBadCall, o.name, len(vals))
+	}
 	return o.run(vals[0], vals[0].Shape(), vals[0].Dtype())
 }
 
@@ -628,4 +633,14 @@ func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *g
 		return err
 	}
 	return ops.Accumulate(ig, g)
+}
+
+// isNilValue reports whether v is nil or a nil pointer in an interface (a
+// typed nil such as a (*tensor.Dense)(nil)).
+func isNilValue(v gorgonia.Value) bool {
+	if v == nil {
+		return true
+	}
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }

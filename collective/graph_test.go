@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/mgla/mgla/ops"
@@ -453,6 +454,17 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		_, err := tc.build()
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A collective node that Gorgonia hands no input value (nil, or a typed nil
+// tensor) fails with ErrBadCall naming it instead of dereferencing it.
+func TestDoWithoutInputValue(t *testing.T) {
+	o := &collOp{spec: spec{kind: AllReduce}, name: "sum of x"}
+	for _, v := range []G.Value{nil, (*tensor.Dense)(nil)} {
+		if _, err := o.Do(v); !errors.Is(err, ErrBadCall) || !strings.Contains(err.Error(), "sum of x") {
+			t.Errorf("Do(%#v): %v, want ErrBadCall naming the node", v, err)
 		}
 	}
 }
