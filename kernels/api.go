@@ -27,7 +27,7 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 	}
 	switch dtypeOf[T]() {
 	case dtFloat64:
-		return potrfF64(n, cast[float64](a), lda)
+		return potrfF64(n, cast[float64](a), lda, nil, 0)
 	case dtFloat32:
 		af := cast[float32](a)
 		if err := checkFiniteF32(n, n, af, lda, true); err != nil {
@@ -35,7 +35,7 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 		}
 		buf := make([]float64, n*n)
 		widenLowerF32(n, af, lda, buf, n)
-		if err := potrfF64(n, buf, n); err != nil {
+		if err := potrfF64(n, buf, n, nil, 0); err != nil {
 			return err
 		}
 		if err := narrowF64(n, n, buf, n, af, lda); err != nil { // upper triangle of buf is zero
@@ -43,7 +43,7 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 		}
 		return nil
 	case dtComplex128:
-		return potrfC128(n, cast[complex128](a), lda)
+		return potrfC128(n, cast[complex128](a), lda, nil, 0)
 	default:
 		ac := cast[complex64](a)
 		if err := CheckFinite(n, n, ac, lda, true); err != nil {
@@ -51,7 +51,7 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 		}
 		buf := make([]complex128, n*n)
 		widenLowerC64(n, ac, lda, buf, n)
-		if err := potrfC128(n, buf, n); err != nil {
+		if err := potrfC128(n, buf, n, nil, 0); err != nil {
 			return err
 		}
 		if err := narrowC128(n, n, buf, n, ac, lda); err != nil {
@@ -61,12 +61,48 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 	}
 }
 
-func potrfC128(n int, a []complex128, lda int) error {
-	if err := CheckFinite(n, n, a, lda, true); err != nil {
+// PotrfTo is Potrf that keeps its input: it factorizes the n×n matrix whose
+// lower triangle a (leading dimension lda) holds into l (ldl), with Potrf's
+// results and errors, and does not modify a. a and l must not overlap.
+// Reading the input, checking it for NaN/Inf, copying its lower triangle and
+// clearing l's strict upper triangle are one pass over the memory, so this
+// costs less than copying A and calling Potrf. On error the content of l is
+// unspecified.
+func PotrfTo[T Scalar](n int, a []T, lda int, l []T, ldl int) error {
+	checkMatrix("a", n, n, lda, len(a))
+	checkMatrix("l", n, n, ldl, len(l))
+	if n == 0 {
+		return nil
+	}
+	switch dtypeOf[T]() {
+	case dtFloat64:
+		return potrfF64(n, cast[float64](l), ldl, cast[float64](a), lda)
+	case dtComplex128:
+		return potrfC128(n, cast[complex128](l), ldl, cast[complex128](a), lda)
+	default: // factorized in a wider copy anyway
+		copyLower(n, a, lda, l, ldl)
+		return Potrf(n, l, ldl)
+	}
+}
+
+// copyLower copies the lower triangle (diagonal included) of the n×n matrix
+// a into l, by column blocks in parallel for large n (columnBlocks).
+func copyLower[T any](n int, a []T, lda int, l []T, ldl int) {
+	columnBlocks(n, func(j0, j1 int) {
+		for j := j0; j < j1; j++ {
+			copy(l[j*ldl+j:j*ldl+n], a[j*lda+j:j*lda+n])
+		}
+	})
+}
+
+// potrfC128 factorizes the lower triangle of src (lds) into a (lda), or a in
+// place when src is nil.
+func potrfC128(n int, a []complex128, lda int, src []complex128, lds int) error {
+	if err := cholInputC128(n, a, lda, src, lds); err != nil {
 		return err
 	}
-	info, ok := cpubackend.ZpotrfNative(n, a, lda)
-	if !ok {
+	info, native := cpubackend.ZpotrfNative(n, a, lda)
+	if !native {
 		info = lapack.Zpotrf(n, a, lda)
 	}
 	if info > 0 {
@@ -75,9 +111,15 @@ func potrfC128(n int, a []complex128, lda int) error {
 		}
 		return &NotPositiveDefiniteError{Order: info}
 	}
-	for j := 1; j < n; j++ {
-		clear(a[j*lda : j*lda+j])
+	if !native {
+		// The pure-Go Zpotrf uses the strict upper triangle as scratch;
+		// LAPACK's zpotrf leaves it as cleared above.
+		for j := 1; j < n; j++ {
+			clear(a[j*lda : j*lda+j])
+		}
 	}
+	// A finite input can still overflow: OpenBLAS's zpotrf, unlike its
+	// dpotrf, lets an infinite L(i,j) through as a NaN diagonal.
 	return CheckFinite(n, n, a, lda, true)
 }
 
@@ -223,6 +265,22 @@ func Potri[T Scalar](n int, l []T, ldl int) error {
 		}
 		return nil
 	}
+}
+
+// PotriTo is Potri that keeps the factor: it writes the full inverse A⁻¹ of
+// A = L·Lᴴ into c (n×n, leading dimension ldc) from the factor L in the
+// lower triangle of l (ldl), with Potri's results and errors, and does not
+// modify l. l and c must not overlap. Only L's lower triangle is copied
+// (LAPACK's ?potri reads no more, and the mirror writes the other one), which
+// costs half a full copy. On error the content of c is unspecified.
+func PotriTo[T Scalar](n int, l []T, ldl int, c []T, ldc int) error {
+	checkMatrix("l", n, n, ldl, len(l))
+	checkMatrix("c", n, n, ldc, len(c))
+	if n == 0 {
+		return nil
+	}
+	copyLower(n, l, ldl, c, ldc)
+	return Potri(n, c, ldc)
 }
 
 func potriC128(n int, l []complex128, ldl int) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/cmplx"
+	"slices"
 	"testing"
 )
 
@@ -276,4 +277,95 @@ func syevdAny[T Scalar](n int, a []T, lda int, vectors bool) error {
 		return Syevd(n, a, lda, make([]float32, n), vectors)
 	}
 	return Syevd(n, a, lda, make([]float64, n), vectors)
+}
+
+// TestKeepingInput: PotrfTo and PotriTo give bit for bit what Potrf and
+// Potri give on a copy, leave their input unchanged, overwrite the junk in
+// the output's strict upper triangle and leave its rows past n alone, and
+// return the same errors (not positive definite, NaN) as the in-place calls.
+func TestKeepingInput(t *testing.T) {
+	forAllTypes(t, testKeepingInput[float32], testKeepingInput[float64], testKeepingInput[complex64], testKeepingInput[complex128])
+}
+
+func testKeepingInput[T Scalar](t *testing.T) {
+	rnd := newRand(t, 5)
+	nan := complex(math.NaN(), math.NaN())
+	for _, n := range append([]int{600}, testSizes...) {
+		lda, ldl := n+3, n+1
+		junk := complex(1e30, -1e30)
+		for _, input := range []string{"spd", "not-pd", "nan"} {
+			d := randHPD[T](rnd, n)
+			switch input {
+			case "not-pd":
+				d.set(n-1, n-1, complex(-1, 0))
+			case "nan":
+				d.set(n-1, n/2, nan)
+			}
+			a := store[T](d, lda, &junk)
+			a0 := slices.Clone(a)
+			want := store[T](d, ldl, &junk)
+			wantErr := Potrf(n, want, ldl)
+			got := store[T](newDense(n, n), ldl, &nan) // NaN junk above, zeros below
+			padding := slices.Clone(got)
+			err := PotrfTo(n, a, lda, got, ldl)
+			if !sameError(err, wantErr) {
+				t.Fatalf("seed %d n=%d %s: PotrfTo error %v, Potrf %v", testSeed, n, input, err, wantErr)
+			}
+			if !equalBits(a, a0) {
+				t.Fatalf("seed %d n=%d %s: PotrfTo changed its input", testSeed, n, input)
+			}
+			if err != nil {
+				continue
+			}
+			checkKept(t, "PotrfTo", n, ldl, got, want, padding)
+
+			wantInv := slices.Clone(want)
+			wantErr = Potri(n, wantInv, ldl)
+			l0 := slices.Clone(want)
+			inv := store[T](newDense(n, n), ldl, &nan)
+			padding = slices.Clone(inv)
+			err = PotriTo(n, want, ldl, inv, ldl)
+			if !sameError(err, wantErr) {
+				t.Fatalf("seed %d n=%d: PotriTo error %v, Potri %v", testSeed, n, err, wantErr)
+			}
+			if !equalBits(want, l0) {
+				t.Fatalf("seed %d n=%d: PotriTo changed the factor", testSeed, n)
+			}
+			if err == nil {
+				checkKept(t, "PotriTo", n, ldl, inv, wantInv, padding)
+			}
+		}
+	}
+}
+
+// checkKept compares the first n rows of got and want bit for bit and the
+// rows past n of got with what they held before (padding).
+func checkKept[T Scalar](t *testing.T, name string, n, ld int, got, want, padding []T) {
+	t.Helper()
+	for j := range n {
+		for i := range ld {
+			k := i + j*ld
+			w := want[k]
+			if i >= n {
+				w = padding[k]
+			}
+			if !equalBits([]T{got[k]}, []T{w}) {
+				t.Fatalf("seed %d n=%d: %s (%d,%d) = %v, want %v", testSeed, n, name, i, j, got[k], w)
+			}
+		}
+	}
+}
+
+// equalBits compares a and b element by element, NaN equal to NaN.
+func equalBits[T Scalar](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := toC(a[i]), toC(b[i])
+		if !(x == y || (x != x && y != y)) {
+			return false
+		}
+	}
+	return true
 }

@@ -42,8 +42,7 @@ func TestMirrorLowerF64(t *testing.T) {
 	}
 }
 
-// TestParallelScans: the NaN/Inf scan and the zeroing of the strict upper
-// triangle give the serial answers on matrices large enough for
+// TestParallelScans: the NaN/Inf scan gives the serial answer on matrices large enough for
 // columnBlocks to share them out: the first non-finite element in column
 // order, wherever the blocks finish.
 func TestParallelScans(t *testing.T) {
@@ -67,12 +66,125 @@ func TestParallelScans(t *testing.T) {
 			t.Errorf("lowerOnly=%v: %v, want the element (%d,%d)", tc.lowerOnly, err, tc.row, tc.col)
 		}
 	}
-	zeroStrictUpperF64(n, a, lda)
-	for j := range n {
-		for i := range lda {
-			v := a[i+j*lda]
-			if i < j && v != 0 || i >= j && v == 0 {
-				t.Fatalf("after zeroStrictUpperF64, element (%d,%d) = %v", i, j, v)
+}
+
+// TestCholInput: Cholesky's input pass, in place and copying from a
+// separate input, reports what the lower scan reports and, on a finite
+// lower triangle, leaves the lower triangle of the input in place, clears
+// the strict upper triangle and touches nothing else (not the rows past n,
+// not the input), for float64 and complex128, below and above the parallel
+// threshold.
+func TestCholInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed, 23))
+	for _, n := range []int{1, 5, 64, 777} {
+		lda := n + 3
+		for _, bad := range []bool{false, true} {
+			for _, copying := range []bool{false, true} {
+				a := make([]float64, lda*n)
+				for i := range a {
+					a[i] = rng.NormFloat64()
+				}
+				c := make([]complex128, lda*n)
+				for i := range c {
+					c[i] = complex(rng.NormFloat64(), rng.NormFloat64())
+				}
+				if bad {
+					i, j := n-1, n/2
+					a[i+j*lda] = math.Inf(-1)
+					c[i+j*lda] = complex(0, math.NaN())
+				}
+				a0, c0 := append([]float64(nil), a...), append([]complex128(nil), c...)
+				wantA := checkFiniteF64(n, n, a, lda, true)
+				wantC := CheckFinite(n, n, c, lda, true)
+				// In place, or into buffers of junk from a and c.
+				la, lc, srcA, srcC := a, c, []float64(nil), []complex128(nil)
+				if copying {
+					la, lc, srcA, srcC = make([]float64, lda*n), make([]complex128, lda*n), a, c
+					for i := range la {
+						la[i], lc[i] = math.NaN(), complex(math.NaN(), 1)
+					}
+				}
+				la0, lc0 := append([]float64(nil), la...), append([]complex128(nil), lc...)
+				if got := cholInputF64(n, la, lda, srcA, lda); !sameError(got, wantA) {
+					t.Errorf("seed %d n=%d copying=%v float64: %v, want %v", testSeed, n, copying, got, wantA)
+				}
+				if got := cholInputC128(n, lc, lda, srcC, lda); !sameError(got, wantC) {
+					t.Errorf("seed %d n=%d copying=%v complex128: %v, want %v", testSeed, n, copying, got, wantC)
+				}
+				if copying && (!equalBits(a, a0) || !equalBits(c, c0)) {
+					t.Fatalf("seed %d n=%d: the input changed", testSeed, n)
+				}
+				if bad {
+					continue
+				}
+				for j := range n {
+					for i := range lda {
+						k := i + j*lda
+						wa, wc := a0[k], c0[k]
+						switch {
+						case i < j:
+							wa, wc = 0, 0
+						case i >= n:
+							wa, wc = la0[k], lc0[k]
+						}
+						if !sameFloat(la[k], wa) || !sameFloat(real(lc[k]), real(wc)) || !sameFloat(imag(lc[k]), imag(wc)) {
+							t.Fatalf("seed %d n=%d copying=%v: element (%d,%d) = %v, %v; want %v, %v", testSeed, n, copying, i, j, la[k], lc[k], wa, wc)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func sameFloat(x, y float64) bool { return x == y || x != x && y != y }
+
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Error() == b.Error()
+}
+
+// TestFirstNonFinite: the index of the first NaN or ±Inf at every position
+// class of the chunked sums (first, last, chunk edges, the tail), after
+// finite values whose sum overflows, and -1 for finite slices whose sums
+// overflow; float64 and float32.
+func TestFirstNonFinite(t *testing.T) {
+	for _, size := range []int{0, 1, 7, 8, 9, 511, 512, 513, 1500} {
+		for _, huge := range []bool{false, true} {
+			s64 := make([]float64, size)
+			s32 := make([]float32, size)
+			for i := range size {
+				s64[i], s32[i] = float64(i%5), float32(i%5)
+				if huge {
+					s64[i], s32[i] = math.MaxFloat64, math.MaxFloat32
+				}
+			}
+			if got := firstNonFinite64(s64); got != -1 {
+				t.Errorf("size %d huge=%v: float64 finite slice reported at %d", size, huge, got)
+			}
+			if got := firstNonFinite32(s32); got != -1 {
+				t.Errorf("size %d huge=%v: float32 finite slice reported at %d", size, huge, got)
+			}
+			for _, at := range []int{0, 7, 8, 511, 512, 513, size - 1} {
+				if at < 0 || at >= size {
+					continue
+				}
+				for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+					b64 := append([]float64(nil), s64...)
+					b32 := append([]float32(nil), s32...)
+					b64[at], b32[at] = v, float32(v)
+					if at+1 < size {
+						b64[size-1], b32[size-1] = math.NaN(), float32(math.NaN()) // a later one
+					}
+					if got := firstNonFinite64(b64); got != at {
+						t.Errorf("size %d huge=%v: float64 %v at %d reported at %d", size, huge, v, at, got)
+					}
+					if got := firstNonFinite32(b32); got != at {
+						t.Errorf("size %d huge=%v: float32 %v at %d reported at %d", size, huge, v, at, got)
+					}
+				}
 			}
 		}
 	}

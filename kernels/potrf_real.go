@@ -12,8 +12,12 @@ import (
 // transpose, so the column-major lower triangle is the row-major upper one and
 // the backend is called with blas.Upper.
 
-func potrfF64(n int, a []float64, lda int) error {
-	if err := checkFiniteF64(n, n, a, lda, true); err != nil {
+// potrfF64 factorizes the lower triangle of src (lds) into a (lda), or a in
+// place when src is nil.
+func potrfF64(n int, a []float64, lda int, src []float64, lds int) error {
+	// dpotrf('L') neither reads nor writes the strict upper triangle, so it
+	// is cleared for L in the input's pass.
+	if err := cholInputF64(n, a, lda, src, lds); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -27,13 +31,13 @@ func potrfF64(n int, a []float64, lda int) error {
 		// left of it (l_jj² = a_jj − Σ l_jk²) and stops at one that is not
 		// > 0 or is NaN, so a successful factorization holds no Inf or NaN:
 		// the overflow scan below is not needed.
-		zeroStrictUpperF64(n, a, lda)
 		return nil
 	}
+	// The row-major upper triangle of the backend is the lower one here;
+	// like LAPACK it leaves the other triangle alone.
 	if !cpubackend.LAPACK.Dpotrf(blas.Upper, n, a, lda) {
 		return potrfFailure(n, a, lda)
 	}
-	zeroStrictUpperF64(n, a, lda)
 	// A finite input can still overflow (entries near MaxFloat64).
 	return checkFiniteF64(n, n, a, lda, true)
 }
@@ -63,14 +67,6 @@ func cholFailure(info int, d float64) error {
 		return &NonFiniteError{Row: info - 1, Col: info - 1}
 	}
 	return &NotPositiveDefiniteError{Order: info}
-}
-
-func zeroStrictUpperF64(n int, a []float64, lda int) {
-	columnBlocks(n, func(j0, j1 int) {
-		for j := max(j0, 1); j < j1; j++ {
-			clear(a[j*lda : j*lda+j])
-		}
-	})
 }
 
 // checkCholDiag returns NotPositiveDefiniteError{i+1} for the first diagonal

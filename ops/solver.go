@@ -88,12 +88,8 @@ func (hostOf[T, R]) potrf(a, l *sharding.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := kernels.CheckFinite(n, n, src, n, true); err != nil {
-		return err
-	}
 	dst := writable[T](l)
-	copy(dst, src)
-	if err := kernels.Potrf(n, dst, n); err != nil {
+	if err := kernels.PotrfTo(n, src, n, dst, n); err != nil {
 		return err
 	}
 	return storeColMajor(dst, l)
@@ -130,8 +126,7 @@ func (hostOf[T, R]) potri(l, c *sharding.Tensor) error {
 		return err
 	}
 	cg := writable[T](c)
-	copy(cg, lg)
-	if err := kernels.Potri(n, cg, n); err != nil {
+	if err := kernels.PotriTo(n, lg, n, cg, n); err != nil {
 		return err
 	}
 	return storeColMajor(cg, c)
