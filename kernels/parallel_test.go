@@ -13,7 +13,7 @@ import (
 // (n = 512) and of the 64-wide blocks.
 func TestMirrorLowerF64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed, 17))
-	for _, n := range []int{1, 2, 7, 8, 9, 15, 63, 64, 65, 71, 511, 512, 700, 1031} {
+	for _, n := range []int{1, 2, 63, 64, 65, 511, 512, 700, 1031} {
 		lda := n + 3
 		a := make([]float64, lda*n)
 		for i := range a {

@@ -157,45 +157,15 @@ func potriF64(n int, l []float64, ldl int) error {
 }
 
 // mirrorLowerF64 copies the strict lower triangle into the strict upper one,
-// by square blocks that stay in cache. Within a block, eight destination
-// columns are written at once from the eight consecutive elements of each
-// source column (one cache line), which makes the transposition about twice
-// as fast as one column at a time. The destination's column blocks go to
-// columnBlocks.
+// by square blocks that stay in cache; within a block each destination column
+// is written contiguously (row i of the lower triangle into column i). The
+// destination's column blocks go to columnBlocks.
 func mirrorLowerF64(n int, a []float64, lda int) {
 	columnBlocks(n, func(i0, i1 int) {
 		for jb := 0; jb < i1; jb += blockWidth {
-			je := min(jb+blockWidth, i1) // source columns [jb, je)
-			i := i0
-			for ; i+8 <= i1; i += 8 {
-				// Rows [jb, min(je, i)) of destination columns i..i+7 lie
-				// above all eight diagonals.
-				if end := min(je, i); jb < end {
-					d0 := a[i*lda+jb : i*lda+end]
-					d1 := a[(i+1)*lda+jb : (i+1)*lda+end][:len(d0)]
-					d2 := a[(i+2)*lda+jb : (i+2)*lda+end][:len(d0)]
-					d3 := a[(i+3)*lda+jb : (i+3)*lda+end][:len(d0)]
-					d4 := a[(i+4)*lda+jb : (i+4)*lda+end][:len(d0)]
-					d5 := a[(i+5)*lda+jb : (i+5)*lda+end][:len(d0)]
-					d6 := a[(i+6)*lda+jb : (i+6)*lda+end][:len(d0)]
-					d7 := a[(i+7)*lda+jb : (i+7)*lda+end][:len(d0)]
-					for k := range d0 {
-						o := i + (jb+k)*lda
-						s := a[o : o+8 : o+8]
-						d0[k], d1[k], d2[k], d3[k] = s[0], s[1], s[2], s[3]
-						d4[k], d5[k], d6[k], d7[k] = s[4], s[5], s[6], s[7]
-					}
-				}
-				// The corner: rows [i, i+7) of the columns right of them.
-				for j := max(jb, i); j < min(je, i+7); j++ {
-					for k := j + 1 - i; k < 8; k++ {
-						a[j+(i+k)*lda] = a[i+k+j*lda]
-					}
-				}
-			}
-			for ; i < i1; i++ {
+			for i := i0; i < i1; i++ {
 				dst := a[i*lda : i*lda+i]
-				for j := jb; j < min(je, i); j++ {
+				for j := jb; j < min(jb+blockWidth, i); j++ {
 					dst[j] = a[i+j*lda]
 				}
 			}
