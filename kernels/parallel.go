@@ -9,10 +9,6 @@ import (
 // blockWidth is the width of the column blocks of columnBlocks.
 const blockWidth = 64
 
-// passWorkers caps the goroutines of columnBlocks (0: GOMAXPROCS); the
-// benchmarks set it to compare the passes' parallelism.
-var passWorkers int
-
 // columnBlocks runs fn on the column blocks [j0, j1) of width blockWidth
 // that cover [0, n), and returns when all are done. From 8 blocks (n > 448)
 // the blocks are shared between up to GOMAXPROCS goroutines, each taking
@@ -24,11 +20,7 @@ var passWorkers int
 func columnBlocks(n int, fn func(j0, j1 int)) {
 	blocks := (n + blockWidth - 1) / blockWidth
 	run := func(b int) { fn(b*blockWidth, min((b+1)*blockWidth, n)) }
-	limit := runtime.GOMAXPROCS(0)
-	if passWorkers > 0 {
-		limit = min(limit, passWorkers)
-	}
-	workers := min(limit, blocks/4)
+	workers := min(runtime.GOMAXPROCS(0), blocks/4)
 	if blocks < 8 || workers <= 1 {
 		for b := range blocks {
 			run(b)
