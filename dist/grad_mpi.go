@@ -150,10 +150,35 @@ func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range inv.Local {
-		inv.Local[i] *= fromFloat[T](gbar)
-	}
+	scale(inv, gbar)
 	return inv, nil
+}
+
+// LogDetGradFromFactor is LogDetGrad from the lower Cholesky factor l of A
+// (from Cholesky, as Potrs and LogDet use it): Ā = ḡ·(L·Lᵀ)⁻¹ through
+// InverseFromFactor, the same matrix as LogDetGrad(A, ḡ) without factoring
+// A again.
+func LogDetGradFromFactor[T Scalar](l *Matrix[T], gbar float64) (*Matrix[T], error) {
+	if l == nil {
+		return nil, errNil("LogDetGradFromFactor")
+	}
+	if err := checkGrad("LogDetGradFromFactor", l.Grid, l); err != nil {
+		return nil, err
+	}
+	inv, err := InverseFromFactor(l)
+	if err != nil {
+		return nil, err
+	}
+	scale(inv, gbar)
+	return inv, nil
+}
+
+// scale multiplies every element of m by s (local, no communication).
+func scale[T Scalar](m *Matrix[T], s float64) {
+	f := fromFloat[T](s)
+	for i := range m.Local {
+		m.Local[i] *= f
+	}
 }
 
 // SyevdGrad is the gradient of A = V·diag(w)·Vᵀ:
