@@ -243,3 +243,86 @@ func movesRun(b *testing.B, m dist.Moves, run func() error) func() {
 		}
 	}
 }
+
+// BenchmarkRowMajor times the row-major ways in and out against what the
+// graph ops do without them: convert the whole row-major matrix to
+// column-major on every rank that holds it (the plain double loop of
+// transpose) and then call the column-major function, or gather
+// column-major and convert back. The data moves by the rule (AutoMoves).
+// FromReplicated and Gather(all) are the graph's; FromRoot from rank 0,
+// FromRowBlocks from the block split of the rows and Gather(0) are the
+// user's.
+func BenchmarkRowMajor(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
+	const nb = 64
+	rm := make([]float64, n*n)
+	for i := range rm {
+		rm[i] = float64(i%1009) - 504
+	}
+	var root []float64
+	if world.Rank() == 0 {
+		root = rm
+	}
+	split := (n + world.Size() - 1) / world.Size()
+	r0 := min(n, world.Rank()*split)
+	rows := min(split, n-r0)
+	band := rm[r0*n : (r0+rows)*n]
+	m, err := dist.FromReplicatedRowMajor(g, n, n, nb, rm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name         string
+		rowMajor, cm func() error
+	}{{
+		"FromReplicated",
+		func() error { _, err := dist.FromReplicatedRowMajor(g, n, n, nb, rm); return err },
+		func() error { _, err := dist.FromReplicated(g, n, n, nb, transpose(rm, n, n)); return err },
+	}, {
+		"FromRoot",
+		func() error { _, err := dist.FromRootRowMajor(g, 0, n, n, nb, root); return err },
+		func() error {
+			var cm []float64
+			if root != nil {
+				cm = transpose(root, n, n)
+			}
+			_, err := dist.FromRoot(g, 0, n, n, nb, cm)
+			return err
+		},
+	}, {
+		"FromRowBlocks",
+		func() error { _, err := dist.FromRowBlocksRowMajor(g, n, nb, rows, band); return err },
+		func() error { _, err := dist.FromRowBlocks(g, n, nb, rows, transpose(band, n, rows)); return err },
+	}, {
+		"Gather(all)",
+		func() error { _, err := m.GatherRowMajor(-1); return err },
+		func() error {
+			cm, err := m.Gather(-1)
+			if err == nil {
+				transpose(cm, n, n)
+			}
+			return err
+		},
+	}, {
+		"Gather(0)",
+		func() error { _, err := m.GatherRowMajor(0); return err },
+		func() error {
+			cm, err := m.Gather(0)
+			if cm != nil {
+				transpose(cm, n, n)
+			}
+			return err
+		},
+	}} {
+		b.Run(fmt.Sprintf("%s/N=%d/P=%d", c.name, n, world.Size()), func(b *testing.B) {
+			inTurns(b, g, "RowMajor-"+c.name, n, "rowmajor", func() { must(c.rowMajor()) },
+				"convert", func() { must(c.cm()) })
+		})
+	}
+}
