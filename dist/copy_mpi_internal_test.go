@@ -38,14 +38,7 @@ func testCopyFinite[T Scalar](t *testing.T) {
 						continue
 					}
 					s := slices.Clone(src)
-					switch {
-					case !inImag:
-						s[pos] = fromFloat[T](bad)
-					case dtypeCode[T]() == 3:
-						reals[float32](s)[2*pos+1] = float32(bad)
-					default:
-						reals[float64](s)[2*pos+1] = bad
-					}
+					spoil(s, pos, bad, inImag)
 					d := make([]T, n)
 					name := fmt.Sprintf("n=%d, %v at %d (imaginary part: %v)", n, bad, pos, inImag)
 					if copyFinite(d, s) {
@@ -59,6 +52,19 @@ func testCopyFinite[T Scalar](t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// spoil sets element pos of s to bad, in its imaginary part with inImag
+// (complex types only).
+func spoil[T Scalar](s []T, pos int, bad float64, inImag bool) {
+	switch {
+	case !inImag:
+		s[pos] = fromFloat[T](bad)
+	case dtypeCode[T]() == 3:
+		reals[float32](s)[2*pos+1] = float32(bad)
+	default:
+		reals[float64](s)[2*pos+1] = bad
 	}
 }
 
@@ -115,15 +121,7 @@ func testCopyTransposed[T Scalar](t *testing.T) {
 					}
 					for k, bad := range bads {
 						s := slices.Clone(src)
-						pos := i*lds + j
-						switch {
-						case (i+j+k)%2 == 0 || dtypeCode[T]() <= 2:
-							s[pos] = fromFloat[T](bad)
-						case dtypeCode[T]() == 3:
-							reals[float32](s)[2*pos+1] = float32(bad)
-						default:
-							reals[float64](s)[2*pos+1] = bad
-						}
+						spoil(s, i*lds+j, bad, (i+j+k)%2 == 1 && dtypeCode[T]() > 2)
 						if _, ok := run(s); ok {
 							t.Fatalf("%d×%d, %v at (%d, %d): reported finite", r, c, bad, i, j)
 						}

@@ -143,15 +143,7 @@ func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
 
 // LogDetGrad is the gradient of log det A: Ā = ḡ·A⁻¹.
 func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
-	if err := checkGrad("LogDetGrad", a.Grid, a); err != nil {
-		return nil, err
-	}
-	inv, err := Potri(a)
-	if err != nil {
-		return nil, err
-	}
-	scale(inv, gbar)
-	return inv, nil
+	return logDetGrad("LogDetGrad", a, gbar, Potri[T])
 }
 
 // LogDetGradFromFactor is LogDetGrad from the lower Cholesky factor l of A
@@ -159,26 +151,26 @@ func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
 // InverseFromFactor, the same matrix as LogDetGrad(A, ḡ) without factoring
 // A again.
 func LogDetGradFromFactor[T Scalar](l *Matrix[T], gbar float64) (*Matrix[T], error) {
-	if l == nil {
-		return nil, errNil("LogDetGradFromFactor")
+	return logDetGrad("LogDetGradFromFactor", l, gbar, InverseFromFactor[T])
+}
+
+// logDetGrad is ḡ·inv(m) after the checks of a gradient.
+func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matrix[T]) (*Matrix[T], error)) (*Matrix[T], error) {
+	if m == nil {
+		return nil, errNil(op)
 	}
-	if err := checkGrad("LogDetGradFromFactor", l.Grid, l); err != nil {
+	if err := checkGrad(op, m.Grid, m); err != nil {
 		return nil, err
 	}
-	inv, err := InverseFromFactor(l)
+	abar, err := inv(m)
 	if err != nil {
 		return nil, err
 	}
-	scale(inv, gbar)
-	return inv, nil
-}
-
-// scale multiplies every element of m by s (local, no communication).
-func scale[T Scalar](m *Matrix[T], s float64) {
-	f := fromFloat[T](s)
-	for i := range m.Local {
-		m.Local[i] *= f
+	f := fromFloat[T](gbar)
+	for i := range abar.Local {
+		abar.Local[i] *= f
 	}
+	return abar, nil
 }
 
 // SyevdGrad is the gradient of A = V·diag(w)·Vᵀ:
