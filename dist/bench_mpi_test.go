@@ -326,3 +326,37 @@ func BenchmarkRowMajor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInverseFromFactor times A⁻¹ from the Cholesky factor already on
+// the grid (InverseFromFactor, what the graph's Potri and LogDet gradient
+// can use once Potrs, LogDet or Cholesky has factored A) against Potri,
+// which factors A again.
+func BenchmarkInverseFromFactor(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
+	a, err := dist.NewMatrix[float64](g, n, n, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.Fill(func(r, c int) float64 {
+		if r == c {
+			return float64(n)
+		}
+		return symmetricNoise(r, c)
+	})
+	l, err := dist.Cholesky(a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("N=%d/P=%d", n, world.Size()), func(b *testing.B) {
+		inTurns(b, g, "InverseFromFactor", n, "fromfactor", func() {
+			if _, err := dist.InverseFromFactor(l); err != nil {
+				b.Fatal(err)
+			}
+		}, "potri", func() {
+			if _, err := dist.Potri(a); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
