@@ -87,8 +87,9 @@ func testInverseFromFactor[T dist.Scalar](t *testing.T) {
 	}
 }
 
-// TestInverseFromFactorErrors checks that a singular factor (a zero on the
-// diagonal at order k, on whichever rank owns it), NaN or Inf in one
+// TestInverseFromFactorErrors checks that a singular factor (zeros on the
+// diagonal at orders k and n, on whichever ranks own them: the error names
+// k), NaN or Inf in one
 // rank's part, a non-square factor and a nil one fail with the same error
 // on every rank (ErrNotPositiveDefinite naming order k, ErrNonFinite,
 // ErrBadInput), for InverseFromFactor and LogDetGradFromFactor, and leave
@@ -111,14 +112,14 @@ func TestInverseFromFactorErrors(t *testing.T) {
 			{"InverseFromFactor", func(l *dist.Matrix[float64]) error { _, err := dist.InverseFromFactor(l); return err }},
 			{"LogDetGradFromFactor", func(l *dist.Matrix[float64]) error { _, err := dist.LogDetGradFromFactor(l, 2); return err }},
 		}
-		for _, k := range []int{1, 6, n} {
+		for _, k := range []int{1, 3, 6, n} {
 			l, err := dist.Cholesky(da)
 			if err != nil {
 				t.Fatal(err)
 			}
 			lf := refCholesky(a, n)
 			l.Fill(func(r, c int) float64 {
-				if r == k-1 && c == k-1 {
+				if r == c && (r == k-1 || r == n-1) {
 					return 0
 				}
 				return real(lf[r+c*n])
@@ -127,7 +128,7 @@ func TestInverseFromFactorErrors(t *testing.T) {
 				before := slices.Clone(l.Local)
 				err := op.run(l)
 				errorsAgree(t, err)
-				name := fmt.Sprintf("%dx%d %s with L[%d,%d] = 0 seed=%d", pq[0], pq[1], op.name, k-1, k-1, seed)
+				name := fmt.Sprintf("%dx%d %s with L[%d,%d] = L[%d,%d] = 0 seed=%d", pq[0], pq[1], op.name, k-1, k-1, n-1, n-1, seed)
 				if !errors.Is(err, dist.ErrNotPositiveDefinite) || !containsOrder(err, k) {
 					t.Errorf("%s: %v", name, err)
 				}
