@@ -135,17 +135,7 @@ func BenchmarkPotrs(b *testing.B) {
 	n := benchN(b)
 	g := benchGrid(b)
 	rng := rand.New(rand.NewPCG(1, 2))
-	a, err := dist.NewMatrix[float64](g, n, n, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// A random symmetric matrix with N on the diagonal: positive definite.
-	a.Fill(func(r, c int) float64 {
-		if r == c {
-			return float64(n)
-		}
-		return symmetricNoise(r, c)
-	})
+	a := benchSPD(b, g, n)
 	rhs, err := dist.NewMatrix[float64](g, n, 16, 64)
 	if err != nil {
 		b.Fatal(err)
@@ -172,6 +162,22 @@ func BenchmarkPotrs(b *testing.B) {
 			}
 		}, "direct-copies", func() { dist.DirectCopies(a, rhs, l, x) })
 	})
+}
+
+// benchSPD is the n×n symmetric matrix with n on the diagonal and
+// symmetricNoise off it (positive definite) on g in 64×64 blocks.
+func benchSPD(b *testing.B, g *dist.Grid, n int) *dist.Matrix[float64] {
+	a, err := dist.NewMatrix[float64](g, n, n, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.Fill(func(r, c int) float64 {
+		if r == c {
+			return float64(n)
+		}
+		return symmetricNoise(r, c)
+	})
+	return a
 }
 
 // symmetricNoise is a value in [−0.5, 0.5) that depends on {r, c} only.
@@ -334,16 +340,7 @@ func BenchmarkRowMajor(b *testing.B) {
 func BenchmarkInverseFromFactor(b *testing.B) {
 	n := benchN(b)
 	g := benchGrid(b)
-	a, err := dist.NewMatrix[float64](g, n, n, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	a.Fill(func(r, c int) float64 {
-		if r == c {
-			return float64(n)
-		}
-		return symmetricNoise(r, c)
-	})
+	a := benchSPD(b, g, n)
 	l, err := dist.Cholesky(a)
 	if err != nil {
 		b.Fatal(err)
