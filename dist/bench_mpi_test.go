@@ -135,17 +135,7 @@ func BenchmarkPotrs(b *testing.B) {
 	n := benchN(b)
 	g := benchGrid(b)
 	rng := rand.New(rand.NewPCG(1, 2))
-	a, err := dist.NewMatrix[float64](g, n, n, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// A random symmetric matrix with N on the diagonal: positive definite.
-	a.Fill(func(r, c int) float64 {
-		if r == c {
-			return float64(n)
-		}
-		return symmetricNoise(r, c)
-	})
+	a := benchSPD(b, g, n)
 	rhs, err := dist.NewMatrix[float64](g, n, 16, 64)
 	if err != nil {
 		b.Fatal(err)
@@ -172,6 +162,22 @@ func BenchmarkPotrs(b *testing.B) {
 			}
 		}, "direct-copies", func() { dist.DirectCopies(a, rhs, l, x) })
 	})
+}
+
+// benchSPD is the n×n symmetric matrix with n on the diagonal and
+// symmetricNoise off it (positive definite) on g in 64×64 blocks.
+func benchSPD(b *testing.B, g *dist.Grid, n int) *dist.Matrix[float64] {
+	a, err := dist.NewMatrix[float64](g, n, n, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.Fill(func(r, c int) float64 {
+		if r == c {
+			return float64(n)
+		}
+		return symmetricNoise(r, c)
+	})
+	return a
 }
 
 // symmetricNoise is a value in [−0.5, 0.5) that depends on {r, c} only.
@@ -242,4 +248,112 @@ func movesRun(b *testing.B, m dist.Moves, run func() error) func() {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRowMajor times the row-major ways in and out against what the
+// graph ops do without them: convert the whole row-major matrix to
+// column-major on every rank that holds it (the plain double loop of
+// transpose) and then call the column-major function, or gather
+// column-major and convert back. The data moves by the rule (AutoMoves).
+// FromReplicated and Gather(all) are the graph's; FromRoot from rank 0,
+// FromRowBlocks from the block split of the rows and Gather(0) are the
+// user's.
+func BenchmarkRowMajor(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
+	const nb = 64
+	rm := make([]float64, n*n)
+	for i := range rm {
+		rm[i] = float64(i%1009) - 504
+	}
+	var root []float64
+	if world.Rank() == 0 {
+		root = rm
+	}
+	split := (n + world.Size() - 1) / world.Size()
+	r0 := min(n, world.Rank()*split)
+	rows := min(split, n-r0)
+	band := rm[r0*n : (r0+rows)*n]
+	m, err := dist.FromReplicatedRowMajor(g, n, n, nb, rm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name         string
+		rowMajor, cm func() error
+	}{{
+		"FromReplicated",
+		func() error { _, err := dist.FromReplicatedRowMajor(g, n, n, nb, rm); return err },
+		func() error { _, err := dist.FromReplicated(g, n, n, nb, transpose(rm, n, n)); return err },
+	}, {
+		"FromRoot",
+		func() error { _, err := dist.FromRootRowMajor(g, 0, n, n, nb, root); return err },
+		func() error {
+			var cm []float64
+			if root != nil {
+				cm = transpose(root, n, n)
+			}
+			_, err := dist.FromRoot(g, 0, n, n, nb, cm)
+			return err
+		},
+	}, {
+		"FromRowBlocks",
+		func() error { _, err := dist.FromRowBlocksRowMajor(g, n, nb, rows, band); return err },
+		func() error { _, err := dist.FromRowBlocks(g, n, nb, rows, transpose(band, n, rows)); return err },
+	}, {
+		"Gather(all)",
+		func() error { _, err := m.GatherRowMajor(-1); return err },
+		func() error {
+			cm, err := m.Gather(-1)
+			if err == nil {
+				transpose(cm, n, n)
+			}
+			return err
+		},
+	}, {
+		"Gather(0)",
+		func() error { _, err := m.GatherRowMajor(0); return err },
+		func() error {
+			cm, err := m.Gather(0)
+			if cm != nil {
+				transpose(cm, n, n)
+			}
+			return err
+		},
+	}} {
+		b.Run(fmt.Sprintf("%s/N=%d/P=%d", c.name, n, world.Size()), func(b *testing.B) {
+			inTurns(b, g, "RowMajor-"+c.name, n, "rowmajor", func() { must(c.rowMajor()) },
+				"convert", func() { must(c.cm()) })
+		})
+	}
+}
+
+// BenchmarkInverseFromFactor times A⁻¹ from the Cholesky factor already on
+// the grid (InverseFromFactor, what the graph's Potri and LogDet gradient
+// can use once Potrs, LogDet or Cholesky has factored A) against Potri,
+// which factors A again.
+func BenchmarkInverseFromFactor(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
+	a := benchSPD(b, g, n)
+	l, err := dist.Cholesky(a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("N=%d/P=%d", n, world.Size()), func(b *testing.B) {
+		inTurns(b, g, "InverseFromFactor", n, "fromfactor", func() {
+			if _, err := dist.InverseFromFactor(l); err != nil {
+				b.Fatal(err)
+			}
+		}, "potri", func() {
+			if _, err := dist.Potri(a); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 }

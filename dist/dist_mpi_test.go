@@ -170,10 +170,12 @@ func checkEigen(t *testing.T, name string, a []complex128, n int, w []float64, z
 }
 
 // TestDataInOut checks FromRoot, FromRowBlocks and Gather against
-// FromReplicated and the full matrix, element for element, through each
-// way of moving the data (the sum over MPI, p?gemr2d and the rule's
-// choice), for every dtype, with bands that are the block split of the
-// rows (which p?gemr2d takes) and bands that are not.
+// FromReplicated and the full matrix, element for element, and their
+// row-major variants (and FromReplicatedRowMajor) against the same, from
+// and into the row-major copy of the matrix, through each way of moving
+// the data (the sum over MPI, p?gemr2d and the rule's choice), for every
+// dtype, with bands that are the block split of the rows (which p?gemr2d
+// takes) and bands that are not.
 func TestDataInOut(t *testing.T) {
 	for _, mv := range []struct {
 		name string
@@ -185,76 +187,204 @@ func TestDataInOut(t *testing.T) {
 	}
 }
 
+// transpose is the rows×cols column-major cm in row-major order.
+func transpose[T any](cm []T, rows, cols int) []T {
+	rm := make([]T, len(cm))
+	for i := range rows {
+		for j := range cols {
+			rm[i*cols+j] = cm[i+j*rows]
+		}
+	}
+	return rm
+}
+
+// inOut are the ways in and out of the distribution in one storage order:
+// the column-major functions, or the row-major ones.
+type inOut[T dist.Scalar] struct {
+	order          string
+	fromReplicated func(g *dist.Grid, rows, cols, nb int, full []T) (*dist.Matrix[T], error)
+	fromRoot       func(g *dist.Grid, root, rows, cols, nb int, full []T) (*dist.Matrix[T], error)
+	fromRowBlocks  func(g *dist.Grid, cols, nb int, rows int, band []T) (*dist.Matrix[T], error)
+	gather         func(m *dist.Matrix[T], root int) ([]T, error)
+	// band is rows r0 to r1 of the rows×cols matrix whole (in this order)
+	// in this order.
+	band func(whole []T, rows, cols, r0, r1 int) []T
+}
+
+func inOuts[T dist.Scalar]() []inOut[T] {
+	return []inOut[T]{{
+		order:          "column-major",
+		fromReplicated: dist.FromReplicated[T],
+		fromRoot:       dist.FromRoot[T],
+		fromRowBlocks:  dist.FromRowBlocks[T],
+		gather:         (*dist.Matrix[T]).Gather,
+		band: func(whole []T, rows, cols, r0, r1 int) []T {
+			band := make([]T, (r1-r0)*cols)
+			for j := range cols {
+				copy(band[j*(r1-r0):], whole[r0+j*rows:r1+j*rows])
+			}
+			return band
+		},
+	}, {
+		order:          "row-major",
+		fromReplicated: dist.FromReplicatedRowMajor[T],
+		fromRoot:       dist.FromRootRowMajor[T],
+		fromRowBlocks:  dist.FromRowBlocksRowMajor[T],
+		gather:         (*dist.Matrix[T]).GatherRowMajor,
+		band: func(whole []T, rows, cols, r0, r1 int) []T {
+			return slices.Clone(whole[r0*cols : r1*cols])
+		},
+	}}
+}
+
 func testDataInOut[T dist.Scalar](t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 23))
 	me, size := world.Rank(), world.Size()
 	for _, pq := range grids() {
 		g := newGrid(t, pq[0], pq[1])
-		for _, s := range shapes {
+		// And blocks larger than copyTransposed's tiles.
+		for _, s := range append(shapes, struct{ n, nb int }{70, 40}) {
 			rows, cols := s.n+size, s.n
-			full := conv[T](randomDense[T](rng, rows, cols))
-			name := fmt.Sprintf("%dx%d %dx%d nb=%d seed=%d", pq[0], pq[1], rows, cols, s.nb, seed)
-			ref, err := dist.FromReplicated(g, rows, cols, s.nb, full)
+			cm := conv[T](randomDense[T](rng, rows, cols))
+			ref, err := dist.FromReplicated(g, rows, cols, s.nb, cm)
 			if err != nil {
-				t.Fatal(name, err)
+				t.Fatal(err)
 			}
-			same := func(what string, m *dist.Matrix[T]) {
-				t.Helper()
-				for i := range ref.Local {
-					if m.Local[i] != ref.Local[i] {
-						t.Fatalf("%s %s: local element %d = %v, want %v", name, what, i, m.Local[i], ref.Local[i])
+			for _, io := range inOuts[T]() {
+				name := fmt.Sprintf("%dx%d %dx%d nb=%d %s seed=%d", pq[0], pq[1], rows, cols, s.nb, io.order, seed)
+				full := cm
+				if io.order == "row-major" {
+					full = transpose(cm, rows, cols)
+				}
+				same := func(what string, m *dist.Matrix[T]) {
+					t.Helper()
+					for i := range ref.Local {
+						if m.Local[i] != ref.Local[i] {
+							t.Fatalf("%s %s: local element %d = %v, want %v", name, what, i, m.Local[i], ref.Local[i])
+						}
+					}
+				}
+				m, err := io.fromReplicated(g, rows, cols, s.nb, full)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				same("FromReplicated", m)
+				for _, root := range []int{0, size - 1} {
+					var mine []T
+					if me == root {
+						mine = full
+					}
+					m, err := io.fromRoot(g, root, rows, cols, s.nb, mine)
+					if err != nil {
+						t.Fatal(name, err)
+					}
+					same(fmt.Sprintf("FromRoot(%d)", root), m)
+				}
+				// Bands: the block split of the rows (⌈rows/size⌉ each, the
+				// last ranks fewer or none), and one that is not (rank r
+				// holds r+1 rows, the last rank the rest).
+				split := func(r int) int { return min(rows, r*(rows/size+1)) }
+				uneven := func(r int) int {
+					if r == size {
+						return rows
+					}
+					return min(rows, r*(r+1)/2)
+				}
+				for _, bands := range []struct {
+					what  string
+					start func(int) int
+				}{{"block split", split}, {"uneven", uneven}} {
+					r0, r1 := bands.start(me), bands.start(me+1)
+					m, err := io.fromRowBlocks(g, cols, s.nb, r1-r0, io.band(full, rows, cols, r0, r1))
+					if err != nil {
+						t.Fatal(name, err)
+					}
+					same("FromRowBlocks, "+bands.what, m)
+				}
+				for _, root := range []int{0, size - 1, -1} {
+					back, err := io.gather(ref, root)
+					if err != nil {
+						t.Fatal(name, err)
+					}
+					if (me == root || root < 0) != (back != nil) {
+						t.Fatalf("%s: Gather(%d) on rank %d returned %d elements", name, root, me, len(back))
+					}
+					for i := range back {
+						if back[i] != full[i] {
+							t.Fatalf("%s: Gather(%d) element %d = %v, want %v", name, root, i, back[i], full[i])
+						}
 					}
 				}
 			}
-			for _, root := range []int{0, size - 1} {
+		}
+	}
+}
+
+// TestDataInNonFinite checks that NaN or Inf in the input of FromReplicated,
+// FromRoot and FromRowBlocks, column- or row-major, in the part one rank
+// holds or owns (every element in turn for a small matrix), fails with
+// ErrNonFinite on every rank, through each way of moving the data, and
+// leaves the input as it was.
+func TestDataInNonFinite(t *testing.T) {
+	for _, mv := range []struct {
+		name string
+		m    dist.Moves
+	}{{"sum", dist.SumMoves}, {"gemr2d", dist.Gemr2dMoves}} {
+		restore := dist.SetMoves(mv.m)
+		eachDtype(t, mv.name+"/", testDataInNonFinite[float32], testDataInNonFinite[float64],
+			testDataInNonFinite[complex64], testDataInNonFinite[complex128])
+		restore()
+	}
+}
+
+func testDataInNonFinite[T dist.Scalar](t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 47))
+	me, size := world.Rank(), world.Size()
+	rows, cols, nb := 5+size, 4, 2
+	good := conv[T](randomDense[T](rng, rows, cols))
+	bads := conv[T]([]complex128{complex(math.NaN(), 0), complex(math.Inf(-1), 0)})
+	if isComplex[T]() {
+		bads = append(bads, conv[T]([]complex128{complex(1, math.Inf(1))})...)
+	}
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		for _, io := range inOuts[T]() {
+			for pos := range good {
+				bad := bads[pos%len(bads)]
+				full := slices.Clone(good)
+				full[pos] = bad
+				r := pos % rows // the bad element's row, for either order
+				if io.order == "row-major" {
+					r = pos / cols
+				}
+				before := slices.Clone(full)
+				name := fmt.Sprintf("%dx%d %s, %v at %d seed=%d", pq[0], pq[1], io.order, bad, pos, seed)
+				check := func(what string, err error, input []T, was []T) {
+					t.Helper()
+					errorsAgree(t, err)
+					if !errors.Is(err, dist.ErrNonFinite) {
+						t.Errorf("%s %s: %v", name, what, err)
+					}
+					if !sameBits(input, was) {
+						t.Errorf("%s %s: the input changed", name, what)
+					}
+				}
+				_, err := io.fromReplicated(g, rows, cols, nb, full)
+				check("FromReplicated", err, full, before)
+				root := pos % size
 				var mine []T
 				if me == root {
 					mine = full
 				}
-				m, err := dist.FromRoot(g, root, rows, cols, s.nb, mine)
-				if err != nil {
-					t.Fatal(name, err)
-				}
-				same(fmt.Sprintf("FromRoot(%d)", root), m)
-			}
-			// Bands: the block split of the rows (⌈rows/size⌉ each, the
-			// last ranks fewer or none), and one that is not (rank r
-			// holds r+1 rows, the last rank the rest).
-			split := func(r int) int { return min(rows, r*(rows/size+1)) }
-			uneven := func(r int) int {
-				if r == size {
-					return rows
-				}
-				return min(rows, r*(r+1)/2)
-			}
-			for _, bands := range []struct {
-				what  string
-				start func(int) int
-			}{{"block split", split}, {"uneven", uneven}} {
-				r0, r1 := bands.start(me), bands.start(me+1)
-				band := make([]T, (r1-r0)*cols)
-				for j := range cols {
-					copy(band[j*(r1-r0):], full[r0+j*rows:r1+j*rows])
-				}
-				m, err := dist.FromRowBlocks(g, cols, s.nb, r1-r0, band)
-				if err != nil {
-					t.Fatal(name, err)
-				}
-				same("FromRowBlocks, "+bands.what, m)
-			}
-			for _, root := range []int{0, size - 1, -1} {
-				back, err := ref.Gather(root)
-				if err != nil {
-					t.Fatal(name, err)
-				}
-				if (me == root || root < 0) != (back != nil) {
-					t.Fatalf("%s: Gather(%d) on rank %d returned %d elements", name, root, me, len(back))
-				}
-				for i := range back {
-					if back[i] != full[i] {
-						t.Fatalf("%s: Gather(%d) element %d = %v, want %v", name, root, i, back[i], full[i])
-					}
-				}
+				_, err = io.fromRoot(g, root, rows, cols, nb, mine)
+				check(fmt.Sprintf("FromRoot(%d)", root), err, full, before)
+				// The block split of the rows; the bad row on one rank.
+				per := (rows + size - 1) / size
+				r0, r1 := min(rows, me*per), min(rows, (me+1)*per)
+				band := io.band(full, rows, cols, r0, r1)
+				was := slices.Clone(band)
+				_, err = io.fromRowBlocks(g, cols, nb, r1-r0, band)
+				check(fmt.Sprintf("FromRowBlocks (row %d on rank %d)", r, r/per), err, band, was)
 			}
 		}
 	}

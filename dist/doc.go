@@ -4,11 +4,15 @@
 // column-major local array, LLD = max(1, local rows)), getting data in and
 // out (from a matrix every rank holds, from one rank, from row blocks each
 // rank holds; back to one rank or all: through ScaLAPACK's p?gemr2d or a
-// collective of the whole matrix, by a measured rule), and the
-// factorizations on it:
+// collective of the whole matrix, by a measured rule; the whole matrix
+// column-major, or row-major as Gorgonia's tensors hold it through the
+// RowMajor variants, which copy the local tiles straight from and into it),
+// and the factorizations on it:
 // Cholesky, Potrs, CholSolve, Potri, LogDet and Syevd through ScaLAPACK's
 // p?potrf, p?potrs, p?potri, p?syevd and p?heevd, for float32, float64,
-// complex64 and complex128.
+// complex64 and complex128; the inverse and LogDet's gradient also from a
+// Cholesky factor already on the grid (InverseFromFactor,
+// LogDetGradFromFactor), with no second factorization.
 //
 // Every call is collective: all ranks of the grid call it with the same
 // shapes, and every rank returns the same error (wrapping ErrMismatch for

@@ -143,17 +143,34 @@ func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
 
 // LogDetGrad is the gradient of log det A: Ā = ḡ·A⁻¹.
 func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
-	if err := checkGrad("LogDetGrad", a.Grid, a); err != nil {
+	return logDetGrad("LogDetGrad", a, gbar, Potri[T])
+}
+
+// LogDetGradFromFactor is LogDetGrad from the lower Cholesky factor l of A
+// (from Cholesky, as Potrs and LogDet use it): Ā = ḡ·(L·Lᵀ)⁻¹ through
+// InverseFromFactor, the same matrix as LogDetGrad(A, ḡ) without factoring
+// A again.
+func LogDetGradFromFactor[T Scalar](l *Matrix[T], gbar float64) (*Matrix[T], error) {
+	return logDetGrad("LogDetGradFromFactor", l, gbar, InverseFromFactor[T])
+}
+
+// logDetGrad is ḡ·inv(m) after the checks of a gradient.
+func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matrix[T]) (*Matrix[T], error)) (*Matrix[T], error) {
+	if m == nil {
+		return nil, errNil(op)
+	}
+	if err := checkGrad(op, m.Grid, m); err != nil {
 		return nil, err
 	}
-	inv, err := Potri(a)
+	abar, err := inv(m)
 	if err != nil {
 		return nil, err
 	}
-	for i := range inv.Local {
-		inv.Local[i] *= fromFloat[T](gbar)
+	f := fromFloat[T](gbar)
+	for i := range abar.Local {
+		abar.Local[i] *= f
 	}
-	return inv, nil
+	return abar, nil
 }
 
 // SyevdGrad is the gradient of A = V·diag(w)·Vᵀ:

@@ -116,17 +116,24 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 			})
 
 			// LogDet: f = 3·log det A.
-			abar, err = dist.LogDetGrad(da, 3)
-			if err != nil {
-				t.Fatal(name, err)
-			}
-			check("LogDetGrad", gather(abar), func(a []float64) float64 {
+			logDetCost := func(a []float64) float64 {
 				ld, err := dist.LogDet(distribute(a, n))
 				if err != nil {
 					t.Fatal(name, err)
 				}
 				return 3 * ld
-			})
+			}
+			abar, err = dist.LogDetGrad(da, 3)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("LogDetGrad", gather(abar), logDetCost)
+			// The same from the factor.
+			abar, err = dist.LogDetGradFromFactor(l, 3)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("LogDetGradFromFactor", gather(abar), logDetCost)
 
 			// Cholesky: f = Σ W∘L.
 			abar, err = dist.CholeskyGrad(l, distribute(wn, n))

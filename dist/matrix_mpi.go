@@ -105,69 +105,115 @@ func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
 
 // FromReplicated distributes a rows×cols column-major matrix (leading
 // dimension rows) that every rank holds: each rank copies its own blocks,
-// no data moves between processes. Collective.
+// no data moves between processes. NaN or Inf in it is an error wrapping
+// ErrNonFinite, found in the same pass. Collective.
 func FromReplicated[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	return fromReplicated("FromReplicated", g, rows, cols, nb, full, colMajor)
+}
+
+// FromReplicatedRowMajor is FromReplicated of a row-major matrix (leading
+// dimension cols, as a Gorgonia tensor holds it): each rank copies its own
+// blocks straight out of it, transposing tile by tile.
+func FromReplicatedRowMajor[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	return fromReplicated("FromReplicatedRowMajor", g, rows, cols, nb, full, rowMajor)
+}
+
+func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, o order) (*Matrix[T], error) {
 	if nb == 0 {
 		nb = DefaultBlock
 	}
+	// Copy before agreeing, so that one AllReduce agrees on the shapes and
+	// the elements' finiteness both.
 	f := failure{}
-	if rows < 1 || cols < 1 || nb < 1 || len(full) != rows*cols {
+	var m *Matrix[T]
+	switch {
+	case rows < 1 || cols < 1 || nb < 1 || len(full) != rows*cols:
 		f.code = badInputCode
+	case g.closed: // agree says so
+	default:
+		var err error
+		if m, err = newMatrix[T](g, rows, cols, nb); err != nil {
+			f.code = engineCode
+		} else if !m.extract(full, o) {
+			f.code = nonFiniteCode
+		}
 	}
-	if err := g.agree("FromReplicated", f, rows, cols, nb, dtypeCode[T]()); err != nil {
+	if err := g.agree(op, f, rows, cols, nb, dtypeCode[T]()); err != nil {
 		return nil, err
 	}
-	m, err := newMatrix[T](g, rows, cols, nb)
-	if err != nil {
-		return nil, err
-	}
-	cyclic.Extract(m.Layout, g.prow, g.pcol, full, rows, m.Local)
 	return m, nil
 }
 
 // FromRoot distributes the rows×cols column-major matrix full that rank
-// root holds (the other ranks pass nil). Collective.
+// root holds (the other ranks pass nil). NaN or Inf in it is an error
+// wrapping ErrNonFinite, found by the root before any data moves.
+// Collective.
 //
 // The data moves by the rule of useGemr2d: through ScaLAPACK's p?gemr2d
 // from a 1×1 grid on the root (every element sent once, to its owner), or
 // by a broadcast of the whole matrix after which every rank keeps its
 // blocks.
 func FromRoot[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	return fromRoot("FromRoot", g, root, rows, cols, nb, full, colMajor)
+}
+
+// FromRootRowMajor is FromRoot of a row-major matrix (leading dimension
+// cols). After a broadcast every rank copies its blocks straight out of
+// it; through p?gemr2d, which reads column-major arrays only, the root
+// makes a column-major copy first (in the pass that checks it).
+func FromRootRowMajor[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	return fromRoot("FromRootRowMajor", g, root, rows, cols, nb, full, rowMajor)
+}
+
+func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, o order) (*Matrix[T], error) {
 	if nb == 0 {
 		nb = DefaultBlock
 	}
+	me := g.comm.Rank()
+	viaGemr2d := useGemr2d(g, fromRootMove)
 	f := failure{}
+	send := full // what the root sends: column-major through p?gemr2d
 	if rows < 1 || cols < 1 || nb < 1 || root < 0 || root >= g.comm.Size() ||
-		(g.comm.Rank() == root && len(full) != rows*cols) {
+		(me == root && len(full) != rows*cols) {
 		f.code = badInputCode
+	} else if me == root {
+		ok := false
+		if viaGemr2d {
+			send, ok = toColMajor(full, rows, cols, o)
+		} else {
+			ok = finite(full)
+		}
+		if !ok {
+			f.code = nonFiniteCode
+		}
 	}
-	if err := g.agree("FromRoot", f, root, rows, cols, nb, dtypeCode[T]()); err != nil {
+	if err := g.agree(op, f, root, rows, cols, nb, dtypeCode[T]()); err != nil {
 		return nil, err
 	}
 	m, err := newMatrix[T](g, rows, cols, nb)
 	if err != nil {
 		return nil, err
 	}
-	if useGemr2d(g, fromRootMove) {
-		gemr2d(g, rows, cols, full, wholeDesc(g, root, rows, cols), m.Local, m.desc)
+	if viaGemr2d {
+		gemr2d(g, rows, cols, send, wholeDesc(g, root, rows, cols), m.Local, m.desc)
 		return m, nil
 	}
-	send := full
-	if g.comm.Rank() != root {
+	if me != root {
 		send = make([]T, rows*cols)
 	}
 	buf := make([]T, rows*cols)
 	if err := collect(g, collective.Bcast, root, send, buf); err != nil {
 		return nil, err
 	}
-	cyclic.Extract(m.Layout, g.prow, g.pcol, buf, rows, m.Local)
+	m.extract(buf, o)
 	return m, nil
 }
 
 // FromRowBlocks distributes a matrix of cols columns whose rows each rank
 // holds a contiguous band of, in rank order (rank 0 the first rows; a rank
 // may hold none): band is that rank's rows×cols part, column-major with
-// leading dimension rows. Collective.
+// leading dimension rows. NaN or Inf in a band is an error wrapping
+// ErrNonFinite, found by its holder before any data moves. Collective.
 //
 // When the bands are the block split of the rows (every rank up to the
 // last nonempty one holds the same count, that one at most as many, the
@@ -176,16 +222,32 @@ func FromRoot[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T]
 // once to its owner; otherwise by a sum over MPI of the whole matrix (each
 // rank's band placed in zeros), after which every rank keeps its blocks.
 func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
+	return fromRowBlocks("FromRowBlocks", g, cols, nb, rows, band, colMajor)
+}
+
+// FromRowBlocksRowMajor is FromRowBlocks of row-major bands (leading
+// dimension cols), as a data loader's batches of rows come. Through the
+// sum each band is one contiguous piece of the row-major whole, from which
+// every rank copies its blocks; through p?gemr2d each rank makes a
+// column-major copy of its own band first.
+func FromRowBlocksRowMajor[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
+	return fromRowBlocks("FromRowBlocksRowMajor", g, cols, nb, rows, band, rowMajor)
+}
+
+func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []T, o order) (*Matrix[T], error) {
 	if nb == 0 {
 		nb = DefaultBlock
 	}
 	f := failure{}
-	if rows < 0 || cols < 1 || nb < 1 || len(band) != rows*cols {
+	switch {
+	case rows < 0 || cols < 1 || nb < 1 || len(band) != rows*cols:
 		f.code = badInputCode
+	case !finite(band):
+		f.code = nonFiniteCode
 	}
 	counts := make([]float64, g.comm.Size())
 	counts[g.comm.Rank()] = float64(max(rows, 0))
-	if err := g.agreeMax("FromRowBlocks", f, counts, cols, nb, dtypeCode[T]()); err != nil {
+	if err := g.agreeMax(op, f, counts, cols, nb, dtypeCode[T]()); err != nil {
 		return nil, err
 	}
 	total, first := 0, 0
@@ -196,7 +258,7 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 		total += int(c)
 	}
 	if total < 1 {
-		return nil, fmt.Errorf("%w: dist: FromRowBlocks: no rank holds a row", ErrBadInput)
+		return nil, fmt.Errorf("%w: dist: %s: no rank holds a row", ErrBadInput, op)
 	}
 	m, err := newMatrix[T](g, total, cols, nb)
 	if err != nil {
@@ -204,18 +266,26 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 	}
 	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove) {
 		desc := blockDesc(g.columnContext(), total, cols, split, cols, rows)
-		gemr2d(g, total, cols, band, desc, m.Local, m.desc)
+		cm := band
+		if o == rowMajor {
+			cm, _ = toColMajor(band, rows, cols, o) // checked above
+		}
+		gemr2d(g, total, cols, cm, desc, m.Local, m.desc)
 		return m, nil
 	}
 	full := make([]T, total*cols)
-	for j := range cols {
-		copy(full[first+j*total:], band[j*rows:(j+1)*rows])
+	if o == rowMajor {
+		copy(full[first*cols:], band)
+	} else {
+		for j := range cols {
+			copy(full[first+j*total:], band[j*rows:(j+1)*rows])
+		}
 	}
 	sum := make([]T, len(full))
 	if err := collect(g, collective.AllReduce, 0, full, sum); err != nil {
 		return nil, err
 	}
-	cyclic.Extract(m.Layout, g.prow, g.pcol, sum, total, m.Local)
+	m.extract(sum, o)
 	return m, nil
 }
 
@@ -245,12 +315,25 @@ func isBlockSplit(counts []float64, split int) bool {
 // a sum over MPI (Reduce, or AllReduce for root < 0) of each rank's blocks
 // placed in a zero matrix.
 func (m *Matrix[T]) Gather(root int) ([]T, error) {
+	return m.gather("Gather", root, colMajor)
+}
+
+// GatherRowMajor is Gather into a row-major matrix (leading dimension
+// Cols), as a Gorgonia tensor holds it. Through the sum every rank places
+// its blocks straight into the row-major whole; through p?gemr2d, which
+// writes column-major arrays only, the root (rank 0 for root < 0, before
+// its broadcast) transposes what it receives.
+func (m *Matrix[T]) GatherRowMajor(root int) ([]T, error) {
+	return m.gather("GatherRowMajor", root, rowMajor)
+}
+
+func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 	g := m.Grid
 	f := failure{}
 	if root >= g.comm.Size() {
 		f.code = badInputCode
 	}
-	if err := g.agree("Gather", f, max(root, -1), m.Layout.Rows, m.Layout.Cols, m.Layout.MB, dtypeCode[T]()); err != nil {
+	if err := g.agree(op, f, max(root, -1), m.Layout.Rows, m.Layout.Cols, m.Layout.MB, dtypeCode[T]()); err != nil {
 		return nil, err
 	}
 	rows, cols := m.Layout.Rows, m.Layout.Cols
@@ -266,6 +349,11 @@ func (m *Matrix[T]) Gather(root int) ([]T, error) {
 			full = make([]T, rows*cols)
 		}
 		gemr2d(g, rows, cols, m.Local, m.desc, full, wholeDesc(g, to, rows, cols))
+		if o == rowMajor && me == to {
+			rm := make([]T, rows*cols)
+			copyTransposed(rm, cols, full, rows, cols, rows)
+			full = rm
+		}
 		if root >= 0 {
 			return full, nil
 		}
@@ -276,7 +364,7 @@ func (m *Matrix[T]) Gather(root int) ([]T, error) {
 		return all, nil
 	}
 	full := make([]T, rows*cols)
-	cyclic.Insert(m.Layout, g.prow, g.pcol, m.Local, full, rows)
+	m.insert(full, o)
 	kind := collective.AllReduce
 	if root >= 0 {
 		kind = collective.Reduce

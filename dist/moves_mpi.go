@@ -11,8 +11,8 @@ import "C"
 // (FromRoot, FromRowBlocks, Gather): ScaLAPACK's p?gemr2d, which sends
 // every element once from its owner to its new owner, or a collective of
 // the whole matrix (a broadcast, or a sum of matrices that are zero
-// outside each rank's blocks) followed by local copies (cyclic.Extract,
-// cyclic.Insert), which moves the whole matrix through every rank but in
+// outside each rank's blocks) followed by local copies (Matrix.extract,
+// Matrix.insert), which moves the whole matrix through every rank but in
 // one large MPI call.
 
 // moves names a way of moving data in and out; see useGemr2d.

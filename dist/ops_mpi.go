@@ -216,7 +216,54 @@ func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Grid.agree("Potri", outcome(potri(x))); err != nil {
+	return inverse("Potri", x)
+}
+
+// InverseFromFactor is (L·Lᴴ)⁻¹ for the lower Cholesky factor l (from
+// Cholesky; its strict upper triangle is not read), both triangles: what
+// Potri returns for A = L·Lᴴ, without factoring A again. l is left as it
+// was. As for CholSolve, all of l must be finite; a zero on its diagonal
+// (a singular factor: L·Lᴴ is not positive definite) is an error wrapping
+// ErrNotPositiveDefinite with the order of the first one.
+func InverseFromFactor[T Scalar](l *Matrix[T]) (*Matrix[T], error) {
+	const op = "InverseFromFactor"
+	if l == nil {
+		return nil, errNil(op)
+	}
+	x, f := copySquare(l, true)
+	if f.code == okCode {
+		// p?potri (p?trtri) reports some zero of the diagonal, the largest
+		// order of those that the processes find first: name the first.
+		if k := firstZeroDiagonal(l); k > 0 {
+			f = failure{code: notSPDCode, minor: k}
+		}
+	}
+	if err := l.Grid.agree(op, f, squareNums(l)...); err != nil {
+		return nil, err
+	}
+	return inverse(op, x)
+}
+
+// firstZeroDiagonal is the order (one-based global index) of the first zero
+// on the diagonal of the square m among this process's elements, 0 if
+// there is none.
+func firstZeroDiagonal[T Scalar](m *Matrix[T]) int {
+	g, lay, lld := m.Grid, m.Layout, m.LLD()
+	for d := range lay.Rows {
+		if cyclic.IndexOwner(d, lay.MB, g.p) != g.prow || cyclic.IndexOwner(d, lay.NB, g.q) != g.pcol {
+			continue
+		}
+		if m.Local[cyclic.IndexLocal(d, lay.MB, g.p)+cyclic.IndexLocal(d, lay.NB, g.q)*lld] == 0 {
+			return d + 1
+		}
+	}
+	return 0
+}
+
+// inverse is (L·Lᴴ)⁻¹, both triangles, for the lower Cholesky factor x in
+// the grid's scratch array (after the checks; x is overwritten).
+func inverse[T Scalar](op string, x *Matrix[T]) (*Matrix[T], error) {
+	if err := x.Grid.agree(op, outcome(potri(x))); err != nil {
 		return nil, err
 	}
 	// Keep the lower triangle with half the diagonal, then add its adjoint.

@@ -5,13 +5,17 @@
 # dist/bench_mpi_test.go) as a table at the end. Each run's output goes to
 # $OUT (default ./dist-bench-logs)/<bench>-N<N>-P<P>.log.
 #
-#   dist-bench.sh [potrs] [moves]
+#   dist-bench.sh [potrs] [moves] [reuse]
 #
 # potrs: BenchmarkPotrs (dist.Potrs against p?potrf + p?potrs called
 #        directly; and the op's extra work alone) for N in $NS, P in $PS.
 # moves: BenchmarkGather and BenchmarkScatter (FromRoot, FromRowBlocks and
 #        Gather through the MPI sum or broadcast against p?gemr2d) for N in
 #        $MOVES_NS, P in $MOVES_PS.
+# reuse: BenchmarkRowMajor (the row-major ways in and out against
+#        converting to column-major first) and BenchmarkInverseFromFactor
+#        (A⁻¹ from the factor against Potri) for N in $MOVES_NS, P in
+#        $MOVES_PS.
 #
 # Environment: DIST_TEST (the binary; default ./dist.test next to this
 # script, else ../dist.test), NS (default "4000 8000"), PS ("1 2 4 8 16"),
@@ -54,7 +58,12 @@ for step in "${steps[@]}"; do
 			for p in ${MOVES_PS:-1 2 4 8 16}; do run moves '^Benchmark(Gather|Scatter)$' "$n" "$p"; done
 		done
 		;;
-	*) echo "dist-bench.sh: unknown step $step (potrs, moves)" >&2 ;;
+	reuse)
+		for n in ${MOVES_NS:-4000}; do
+			for p in ${MOVES_PS:-1 2 4 8 16}; do run reuse '^Benchmark(RowMajor|InverseFromFactor)$' "$n" "$p"; done
+		done
+		;;
+	*) echo "dist-bench.sh: unknown step $step (potrs, moves, reuse)" >&2 ;;
 	esac
 done
 echo "# the rows (a_ms, b_ms: medians; a/b: median of the per-iteration ratios)"

@@ -17,12 +17,19 @@
 #	sparse     cmd/sparsebench at 64³ and 96³ (one process), then
 #	           examples/poisson at 64³ and 96³ on 1 and 4 processes
 #
+# and, only when named:
+#
+#	distreuse  dist BenchmarkRowMajor (the row-major ways in and out against
+#	           converting to column-major first) and BenchmarkInverseFromFactor
+#	           (A⁻¹ from the factor against Potri) at N = 4000 with 1, 4 and
+#	           16 processes
+#
 # Each step's log is $OUT/STEP.log (OUT defaults to ./cpu-logs); a summary
 # (per step: result, seconds, the ratio lines) is printed last and kept in
 # $OUT/summary.txt. Every command runs under a timeout: the step's own
-# (STEP_TIMEOUT_openblas=170, _collbench=140, _dist=130, _sparse=100 seconds;
-# collbench gives each process count an equal share) and what is left of
-# TOTAL_TIMEOUT (540 s) for all the steps of the call.
+# (STEP_TIMEOUT_openblas=170, _collbench=140, _dist=130, _sparse=100,
+# _distreuse=90 seconds; collbench gives each process count an equal share)
+# and what is left of TOTAL_TIMEOUT (540 s) for all the steps of the call.
 #
 # MPI: MGLA_CPU_MPI=host uses the host's Open MPI 4.x (mpirun on PATH,
 # libmpi.so.40) and links into a private library folder only the bundled
@@ -223,6 +230,14 @@ step_dist() {
 			-test.run '^$' -test.bench '^Benchmark(Gather|Scatter)$' -test.benchtime 3x
 	done
 }
+step_distreuse() {
+	local n=4000 nps='1 4 16' bt=3x np
+	if [ "$TINY" = 1 ]; then n=301 nps='1 3' bt=1x; fi
+	for np in $nps; do
+		MGLA_DIST_BENCH_N=$n run distreuse mpi "$np" "$B"/bin/dist.test \
+			-test.run '^$' -test.bench '^Benchmark(RowMajor|InverseFromFactor)$' -test.benchtime "$bt"
+	done
+}
 step_sparse() {
 	local sizes=64,96 ns='64 96' nps='1 4' reps=3 steps=20 n np
 	if [ "$TINY" = 1 ]; then sizes=12 ns=12 nps='1 2' reps=1 steps=2; fi
@@ -241,13 +256,14 @@ sum_openblas() {
 }
 sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 MiB|64 MiB) ' "$LOG/collbench.log"; }
 sum_dist() { grep '^distbench' "$LOG/dist.log"; }
+sum_distreuse() { grep '^distbench' "$LOG/distreuse.log"; }
 sum_sparse() { grep -E '^\| [0-9]+³|^3-D Poisson|^AMG-PCG|^  setup' "$LOG/sparse.log"; }
 
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(openblas collbench dist sparse)
 for s in "${steps[@]}"; do
-	case $s in openblas | collbench | dist | sparse) ;; *)
-		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse)" >&2
+	case $s in openblas | collbench | dist | sparse | distreuse) ;; *)
+		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse distreuse)" >&2
 		exit 2
 		;;
 	esac
@@ -267,7 +283,7 @@ results=()
 for s in "${steps[@]}"; do
 	: >"$LOG/$s.log"
 	var=STEP_TIMEOUT_$s
-	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; esac
+	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; distreuse) d=90 ;; esac
 	step_end=$((SECONDS + ${!var:-$d}))
 	step_fail=0
 	t0=$SECONDS
