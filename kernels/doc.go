@@ -146,7 +146,9 @@
 // Built with -tags openblas (and cgo, CGO_LDFLAGS='-llapacke -lopenblas',
 // Debian packages libopenblas-dev and liblapacke-dev) Potrf, Potrs, Potri and
 // Syevd call LAPACK's column-major Fortran routines directly, in place on the
-// caller's column-major storage (no transposition, no copy): dpotrf, dpotrs,
+// caller's column-major storage (no transposition, no copy; PotrfTo and
+// PotriTo, which keep their input, fold the one copy that needs into the
+// passes around LAPACK): dpotrf, dpotrs,
 // dpotri, dsyevd for float64 (and, widened, float32) and zpotrf, zpotrs,
 // zpotri, zheevd for complex128 (and, widened, complex64). The other real
 // BLAS calls (cblas dtrsm/dgemm/sgemm) go through gonum.org/v1/netlib, and
@@ -154,6 +156,7 @@
 // constant Backend reports the active backend. Results agree with the pure-Go
 // build to rounding; the same tests run under both, and TestLAPACKDirect
 // compares the direct calls with the pure-Go routines. BenchmarkPotrsVsLAPACK,
-// BenchmarkPotriVsLAPACK and BenchmarkSyevdVsLAPACK time the kernels against
-// the bare LAPACK calls in the same process ("x-vs-lapack").
+// BenchmarkPotriVsLAPACK and BenchmarkSyevdVsLAPACK time the kernels as
+// package ops calls them against the bare LAPACK calls on a copy, in the
+// same process ("x-vs-lapack").
 package kernels
