@@ -593,7 +593,7 @@ func badDiagonal[T dist.Scalar](l G.Value) (int, error) {
 }
 
 func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
-	shape := vals[0].Shape()
+	shape := vals[0].Shape().Clone() // tensor.Dense's Shape is its own, not a copy
 	var w []float64
 	switch o.kind {
 	case kToken:
