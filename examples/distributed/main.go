@@ -161,7 +161,7 @@ func newBandModel(data *builders.GPData, init builders.GPParams, world *mpi.Comm
 	on := distops.On(grid)
 	k := G.Must(on.FromRowBlocks(builders.KernelMatrix(d, eye, m.params), n, block))
 	alpha := G.Must(on.Gather(G.Must(on.Potrs(k, y, 0)), -1)) // K⁻¹Y on every rank
-	logDet := G.Must(on.LogDet(k, 0))                           // from the same factor
+	logDet := G.Must(on.LogDet(k, 0))                         // from the same factor
 	quad := G.Must(G.Sum(G.Must(G.HadamardProd(y, alpha))))
 	nll := G.Must(G.Add(G.Must(G.Mul(G.NewConstant(0.5), quad)), G.Must(G.Mul(G.NewConstant(0.5*float64(paths)), logDet))))
 	nll = G.Must(G.Add(nll, G.NewConstant(0.5*float64(n*paths)*math.Log(2*math.Pi))))
