@@ -221,7 +221,8 @@ func gridForward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, 
 		wo, _ := must2(on.Syevd(an, 0, false))
 		w, v := must2(on.Syevd(an, 0, true))
 		outs = []*G.Node{back(G.Must(on.Cholesky(an, 0))), back(G.Must(on.CholSolve(ln, bn, 0))),
-			back(G.Must(on.Potrs(an, bn, 0))), back(G.Must(on.Potri(an, 0))), G.Must(on.LogDet(an, 0)), wo, w, back(v)}
+			back(G.Must(mgla.Potrs(an, bn, mgla.WithGrid(on)))), // the root builder takes grid values too
+			back(G.Must(on.Potri(an, 0))), G.Must(on.LogDet(an, 0)), wo, w, back(v)}
 		got = make([]G.Value, len(outs))
 		for i, o := range outs {
 			G.Read(o, &got[i])
@@ -405,10 +406,11 @@ func gridGP[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, 
 }
 
 // TestGridFiniteDifferences checks the gradient that reaches the row
-// blocks through the GP cost, and through Potri, Cholesky and Syevd on the
-// grid, against central differences along a random symmetric direction E
-// (float64): Σ over ranks of ⟨band of Ā, band of E⟩ against
-// (f(A + hE) − f(A − hE))/2h, on both machines.
+// blocks through the GP cost, and through Potri, CholSolve (A's lower
+// triangle as the factor), Cholesky and Syevd on the grid, against central
+// differences along a random symmetric direction E (float64): Σ over
+// ranks of ⟨band of Ā, band of E⟩ against (f(A + hE) − f(A − hE))/2h, on
+// both machines.
 func TestGridFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 41))
 	const n, k, nb = 7, 2, 3
@@ -419,7 +421,7 @@ func TestGridFiniteDifferences(t *testing.T) {
 			a.Data().([]float64)[i*n+i] += 3 * float64(i)
 		}
 		y := matrix[float64](rng, n, k)
-		w := matrix[float64](rng, n, n)
+		w, wk := matrix[float64](rng, n, n), matrix[float64](rng, n, k)
 		e := matrix[float64](rng, n, n).Data().([]float64)
 		for i := range n {
 			for j := range i {
@@ -439,6 +441,10 @@ func TestGridFiniteDifferences(t *testing.T) {
 				return gpCost(a, gather(G.Must(on.Potrs(a, yn, 0))), yn, G.Must(on.LogDet(a, 0)))
 			}},
 			{"Potri", func(a *G.Node) *G.Node { return weighted(G.Must(on.Potri(a, 0))) }},
+			{"CholSolve", func(a *G.Node) *G.Node { // a's lower triangle as the factor
+				x := gather(G.Must(on.CholSolve(a, input(a.Graph(), "B", y), 0)))
+				return G.Must(G.Sum(G.Must(G.HadamardProd(x, G.NewConstant(wk.Clone())))))
+			}},
 			{"Cholesky", func(a *G.Node) *G.Node { return weighted(G.Must(on.Cholesky(a, 0))) }},
 			{"Syevd", func(a *G.Node) *G.Node {
 				ev, v := must2(on.Syevd(a, 0, true))
