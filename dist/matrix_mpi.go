@@ -183,17 +183,9 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 	if rows < 0 || cols < 1 || nb < 1 || len(band) != rows*cols {
 		f.code = badInputCode
 	}
-	counts := make([]float64, g.comm.Size())
-	counts[g.comm.Rank()] = float64(max(rows, 0))
-	if err := g.agreeMax("FromRowBlocks", f, counts, cols, nb, dtypeCode[T]()); err != nil {
+	counts, total, first, err := g.bands("FromRowBlocks", f, rows, cols, nb, dtypeCode[T]())
+	if err != nil {
 		return nil, err
-	}
-	total, first := 0, 0
-	for r, c := range counts {
-		if r == g.comm.Rank() {
-			first = total
-		}
-		total += int(c)
 	}
 	if total < 1 {
 		return nil, fmt.Errorf("%w: dist: FromRowBlocks: no rank holds a row", ErrBadInput)

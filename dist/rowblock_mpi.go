@@ -25,17 +25,9 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 	if rows < 0 {
 		f.code = badInputCode
 	}
-	counts := make([]float64, g.comm.Size())
-	counts[g.comm.Rank()] = float64(max(rows, 0))
-	if err := g.agreeMax("RowBlock", f, counts, m.Layout.Rows, cols, m.Layout.MB, dtypeCode[T]()); err != nil {
+	counts, total, first, err := g.bands("RowBlock", f, rows, m.Layout.Rows, cols, m.Layout.MB, dtypeCode[T]())
+	if err != nil {
 		return nil, err
-	}
-	total, first := 0, 0
-	for r, c := range counts {
-		if r == g.comm.Rank() {
-			first = total
-		}
-		total += int(c)
 	}
 	if total != m.Layout.Rows {
 		return nil, fmt.Errorf("%w: dist: RowBlock: the bands hold %d rows, the matrix %d", ErrBadInput, total, m.Layout.Rows)
@@ -53,6 +45,25 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 		copy(band[j*rows:(j+1)*rows], full[first+j*total:])
 	}
 	return band, nil
+}
+
+// bands agrees on every rank's band of rows (rows here; f is this rank's
+// verdict and nums the numbers the ranks must agree on, as for agree) in
+// one AllReduce: the counts in rank order, their total and the first row
+// of this rank's band.
+func (g *Grid) bands(op string, f failure, rows int, nums ...int) (counts []float64, total, first int, err error) {
+	counts = make([]float64, g.comm.Size())
+	counts[g.comm.Rank()] = float64(max(rows, 0))
+	if err := g.agreeMax(op, f, counts, nums...); err != nil {
+		return nil, 0, 0, err
+	}
+	for r, c := range counts {
+		if r == g.comm.Rank() {
+			first = total
+		}
+		total += int(c)
+	}
+	return counts, total, first, nil
 }
 
 // FirstBadDiagonal is the 1-based index of the first diagonal element of m

@@ -64,43 +64,23 @@ func BenchmarkPotrs(b *testing.B) {
 	}
 
 	g := G.NewGraph()
-	an, bn := input(g, "A", a), input(g, "B", rhs)
-	x, err := mgla.Potrs(an, bn, mgla.WithGrid(distops.On(grid)), mgla.WithTile(64))
+	x, err := mgla.Potrs(input(g, "A", a), input(g, "B", rhs), mgla.WithGrid(distops.On(grid)), mgla.WithTile(64))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var xv G.Value
-	G.Read(x, &xv)
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	graph := func() {
-		vm.Reset()
-		if err := vm.RunAll(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	direct := func() {
-		da, err := dist.FromReplicated(grid, n, n, 64, am)
-		if err != nil {
-			b.Fatal(err)
-		}
-		db, err := dist.FromReplicated(grid, n, k, 64, bm)
-		if err != nil {
-			b.Fatal(err)
-		}
-		x, err := dist.Potrs(da, db)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := x.Gather(-1); err != nil {
-			b.Fatal(err)
-		}
-	}
+	graph := runner(b, g, x)
+	direct := directPotrs(b, grid, n, k, bm, func() (*dist.Matrix[float64], error) {
+		return dist.FromReplicated(grid, n, n, 64, am)
+	})
+
 	// The grid-resident path: A from each rank's band of rows (the block
 	// split), Potrs on the grid value, X gathered to every rank; directly:
 	// dist.FromRowBlocks, dist.Potrs, Gather(-1) on the same data.
-	r0, r1 := min(world.Rank()*((n+world.Size()-1)/world.Size()), n), min((world.Rank()+1)*((n+world.Size()-1)/world.Size()), n)
-	bandRows := rowsOf(a, r0, r1)
+	per := (n + world.Size() - 1) / world.Size()
+	if (world.Size()-1)*per >= n { // the same verdict on every rank
+		b.Skipf("N=%d leaves the last of %d processes no rows", n, world.Size())
+	}
+	r0, r1 := world.Rank()*per, min((world.Rank()+1)*per, n)
 	bandCM := make([]float64, (r1-r0)*n)
 	for i := range r1 - r0 {
 		for j := range n {
@@ -109,29 +89,43 @@ func BenchmarkPotrs(b *testing.B) {
 	}
 	rg := G.NewGraph()
 	on := distops.On(grid)
-	var rx *G.Node
-	if r1 > r0 {
-		k := G.Must(on.FromRowBlocks(input(rg, "band", bandRows), n, 64))
-		rx, err = on.Gather(G.Must(on.Potrs(k, input(rg, "B", rhs), 0)), -1)
-	} else { // a rank without rows (n < processes) holds its copy
-		k := G.Must(on.Distribute(input(rg, "A", a), 64))
-		rx, err = on.Gather(G.Must(on.Potrs(k, input(rg, "B", rhs), 0)), -1)
-	}
+	kn := G.Must(on.FromRowBlocks(input(rg, "band", rowsOf(a, r0, r1)), n, 64))
+	rx, err := on.Gather(G.Must(on.Potrs(kn, input(rg, "B", rhs), 0)), -1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rxv G.Value
-	G.Read(rx, &rxv)
-	rvm := G.NewTapeMachine(rg)
-	defer rvm.Close()
-	gridGraph := func() {
-		rvm.Reset()
-		if err := rvm.RunAll(); err != nil {
+	gridGraph := runner(b, rg, rx)
+	gridDirect := directPotrs(b, grid, n, k, bm, func() (*dist.Matrix[float64], error) {
+		return dist.FromRowBlocks(grid, n, 64, r1-r0, bandCM)
+	})
+	b.Run(fmt.Sprintf("N=%d/P=%d/replicated", n, world.Size()), func(b *testing.B) {
+		timePair(b, grid, "replicated A and B: graph (mgla.Potrs WithGrid)", n, graph, direct)
+	})
+	b.Run(fmt.Sprintf("N=%d/P=%d/rowblocks", n, world.Size()), func(b *testing.B) {
+		timePair(b, grid, "A from row blocks (grid value), X gathered: graph (Ops.Potrs)", n, gridGraph, gridDirect)
+	})
+}
+
+// runner is a run of a TapeMachine on g (built once), reading x out.
+func runner(b *testing.B, g *G.ExprGraph, x *G.Node) func() {
+	var xv G.Value
+	G.Read(x, &xv)
+	vm := G.NewTapeMachine(g)
+	b.Cleanup(func() { vm.Close() })
+	return func() {
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	gridDirect := func() {
-		da, err := dist.FromRowBlocks(grid, n, 64, r1-r0, bandCM)
+}
+
+// directPotrs is the direct dist path: A from distribute, B (n×k,
+// column-major bm) from every rank's copy, dist.Potrs, and X back to every
+// rank.
+func directPotrs(b *testing.B, grid *dist.Grid, n, k int, bm []float64, distribute func() (*dist.Matrix[float64], error)) func() {
+	return func() {
+		da, err := distribute()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -147,12 +141,6 @@ func BenchmarkPotrs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run(fmt.Sprintf("N=%d/P=%d/replicated", n, world.Size()), func(b *testing.B) {
-		timePair(b, grid, "replicated A and B: graph (mgla.Potrs WithGrid)", n, graph, direct)
-	})
-	b.Run(fmt.Sprintf("N=%d/P=%d/rowblocks", n, world.Size()), func(b *testing.B) {
-		timePair(b, grid, "A from row blocks (grid value), X gathered: graph (Ops.Potrs)", n, gridGraph, gridDirect)
-	})
 }
 
 // timePair times graph against direct, alternating so that both see the

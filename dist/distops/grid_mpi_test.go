@@ -142,11 +142,10 @@ func valueOf[T scalar](grid *dist.Grid, shape tensor.Shape, rm []T, nb int) (*di
 
 // hostOf is a grid value brought to every rank as a row-major dense, or a
 // host value as it is.
-func hostOf(t *testing.T, v G.Value) G.Value {
-	t.Helper()
+func hostOf(v G.Value) (G.Value, error) {
 	gv, ok := v.(*distops.Value)
 	if !ok {
-		return v
+		return v, nil
 	}
 	var d *tensor.Dense
 	var err error
@@ -160,10 +159,7 @@ func hostOf(t *testing.T, v G.Value) G.Value {
 	default:
 		d, err = gathered[complex128](gv)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return d, err
 }
 
 func gathered[T scalar](v *distops.Value) (*tensor.Dense, error) {
@@ -208,7 +204,7 @@ func gridForward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, 
 	a, l, b := operands[T](rng, n, k)
 	on := distops.On(grid)
 	var got []G.Value
-	_, _, err := evaluate(func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
+	_, _, err := run(tape, func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("%v", r)
@@ -232,7 +228,7 @@ func gridForward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, 
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	want, _, err := evaluate(func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
+	want, _, err := run(tape, func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
 		an, ln, bn := input(g, "A", a), input(g, "L", l), input(g, "B", b)
 		wo, _, err := mgla.Syevd(an, mgla.EigenvaluesOnly())
 		if err != nil {
@@ -248,20 +244,7 @@ func gridForward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, 
 	if err != nil {
 		t.Fatalf("%s: without the grid: %v", name, err)
 	}
-	what := []string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Syevd values only", "Syevd w", "Syevd V"}
-	for i := range want {
-		if !got[i].Shape().Eq(want[i].Shape()) || got[i].Dtype() != want[i].Dtype() {
-			t.Errorf("%s: %s is %v %v, want %v %v", name, what[i], got[i].Shape(), got[i].Dtype(), want[i].Shape(), want[i].Dtype())
-			continue
-		}
-		g, w := c128(got[i]), c128(want[i])
-		if what[i] == "Syevd V" {
-			g = phased(g, w, n)
-		}
-		if ok, j := near(g, w, tolerance(dt)); !ok {
-			t.Errorf("%s: %s[%d] = %v, without the grid %v", name, what[i], j, g[j], w[j])
-		}
-	}
+	compareForward(t, name, dt, n, got, want)
 }
 
 // machine names the Gorgonia machine a grid test runs.
@@ -275,16 +258,17 @@ const (
 func (m machine) String() string { return [...]string{"TapeMachine", "LispMachine"}[m] }
 
 // run builds a graph with build, runs it on machine m with the gradients
-// of cost with respect to wrt (gorgonia.Grad for the TapeMachine, dual
-// values for the LispMachine), and returns the outputs' values and the
-// gradients, grid values brought to every rank.
-func run(t *testing.T, m machine, build func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)) (outs, grads []G.Value, err error) {
-	t.Helper()
+// of cost (when not nil) with respect to wrt (gorgonia.Grad for the
+// TapeMachine, copied out with G.Read; dual values for the LispMachine),
+// and returns the outputs' values and the gradients, grid values brought
+// to every rank.
+func run(m machine, build func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)) (outs, grads []G.Value, err error) {
 	g := G.NewGraph()
 	on, wrt, cost, err := build(g)
 	if err != nil {
 		return nil, nil, err
 	}
+	var vals []G.Value
 	if m == lisp {
 		vm := G.NewLispMachine(g)
 		defer vm.Close()
@@ -292,35 +276,37 @@ func run(t *testing.T, m machine, build func(g *G.ExprGraph) (outs, wrt []*G.Nod
 			return nil, nil, mgla.Cause(err)
 		}
 		for _, n := range on {
-			outs = append(outs, hostOf(t, n.Value()))
+			vals = append(vals, n.Value())
 		}
 		for _, n := range wrt {
 			d, err := n.Grad()
 			if err != nil {
 				return nil, nil, err
 			}
-			grads = append(grads, hostOf(t, d))
+			vals = append(vals, d)
 		}
-		return outs, grads, nil
-	}
-	var gn G.Nodes
-	if cost != nil {
-		if gn, err = G.Grad(cost, wrt...); err != nil {
+	} else {
+		var gn G.Nodes
+		if cost != nil {
+			if gn, err = G.Grad(cost, wrt...); err != nil {
+				return nil, nil, mgla.Cause(err)
+			}
+		}
+		all := append(append([]*G.Node(nil), on...), gn...)
+		vals = make([]G.Value, len(all))
+		for i, n := range all {
+			G.Read(n, &vals[i])
+		}
+		vm := G.NewTapeMachine(g)
+		defer vm.Close()
+		if err := vm.RunAll(); err != nil {
 			return nil, nil, mgla.Cause(err)
 		}
 	}
-	all := append(append([]*G.Node(nil), on...), gn...)
-	vals := make([]G.Value, len(all))
-	for i, n := range all {
-		G.Read(n, &vals[i])
-	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		return nil, nil, mgla.Cause(err)
-	}
 	for i := range vals {
-		vals[i] = hostOf(t, vals[i])
+		if vals[i], err = hostOf(vals[i]); err != nil {
+			return nil, nil, err
+		}
 	}
 	return vals[:len(on)], vals[len(on):], nil
 }
@@ -361,7 +347,7 @@ func gridGP[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, 
 	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d A from %v, %v", gridName(grid), dt, n, k, nb, p, m)
 	a, _, y := operands[T](rng, n, k)
 	on := distops.On(grid)
-	got, grads, err := run(t, m, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+	got, grads, err := run(m, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("%v", r)
@@ -376,7 +362,7 @@ func gridGP[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, 
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	want, wgrads, err := run(t, tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+	want, wgrads, err := run(tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
 		an, yn := input(g, "A", a), input(g, "Y", y)
 		cost = gpCost(an, G.Must(mgla.Potrs(an, yn)), yn, G.Must(mgla.LogDet(an)))
 		return []*G.Node{cost}, []*G.Node{an, yn}, cost, nil
@@ -416,18 +402,7 @@ func TestGridFiniteDifferences(t *testing.T) {
 	const n, k, nb = 7, 2, 3
 	for _, grid := range grids(t) {
 		on := distops.On(grid)
-		a := spd[float64](rng, n)
-		for i := range n { // well separated eigenvalues, for Syevd's vectors
-			a.Data().([]float64)[i*n+i] += 3 * float64(i)
-		}
-		y := matrix[float64](rng, n, k)
-		w, wk := matrix[float64](rng, n, n), matrix[float64](rng, n, k)
-		e := matrix[float64](rng, n, n).Data().([]float64)
-		for i := range n {
-			for j := range i {
-				e[j*n+i] = e[i*n+j]
-			}
-		}
+		a, y, w, wk, e := fdOperands(rng, n, k)
 		gather := func(x *G.Node) *G.Node { return G.Must(on.Gather(x, -1)) }
 		weighted := func(x *G.Node) *G.Node {
 			return G.Must(G.Sum(G.Must(G.HadamardProd(gather(x), G.NewConstant(w.Clone())))))
@@ -465,7 +440,7 @@ func TestGridFiniteDifferences(t *testing.T) {
 					if !grad {
 						mm = tape
 					}
-					outs, grads, err := run(t, mm, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+					outs, grads, err := run(mm, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
 						an, aw := onGrid(t, on, g, grid, "A", ah, nb, rowBlocks)
 						cost := c.f(an)
 						if !grad {
@@ -603,7 +578,7 @@ func TestGridRunErrors(t *testing.T) {
 				return on.FromRowBlocks(input(g, "band", bt), n+world.Size(), 2)
 			}},
 		} {
-			_, _, err := run(t, tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+			_, _, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
 				x, err := c.f(g)
 				return []*G.Node{x}, nil, nil, err
 			})

@@ -4,6 +4,7 @@ package distops
 
 import (
 	"fmt"
+	"reflect"
 	"unsafe"
 
 	"github.com/chewxy/hm"
@@ -66,17 +67,8 @@ func Input(g *G.ExprGraph, v *Value, name string) *G.Node {
 	return G.NewTensor(g, v.dt, len(v.shape), G.WithShape(v.shape...), G.WithName(name), G.WithValue(v))
 }
 
-func dtypeOf[T dist.Scalar]() tensor.Dtype {
-	switch any(*new(T)).(type) {
-	case float32:
-		return tensor.Float32
-	case float64:
-		return tensor.Float64
-	case complex64:
-		return tensor.Complex64
-	}
-	return tensor.Complex128
-}
+// dtypeOf is the dtype of T (tensor.Float64 for float64, …).
+func dtypeOf[T dist.Scalar]() tensor.Dtype { return tensor.Dtype{Type: reflect.TypeOf(*new(T))} }
 
 // layout is the grid and block size of v.
 func (v *Value) layout() (g *dist.Grid, nb int) {

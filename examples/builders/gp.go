@@ -304,14 +304,8 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 // and its gradient. A matrix K that is not positive definite gives an error
 // matching mgla.ErrNotPositiveDefinite.
 func (m *GPModel) Eval(theta [3]float64) (nll float64, grad [3]float64, err error) {
-	for i, p := range m.Params {
-		if err := G.Let(p, G.NewF64(theta[i])); err != nil {
-			return 0, grad, err
-		}
-	}
-	m.vm.Reset()
-	if err := m.vm.RunAll(); err != nil {
-		return 0, grad, mgla.Cause(err)
+	if err := RunAt(m.vm, m.Params, theta); err != nil {
+		return 0, grad, err
 	}
 	nll, err = scalar("nll", m.nllValue)
 	for i, v := range m.grads {
@@ -320,6 +314,22 @@ func (m *GPModel) Eval(theta [3]float64) (nll float64, grad [3]float64, err erro
 		}
 	}
 	return nll, grad, err
+}
+
+// RunAt binds the parameter nodes params to θ and runs the machine vm once
+// (a graph like GPModel's); errors of the mgla ops come through
+// mgla.Cause.
+func RunAt(vm G.VM, params [3]*G.Node, theta [3]float64) error {
+	for i, p := range params {
+		if err := G.Let(p, G.NewF64(theta[i])); err != nil {
+			return err
+		}
+	}
+	vm.Reset()
+	if err := vm.RunAll(); err != nil {
+		return mgla.Cause(err)
+	}
+	return nil
 }
 
 // Close releases the machine.

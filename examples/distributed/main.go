@@ -31,7 +31,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/dist"
@@ -184,14 +183,8 @@ func newBandModel(data *builders.GPData, init builders.GPParams, world *mpi.Comm
 // eval is the NLL and its gradient at θ = (log ℓ, log σ², log σₙ²).
 func (m *bandModel) eval(theta [3]float64) (float64, [3]float64, error) {
 	var grad [3]float64
-	for i, p := range m.params {
-		if err := G.Let(p, G.NewF64(theta[i])); err != nil {
-			return 0, grad, err
-		}
-	}
-	m.vm.Reset()
-	if err := m.vm.RunAll(); err != nil {
-		return 0, grad, mgla.Cause(err)
+	if err := builders.RunAt(m.vm, m.params, theta); err != nil {
+		return 0, grad, err
 	}
 	copy(grad[:], m.grad.Data().([]float64))
 	return m.nll.Data().(float64), grad, nil
