@@ -17,6 +17,13 @@
 #	sparse     cmd/sparsebench at 64³ and 96³ (one process), then
 #	           examples/poisson at 64³ and 96³ on 1 and 4 processes
 #
+# and one more when named (run-cpu.sh distops):
+#
+#	distops    dist/distops BenchmarkPotrs, the graph ops against the dist
+#	           calls they stand for (replicated values, and A from row blocks
+#	           as a grid value), N = 4000 and 8000 (DISTOPS_NS) with 16, 4 and
+#	           1 processes (DISTOPS_NPS, fastest first), -benchtime 2x; 300 s
+#
 # Each step's log is $OUT/STEP.log (OUT defaults to ./cpu-logs); a summary
 # (per step: result, seconds, the ratio lines) is printed last and kept in
 # $OUT/summary.txt. Every command runs under a timeout: the step's own
@@ -223,6 +230,18 @@ step_dist() {
 			-test.run '^$' -test.bench '^Benchmark(Gather|Scatter)$' -test.benchtime 3x
 	done
 }
+step_distops() {
+	local ns=${DISTOPS_NS:-4000 8000} nps=${DISTOPS_NPS:-16 4 1} bt=2x n np left
+	if [ "$TINY" = 1 ]; then ns=301 nps='1 3' bt=1x; fi
+	left=$(($(wc -w <<<"$ns") * $(wc -w <<<"$nps")))
+	for n in $ns; do
+		for np in $nps; do
+			MGLA_DIST_BENCH_N=$n SHARE=$left run distops mpi "$np" "$B"/bin/distops.test \
+				-test.run '^$' -test.bench '^BenchmarkPotrs$' -test.benchtime "$bt"
+			left=$((left - 1))
+		done
+	done
+}
 step_sparse() {
 	local sizes=64,96 ns='64 96' nps='1 4' reps=3 steps=20 n np
 	if [ "$TINY" = 1 ]; then sizes=12 ns=12 nps='1 2' reps=1 steps=2; fi
@@ -241,13 +260,14 @@ sum_openblas() {
 }
 sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 MiB|64 MiB) ' "$LOG/collbench.log"; }
 sum_dist() { grep '^distbench' "$LOG/dist.log"; }
+sum_distops() { grep '^Potrs N=' "$LOG/distops.log"; }
 sum_sparse() { grep -E '^\| [0-9]+³|^3-D Poisson|^AMG-PCG|^  setup' "$LOG/sparse.log"; }
 
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(openblas collbench dist sparse)
 for s in "${steps[@]}"; do
-	case $s in openblas | collbench | dist | sparse) ;; *)
-		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse)" >&2
+	case $s in openblas | collbench | dist | sparse | distops) ;; *)
+		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse distops)" >&2
 		exit 2
 		;;
 	esac
@@ -267,7 +287,7 @@ results=()
 for s in "${steps[@]}"; do
 	: >"$LOG/$s.log"
 	var=STEP_TIMEOUT_$s
-	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; esac
+	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; distops) d=300 ;; esac
 	step_end=$((SECONDS + ${!var:-$d}))
 	step_fail=0
 	t0=$SECONDS
