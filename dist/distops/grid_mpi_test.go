@@ -603,3 +603,54 @@ func must2(a, b *G.Node, err error) (*G.Node, *G.Node) {
 	}
 	return a, b
 }
+
+// TestGridRerun runs one TapeMachine twice, the second time on another A
+// (gorgonia.Let), and checks both runs' grid result (read with G.Read,
+// which copies into the value it read last time) and gathered result
+// against the single-process ops: the ops' reused buffers and outputs
+// carry nothing over from one run to the next.
+func TestGridRerun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 43))
+	const n, k, nb = 9, 2, 4
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		g := G.NewGraph()
+		a0, _, b := operands[float64](rng, n, k)
+		an := input(g, "A", a0)
+		x := G.Must(on.Potrs(G.Must(on.Distribute(an, nb)), input(g, "B", b), 0))
+		var xv, xg G.Value
+		G.Read(x, &xv)
+		G.Read(G.Must(on.Gather(x, -1)), &xg)
+		vm := G.NewTapeMachine(g)
+		for pass := range 2 {
+			a := a0
+			if pass == 1 {
+				a = spd[float64](rng, n)
+				if err := G.Let(an, a.Clone()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vm.Reset()
+			if err := vm.RunAll(); err != nil {
+				t.Fatalf("%s run %d: %v", gridName(grid), pass, err)
+			}
+			want, _, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				x, err := mgla.Potrs(input(g, "A", a), input(g, "B", b))
+				return []*G.Node{x}, nil, nil, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := hostOf(xv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range []G.Value{got, xg} {
+				if ok, j := near(c128(v), c128(want[0]), tolerance(tensor.Float64)); !ok {
+					t.Errorf("%s run %d: X (%s)[%d] = %v, without the grid %v", gridName(grid), pass, [...]string{"grid value read", "gathered"}[i], j, c128(v)[j], c128(want[0])[j])
+				}
+			}
+		}
+		vm.Close()
+	}
+}

@@ -64,6 +64,11 @@ type op struct {
 	rows   int // kRowBlock: this rank's band rows
 	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
 	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
+
+	// Reused from one run to the next: each input's column-major copy
+	// (host), the host output (dense).
+	bufs []any
+	out  *tensor.Dense
 }
 
 // Cholesky is the node L, the lower Cholesky factor of the Hermitian
@@ -428,8 +433,10 @@ func factorOf[T dist.Scalar](v G.Value) (*dist.Matrix[T], error) {
 }
 
 // host is a matrix or vector value as its rows, columns (1 for a vector)
-// and column-major data.
-func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
+// and column-major data: a copy in *buf, which it reuses from one call to
+// the next (an op's buffer for one input: the callers pass the copy on to
+// dist, which copies it again and keeps nothing).
+func host[T dist.Scalar](v G.Value, buf *any) (r, c int, cm []T, err error) {
 	if e, ok := v.(*eigen); ok {
 		v = e.Dense
 	}
@@ -448,7 +455,10 @@ func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
 	if d.Dims() == 2 {
 		c = d.Shape()[1]
 	}
-	cm = make([]T, r*c)
+	if cm, _ = (*buf).([]T); len(cm) != r*c {
+		cm = make([]T, r*c)
+		*buf = cm
+	}
 	for i := range r {
 		for j := range c {
 			cm[i+j*r] = rm[i*c+j]
@@ -458,8 +468,19 @@ func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
 }
 
 // dense is the column-major r×c data as a row-major value of the given
-// shape (r×c, or r for a vector).
-func dense[T dist.Scalar](shape tensor.Shape, r, c int, cm []T) *tensor.Dense {
+// shape (r×c, or r for a vector): written into prev when it has that shape
+// and dtype (an op's output of the last run, as package ops' Gather
+// reuses its own), else new.
+func dense[T dist.Scalar](prev *tensor.Dense, shape tensor.Shape, r, c int, cm []T) *tensor.Dense {
+	if prev != nil && prev.Shape().Eq(shape) && prev.Dtype() == dtypeOf[T]() && !prev.IsView() {
+		rm := prev.Data().([]T)
+		for i := range r {
+			for j := range c {
+				rm[i*c+j] = cm[i+j*r]
+			}
+		}
+		return prev
+	}
 	rm := make([]T, r*c)
 	for i := range r {
 		for j := range c {
@@ -546,7 +567,7 @@ var distributed = [...][]int{
 // onGrid is the value v on the op's grid: a grid value's matrix (which
 // must be on the op's grid in its blocks), or a host value every rank
 // holds, distributed locally.
-func onGrid[T dist.Scalar](o *op, v G.Value) (*dist.Matrix[T], error) {
+func onGrid[T dist.Scalar](o *op, j int, v G.Value) (*dist.Matrix[T], error) {
 	if m, ok := MatrixOf[T](v); ok {
 		if m.Grid != o.g || m.Layout.MB != o.nb {
 			return nil, fmt.Errorf("%w: a grid value on another grid or in other blocks than %d×%d", dist.ErrBadInput, o.nb, o.nb)
@@ -556,11 +577,19 @@ func onGrid[T dist.Scalar](o *op, v G.Value) (*dist.Matrix[T], error) {
 	if _, ok := v.(*Value); ok {
 		return nil, fmt.Errorf("%w: want a grid value of %v, got %v", dist.ErrBadInput, o.dt, v)
 	}
-	r, c, cm, err := host[T](v)
+	r, c, cm, err := host[T](v, o.buf(j))
 	if err != nil {
 		return nil, err
 	}
 	return dist.FromReplicated(o.g, r, c, o.nb, cm)
+}
+
+// buf is the reused buffer of input j.
+func (o *op) buf(j int) *any {
+	if len(o.bufs) <= j {
+		o.bufs = append(o.bufs, make([]any, j+1-len(o.bufs))...)
+	}
+	return &o.bufs[j]
 }
 
 // eigenValuesOf is the eigenvalues an Eigen node's value carries.
@@ -601,12 +630,12 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	case kGridSum:
 		return gridSum(vals)
 	case kGridInput:
-		if _, err := onGrid[T](o, vals[0]); err != nil {
+		if _, err := onGrid[T](o, 0, vals[0]); err != nil {
 			return nil, err
 		}
 		return vals[0], nil
 	case kFromRowBlocks, kDistribute:
-		r, c, cm, err := host[T](vals[0])
+		r, c, cm, err := host[T](vals[0], o.buf(0))
 		if err != nil {
 			return nil, err
 		}
@@ -688,7 +717,7 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	ms := make([]*dist.Matrix[T], len(distributed[o.kind]))
 	for i, j := range distributed[o.kind] {
 		var err error
-		if ms[i], err = onGrid[T](o, vals[j]); err != nil {
+		if ms[i], err = onGrid[T](o, j, vals[j]); err != nil {
 			return nil, err
 		}
 	}
@@ -707,7 +736,8 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 			return nil, err
 		}
 		shape[0] = o.rows
-		return dense(shape, o.rows, ms[0].Layout.Cols, band), nil
+		o.out = dense(o.out, shape, o.rows, ms[0].Layout.Cols, band)
+		return o.out, nil
 	case kGather:
 		full, err := ms[0].Gather(o.root)
 		if err != nil {
@@ -716,7 +746,8 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		if full == nil { // not the root: zeros of the shape
 			full = make([]T, ms[0].Layout.Rows*ms[0].Layout.Cols)
 		}
-		return dense(shape, ms[0].Layout.Rows, ms[0].Layout.Cols, full), nil
+		o.out = dense(o.out, shape, ms[0].Layout.Rows, ms[0].Layout.Cols, full)
+		return o.out, nil
 	case kCholesky:
 		res, err = factorOf[T](vals[1])
 		if err == nil && o.onGrid {
@@ -784,11 +815,11 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := dense(shape, res.Layout.Rows, res.Layout.Cols, full)
-	if o.kind == kEigen {
-		return &eigen{Dense: v, w: w}, nil
+	if o.kind == kEigen { // read by the EigenValues and EigenVectors nodes: a value of its own
+		return &eigen{Dense: dense(nil, shape, res.Layout.Rows, res.Layout.Cols, full), w: w}, nil
 	}
-	return v, nil
+	o.out = dense(o.out, shape, res.Layout.Rows, res.Layout.Cols, full)
+	return o.out, nil
 }
 
 // gridSum is the sum of the grid values vals (a new value).

@@ -148,6 +148,18 @@ func (v *Value) Clone() (interface{}, error) {
 	return &c, nil
 }
 
+// CopyTo copies v into dest, a *Value of the same shape, dtype, grid and
+// block size (each process its blocks), so that gorgonia.Read can read a
+// grid value again on the next run (gorgonia.CopierTo).
+func (v *Value) CopyTo(dest interface{}) error {
+	d, ok := dest.(*Value)
+	if !ok {
+		return fmt.Errorf("%w: distops: cannot copy a grid value into %T", dist.ErrBadInput, dest)
+	}
+	d.Zero()
+	return addInto(d, v)
+}
+
 // Zero sets every element to zero (each process its blocks).
 func (v *Value) Zero() {
 	switch l := v.local().(type) {
