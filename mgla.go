@@ -162,7 +162,8 @@ type Distributor interface {
 //
 // with WithTile setting the block size of the 2-D block-cyclic distribution
 // (default: the distributor's, 64 for distops). It excludes WithMesh and
-// sharded inputs (the grid takes host nodes); WithDispatch does not apply.
+// sharded inputs (the grid takes host nodes, or distops' grid values);
+// WithDispatch does not apply.
 func WithGrid(d Distributor) Option { return func(c *config) { c.grid = d } }
 
 // Dispatch chooses between cuSolverMg across a GPU mesh and single-GPU

@@ -15,8 +15,12 @@ import (
 // rows (checked at run time, the same error on every rank). This is the
 // natural output of data loading: no rank needs the whole matrix. block is
 // the block size of the 2-D block-cyclic distribution (0:
-// dist.DefaultBlock). The data moves by dist.FromRowBlocks; the gradient is
-// each rank's band of the grid gradient (dist.Matrix.RowBlock).
+// dist.DefaultBlock). Every rank holds at least one row (Gorgonia has no
+// empty matrices): with more ranks than rows, use Distribute. The data
+// moves by dist.FromRowBlocks (so by its rule: below 4 processes, or for
+// bands that are not the block split of ⌈n/size⌉ rows a rank, through a
+// sum of the whole matrix on every rank); the gradient is each rank's band
+// of the grid gradient (dist.Matrix.RowBlock, the same rule).
 func (o *Ops) FromRowBlocks(band *G.Node, n, block int) (*G.Node, error) {
 	if err := o.checkNodes(kFromRowBlocks, block, band); err != nil {
 		return nil, err
