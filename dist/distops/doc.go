@@ -43,7 +43,10 @@
 // grid gradient; Gorgonia adds the tokens, and the op that made the input
 // finds the grid gradients behind them and sums them on the grid (a local
 // addition). A grid input node (Input) goes through one GridInput node,
-// so gorgonia.Grad with respect to it is the grid gradient itself. The
+// so gorgonia.Grad with respect to it is the grid gradient itself; with
+// respect to a grid node that an op made (FromRowBlocks' output, say) it
+// would be a token, so take gradients with respect to the band, the host
+// matrix or an Input node. The
 // LispMachine (every op here has DoDiff) accumulates in place and needs no
 // tokens.
 //
