@@ -137,6 +137,12 @@ func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, tr
 // distributor's default); vectors asks Syevd for eigenvectors (v is nil
 // otherwise). Gradients flow as through the builders without it.
 //
+// With distops, a node may also hold a grid-resident value (a
+// distops.Value: only this process's blocks of the matrix, from
+// distops.Ops.FromRowBlocks and friends); the builders pass it to d as
+// they do host nodes, and the op's matrix result is then a grid value
+// too.
+//
 // mgla keeps MPI out of its own build: the distributor mgla has is
 // distops.On(grid) in package dist/distops, on a ScaLAPACK process grid
 // (build tag mpi; without it every method returns an error wrapping
@@ -156,7 +162,8 @@ type Distributor interface {
 //
 // with WithTile setting the block size of the 2-D block-cyclic distribution
 // (default: the distributor's, 64 for distops). It excludes WithMesh and
-// sharded inputs (the grid takes host nodes); WithDispatch does not apply.
+// sharded inputs (the grid takes host nodes, or distops' grid values);
+// WithDispatch does not apply.
 func WithGrid(d Distributor) Option { return func(c *config) { c.grid = d } }
 
 // Dispatch chooses between cuSolverMg across a GPU mesh and single-GPU

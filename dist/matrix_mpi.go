@@ -245,17 +245,9 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 	case !finite(band):
 		f.code = nonFiniteCode
 	}
-	counts := make([]float64, g.comm.Size())
-	counts[g.comm.Rank()] = float64(max(rows, 0))
-	if err := g.agreeMax(op, f, counts, cols, nb, dtypeCode[T]()); err != nil {
+	counts, total, first, err := g.bands(op, f, rows, cols, nb, dtypeCode[T]())
+	if err != nil {
 		return nil, err
-	}
-	total, first := 0, 0
-	for r, c := range counts {
-		if r == g.comm.Rank() {
-			first = total
-		}
-		total += int(c)
 	}
 	if total < 1 {
 		return nil, fmt.Errorf("%w: dist: %s: no rank holds a row", ErrBadInput, op)

@@ -33,6 +33,7 @@ testc=("$GO" test -c -tags mpi -trimpath -ldflags=-s\ -w)
 "${build[@]}" -o "$b"/bin/sparsebench ./cmd/sparsebench
 "${build[@]}" -o "$b"/bin/poisson ./examples/poisson
 "${testc[@]}" -o "$b"/bin/dist.test ./dist/
+"${testc[@]}" -o "$b"/bin/distops.test ./dist/distops/
 pkgs=${VSLAPACK_PKGS:-$(grep -rlE --include='*_test.go' '^func Benchmark[A-Za-z0-9_]*VsLAPACK\(' . |
 	xargs -r -n1 dirname | sort -u | sed 's|$|/|')}
 [ -n "$pkgs" ] || { echo "cpu-bundle: no package has a Benchmark...VsLAPACK" >&2; exit 1; }

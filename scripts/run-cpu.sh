@@ -23,6 +23,10 @@
 #	           converting to column-major first) and BenchmarkInverseFromFactor
 #	           (A⁻¹ from the factor against Potri) at N = 4000 with 1, 4 and
 #	           16 processes
+#	distops    dist/distops BenchmarkPotrs, the graph ops against the dist
+#	           calls they stand for (replicated values, and A from row blocks
+#	           as a grid value), N = 4000 and 8000 (DISTOPS_NS) with 16, 4 and
+#	           1 processes (DISTOPS_NPS, fastest first), -benchtime 2x; 300 s
 #
 # Each step's log is $OUT/STEP.log (OUT defaults to ./cpu-logs); a summary
 # (per step: result, seconds, the ratio lines) is printed last and kept in
@@ -238,6 +242,18 @@ step_distreuse() {
 			-test.run '^$' -test.bench '^Benchmark(RowMajor|InverseFromFactor)$' -test.benchtime "$bt"
 	done
 }
+step_distops() {
+	local ns=${DISTOPS_NS:-4000 8000} nps=${DISTOPS_NPS:-16 4 1} bt=2x n np left
+	if [ "$TINY" = 1 ]; then ns=301 nps='1 3' bt=1x; fi
+	left=$(($(wc -w <<<"$ns") * $(wc -w <<<"$nps")))
+	for n in $ns; do
+		for np in $nps; do
+			MGLA_DIST_BENCH_N=$n SHARE=$left run distops mpi "$np" "$B"/bin/distops.test \
+				-test.run '^$' -test.bench '^BenchmarkPotrs$' -test.benchtime "$bt"
+			left=$((left - 1))
+		done
+	done
+}
 step_sparse() {
 	local sizes=64,96 ns='64 96' nps='1 4' reps=3 steps=20 n np
 	if [ "$TINY" = 1 ]; then sizes=12 ns=12 nps='1 2' reps=1 steps=2; fi
@@ -257,13 +273,14 @@ sum_openblas() {
 sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 MiB|64 MiB) ' "$LOG/collbench.log"; }
 sum_dist() { grep '^distbench' "$LOG/dist.log"; }
 sum_distreuse() { grep '^distbench' "$LOG/distreuse.log"; }
+sum_distops() { grep '^Potrs N=' "$LOG/distops.log"; }
 sum_sparse() { grep -E '^\| [0-9]+³|^3-D Poisson|^AMG-PCG|^  setup' "$LOG/sparse.log"; }
 
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(openblas collbench dist sparse)
 for s in "${steps[@]}"; do
-	case $s in openblas | collbench | dist | sparse | distreuse) ;; *)
-		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse distreuse)" >&2
+	case $s in openblas | collbench | dist | sparse | distreuse | distops) ;; *)
+		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse distreuse distops)" >&2
 		exit 2
 		;;
 	esac
@@ -283,7 +300,7 @@ results=()
 for s in "${steps[@]}"; do
 	: >"$LOG/$s.log"
 	var=STEP_TIMEOUT_$s
-	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; distreuse) d=90 ;; esac
+	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; distreuse) d=90 ;; distops) d=300 ;; esac
 	step_end=$((SECONDS + ${!var:-$d}))
 	step_fail=0
 	t0=$SECONDS

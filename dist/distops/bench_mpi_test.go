@@ -18,16 +18,23 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// BenchmarkPotrs times the graph op mgla.Potrs(a, b, WithGrid(On(grid)))
-// run by a TapeMachine against the same work done with package dist
-// directly in the same processes: distribute the replicated A and B
-// (dist.FromReplicated), dist.Potrs, and X back to every rank
-// (Gather(-1)). The graph also brings the factor L back to every rank (the
-// Cholesky node that Potrs and LogDet share) and distributes it again.
+// BenchmarkPotrs times two graphs run by a TapeMachine against the same
+// work done with package dist directly in the same processes, with the
+// same data in and out:
+//
+//   - replicated: mgla.Potrs(a, b, WithGrid(On(grid))) on host A and B
+//     every rank holds, against distributing them (dist.FromReplicated),
+//     dist.Potrs, and X back to every rank (Gather(-1));
+//   - rowblocks: the grid-resident path, A from each rank's band of rows
+//     (Ops.FromRowBlocks, the block split of the rows), Ops.Potrs on the
+//     grid value and X gathered (Ops.Gather(x, -1)), against
+//     dist.FromRowBlocks of the same (column-major) band, B from
+//     FromReplicated, dist.Potrs and Gather(-1).
+//
 // float64 on the near-square grid of the world, N from MGLA_DIST_BENCH_N
 // (default 2000), 64×64 blocks, 16 right-hand sides. Every rank must run
 // the same number of iterations: run it with a fixed -test.benchtime=Nx.
-// Rank 0 prints graph/direct.
+// Rank 0 prints graph/direct, one line per path.
 func BenchmarkPotrs(b *testing.B) {
 	n, k := 2000, 16
 	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
@@ -57,23 +64,68 @@ func BenchmarkPotrs(b *testing.B) {
 	}
 
 	g := G.NewGraph()
-	an, bn := input(g, "A", a), input(g, "B", rhs)
-	x, err := mgla.Potrs(an, bn, mgla.WithGrid(distops.On(grid)), mgla.WithTile(64))
+	x, err := mgla.Potrs(input(g, "A", a), input(g, "B", rhs), mgla.WithGrid(distops.On(grid)), mgla.WithTile(64))
 	if err != nil {
 		b.Fatal(err)
 	}
+	graph := runner(b, g, x)
+	direct := directPotrs(b, grid, n, k, bm, func() (*dist.Matrix[float64], error) {
+		return dist.FromReplicated(grid, n, n, 64, am)
+	})
+
+	// The grid-resident path: A from each rank's band of rows (the block
+	// split), Potrs on the grid value, X gathered to every rank; directly:
+	// dist.FromRowBlocks, dist.Potrs, Gather(-1) on the same data.
+	per := (n + world.Size() - 1) / world.Size()
+	if (world.Size()-1)*per >= n { // the same verdict on every rank
+		b.Skipf("N=%d leaves the last of %d processes no rows", n, world.Size())
+	}
+	r0, r1 := world.Rank()*per, min((world.Rank()+1)*per, n)
+	bandCM := make([]float64, (r1-r0)*n)
+	for i := range r1 - r0 {
+		for j := range n {
+			bandCM[i+j*(r1-r0)] = am[(r0+i)*n+j]
+		}
+	}
+	rg := G.NewGraph()
+	on := distops.On(grid)
+	kn := G.Must(on.FromRowBlocks(input(rg, "band", rowsOf(a, r0, r1)), n, 64))
+	rx, err := on.Gather(G.Must(on.Potrs(kn, input(rg, "B", rhs), 0)), -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gridGraph := runner(b, rg, rx)
+	gridDirect := directPotrs(b, grid, n, k, bm, func() (*dist.Matrix[float64], error) {
+		return dist.FromRowBlocks(grid, n, 64, r1-r0, bandCM)
+	})
+	b.Run(fmt.Sprintf("N=%d/P=%d/replicated", n, world.Size()), func(b *testing.B) {
+		timePair(b, grid, "replicated A and B: graph (mgla.Potrs WithGrid)", n, graph, direct)
+	})
+	b.Run(fmt.Sprintf("N=%d/P=%d/rowblocks", n, world.Size()), func(b *testing.B) {
+		timePair(b, grid, "A from row blocks (grid value), X gathered: graph (Ops.Potrs)", n, gridGraph, gridDirect)
+	})
+}
+
+// runner is a run of a TapeMachine on g (built once), reading x out.
+func runner(b *testing.B, g *G.ExprGraph, x *G.Node) func() {
 	var xv G.Value
 	G.Read(x, &xv)
 	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	graph := func() {
+	b.Cleanup(func() { vm.Close() })
+	return func() {
 		vm.Reset()
 		if err := vm.RunAll(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	direct := func() {
-		da, err := dist.FromReplicated(grid, n, n, 64, am)
+}
+
+// directPotrs is the direct dist path: A from distribute, B (n×k,
+// column-major bm) from every rank's copy, dist.Potrs, and X back to every
+// rank.
+func directPotrs(b *testing.B, grid *dist.Grid, n, k int, bm []float64, distribute func() (*dist.Matrix[float64], error)) func() {
+	return func() {
+		da, err := distribute()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,27 +141,30 @@ func BenchmarkPotrs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// timePair times graph against direct, alternating so that both see the
+// same machine state (this VM's two cores are shared), reports the times
+// and their ratio, and prints one line from rank 0.
+func timePair(b *testing.B, grid *dist.Grid, what string, n int, graph, direct func()) {
 	p, q := grid.Shape()
-	// Graph and direct alternate, so that both see the same machine state
-	// (this VM's two cores are shared).
-	b.Run(fmt.Sprintf("N=%d/P=%d", n, world.Size()), func(b *testing.B) {
-		graph() // warm up
+	graph() // warm up
+	direct()
+	var tg, td time.Duration
+	for b.Loop() {
+		start := time.Now()
+		graph()
+		tg += time.Since(start)
+		start = time.Now()
 		direct()
-		var tg, td time.Duration
-		for b.Loop() {
-			start := time.Now()
-			graph()
-			tg += time.Since(start)
-			start = time.Now()
-			direct()
-			td += time.Since(start)
-		}
-		b.ReportMetric(float64(tg.Microseconds())/1e3/float64(b.N), "graph-ms")
-		b.ReportMetric(float64(td.Microseconds())/1e3/float64(b.N), "direct-ms")
-		b.ReportMetric(float64(tg)/float64(td), "graph/direct")
-		if world.Rank() == 0 {
-			fmt.Printf("Potrs N=%d on %d processes (%d×%d grid): graph %.1f ms, direct dist calls %.1f ms, graph/direct = %.3f\n",
-				n, world.Size(), p, q, float64(tg.Microseconds())/1e3/float64(b.N), float64(td.Microseconds())/1e3/float64(b.N), float64(tg)/float64(td))
-		}
-	})
+		td += time.Since(start)
+	}
+	gms, dms := float64(tg.Microseconds())/1e3/float64(b.N), float64(td.Microseconds())/1e3/float64(b.N)
+	b.ReportMetric(gms, "graph-ms")
+	b.ReportMetric(dms, "direct-ms")
+	b.ReportMetric(float64(tg)/float64(td), "graph/direct")
+	if world.Rank() == 0 {
+		fmt.Printf("Potrs N=%d on %d processes (%d×%d grid), %s %.1f ms, direct dist calls %.1f ms, graph/direct = %.3f\n",
+			n, world.Size(), p, q, what, gms, dms, float64(tg)/float64(td))
+	}
 }

@@ -1,6 +1,8 @@
 // Package distops is the Gorgonia face of package dist: the graph ops
 // Cholesky, CholSolve, Potrs, Potri, LogDet and Syevd computed on a
-// dist.Grid through ScaLAPACK, for float32, float64, complex64 and
+// dist.Grid through ScaLAPACK, the grid-resident graph value (Value) and
+// the ops that move data onto the grid and back (FromRowBlocks,
+// Distribute, Gather), for float32, float64, complex64 and
 // complex128, with gradients (real dtypes, as on one process) computed on
 // the grid by dist's gradient functions.
 //
@@ -9,21 +11,55 @@
 //
 //	x, err := mgla.Potrs(a, b, mgla.WithGrid(distops.On(grid)), mgla.WithTile(32))
 //
-// The value model: every rank builds the same graph on the same values (as a
+// Two value models.
+//
+// Replicated: every rank builds the same graph on the same values (as a
 // data-parallel program does), so every input node holds the whole matrix
 // on every rank; an op distributes it locally (each rank keeps its own
 // blocks of its copy, no data moves), runs collectively on the grid and
-// brings its output back to every rank. Nodes follow package ops: Potrs,
-// LogDet and Cholesky on the same A share one factorisation, a Factor node
-// whose value keeps L on the grid (Potrs(A, B) is a node reading A, the
-// factor and B; only Cholesky brings L back), and Syevd is two nodes, the
-// values and the vectors, reading one decomposition node. The gradients
-// with respect to A come back to every rank as N×N matrices.
+// brings its output back to every rank. The gradients with respect to A
+// come back to every rank as N×N matrices.
+//
+// Grid-resident: a Value is a graph value whose data is only this
+// process's blocks of a dist.Matrix (Shape, Dtype: the global matrix'),
+// for a matrix that outgrows one host. Ops.FromRowBlocks makes one from
+// each rank's band of rows (the natural output of data loading; its
+// gradient is the band's rows of the grid gradient), Ops.Distribute from a
+// matrix every rank holds (its gradient: the grid gradient gathered to
+// every rank, since every rank's copy is the whole input), and Input from
+// a Value built with package dist; Ops.Gather brings one back to every
+// rank or to one (its gradient: distributed again). When any input of an
+// op is a grid value the op runs on grid values: its host inputs are
+// distributed first, and its matrix outputs are grid values (X, L, A⁻¹,
+// the eigenvectors), while the eigenvalues and log det stay small host
+// values on every rank. Its gradients stay on the grid too (dist's PBLAS
+// gradient functions): no rank ever holds an N×N gradient.
+//
+// Gradients of grid values in gorgonia.Grad: Gorgonia sums the gradients
+// of a node with several consumers (A in Potrs(A, y) and LogDet(A)) with
+// its own Add, which takes host tensors only, and a Value cannot be one
+// (package ops explains why). So an op sends the gradient of a grid input
+// made by another op as a token, a scalar zero node whose input is the
+// grid gradient; Gorgonia adds the tokens, and the op that made the input
+// finds the grid gradients behind them and sums them on the grid (a local
+// addition). A grid input node (Input) goes through one GridInput node,
+// so gorgonia.Grad with respect to it is the grid gradient itself; with
+// respect to a grid node that an op made (FromRowBlocks' output, say) it
+// would be a token, so take gradients with respect to the band, the host
+// matrix or an Input node. The
+// LispMachine (every op here has DoDiff) accumulates in place and needs no
+// tokens.
+//
+// Nodes follow package ops: Potrs, LogDet and Cholesky on the same A share
+// one factorisation, a Factor node whose value keeps L on the grid
+// (Potrs(A, B) is a node reading A, the factor and B; only Cholesky brings
+// L back, or makes it a grid value), and Syevd is two nodes, the values
+// and the vectors, reading one decomposition node.
 //
 // Without the mpi build tag On still exists and every method returns an
 // error wrapping collective.ErrUnavailable.
 //
-// It owns the graph ops; it may import dist and kernels (the error types).
+// It owns the graph ops and the grid value; it may import dist and kernels (the error types).
 // The root package mgla does not import it: a program passes On(grid) to
 // mgla.WithGrid, which keeps MPI out of the root package's build.
 package distops

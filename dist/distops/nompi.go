@@ -34,3 +34,12 @@ func (o *Ops) LogDet(a *G.Node, block int) (*G.Node, error) { return nil, unavai
 func (o *Ops) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err error) {
 	return nil, nil, unavailable()
 }
+
+// FromRowBlocks needs the mpi build tag.
+func (o *Ops) FromRowBlocks(band *G.Node, n, block int) (*G.Node, error) { return nil, unavailable() }
+
+// Distribute needs the mpi build tag.
+func (o *Ops) Distribute(full *G.Node, block int) (*G.Node, error) { return nil, unavailable() }
+
+// Gather needs the mpi build tag.
+func (o *Ops) Gather(x *G.Node, root int) (*G.Node, error) { return nil, unavailable() }

@@ -13,8 +13,8 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// TestWithoutTag checks that every builder given WithGrid(distops.On(…))
-// fails at build time with collective.ErrUnavailable in a build without the
+// TestWithoutTag checks that every builder given WithGrid(distops.On(…)),
+// and every builder of grid values, fails at build time with collective.ErrUnavailable in a build without the
 // mpi tag, and adds no node to the graph.
 func TestWithoutTag(t *testing.T) {
 	g := G.NewGraph()
@@ -32,6 +32,9 @@ func TestWithoutTag(t *testing.T) {
 		{"LogDet", func() error { _, err := mgla.LogDet(a, grid); return err }},
 		{"Syevd", func() error { _, _, err := mgla.Syevd(a, grid); return err }},
 		{"Syevd values", func() error { _, _, err := mgla.Syevd(a, grid, mgla.EigenvaluesOnly()); return err }},
+		{"FromRowBlocks", func() error { _, err := distops.On(nil).FromRowBlocks(b, 3, 0); return err }},
+		{"Distribute", func() error { _, err := distops.On(nil).Distribute(a, 0); return err }},
+		{"Gather", func() error { _, err := distops.On(nil).Gather(a, -1); return err }},
 	} {
 		n := len(g.AllNodes())
 		if err := c.build(); !errors.Is(err, collective.ErrUnavailable) {

@@ -36,30 +36,55 @@ const (
 	kEigValuesGrad              // (E, w̄) → Ā
 	kEigVectorsGrad             // (E, V̄) → Ā
 	kFactor                     // A → F, the Cholesky factor kept on the grid
+	kFromRowBlocks              // band → the grid value of the rows of every rank's band
+	kRowBlock                   // grid value → this rank's band (FromRowBlocks' gradient)
+	kDistribute                 // host matrix (every rank's, or root's) → grid value
+	kGather                     // grid value → host matrix (on every rank, or root)
+	kGridInput                  // grid input node → the same value (one consumer)
+	kToken                      // grid gradient → scalar zero standing for it (see resolve)
+	kGridSum                    // grid values → their sum
 )
 
 var names = [...]string{"DistCholesky", "DistCholSolve", "DistPotrs", "DistPotri", "DistLogDet",
 	"DistEigen", "DistEigenValues", "DistEigenVectors", "DistCholeskyGrad", "DistCholSolveGrad",
-	"DistPotrsGrad", "DistPotriGrad", "DistLogDetGrad", "DistEigenValuesGrad", "DistEigenVectorsGrad", "DistFactor"}
+	"DistPotrsGrad", "DistPotriGrad", "DistLogDetGrad", "DistEigenValuesGrad", "DistEigenVectorsGrad", "DistFactor",
+	"DistFromRowBlocks", "DistRowBlock", "DistDistribute", "DistGather", "DistGridInput", "DistGradToken", "DistGridSum"}
 
 // op is one of the graph ops on grid g in blocks of nb, for dtype dt.
+// With onGrid its matrix inputs and outputs are grid values (*Value), else
+// host values every rank holds.
 type op struct {
-	kind  kind
-	dt    tensor.Dtype
-	arity int
-	g     *dist.Grid
-	nb    int
+	kind   kind
+	dt     tensor.Dtype
+	arity  int
+	g      *dist.Grid
+	nb     int
+	onGrid bool
+	n      int // kFromRowBlocks: the global rows
+	rows   int // kRowBlock: this rank's band rows
+	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
+	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
+
+	// Reused from one run to the next: each input's column-major copy
+	// (host), the host output (dense).
+	bufs []any
+	out  *tensor.Dense
 }
 
 // Cholesky is the node L, the lower Cholesky factor of the Hermitian
-// positive definite A (lower triangle read), zero above the diagonal,
-// brought back from the grid.
+// positive definite A (lower triangle read), zero above the diagonal:
+// brought back from the grid to every rank for a host A, a grid value for
+// a grid-resident A.
 func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
-	f, err := o.apply(kFactor, block, a)
+	ins, nb, onGrid, err := o.prepare(kCholesky, block, a)
 	if err != nil {
 		return nil, err
 	}
-	return o.apply(kCholesky, block, a, f)
+	f, err := o.applyOn(kFactor, nb, onGrid, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	return o.applyOn(kCholesky, nb, onGrid, ins[0], f)
 }
 
 // CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (its lower
@@ -73,14 +98,15 @@ func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) {
 // LogDet and Cholesky of the same A: one factorisation, and the factor
 // stays on the grid).
 func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) {
-	if err := o.check(kPotrs, block, a, b); err != nil { // before the factor joins the graph
-		return nil, err
-	}
-	f, err := o.apply(kFactor, block, a)
+	ins, nb, onGrid, err := o.prepare(kPotrs, block, a, b)
 	if err != nil {
 		return nil, err
 	}
-	return o.apply(kPotrs, block, a, f, b)
+	f, err := o.applyOn(kFactor, nb, onGrid, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	return o.applyOn(kPotrs, nb, onGrid, ins[0], f, ins[1])
 }
 
 // Potri is the node A⁻¹, both triangles.
@@ -88,49 +114,143 @@ func (o *Ops) Potri(a *G.Node, block int) (*G.Node, error) {
 	return o.apply(kPotri, block, a)
 }
 
-// LogDet is the scalar node log det A (of the real dtype), from A's factor
-// on the grid (shared with Potrs).
+// LogDet is the scalar node log det A (of the real dtype, on every rank),
+// from A's factor on the grid (shared with Potrs).
 func (o *Ops) LogDet(a *G.Node, block int) (*G.Node, error) {
-	f, err := o.apply(kFactor, block, a)
+	ins, nb, onGrid, err := o.prepare(kLogDet, block, a)
 	if err != nil {
 		return nil, err
 	}
-	return o.apply(kLogDet, block, a, f)
+	f, err := o.applyOn(kFactor, nb, onGrid, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	return o.applyOn(kLogDet, nb, onGrid, ins[0], f)
 }
 
-// Syevd is the eigenvalues w (ascending, a vector of the real dtype) and,
-// with vectors, the eigenvectors v (in the columns) of the Hermitian A;
-// without, v is nil.
+// Syevd is the eigenvalues w (ascending, a vector of the real dtype, on
+// every rank) and, with vectors, the eigenvectors v (in the columns; a grid
+// value for a grid-resident A) of the Hermitian A; without, v is nil.
 func (o *Ops) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err error) {
 	if !vectors {
 		w, err = o.apply(kEigValues, block, a)
 		return w, nil, err
 	}
-	e, err := o.apply(kEigen, block, a)
+	ins, nb, onGrid, err := o.prepare(kEigen, block, a)
 	if err != nil {
 		return nil, nil, err
 	}
-	if w, err = o.apply(kEigValues, block, a, e); err != nil {
+	e, err := o.applyOn(kEigen, nb, onGrid, ins[0])
+	if err != nil {
 		return nil, nil, err
 	}
-	v, err = o.apply(kEigVectors, block, a, e)
+	if w, err = o.applyOn(kEigValues, nb, onGrid, ins[0], e); err != nil {
+		return nil, nil, err
+	}
+	v, err = o.applyOn(kEigVectors, nb, onGrid, ins[0], e)
 	return w, v, err
 }
 
 // apply checks the inputs and applies the op.
 func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
-	if err := o.check(k, block, ins...); err != nil {
+	ins, nb, onGrid, err := o.prepare(k, block, ins...)
+	if err != nil {
 		return nil, err
 	}
-	if block == 0 {
-		block = dist.DefaultBlock
+	return o.applyOn(k, nb, onGrid, ins...)
+}
+
+// applyOn applies op k to prepared inputs.
+func (o *Ops) applyOn(k kind, nb int, onGrid bool, ins ...*G.Node) (*G.Node, error) {
+	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1}, ins...)
+}
+
+// prepare checks the inputs of op k and decides where it runs. With no
+// grid-resident input it runs on host values (every rank's copy
+// distributed locally, the result brought back to every rank) in blocks of
+// block (0: dist.DefaultBlock). With one, it runs on grid values: the grid
+// inputs must be on o's grid in blocks of block (0: theirs), host inputs
+// are distributed first (Distribute) and grid input nodes go through one
+// GridInput node each (so that their gradient arrives as one grid value).
+// Nothing joins the graph when the inputs are bad.
+func (o *Ops) prepare(k kind, block int, ins ...*G.Node) (_ []*G.Node, nb int, onGrid bool, err error) {
+	if err := o.check(k, block, ins...); err != nil {
+		return nil, 0, false, err
 	}
-	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: block}, ins...)
+	for _, n := range ins {
+		g, gnb, ok := gridOf(n)
+		if !ok {
+			continue
+		}
+		switch {
+		case g != o.grid:
+			return nil, 0, false, fmt.Errorf("%w: distops: %s: %v is on another grid", dist.ErrBadInput, names[k], n.Name())
+		case nb == 0 && block == 0:
+			nb = gnb
+		case gnb != max(nb, block):
+			return nil, 0, false, fmt.Errorf("%w: distops: %s: %v is in %d×%d blocks, want %d", dist.ErrBadInput, names[k], n.Name(), gnb, gnb, max(nb, block))
+		}
+		onGrid = true
+	}
+	if !onGrid {
+		if block == 0 {
+			block = dist.DefaultBlock
+		}
+		return ins, block, false, nil
+	}
+	nb = max(nb, block)
+	out := make([]*G.Node, len(ins))
+	for i, n := range ins {
+		_, _, grid := gridOf(n)
+		switch {
+		case isFactor(n):
+			out[i] = n
+		case grid && n.Op() == nil:
+			out[i], err = o.applyOn(kGridInput, nb, true, n)
+		case grid:
+			out[i] = n
+		default:
+			out[i], err = o.distribute(n, nb, -1)
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+	}
+	return out, nb, true, nil
+}
+
+// isFactor reports whether n is a Factor node.
+func isFactor(n *G.Node) bool {
+	f, ok := n.Op().(*op)
+	return ok && f.kind == kFactor
 }
 
 // check checks the inputs of op k: the first is the n×n matrix; the others
 // have n rows and its dtype, or are its Factor node.
 func (o *Ops) check(k kind, block int, ins ...*G.Node) error {
+	if err := o.checkNodes(k, block, ins...); err != nil {
+		return err
+	}
+	a := ins[0]
+	s := a.Shape()
+	if len(s) != 2 || s[0] != s[1] {
+		return fmt.Errorf("%w: distops: %s needs a square matrix, %v has shape %v", dist.ErrBadInput, names[k], a.Name(), s)
+	}
+	for _, n := range ins[1:] {
+		if isFactor(n) {
+			continue
+		}
+		if n.Dims() < 1 || n.Dims() > 2 || n.Shape()[0] != s[0] || n.Dtype() != a.Dtype() {
+			return fmt.Errorf("%w: distops: %s: %v (%v, %v) does not fit the %d×%d %v matrix",
+				dist.ErrBadInput, names[k], n.Name(), n.Shape(), n.Dtype(), s[0], s[0], a.Dtype())
+		}
+	}
+	return nil
+}
+
+// checkNodes checks what every builder needs: a grid, a block size ≥ 0,
+// inputs that exist, in one graph, of a dtype ScaLAPACK computes with.
+func (o *Ops) checkNodes(k kind, block int, ins ...*G.Node) error {
 	if o == nil || o.grid == nil {
 		return fmt.Errorf("%w: distops: %s: no grid", dist.ErrBadInput, names[k])
 	}
@@ -145,31 +265,21 @@ func (o *Ops) check(k kind, block int, ins ...*G.Node) error {
 			return fmt.Errorf("%w: distops: %s: inputs from different graphs", dist.ErrBadInput, names[k])
 		}
 	}
-	a := ins[0]
-	s := a.Shape()
-	if len(s) != 2 || s[0] != s[1] {
-		return fmt.Errorf("%w: distops: %s needs a square matrix, %v has shape %v", dist.ErrBadInput, names[k], a.Name(), s)
-	}
-	switch a.Dtype() {
+	switch ins[0].Dtype() {
 	case tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128:
 	default:
-		return fmt.Errorf("%w: distops: %s: dtype %v", dist.ErrBadInput, names[k], a.Dtype())
-	}
-	for _, n := range ins[1:] {
-		if f, ok := n.Op().(*op); ok && f.kind == kFactor {
-			continue
-		}
-		if n.Dims() < 1 || n.Dims() > 2 || n.Shape()[0] != s[0] || n.Dtype() != a.Dtype() {
-			return fmt.Errorf("%w: distops: %s: %v (%v, %v) does not fit the %d×%d %v matrix",
-				dist.ErrBadInput, names[k], n.Name(), n.Shape(), n.Dtype(), s[0], s[0], a.Dtype())
-		}
+		return fmt.Errorf("%w: distops: %s: dtype %v", dist.ErrBadInput, names[k], ins[0].Dtype())
 	}
 	return nil
 }
 
-// grad applies the gradient op k to ins (already checked by the forward op).
-func (o *op) grad(k kind, ins ...*G.Node) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: k, dt: o.dt, arity: len(ins), g: o.g, nb: o.nb}, ins...)
+// gridOut reports whether the op's output is a grid value.
+func (o *op) gridOut() bool {
+	switch o.kind {
+	case kLogDet, kEigValues, kFactor, kGather, kRowBlock, kToken:
+		return false
+	}
+	return o.onGrid
 }
 
 func (o *op) Arity() int { return o.arity }
@@ -187,7 +297,18 @@ func (o *op) Type() hm.Type {
 	b := hm.TypeVariable('k') // right-hand sides ('b' is Gorgonia's own, for the result)
 	r := realOf(o.dt)
 	w := G.TensorType{Dims: 1, Of: r}
+	a := hm.TypeVariable('a')
 	switch o.kind {
+	case kFromRowBlocks, kRowBlock, kDistribute, kGather, kGridInput:
+		return hm.NewFnType(a, a)
+	case kToken:
+		return hm.NewFnType(a, o.dt)
+	case kGridSum:
+		ts := make([]hm.Type, o.arity+1)
+		for i := range ts {
+			ts[i] = a
+		}
+		return hm.NewFnType(ts...)
 	case kFactor:
 		return hm.NewFnType(m, o.dt)
 	case kCholesky:
@@ -225,8 +346,15 @@ func (o *op) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 		return nil, fmt.Errorf("distops: %s: want a shape, got %v", o, in[0])
 	}
 	switch o.kind {
-	case kLogDet, kFactor:
+	case kLogDet, kFactor, kToken:
 		return tensor.ScalarShape(), nil
+	case kFromRowBlocks, kRowBlock:
+		out := s.Clone()
+		out[0] = o.n
+		if o.kind == kRowBlock {
+			out[0] = o.rows
+		}
+		return out, nil
 	case kPotrsGrad: // (F, X, X̄): the order from X
 		x, ok := in[1].(tensor.Shape)
 		if !ok {
@@ -250,7 +378,7 @@ func (o *op) CallsExtern() bool    { return true }
 func (o *op) OverwritesInput() int { return -1 }
 func (o *op) String() string       { return names[o.kind] }
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d|%p|%d", names[o.kind], o.dt, o.arity, o.g, o.nb)
+	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id)
 }
 func (o *op) Hashcode() uint32 {
 	h := fnv.New32a()
@@ -305,8 +433,10 @@ func factorOf[T dist.Scalar](v G.Value) (*dist.Matrix[T], error) {
 }
 
 // host is a matrix or vector value as its rows, columns (1 for a vector)
-// and column-major data.
-func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
+// and column-major data: a copy in *buf, which it reuses from one call to
+// the next (an op's buffer for one input: the callers pass the copy on to
+// dist, which copies it again and keeps nothing).
+func host[T dist.Scalar](v G.Value, buf *any) (r, c int, cm []T, err error) {
 	if e, ok := v.(*eigen); ok {
 		v = e.Dense
 	}
@@ -325,7 +455,10 @@ func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
 	if d.Dims() == 2 {
 		c = d.Shape()[1]
 	}
-	cm = make([]T, r*c)
+	if cm, _ = (*buf).([]T); len(cm) != r*c {
+		cm = make([]T, r*c)
+		*buf = cm
+	}
 	for i := range r {
 		for j := range c {
 			cm[i+j*r] = rm[i*c+j]
@@ -335,8 +468,19 @@ func host[T dist.Scalar](v G.Value) (r, c int, cm []T, err error) {
 }
 
 // dense is the column-major r×c data as a row-major value of the given
-// shape (r×c, or r for a vector).
-func dense[T dist.Scalar](shape tensor.Shape, r, c int, cm []T) *tensor.Dense {
+// shape (r×c, or r for a vector): written into prev when it has that shape
+// and dtype (an op's output of the last run, as package ops' Gather
+// reuses its own), else new.
+func dense[T dist.Scalar](prev *tensor.Dense, shape tensor.Shape, r, c int, cm []T) *tensor.Dense {
+	if prev != nil && prev.Shape().Eq(shape) && prev.Dtype() == dtypeOf[T]() && !prev.IsView() {
+		rm := prev.Data().([]T)
+		for i := range r {
+			for j := range c {
+				rm[i*c+j] = cm[i+j*r]
+			}
+		}
+		return prev
+	}
 	rm := make([]T, r*c)
 	for i := range r {
 		for j := range c {
@@ -417,12 +561,103 @@ var distributed = [...][]int{
 	kCholesky: {}, kCholSolve: {0, 1}, kPotrs: {2}, kPotri: {0}, kEigen: {0}, kEigValues: {0},
 	kCholeskyGrad: {0, 1}, kCholSolveGrad: {0, 1, 2}, kPotrsGrad: {1, 2}, kPotriGrad: {0, 1},
 	kLogDetGrad: {0}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1}, kFactor: {0},
+	kRowBlock: {0}, kGather: {0},
+}
+
+// onGrid is the value v on the op's grid: a grid value's matrix (which
+// must be on the op's grid in its blocks), or a host value every rank
+// holds, distributed locally.
+func onGrid[T dist.Scalar](o *op, j int, v G.Value) (*dist.Matrix[T], error) {
+	if m, ok := MatrixOf[T](v); ok {
+		if m.Grid != o.g || m.Layout.MB != o.nb {
+			return nil, fmt.Errorf("%w: a grid value on another grid or in other blocks than %d×%d", dist.ErrBadInput, o.nb, o.nb)
+		}
+		return m, nil
+	}
+	if _, ok := v.(*Value); ok {
+		return nil, fmt.Errorf("%w: want a grid value of %v, got %v", dist.ErrBadInput, o.dt, v)
+	}
+	r, c, cm, err := host[T](v, o.buf(j))
+	if err != nil {
+		return nil, err
+	}
+	return dist.FromReplicated(o.g, r, c, o.nb, cm)
+}
+
+// buf is the reused buffer of input j.
+func (o *op) buf(j int) *any {
+	if len(o.bufs) <= j {
+		o.bufs = append(o.bufs, make([]any, j+1-len(o.bufs))...)
+	}
+	return &o.bufs[j]
+}
+
+// eigenValuesOf is the eigenvalues an Eigen node's value carries.
+func eigenValuesOf(v G.Value) ([]float64, bool) {
+	switch e := v.(type) {
+	case *eigen:
+		return e.w, true
+	case *eigenGrid:
+		return e.w, true
+	}
+	return nil, false
+}
+
+// badDiagonal is the 1-based index of the first zero or non-finite
+// diagonal element of the factor l (0 if none), the same on every rank.
+func badDiagonal[T dist.Scalar](l G.Value) (int, error) {
+	if m, ok := MatrixOf[T](l); ok {
+		return m.FirstBadDiagonal()
+	}
+	d, err := diagonal(l)
+	if err != nil {
+		return 0, err
+	}
+	for i, x := range d {
+		if x == 0 || cmplx.IsNaN(x) || cmplx.IsInf(x) {
+			return i + 1, nil
+		}
+	}
+	return 0, nil
 }
 
 func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
-	shape := vals[0].Shape()
-	var e *eigen
+	shape := vals[0].Shape().Clone() // tensor.Dense's Shape is its own, not a copy
+	var w []float64
 	switch o.kind {
+	case kToken:
+		return realValue(0, o.dt), nil
+	case kGridSum:
+		return gridSum(vals)
+	case kGridInput:
+		if _, err := onGrid[T](o, 0, vals[0]); err != nil {
+			return nil, err
+		}
+		return vals[0], nil
+	case kFromRowBlocks, kDistribute:
+		r, c, cm, err := host[T](vals[0], o.buf(0))
+		if err != nil {
+			return nil, err
+		}
+		var m *dist.Matrix[T]
+		switch {
+		case o.kind == kFromRowBlocks:
+			m, err = dist.FromRowBlocks(o.g, c, o.nb, r, cm)
+		case o.root < 0:
+			m, err = dist.FromReplicated(o.g, r, c, o.nb, cm)
+		default:
+			m, err = dist.FromRoot(o.g, o.root, r, c, o.nb, cm)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if o.kind == kFromRowBlocks {
+			if m.Layout.Rows != o.n {
+				return nil, fmt.Errorf("%w: the bands hold %d rows, the node %d", dist.ErrBadInput, m.Layout.Rows, o.n)
+			}
+			shape[0] = o.n
+		}
+		return NewValue(m, shape...)
 	case kLogDet:
 		// 2·Σ log Re(L_ii) over the factor's diagonal, summed over the grid.
 		l, err := factorOf[T](vals[1])
@@ -444,45 +679,45 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		}
 		return realValue(sum, o.dt), nil
 	case kEigVectors:
-		if e, _ = vals[1].(*eigen); e == nil {
-			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[1])
+		switch e := vals[1].(type) {
+		case *eigen:
+			return e.Dense.Clone().(*tensor.Dense), nil
+		case *eigenGrid:
+			c, _ := e.Value.Clone()
+			return c.(*Value), nil
 		}
-		return e.Dense.Clone().(*tensor.Dense), nil
+		return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[1])
 	case kEigValues:
-		if e, _ = vals[len(vals)-1].(*eigen); e != nil && o.arity == 2 {
-			return realVector(e.w, o.dt), nil
+		if ew, ok := eigenValuesOf(vals[len(vals)-1]); ok && o.arity == 2 {
+			return realVector(ew, o.dt), nil
 		}
 	case kEigValuesGrad, kEigVectorsGrad:
-		if e, _ = vals[0].(*eigen); e == nil {
+		var ok bool
+		if w, ok = eigenValuesOf(vals[0]); !ok {
 			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[0])
 		}
 	case kCholSolve:
 		// As on one process: a zero or non-finite diagonal entry of the
-		// factor is an error (ScaLAPACK's p?potrs does not check). Every
-		// rank holds the same factor, so every rank finds the same entry.
-		d, err := diagonal(vals[0])
+		// factor is an error (ScaLAPACK's p?potrs does not check); every
+		// rank finds the same entry.
+		bad, err := badDiagonal[T](vals[0])
 		if err != nil {
 			return nil, err
 		}
-		for i, x := range d {
-			if x == 0 || cmplx.IsNaN(x) || cmplx.IsInf(x) {
-				return nil, &kernels.NotPositiveDefiniteError{Order: i + 1}
-			}
+		if bad > 0 {
+			return nil, &kernels.NotPositiveDefiniteError{Order: bad}
 		}
 		shape = vals[1].Shape()
 	case kPotrs:
 		shape = vals[2].Shape()
 	}
 
-	// Every input on the grid: a local copy each (the values are the same
-	// on every rank).
+	// Every input on the grid: a grid value as it is, a host value (the
+	// same on every rank) by a local copy each.
 	ms := make([]*dist.Matrix[T], len(distributed[o.kind]))
 	for i, j := range distributed[o.kind] {
-		r, c, cm, err := host[T](vals[j])
-		if err != nil {
-			return nil, err
-		}
-		if ms[i], err = dist.FromReplicated(o.g, r, c, o.nb, cm); err != nil {
+		var err error
+		if ms[i], err = onGrid[T](o, j, vals[j]); err != nil {
 			return nil, err
 		}
 	}
@@ -495,8 +730,29 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 			return nil, err
 		}
 		return &factor{Dense: tensor.New(tensor.FromScalar(*new(T))), l: l}, nil
+	case kRowBlock:
+		band, err := ms[0].RowBlock(o.rows)
+		if err != nil {
+			return nil, err
+		}
+		shape[0] = o.rows
+		o.out = dense(o.out, shape, o.rows, ms[0].Layout.Cols, band)
+		return o.out, nil
+	case kGather:
+		full, err := ms[0].Gather(o.root)
+		if err != nil {
+			return nil, err
+		}
+		if full == nil { // not the root: zeros of the shape
+			full = make([]T, ms[0].Layout.Rows*ms[0].Layout.Cols)
+		}
+		o.out = dense(o.out, shape, ms[0].Layout.Rows, ms[0].Layout.Cols, full)
+		return o.out, nil
 	case kCholesky:
 		res, err = factorOf[T](vals[1])
+		if err == nil && o.onGrid {
+			res = res.Clone() // the factor node keeps its own
+		}
 	case kCholSolve:
 		res, err = dist.CholSolve(ms[0], ms[1])
 	case kPotrs:
@@ -507,14 +763,12 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	case kPotri:
 		res, err = dist.Potri(ms[0])
 	case kEigen, kEigValues:
-		var w []float64
 		if w, res, err = dist.Syevd(ms[0], o.kind == kEigen); err != nil {
 			return nil, err
 		}
 		if o.kind == kEigValues {
 			return realVector(w, o.dt), nil
 		}
-		e = &eigen{w: w}
 	case kCholeskyGrad:
 		res, err = dist.CholeskyGrad(ms[0], ms[1])
 	case kCholSolveGrad:
@@ -537,99 +791,53 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		if werr != nil {
 			return nil, werr
 		}
-		res, err = dist.SyevdGrad(e.w, ms[0], wbar, nil)
+		res, err = dist.SyevdGrad(w, ms[0], wbar, nil)
 	case kEigVectorsGrad:
-		res, err = dist.SyevdGrad(e.w, ms[0], nil, ms[1])
+		res, err = dist.SyevdGrad(w, ms[0], nil, ms[1])
 	default:
 		return nil, fmt.Errorf("unknown op %d", o.kind)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if o.kind == kPotrsGrad {
+		shape = tensor.Shape{res.Layout.Rows, res.Layout.Cols}
+	}
+	if o.gridOut() {
+		v, err := NewValue(res, shape...)
+		if err != nil || o.kind != kEigen {
+			return v, err
+		}
+		return &eigenGrid{Value: v, w: w}, nil
+	}
 	// The result back on every rank.
 	full, err := res.Gather(-1)
 	if err != nil {
 		return nil, err
 	}
-	if o.kind == kPotrsGrad {
-		shape = tensor.Shape{res.Layout.Rows, res.Layout.Cols}
+	if o.kind == kEigen { // read by the EigenValues and EigenVectors nodes: a value of its own
+		return &eigen{Dense: dense(nil, shape, res.Layout.Rows, res.Layout.Cols, full), w: w}, nil
 	}
-	v := dense(shape, res.Layout.Rows, res.Layout.Cols, full)
-	if o.kind == kEigen {
-		e.Dense = v
-		return e, nil
-	}
-	return v, nil
+	o.out = dense(o.out, shape, res.Layout.Rows, res.Layout.Cols, full)
+	return o.out, nil
 }
 
-// DiffWRT: the factor L of Potrs and LogDet and the Eigen node of
-// EigenValues and EigenVectors are not differentiated (the gradient goes
-// to A directly), nor are the gradient ops.
-func (o *op) DiffWRT(n int) []bool {
-	d := make([]bool, n)
-	switch o.kind {
-	case kCholesky, kPotri, kLogDet, kEigen, kEigValues, kEigVectors, kFactor:
-		d[0] = true
-	case kCholSolve:
-		d[0], d[1] = true, true
-	case kPotrs:
-		d[0], d[2] = true, true
+// gridSum is the sum of the grid values vals (a new value).
+func gridSum(vals []G.Value) (G.Value, error) {
+	first, ok := vals[0].(*Value)
+	if !ok {
+		return nil, fmt.Errorf("%w: want grid values to sum, got %T", dist.ErrBadInput, vals[0])
 	}
-	return d
-}
-
-// SymDiff builds the backward pass on the same grid, with the formulas of
-// package ops (ops/linalg_grad.go):
-//
-//	Cholesky   Ā = CholeskyGrad(L, L̄)
-//	CholSolve  B̄ = CholSolve(L, X̄), L̄ = CholSolveGrad(L, X, X̄)
-//	Potrs      B̄ = CholSolve(L, X̄), Ā = PotrsGrad(L, X, X̄)
-//	Potri      Ā = PotriGrad(C, C̄)
-//	LogDet     Ā = LogDetGrad(A, ḡ)
-//	Syevd      Ā = EigenValuesGrad(E, w̄) + EigenVectorsGrad(E, V̄)
-//
-// Complex dtypes have none: the error wraps dist.ErrComplexGradient (the
-// same sentinel as ops.ErrComplexGradient).
-func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	if o.dt == tensor.Complex64 || o.dt == tensor.Complex128 {
-		return nil, fmt.Errorf("distops: %s (%v): %w", o, o.dt, dist.ErrComplexGradient)
-	}
-	res := make(G.Nodes, len(in))
-	var err error
-	switch o.kind {
-	case kCholesky:
-		res[0], err = o.grad(kCholeskyGrad, output, grad)
-	case kCholSolve:
-		if res[1], err = o.grad(kCholSolve, in[0], grad); err != nil {
-			break
+	c, _ := first.Clone()
+	sum := c.(*Value)
+	for _, v := range vals[1:] {
+		x, ok := v.(*Value)
+		if !ok {
+			return nil, fmt.Errorf("%w: want grid values to sum, got %T", dist.ErrBadInput, v)
 		}
-		res[0], err = o.grad(kCholSolveGrad, in[0], output, grad)
-	case kPotrs:
-		if res[2], err = o.grad(kPotrs, in[0], in[1], grad); err != nil { // B̄ = A⁻¹X̄ from the factor
-			break
+		if err := addInto(sum, x); err != nil {
+			return nil, err
 		}
-		res[0], err = o.grad(kPotrsGrad, in[1], output, grad)
-	case kPotri:
-		res[0], err = o.grad(kPotriGrad, output, grad)
-	case kLogDet:
-		res[0], err = o.grad(kLogDetGrad, in[0], grad)
-	case kEigen:
-		res[0], err = o.grad(kEigVectorsGrad, output, grad)
-	case kEigValues:
-		e := in[len(in)-1]
-		if o.arity == 1 {
-			if e, err = o.grad(kEigen, in[0]); err != nil {
-				break
-			}
-		}
-		res[0], err = o.grad(kEigValuesGrad, e, grad)
-	case kEigVectors:
-		res[0], err = o.grad(kEigVectorsGrad, in[1], grad)
-	default:
-		err = fmt.Errorf("%w: distops: %s has no gradient", dist.ErrBadInput, o)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return sum, nil
 }

@@ -215,48 +215,21 @@ func near(got, want []complex128, tol float64) (bool, int) {
 	return true, 0
 }
 
-// evaluate builds a graph with build, differentiates cost (when not nil)
-// with respect to wrt, runs it and returns the outputs' and the gradients'
-// values (copied out with G.Read).
-func evaluate(build func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)) (outs, grads []G.Value, err error) {
-	g := G.NewGraph()
-	on, wrt, cost, err := build(g)
-	if err != nil {
-		return nil, nil, err
-	}
-	var gn G.Nodes
-	if cost != nil {
-		if gn, err = G.Grad(cost, wrt...); err != nil {
-			return nil, nil, mgla.Cause(err)
-		}
-	}
-	all := append(append([]*G.Node(nil), on...), gn...)
-	vals := make([]G.Value, len(all))
-	for i, n := range all {
-		G.Read(n, &vals[i])
-	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		return nil, nil, mgla.Cause(err)
-	}
-	return vals[:len(on)], vals[len(on):], nil
-}
-
-// builder makes the graph builder of evaluate with the given options.
+// builder makes the graph builder of run with the given options.
 type builder func(opts ...mgla.Option) func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)
 
 // onAndOffGrid evaluates build's graph with WithGrid(grid) in blocks of nb
-// and without (the single-process reference); each result is the outputs'
-// values followed by the gradients'.
-func onAndOffGrid(t *testing.T, name string, grid *dist.Grid, nb int, build builder) (got, want []G.Value) {
+// on machine m and without the grid on a TapeMachine (the single-process
+// reference); each result is the outputs' values followed by the
+// gradients'.
+func onAndOffGrid(t *testing.T, name string, m machine, grid *dist.Grid, nb int, build builder) (got, want []G.Value) {
 	t.Helper()
-	outs, grads, err := evaluate(build(mgla.WithGrid(distops.On(grid)), mgla.WithTile(nb)))
+	outs, grads, err := run(m, build(mgla.WithGrid(distops.On(grid)), mgla.WithTile(nb)))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	got = append(outs, grads...)
-	if outs, grads, err = evaluate(build()); err != nil {
+	if outs, grads, err = run(tape, build()); err != nil {
 		t.Fatalf("%s: without the grid: %v", name, err)
 	}
 	return got, append(outs, grads...)
@@ -313,7 +286,15 @@ func forward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb i
 			return append(outs, w, v), nil, nil, err
 		}
 	}
-	got, want := onAndOffGrid(t, name, grid, nb, build)
+	got, want := onAndOffGrid(t, name, tape, grid, nb, build)
+	compareForward(t, name, dt, n, got, want)
+}
+
+// compareForward compares the outputs of forward's graph, got on the grid
+// and want without: Cholesky, CholSolve, Potrs, Potri, LogDet, Syevd
+// values only, Syevd w and V (up to a phase per column).
+func compareForward(t *testing.T, name string, dt tensor.Dtype, n int, got, want []G.Value) {
+	t.Helper()
 	what := []string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Syevd values only", "Syevd w", "Syevd V"}
 	for i := range want {
 		if !got[i].Shape().Eq(want[i].Shape()) || got[i].Dtype() != want[i].Dtype() {
@@ -356,20 +337,23 @@ func phased(v, ref []complex128, n int) []complex128 {
 //	Σ W₁∘Cholesky(A) + Σ W₂∘CholSolve(L, B) + Σ W₃∘Potrs(A, B) + Σ W₄∘Potri(A)
 //	+ LogDet(A) + Σ w₅∘eigenvalues(A) + Σ W₆∘V∘V + Σ w₇∘(values only)
 //
-// (V∘V: the eigenvectors' signs do not matter).
+// (V∘V: the eigenvectors' signs do not matter), on the grid run by the
+// TapeMachine and by the LispMachine (the ops' DoDiff).
 func TestGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 23))
 	for _, g := range grids(t) {
 		for _, sh := range shapes {
-			gradients[float32](t, rng, g, sh.n, sh.k, sh.nb)
-			gradients[float64](t, rng, g, sh.n, sh.k, sh.nb)
+			for _, m := range []machine{tape, lisp} {
+				gradients[float32](t, rng, g, sh.n, sh.k, sh.nb, m)
+				gradients[float64](t, rng, g, sh.n, sh.k, sh.nb, m)
+			}
 		}
 	}
 }
 
-func gradients[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int) {
+func gradients[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int, m machine) {
 	dt := dtypeOf[T]()
-	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d", gridName(grid), dt, n, k, nb)
+	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d %v", gridName(grid), dt, n, k, nb, m)
 	a, l, b := operands[T](rng, n, k)
 	ws := make([]*tensor.Dense, 7)
 	for i := range ws {
@@ -412,7 +396,7 @@ func gradients[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Gri
 			return nil, []*G.Node{an, bn, ln}, cost, nil
 		}
 	}
-	got, want := onAndOffGrid(t, name, grid, nb, build)
+	got, want := onAndOffGrid(t, name, m, grid, nb, build)
 	// The eigenvector term amplifies rounding by 1/(w_j − w_i).
 	tol := 50 * tolerance(dt)
 	for i, what := range []string{"Ā", "B̄", "L̄"} {
@@ -435,18 +419,7 @@ func TestFiniteDifferences(t *testing.T) {
 	const n, k, nb = 6, 2, 4
 	for _, g := range grids(t) {
 		opts := []mgla.Option{mgla.WithGrid(distops.On(g)), mgla.WithTile(nb)}
-		a := spd[float64](rng, n)
-		for i := range n { // well separated eigenvalues, for Syevd's vectors
-			a.Data().([]float64)[i*n+i] += 3 * float64(i)
-		}
-		b := matrix[float64](rng, n, k)
-		w, wk := matrix[float64](rng, n, n), matrix[float64](rng, n, k)
-		e := matrix[float64](rng, n, n).Data().([]float64)
-		for i := range n {
-			for j := range i {
-				e[j*n+i] = e[i*n+j]
-			}
-		}
+		a, b, w, wk, e := fdOperands(rng, n, k)
 		for _, c := range []struct {
 			name string
 			f    func(a *G.Node) (*G.Node, error)
@@ -482,7 +455,7 @@ func TestFiniteDifferences(t *testing.T) {
 				for i := range d {
 					d[i] += h * e[i]
 				}
-				outs, grads, err := evaluate(func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				outs, grads, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
 					an := input(g, "A", ah)
 					cost, err := c.f(an)
 					if err != nil || h != 0 {
@@ -527,6 +500,26 @@ func TestFiniteDifferences(t *testing.T) {
 	}
 }
 
+// fdOperands are the operands of the finite-difference tests: an n×n
+// symmetric positive definite a with well separated eigenvalues (for
+// Syevd's vectors), an n×k b, weights w (n×n) and wk (n×k), and a random
+// symmetric direction e (row-major).
+func fdOperands(rng *rand.Rand, n, k int) (a, b, w, wk *tensor.Dense, e []float64) {
+	a = spd[float64](rng, n)
+	for i := range n {
+		a.Data().([]float64)[i*n+i] += 3 * float64(i)
+	}
+	b = matrix[float64](rng, n, k)
+	w, wk = matrix[float64](rng, n, n), matrix[float64](rng, n, k)
+	e = matrix[float64](rng, n, n).Data().([]float64)
+	for i := range n {
+		for j := range i {
+			e[j*n+i] = e[i*n+j]
+		}
+	}
+	return a, b, w, wk, e
+}
+
 // TestNotPositiveDefinite checks that a matrix that is not positive
 // definite gives ErrNotPositiveDefinite through mgla.Cause on every rank,
 // with the order of the failing minor, for every op that factors, and that
@@ -556,7 +549,7 @@ func TestNotPositiveDefinite(t *testing.T) {
 				return mgla.CholSolve(z, b, opts...)
 			}},
 		} {
-			_, _, err := evaluate(func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+			_, _, err := run(tape, func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
 				x, err := c.f(input(gr, "A", at), input(gr, "B", bt))
 				return []*G.Node{x}, nil, nil, err
 			})

@@ -195,13 +195,7 @@ func dense(data []float64, shape ...int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
 }
 
-func identity(n int) *tensor.Dense {
-	d := make([]float64, n*n)
-	for i := range n {
-		d[i*n+i] = 1
-	}
-	return dense(d, n, n)
-}
+func identity(n int) *tensor.Dense { return IdentityRows(n, 0, n) }
 
 // rbf is σ²·exp(−½·D·exp(−2·log ℓ)) for a matrix D of squared distances,
 // built from the log parameters with ordinary Gorgonia ops, so that
@@ -215,6 +209,25 @@ func rbf(d, logEll, logSignal *G.Node) *G.Node {
 // withNoise is K + exp(log σₙ²)·I.
 func withNoise(k, eye, logNoise *G.Node) *G.Node {
 	return G.Must(G.Add(k, G.Must(G.Mul(eye, G.Must(G.Exp(logNoise))))))
+}
+
+// KernelMatrix is the node K(θ) = σ²·exp(−D/(2ℓ²)) + σₙ²·I of GPModel
+// from the squared distances d and the identity eye, or from the same
+// rows of both (a band of K, as examples/distributed builds on each rank),
+// and the log parameters (log ℓ, log σ², log σₙ²), with ordinary Gorgonia
+// ops, so that gorgonia.Grad differentiates it. It panics on nodes that do
+// not fit (use it under catch).
+func KernelMatrix(d, eye *G.Node, params [3]*G.Node) *G.Node {
+	return withNoise(rbf(d, params[0], params[1]), eye, params[2])
+}
+
+// IdentityRows is rows [r0, r1) of the n×n identity, row-major.
+func IdentityRows(n, r0, r1 int) *tensor.Dense {
+	d := make([]float64, (r1-r0)*n)
+	for i := r0; i < r1; i++ {
+		d[(i-r0)*n+i] = 1
+	}
+	return dense(d, r1-r0, n)
 }
 
 // GPModel is the negative log marginal likelihood of a GP with an RBF
@@ -266,7 +279,7 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 	eye := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("I"), G.WithValue(identity(n)))
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
 
-	m.K = withNoise(rbf(d, m.Params[0], m.Params[1]), eye, m.Params[2])
+	m.K = KernelMatrix(d, eye, m.Params)
 	m.Alpha = G.Must(mgla.Potrs(m.K, yn, opts...)) // K⁻¹Y
 	m.LogDet = G.Must(mgla.LogDet(m.K, opts...))   // log det K, from the same factor
 	quad := G.Must(G.Sum(G.Must(G.HadamardProd(yn, m.Alpha))))
@@ -291,14 +304,8 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 // and its gradient. A matrix K that is not positive definite gives an error
 // matching mgla.ErrNotPositiveDefinite.
 func (m *GPModel) Eval(theta [3]float64) (nll float64, grad [3]float64, err error) {
-	for i, p := range m.Params {
-		if err := G.Let(p, G.NewF64(theta[i])); err != nil {
-			return 0, grad, err
-		}
-	}
-	m.vm.Reset()
-	if err := m.vm.RunAll(); err != nil {
-		return 0, grad, mgla.Cause(err)
+	if err := RunAt(m.vm, m.Params, theta); err != nil {
+		return 0, grad, err
 	}
 	nll, err = scalar("nll", m.nllValue)
 	for i, v := range m.grads {
@@ -307,6 +314,22 @@ func (m *GPModel) Eval(theta [3]float64) (nll float64, grad [3]float64, err erro
 		}
 	}
 	return nll, grad, err
+}
+
+// RunAt binds the parameter nodes params to θ and runs the machine vm once
+// (a graph like GPModel's); errors of the mgla ops come through
+// mgla.Cause.
+func RunAt(vm G.VM, params [3]*G.Node, theta [3]float64) error {
+	for i, p := range params {
+		if err := G.Let(p, G.NewF64(theta[i])); err != nil {
+			return err
+		}
+	}
+	vm.Reset()
+	if err := vm.RunAll(); err != nil {
+		return mgla.Cause(err)
+	}
+	return nil
 }
 
 // Close releases the machine.
@@ -423,7 +446,7 @@ func PredictGP(x []float64, y *tensor.Dense, xTest []float64, p GPParams, opts .
 	ds := G.NewMatrix(g, tensor.Float64, G.WithShape(m, n), G.WithName("Dstar"), G.WithValue(dense(SquaredDistances(xTest, x), m, n)))
 	eye := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("I"), G.WithValue(identity(n)))
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
-	k := withNoise(rbf(d, params[0], params[1]), eye, params[2])
+	k := KernelMatrix(d, eye, params)
 	alpha := G.Must(mgla.Potrs(k, yn, opts...))
 	mu := G.Must(G.Mul(rbf(ds, params[0], params[1]), alpha)) // K*·K⁻¹Y
 	var out G.Value

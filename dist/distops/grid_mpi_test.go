@@ -1,0 +1,656 @@
+//go:build mpi
+
+package distops_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/dist/distops"
+	"github.com/mgla/mgla/kernels"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// band is this rank's rows [r0, r1) of n in the split used by the grid
+// tests: every rank at least one row, the first ranks one more (not the
+// block split of FromRowBlocks' p?gemr2d path unless the counts happen to
+// be) when even, the block split of ⌈n/size⌉ rows when odd.
+func band(n int, even bool) (r0, r1 int) {
+	size, r := world.Size(), world.Rank()
+	if !even {
+		per := (n + size - 1) / size
+		return min(r*per, n), min((r+1)*per, n)
+	}
+	q, rem := n/size, n%size
+	r0 = r*q + min(r, rem)
+	r1 = r0 + q
+	if r < rem {
+		r1++
+	}
+	return r0, r1
+}
+
+// rowsOf is rows [r0, r1) of the row-major matrix (or vector) d, a copy.
+func rowsOf(d *tensor.Dense, r0, r1 int) *tensor.Dense {
+	s := d.Shape()
+	c := 1
+	if len(s) == 2 {
+		c = s[1]
+	}
+	src := reflect.ValueOf(d.Data())
+	rows := reflect.MakeSlice(src.Type(), (r1-r0)*c, (r1-r0)*c)
+	reflect.Copy(rows, src.Slice(r0*c, r1*c))
+	shape := []int{r1 - r0, c}
+	if len(s) == 1 {
+		shape = shape[:1]
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(rows.Interface()))
+}
+
+// inputs is how the grid tests put a host matrix on the grid.
+type placement int
+
+const (
+	rowBlocks  placement = iota // FromRowBlocks of each rank's band (even split)
+	blockSplit                  // FromRowBlocks of the block split
+	replicated                  // Distribute of every rank's copy
+	gridInput                   // an input node holding a grid value
+)
+
+var placements = []placement{rowBlocks, blockSplit, replicated, gridInput}
+
+func (p placement) String() string {
+	return [...]string{"row blocks", "block split", "replicated", "grid input"}[p]
+}
+
+// onGrid is the node of the host matrix d put on the grid as p says, and
+// the node that gradients are taken with respect to (the band, the host
+// node or the grid input).
+func onGrid(t *testing.T, on *distops.Ops, g *G.ExprGraph, grid *dist.Grid, name string, d *tensor.Dense, nb int, p placement) (x, wrt *G.Node) {
+	t.Helper()
+	n := d.Shape()[0]
+	var err error
+	switch {
+	case p == gridInput:
+		v := gridValue(t, grid, d, nb)
+		wrt = distops.Input(g, v, name)
+		return wrt, wrt
+	case p == replicated || n < world.Size():
+		wrt = input(g, name, d)
+		x, err = on.Distribute(wrt, nb)
+	default:
+		r0, r1 := band(n, p == rowBlocks)
+		if r1 == r0 { // the block split of few rows leaves this rank none
+			wrt = input(g, name, d)
+			x, err = on.Distribute(wrt, nb)
+			break
+		}
+		wrt = input(g, name, rowsOf(d, r0, r1))
+		x, err = on.FromRowBlocks(wrt, n, nb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, wrt
+}
+
+// gridValue is the row-major host matrix (or vector) d as a grid value.
+func gridValue(t *testing.T, grid *dist.Grid, d *tensor.Dense, nb int) *distops.Value {
+	t.Helper()
+	var v *distops.Value
+	var err error
+	switch x := d.Data().(type) {
+	case []float32:
+		v, err = valueOf(grid, d.Shape(), x, nb)
+	case []float64:
+		v, err = valueOf(grid, d.Shape(), x, nb)
+	case []complex64:
+		v, err = valueOf(grid, d.Shape(), x, nb)
+	case []complex128:
+		v, err = valueOf(grid, d.Shape(), x, nb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func valueOf[T scalar](grid *dist.Grid, shape tensor.Shape, rm []T, nb int) (*distops.Value, error) {
+	r, c := shape[0], 1
+	if len(shape) == 2 {
+		c = shape[1]
+	}
+	cm := make([]T, r*c)
+	for i := range r {
+		for j := range c {
+			cm[i+j*r] = rm[i*c+j]
+		}
+	}
+	m, err := dist.FromReplicated(grid, r, c, nb, cm)
+	if err != nil {
+		return nil, err
+	}
+	return distops.NewValue(m, shape...)
+}
+
+// hostOf is a grid value brought to every rank as a row-major dense, or a
+// host value as it is.
+func hostOf(v G.Value) (G.Value, error) {
+	gv, ok := v.(*distops.Value)
+	if !ok {
+		return v, nil
+	}
+	var d *tensor.Dense
+	var err error
+	switch gv.Dtype() {
+	case tensor.Float32:
+		d, err = gathered[float32](gv)
+	case tensor.Float64:
+		d, err = gathered[float64](gv)
+	case tensor.Complex64:
+		d, err = gathered[complex64](gv)
+	default:
+		d, err = gathered[complex128](gv)
+	}
+	return d, err
+}
+
+func gathered[T scalar](v *distops.Value) (*tensor.Dense, error) {
+	m, ok := distops.MatrixOf[T](v)
+	if !ok {
+		return nil, fmt.Errorf("no %T matrix in %v", *new(T), v)
+	}
+	full, err := m.Gather(-1)
+	if err != nil {
+		return nil, err
+	}
+	r, c := m.Layout.Rows, m.Layout.Cols
+	rm := make([]T, r*c)
+	for i := range r {
+		for j := range c {
+			rm[i*c+j] = full[i+j*r]
+		}
+	}
+	return tensor.New(tensor.WithShape(v.Shape()...), tensor.WithBacking(rm)), nil
+}
+
+// TestGridForward runs the six ops on grid values (A and L from row
+// blocks, the block split, every rank's copy or a grid input node; B
+// distributed), gathers the matrix results with Ops.Gather, and compares
+// everything with the single-process ops, for every dtype, grid and shape.
+func TestGridForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 31))
+	for _, g := range grids(t) {
+		for i, sh := range shapes {
+			p := placements[i%len(placements)]
+			gridForward[float32](t, rng, g, sh.n, sh.k, sh.nb, p)
+			gridForward[float64](t, rng, g, sh.n, sh.k, sh.nb, p)
+			gridForward[complex64](t, rng, g, sh.n, sh.k, sh.nb, p)
+			gridForward[complex128](t, rng, g, sh.n, sh.k, sh.nb, p)
+		}
+	}
+}
+
+func gridForward[T scalar](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int, p placement) {
+	dt := dtypeOf[T]()
+	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d A from %v", gridName(grid), dt, n, k, nb, p)
+	a, l, b := operands[T](rng, n, k)
+	on := distops.On(grid)
+	var got []G.Value
+	_, _, err := run(tape, func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		an, _ := onGrid(t, on, g, grid, "A", a, nb, p)
+		ln, _ := onGrid(t, on, g, grid, "L", l, nb, p)
+		bn := input(g, "B", b) // a host B next to a grid A: distributed by the op
+		back := func(x *G.Node) *G.Node { return G.Must(on.Gather(x, -1)) }
+		wo, _ := must2(on.Syevd(an, 0, false))
+		w, v := must2(on.Syevd(an, 0, true))
+		outs = []*G.Node{back(G.Must(on.Cholesky(an, 0))), back(G.Must(on.CholSolve(ln, bn, 0))),
+			back(G.Must(mgla.Potrs(an, bn, mgla.WithGrid(on)))), // the root builder takes grid values too
+			back(G.Must(on.Potri(an, 0))), G.Must(on.LogDet(an, 0)), wo, w, back(v)}
+		got = make([]G.Value, len(outs))
+		for i, o := range outs {
+			G.Read(o, &got[i])
+		}
+		return outs, nil, nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want, _, err := run(tape, func(g *G.ExprGraph) (outs, _ []*G.Node, _ *G.Node, err error) {
+		an, ln, bn := input(g, "A", a), input(g, "L", l), input(g, "B", b)
+		wo, _, err := mgla.Syevd(an, mgla.EigenvaluesOnly())
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		w, v, err := mgla.Syevd(an)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return []*G.Node{G.Must(mgla.Cholesky(an)), G.Must(mgla.CholSolve(ln, bn)), G.Must(mgla.Potrs(an, bn)),
+			G.Must(mgla.Potri(an)), G.Must(mgla.LogDet(an)), wo, w, v}, nil, nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: without the grid: %v", name, err)
+	}
+	compareForward(t, name, dt, n, got, want)
+}
+
+// machine names the Gorgonia machine a grid test runs.
+type machine int
+
+const (
+	tape machine = iota
+	lisp
+)
+
+func (m machine) String() string { return [...]string{"TapeMachine", "LispMachine"}[m] }
+
+// run builds a graph with build, runs it on machine m with the gradients
+// of cost (when not nil) with respect to wrt (gorgonia.Grad for the
+// TapeMachine, copied out with G.Read; dual values for the LispMachine),
+// and returns the outputs' values and the gradients, grid values brought
+// to every rank.
+func run(m machine, build func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error)) (outs, grads []G.Value, err error) {
+	g := G.NewGraph()
+	on, wrt, cost, err := build(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	var vals []G.Value
+	if m == lisp {
+		vm := G.NewLispMachine(g)
+		defer vm.Close()
+		if err := vm.RunAll(); err != nil {
+			return nil, nil, mgla.Cause(err)
+		}
+		for _, n := range on {
+			vals = append(vals, n.Value())
+		}
+		for _, n := range wrt {
+			d, err := n.Grad()
+			if err != nil {
+				return nil, nil, err
+			}
+			vals = append(vals, d)
+		}
+	} else {
+		var gn G.Nodes
+		if cost != nil {
+			if gn, err = G.Grad(cost, wrt...); err != nil {
+				return nil, nil, mgla.Cause(err)
+			}
+		}
+		all := append(append([]*G.Node(nil), on...), gn...)
+		vals = make([]G.Value, len(all))
+		for i, n := range all {
+			G.Read(n, &vals[i])
+		}
+		vm := G.NewTapeMachine(g)
+		defer vm.Close()
+		if err := vm.RunAll(); err != nil {
+			return nil, nil, mgla.Cause(err)
+		}
+	}
+	for i := range vals {
+		if vals[i], err = hostOf(vals[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return vals[:len(on)], vals[len(on):], nil
+}
+
+// gpCost is the GP case: ½·Σ Y∘Potrs(A, Y) + ½·LogDet(A) on one A (one
+// factorisation shared by the two ops).
+func gpCost(a, x, y, ld *G.Node) *G.Node {
+	half := G.NewConstant(0.5)
+	if a.Dtype() == tensor.Float32 {
+		half = G.NewConstant(float32(0.5))
+	}
+	quad := G.Must(G.Sum(G.Must(G.HadamardProd(y, x))))
+	return G.Must(G.Add(G.Must(G.Mul(half, quad)), G.Must(G.Mul(half, ld))))
+}
+
+// TestGridGP checks the gradients of the GP cost ½·Σ Y∘Potrs(A, Y) +
+// ½·LogDet(A) with A a grid value (from row blocks, the block split,
+// every rank's copy or a grid input node: A has three consumers, the
+// factor, Potrs and LogDet, whose gradients meet on the grid) against the
+// single-process graph: each rank's band of Ā, or all of it, and Ȳ; on the
+// TapeMachine and the LispMachine, float32 and float64.
+func TestGridGP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 37))
+	for _, g := range grids(t) {
+		for i, sh := range shapes {
+			for _, p := range placements {
+				for _, m := range []machine{tape, lisp} {
+					gridGP[float64](t, rng, g, sh.n, sh.k, sh.nb+i%2, p, m)
+					gridGP[float32](t, rng, g, sh.n, sh.k, sh.nb, p, m)
+				}
+			}
+		}
+	}
+}
+
+func gridGP[T float32 | float64](t *testing.T, rng *rand.Rand, grid *dist.Grid, n, k, nb int, p placement, m machine) {
+	dt := dtypeOf[T]()
+	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d A from %v, %v", gridName(grid), dt, n, k, nb, p, m)
+	a, _, y := operands[T](rng, n, k)
+	on := distops.On(grid)
+	got, grads, err := run(m, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		an, aw := onGrid(t, on, g, grid, "A", a, nb, p)
+		yn := input(g, "Y", y)
+		x := G.Must(on.Gather(G.Must(on.Potrs(an, yn, 0)), -1))
+		cost = gpCost(an, x, yn, G.Must(on.LogDet(an, 0)))
+		return []*G.Node{cost}, []*G.Node{aw, yn}, cost, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want, wgrads, err := run(tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+		an, yn := input(g, "A", a), input(g, "Y", y)
+		cost = gpCost(an, G.Must(mgla.Potrs(an, yn)), yn, G.Must(mgla.LogDet(an)))
+		return []*G.Node{cost}, []*G.Node{an, yn}, cost, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: without the grid: %v", name, err)
+	}
+	// The band's gradient is the band of the whole one.
+	abar := wgrads[0].(*tensor.Dense)
+	if p != replicated && p != gridInput && !grads[0].Shape().Eq(abar.Shape()) {
+		r0, r1 := band(n, p == rowBlocks)
+		abar = rowsOf(abar, r0, r1)
+	}
+	tol := 10 * tolerance(dt)
+	for i, c := range []struct {
+		what      string
+		got, want G.Value
+	}{{"cost", got[0], want[0]}, {"Ā", grads[0], abar}, {"Ȳ", grads[1], wgrads[1]}} {
+		if !c.got.Shape().Eq(c.want.Shape()) {
+			t.Errorf("%s: %s has shape %v, want %v", name, c.what, c.got.Shape(), c.want.Shape())
+			continue
+		}
+		if ok, j := near(c128(c.got), c128(c.want), tol); !ok {
+			t.Errorf("%s: %s[%d] = %v, without the grid %v (%d)", name, c.what, j, c128(c.got)[j], c128(c.want)[j], i)
+		}
+	}
+}
+
+// TestGridFiniteDifferences checks the gradient that reaches the row
+// blocks through the GP cost, and through Potri, CholSolve (A's lower
+// triangle as the factor), Cholesky and Syevd on the grid, against central
+// differences along a random symmetric direction E (float64): Σ over
+// ranks of ⟨band of Ā, band of E⟩ against (f(A + hE) − f(A − hE))/2h, on
+// both machines.
+func TestGridFiniteDifferences(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 41))
+	const n, k, nb = 7, 2, 3
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		a, y, w, wk, e := fdOperands(rng, n, k)
+		gather := func(x *G.Node) *G.Node { return G.Must(on.Gather(x, -1)) }
+		weighted := func(x *G.Node) *G.Node {
+			return G.Must(G.Sum(G.Must(G.HadamardProd(gather(x), G.NewConstant(w.Clone())))))
+		}
+		for _, c := range []struct {
+			name string
+			f    func(a *G.Node) *G.Node
+		}{
+			{"GP", func(a *G.Node) *G.Node {
+				yn := input(a.Graph(), "Y", y)
+				return gpCost(a, gather(G.Must(on.Potrs(a, yn, 0))), yn, G.Must(on.LogDet(a, 0)))
+			}},
+			{"Potri", func(a *G.Node) *G.Node { return weighted(G.Must(on.Potri(a, 0))) }},
+			{"CholSolve", func(a *G.Node) *G.Node { // a's lower triangle as the factor
+				x := gather(G.Must(on.CholSolve(a, input(a.Graph(), "B", y), 0)))
+				return G.Must(G.Sum(G.Must(G.HadamardProd(x, G.NewConstant(wk.Clone())))))
+			}},
+			{"Cholesky", func(a *G.Node) *G.Node { return weighted(G.Must(on.Cholesky(a, 0))) }},
+			{"Syevd", func(a *G.Node) *G.Node {
+				ev, v := must2(on.Syevd(a, 0, true))
+				vv := G.Must(G.HadamardProd(gather(v), gather(v)))
+				return G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(vv, G.NewConstant(w.Clone()))))),
+					G.Must(G.Sum(G.Must(G.HadamardProd(ev, ev))))))
+			}},
+		} {
+			for _, m := range []machine{tape, lisp} {
+				r0, r1 := band(n, true)
+				at := func(h float64, grad bool) (float64, []float64) {
+					ah := a.Clone().(*tensor.Dense)
+					d := ah.Data().([]float64)
+					for i := range d {
+						d[i] += h * e[i]
+					}
+					mm := m
+					if !grad {
+						mm = tape
+					}
+					outs, grads, err := run(mm, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+						an, aw := onGrid(t, on, g, grid, "A", ah, nb, rowBlocks)
+						cost := c.f(an)
+						if !grad {
+							return []*G.Node{cost}, nil, nil, nil
+						}
+						return []*G.Node{cost}, []*G.Node{aw}, cost, nil
+					})
+					if err != nil {
+						t.Fatalf("%s %s %v: %v", gridName(grid), c.name, m, err)
+					}
+					if !grad {
+						return outs[0].Data().(float64), nil
+					}
+					return outs[0].Data().(float64), grads[0].Data().([]float64)
+				}
+				_, abar := at(0, true)
+				local := 0.0
+				for i := r0; i < r1; i++ {
+					for j := range n {
+						local += abar[(i-r0)*n+j] * e[i*n+j]
+					}
+				}
+				an := sumOverRanks(t, grid, local)
+				const h = 1e-6
+				fp, _ := at(h, false)
+				fm, _ := at(-h, false)
+				fd := (fp - fm) / (2 * h)
+				if math.Abs(fd-an) > 1e-6*max(1, math.Abs(fd)) {
+					t.Errorf("%s %s %v: ⟨Ā, E⟩ = %v, finite differences %v", gridName(grid), c.name, m, an, fd)
+				}
+				if world.Rank() == 0 {
+					t.Logf("%s %s %v: ⟨Ā, E⟩ = %v, finite differences %v", gridName(grid), c.name, m, an, fd)
+				}
+			}
+		}
+	}
+}
+
+// sumOverRanks is Σ x over the ranks, on every rank (through dist: each
+// rank one row of a matrix, gathered).
+func sumOverRanks(t *testing.T, grid *dist.Grid, x float64) float64 {
+	t.Helper()
+	m, err := dist.FromRowBlocks(grid, 1, 1, 1, []float64{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := m.Gather(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := 0.0
+	for _, v := range all {
+		s += v
+	}
+	return s
+}
+
+// TestGridBadInput checks the build-time errors of grid values: each is
+// dist.ErrBadInput and leaves the graph as it was.
+func TestGridBadInput(t *testing.T) {
+	gs := grids(t)
+	grid := gs[0]
+	on := distops.On(grid)
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	v := gridValue(t, grid, tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16))), 2)
+	ga := distops.Input(g, v, "gridA")
+	wide := G.NewMatrix(g, tensor.Float64, G.WithShape(5, 4), G.WithName("wide"))
+	ints := G.NewMatrix(g, tensor.Int, G.WithShape(2, 4), G.WithName("ints"))
+	other, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, c := range []struct {
+		name  string
+		build func() error
+	}{
+		{"band taller than n", func() error { _, err := on.FromRowBlocks(wide, 4, 2); return err }},
+		{"no rows", func() error { _, err := on.FromRowBlocks(a, 0, 2); return err }},
+		{"int band", func() error { _, err := on.FromRowBlocks(ints, 4, 2); return err }},
+		{"band on the grid", func() error { _, err := on.FromRowBlocks(ga, 4, 2); return err }},
+		{"distribute a grid value", func() error { _, err := on.Distribute(ga, 2); return err }},
+		{"gather a host node", func() error { _, err := on.Gather(a, 0); return err }},
+		{"gather to a missing rank", func() error { _, err := on.Gather(ga, world.Size()); return err }},
+		{"other blocks", func() error { _, err := on.Potrs(ga, a, 3); return err }},
+		{"other grid", func() error { _, err := distops.On(other).LogDet(ga, 0); return err }},
+	} {
+		n := len(g.AllNodes())
+		if err := c.build(); !errors.Is(err, dist.ErrBadInput) {
+			t.Errorf("%s: %v, want dist.ErrBadInput", c.name, err)
+		}
+		if m := len(g.AllNodes()); m != n {
+			t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
+		}
+	}
+}
+
+// TestGridRunErrors checks the run-time errors on grid values: bands that
+// do not add up to the node's rows, and a matrix that is not positive
+// definite (with the order of the failing minor) or a CholSolve factor
+// with a zero on its diagonal, on every rank.
+func TestGridRunErrors(t *testing.T) {
+	const n = 7
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		a := make([]float64, n*n)
+		for i := range n {
+			a[i*n+i] = 1
+		}
+		a[4*n+4] = -1 // the leading minor of order 5 fails
+		l := zeroAt(n, 4)
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				l[i*n+j] = 0
+			}
+		}
+		at := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
+		lt := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(l))
+		bt := tensor.New(tensor.WithShape(n, 2), tensor.WithBacking(make([]float64, 2*n)))
+		for _, c := range []struct {
+			name  string
+			order int
+			f     func(g *G.ExprGraph) (*G.Node, error)
+		}{
+			{"Potrs", 5, func(g *G.ExprGraph) (*G.Node, error) {
+				an, _ := onGrid(t, on, g, grid, "A", at, 2, rowBlocks)
+				return on.Potrs(an, input(g, "B", bt), 0)
+			}},
+			{"CholSolve", 5, func(g *G.ExprGraph) (*G.Node, error) {
+				ln, _ := onGrid(t, on, g, grid, "L", lt, 2, blockSplit)
+				return on.CholSolve(ln, input(g, "B", bt), 0)
+			}},
+			{"rows", 0, func(g *G.ExprGraph) (*G.Node, error) {
+				return on.FromRowBlocks(input(g, "band", bt), n+world.Size(), 2)
+			}},
+		} {
+			_, _, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				x, err := c.f(g)
+				return []*G.Node{x}, nil, nil, err
+			})
+			if c.order == 0 {
+				if !errors.Is(err, dist.ErrBadInput) {
+					t.Errorf("rank %d, %s %s: %v, want dist.ErrBadInput", world.Rank(), gridName(grid), c.name, err)
+				}
+				continue
+			}
+			var npd *kernels.NotPositiveDefiniteError
+			if !errors.Is(err, mgla.ErrNotPositiveDefinite) || !errors.As(err, &npd) || npd.Order != c.order {
+				t.Errorf("rank %d, %s %s: %v, want ErrNotPositiveDefinite of order %d", world.Rank(), gridName(grid), c.name, err, c.order)
+			}
+		}
+	}
+}
+
+// must2 is gorgonia.Must for builders with two results.
+func must2(a, b *G.Node, err error) (*G.Node, *G.Node) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
+}
+
+// TestGridRerun runs one TapeMachine twice, the second time on another A
+// (gorgonia.Let), and checks both runs' grid result (read with G.Read,
+// which copies into the value it read last time) and gathered result
+// against the single-process ops: the ops' reused buffers and outputs
+// carry nothing over from one run to the next.
+func TestGridRerun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 43))
+	const n, k, nb = 9, 2, 4
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		g := G.NewGraph()
+		a0, _, b := operands[float64](rng, n, k)
+		an := input(g, "A", a0)
+		x := G.Must(on.Potrs(G.Must(on.Distribute(an, nb)), input(g, "B", b), 0))
+		var xv, xg G.Value
+		G.Read(x, &xv)
+		G.Read(G.Must(on.Gather(x, -1)), &xg)
+		vm := G.NewTapeMachine(g)
+		for pass := range 2 {
+			a := a0
+			if pass == 1 {
+				a = spd[float64](rng, n)
+				if err := G.Let(an, a.Clone()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vm.Reset()
+			if err := vm.RunAll(); err != nil {
+				t.Fatalf("%s run %d: %v", gridName(grid), pass, err)
+			}
+			want, _, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				x, err := mgla.Potrs(input(g, "A", a), input(g, "B", b))
+				return []*G.Node{x}, nil, nil, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := hostOf(xv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range []G.Value{got, xg} {
+				if ok, j := near(c128(v), c128(want[0]), tolerance(tensor.Float64)); !ok {
+					t.Errorf("%s run %d: X (%s)[%d] = %v, without the grid %v", gridName(grid), pass, [...]string{"grid value read", "gathered"}[i], j, c128(v)[j], c128(want[0])[j])
+				}
+			}
+		}
+		vm.Close()
+	}
+}
