@@ -50,11 +50,14 @@
 // LispMachine (every op here has DoDiff) accumulates in place and needs no
 // tokens.
 //
-// Nodes follow package ops: Potrs, LogDet and Cholesky on the same A share
-// one factorisation, a Factor node whose value keeps L on the grid
-// (Potrs(A, B) is a node reading A, the factor and B; only Cholesky brings
+// Nodes follow package ops: Potrs, Potri, LogDet and Cholesky on the same
+// A share one factorisation, a Factor node whose value keeps L on the grid
+// (Potrs(A, B) is a node reading A, the factor and B; Potri computes A⁻¹
+// from L by p?potri, and LogDet's gradient ḡ·A⁻¹ too; only Cholesky brings
 // L back, or makes it a grid value), and Syevd is two nodes, the values
-// and the vectors, reading one decomposition node.
+// and the vectors, reading one decomposition node. Host values go to the
+// grid and back row-major as Gorgonia holds them (dist's ...RowMajor moves:
+// no transposed copy of the whole matrix).
 //
 // Without the mpi build tag On still exists and every method returns an
 // error wrapping collective.ErrUnavailable.

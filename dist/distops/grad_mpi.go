@@ -37,8 +37,8 @@ func (o *op) DiffWRT(n int) []bool {
 //	Cholesky       Ā = CholeskyGrad(L, L̄)
 //	CholSolve      B̄ = CholSolve(L, X̄), L̄ = CholSolveGrad(L, X, X̄)
 //	Potrs          B̄ = CholSolve(L, X̄), Ā = PotrsGrad(L, X, X̄)
-//	Potri          Ā = PotriGrad(C, C̄)
-//	LogDet         Ā = LogDetGrad(A, ḡ)
+//	Potri          Ā = PotriGrad(C, C̄) (C from the factor F)
+//	LogDet         Ā = LogDetGrad(A, F, ḡ) = ḡ·A⁻¹ from the factor
 //	Syevd          Ā = EigenValuesGrad(E, w̄) + EigenVectorsGrad(E, V̄)
 //	FromRowBlocks  each rank's band of Ā (RowBlock)
 //	Distribute     Ā back to every rank (Gather), or to the root it came from
@@ -69,7 +69,7 @@ func backward[X interface {
 	case kPotri:
 		res[0], err = apply(o.derived(kPotriGrad), output, grad)
 	case kLogDet:
-		res[0], err = apply(o.derived(kLogDetGrad), in[0], grad)
+		res[0], err = apply(o.derived(kLogDetGrad), in[0], in[1], grad) // A (its shape), F, ḡ
 	case kEigen:
 		res[0], err = apply(o.derived(kEigVectorsGrad), output, grad)
 	case kEigValues:

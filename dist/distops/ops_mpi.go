@@ -65,10 +65,8 @@ type op struct {
 	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
 	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
 
-	// Reused from one run to the next: each input's column-major copy
-	// (host), the host output (dense).
-	bufs []any
-	out  *tensor.Dense
+	// Reused from one run to the next: the host output of RowBlock (dense).
+	out *tensor.Dense
 }
 
 // Cholesky is the node L, the lower Cholesky factor of the Hermitian
@@ -109,9 +107,18 @@ func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) {
 	return o.applyOn(kPotrs, nb, onGrid, ins[0], f, ins[1])
 }
 
-// Potri is the node A⁻¹, both triangles.
+// Potri is the node A⁻¹, both triangles, from A's factor on the grid
+// (shared with Potrs and LogDet).
 func (o *Ops) Potri(a *G.Node, block int) (*G.Node, error) {
-	return o.apply(kPotri, block, a)
+	ins, nb, onGrid, err := o.prepare(kPotri, block, a)
+	if err != nil {
+		return nil, err
+	}
+	f, err := o.applyOn(kFactor, nb, onGrid, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	return o.applyOn(kPotri, nb, onGrid, ins[0], f)
 }
 
 // LogDet is the scalar node log det A (of the real dtype, on every rank),
@@ -329,7 +336,9 @@ func (o *op) Type() hm.Type {
 	case kPotrsGrad:
 		return hm.NewFnType(o.dt, b, b, m)
 	case kLogDetGrad:
-		return hm.NewFnType(m, r, m)
+		return hm.NewFnType(m, o.dt, r, m)
+	case kPotri:
+		return hm.NewFnType(m, o.dt, m)
 	case kEigValuesGrad:
 		return hm.NewFnType(m, w, m)
 	}
@@ -432,11 +441,10 @@ func factorOf[T dist.Scalar](v G.Value) (*dist.Matrix[T], error) {
 	return nil, fmt.Errorf("%w: want the value of a Factor node, got %T", dist.ErrBadInput, v)
 }
 
-// host is a matrix or vector value as its rows, columns (1 for a vector)
-// and column-major data: a copy in *buf, which it reuses from one call to
-// the next (an op's buffer for one input: the callers pass the copy on to
-// dist, which copies it again and keeps nothing).
-func host[T dist.Scalar](v G.Value, buf *any) (r, c int, cm []T, err error) {
+// rowMajor is a matrix or vector value as its rows, columns (1 for a
+// vector) and row-major data (a tensor's own, not a copy: dist's row-major
+// moves read it while they build the local blocks).
+func rowMajor[T dist.Scalar](v G.Value) (r, c int, rm []T, err error) {
 	if e, ok := v.(*eigen); ok {
 		v = e.Dense
 	}
@@ -447,24 +455,19 @@ func host[T dist.Scalar](v G.Value, buf *any) (r, c int, cm []T, err error) {
 	if d.IsView() {
 		d = d.Materialize().(*tensor.Dense)
 	}
-	rm, ok := d.Data().([]T)
-	if !ok {
+	if rm, ok = d.Data().([]T); !ok {
 		return 0, 0, nil, fmt.Errorf("%w: want %T data, got %v", dist.ErrBadInput, *new(T), d.Dtype())
 	}
 	r, c = d.Shape()[0], 1
 	if d.Dims() == 2 {
 		c = d.Shape()[1]
 	}
-	if cm, _ = (*buf).([]T); len(cm) != r*c {
-		cm = make([]T, r*c)
-		*buf = cm
-	}
-	for i := range r {
-		for j := range c {
-			cm[i+j*r] = rm[i*c+j]
-		}
-	}
-	return r, c, cm, nil
+	return r, c, rm, nil
+}
+
+// hostValue is the row-major data rm as a value of the given shape.
+func hostValue[T dist.Scalar](shape tensor.Shape, rm []T) *tensor.Dense {
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(rm))
 }
 
 // dense is the column-major r×c data as a row-major value of the given
@@ -558,9 +561,9 @@ func diagonal(v G.Value) ([]complex128, error) {
 
 // distributed are the inputs each op puts on the grid.
 var distributed = [...][]int{
-	kCholesky: {}, kCholSolve: {0, 1}, kPotrs: {2}, kPotri: {0}, kEigen: {0}, kEigValues: {0},
+	kCholesky: {}, kCholSolve: {0, 1}, kPotrs: {2}, kPotri: {}, kEigen: {0}, kEigValues: {0},
 	kCholeskyGrad: {0, 1}, kCholSolveGrad: {0, 1, 2}, kPotrsGrad: {1, 2}, kPotriGrad: {0, 1},
-	kLogDetGrad: {0}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1}, kFactor: {0},
+	kLogDetGrad: {}, kEigValuesGrad: {0}, kEigVectorsGrad: {0, 1}, kFactor: {0},
 	kRowBlock: {0}, kGather: {0},
 }
 
@@ -577,19 +580,11 @@ func onGrid[T dist.Scalar](o *op, j int, v G.Value) (*dist.Matrix[T], error) {
 	if _, ok := v.(*Value); ok {
 		return nil, fmt.Errorf("%w: want a grid value of %v, got %v", dist.ErrBadInput, o.dt, v)
 	}
-	r, c, cm, err := host[T](v, o.buf(j))
+	r, c, rm, err := rowMajor[T](v)
 	if err != nil {
 		return nil, err
 	}
-	return dist.FromReplicated(o.g, r, c, o.nb, cm)
-}
-
-// buf is the reused buffer of input j.
-func (o *op) buf(j int) *any {
-	if len(o.bufs) <= j {
-		o.bufs = append(o.bufs, make([]any, j+1-len(o.bufs))...)
-	}
-	return &o.bufs[j]
+	return dist.FromReplicatedRowMajor(o.g, r, c, o.nb, rm)
 }
 
 // eigenValuesOf is the eigenvalues an Eigen node's value carries.
@@ -635,18 +630,18 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		}
 		return vals[0], nil
 	case kFromRowBlocks, kDistribute:
-		r, c, cm, err := host[T](vals[0], o.buf(0))
+		r, c, rm, err := rowMajor[T](vals[0])
 		if err != nil {
 			return nil, err
 		}
 		var m *dist.Matrix[T]
 		switch {
 		case o.kind == kFromRowBlocks:
-			m, err = dist.FromRowBlocks(o.g, c, o.nb, r, cm)
+			m, err = dist.FromRowBlocksRowMajor(o.g, c, o.nb, r, rm)
 		case o.root < 0:
-			m, err = dist.FromReplicated(o.g, r, c, o.nb, cm)
+			m, err = dist.FromReplicatedRowMajor(o.g, r, c, o.nb, rm)
 		default:
-			m, err = dist.FromRoot(o.g, o.root, r, c, o.nb, cm)
+			m, err = dist.FromRootRowMajor(o.g, o.root, r, c, o.nb, rm)
 		}
 		if err != nil {
 			return nil, err
@@ -739,15 +734,14 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		o.out = dense(o.out, shape, o.rows, ms[0].Layout.Cols, band)
 		return o.out, nil
 	case kGather:
-		full, err := ms[0].Gather(o.root)
+		full, err := ms[0].GatherRowMajor(o.root)
 		if err != nil {
 			return nil, err
 		}
 		if full == nil { // not the root: zeros of the shape
 			full = make([]T, ms[0].Layout.Rows*ms[0].Layout.Cols)
 		}
-		o.out = dense(o.out, shape, ms[0].Layout.Rows, ms[0].Layout.Cols, full)
-		return o.out, nil
+		return hostValue(shape, full), nil
 	case kCholesky:
 		res, err = factorOf[T](vals[1])
 		if err == nil && o.onGrid {
@@ -761,7 +755,10 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 			res, err = dist.CholSolve(l, ms[0])
 		}
 	case kPotri:
-		res, err = dist.Potri(ms[0])
+		var l *dist.Matrix[T]
+		if l, err = factorOf[T](vals[1]); err == nil {
+			res, err = dist.InverseFromFactor(l)
+		}
 	case kEigen, kEigValues:
 		if w, res, err = dist.Syevd(ms[0], o.kind == kEigen); err != nil {
 			return nil, err
@@ -780,12 +777,15 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		}
 	case kPotriGrad:
 		res, err = dist.PotriGrad(ms[0], ms[1])
-	case kLogDetGrad:
-		g, gerr := reals(vals[1])
+	case kLogDetGrad: // (A, F, ḡ): A for the shape, L from the factor
+		g, gerr := reals(vals[2])
 		if gerr != nil || len(g) != 1 {
-			return nil, fmt.Errorf("%w: want a scalar gradient, got %v", dist.ErrBadInput, vals[1])
+			return nil, fmt.Errorf("%w: want a scalar gradient, got %v", dist.ErrBadInput, vals[2])
 		}
-		res, err = dist.LogDetGrad(ms[0], g[0])
+		var l *dist.Matrix[T]
+		if l, err = factorOf[T](vals[1]); err == nil {
+			res, err = dist.LogDetGradFromFactor(l, g[0])
+		}
 	case kEigValuesGrad:
 		wbar, werr := reals(vals[1])
 		if werr != nil {
@@ -811,15 +811,14 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		return &eigenGrid{Value: v, w: w}, nil
 	}
 	// The result back on every rank.
-	full, err := res.Gather(-1)
+	full, err := res.GatherRowMajor(-1)
 	if err != nil {
 		return nil, err
 	}
 	if o.kind == kEigen { // read by the EigenValues and EigenVectors nodes: a value of its own
-		return &eigen{Dense: dense(nil, shape, res.Layout.Rows, res.Layout.Cols, full), w: w}, nil
+		return &eigen{Dense: hostValue(shape, full), w: w}, nil
 	}
-	o.out = dense(o.out, shape, res.Layout.Rows, res.Layout.Cols, full)
-	return o.out, nil
+	return hostValue(shape, full), nil
 }
 
 // gridSum is the sum of the grid values vals (a new value).
