@@ -116,11 +116,11 @@ func (c *Comm) Do(call *collective.Call) error {
 	case (call.Kind == collective.Reduce || call.Kind == collective.Gather) && s.rank != call.Root:
 		side = &localWork{dst: recv.slice()}
 	}
-	elem := int(call.Dtype.Size())
-	if blocking(call.Kind, max(call.SendLen(s.size), call.RecvLen(s.size))*elem) {
+	// The spans' sizes follow from the call alone: every rank decides alike.
+	if blocking(call.Kind, max(send.bytes, recv.bytes)) {
 		return c.doBlocking(call, send, recv, side, deadline, rec.Label())
 	}
-	if ok, chunk := pipelined(call.Kind, call.Count, elem); ok {
+	if ok, chunk := pipelined(call.Kind, call.Count, recv.bytes); ok {
 		return c.pipelineBcast(call, send, recv, chunk, deadline, rec.Label())
 	}
 	// With a processor of its own for it, the local work runs beside the

@@ -135,13 +135,14 @@ const (
 	maxPipelineChunks = 256
 )
 
-// pipelined says whether a Bcast of count elements of elem bytes goes in
+// pipelined says whether a Bcast of count elements in bytes goes in
 // chunks, and how many elements each holds (the last fewer): with
 // placePipeline, from two chunks up. Every rank computes the same.
-func pipelined(kind collective.Kind, count, elem int) (bool, int) {
-	if kind != collective.Bcast || localPlacement(kind) != placePipeline || count*elem < 2*pipelineChunk {
+func pipelined(kind collective.Kind, count, bytes int) (bool, int) {
+	if kind != collective.Bcast || localPlacement(kind) != placePipeline || bytes < 2*pipelineChunk {
 		return false, 0
 	}
+	elem := bytes / count
 	chunk := max(pipelineChunk/elem, (count+maxPipelineChunks-1)/maxPipelineChunks)
 	return true, chunk
 }
