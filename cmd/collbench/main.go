@@ -20,10 +20,12 @@
 // binary runs on a laptop or a many-core host (mpirun -n 2, -n 4, ...);
 // BENCHMARKS.md, "Collectives over MPI", has the command lines.
 //
-// The do-after path is do-nochecks with the rules collective/mpi had
-// before the placements and blocking calls of MGLA_MPI_LOCAL_WORK and
-// MGLA_MPI_BLOCKING: its local work after the transfer, nonblocking MPI
-// calls only; do-nochecks/do-after is what they gain.
+// The do-blocking path is do-nochecks with MPI's blocking call for every
+// kind from 1 MiB (MGLA_MPI_BLOCKING; where MPI provides
+// MPI_THREAD_MULTIPLE). The do-after path is do-nochecks with the rules
+// collective/mpi had before MGLA_MPI_LOCAL_WORK and MGLA_MPI_BLOCKING: the
+// local work after the transfer, nonblocking calls only;
+// do-nochecks/do-after is what the new rules gain.
 //
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
@@ -164,11 +166,18 @@ var paths = []struct {
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
 	{"graph", graphPath},
 	{"op", opPath},
+	{"do-blocking", func(b *bench) func() error {
+		c := b.call()
+		return withEnv(func() error { return b.unchecked.Do(c) }, "MGLA_MPI_BLOCKING", allBlocking)
+	}},
 	{"do-after", func(b *bench) func() error {
 		c := b.call()
 		return withEnv(func() error { return b.unchecked.Do(c) }, "MGLA_MPI_LOCAL_WORK", "after", "MGLA_MPI_BLOCKING", "none")
 	}},
 }
+
+// allBlocking lists every kind for MGLA_MPI_BLOCKING.
+var allBlocking = "allreduce,allgather,reducescatter,alltoall,bcast,reduce,gather,scatter,scan"
 
 // withEnv returns run with the environment variables (name, value pairs)
 // set for its duration: collective/mpi reads its switches on every call,
@@ -293,7 +302,7 @@ func main() {
 		b.send[i] = float64(i%7) + 1
 	}
 	if b.rank == 0 {
-		fmt.Printf("collbench: %d ranks; median µs of the slowest rank; ratios against %s\n\n", b.size, paths[0].name)
+		fmt.Printf("collbench: %d ranks; median µs of the slowest rank; ratios against %s; single copy %v\n\n", b.size, paths[0].name, mpi.SingleCopy())
 		head := "| collective | bytes | reps |"
 		line := "|---|---:|---:|"
 		for _, p := range paths {

@@ -60,6 +60,11 @@ var agreed struct {
 	multiple   bool // every rank has MPI_THREAD_MULTIPLE
 }
 
+// SingleCopy says whether every rank's MPI moves large on-node messages by
+// single copy (agreed when World started; false before), which decides
+// where Do places its local work.
+func SingleCopy() bool { return agreed.singleCopy }
+
 // agree computes agreed over comm (the world) by the deadline.
 func agree(comm C.MPI_Comm, deadline time.Time) error {
 	flags := (*[3]C.int)(C.calloc(6, C.size_t(unsafe.Sizeof(C.int(0)))))
