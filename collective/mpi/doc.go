@@ -39,9 +39,9 @@
 // MPI", measures the ways): on a goroutine of its own, beside the
 // transfer, where the process has a processor to spare; else, where every
 // rank's MPI moves on-node messages by single copy (CMA, XPMEM or KNEM:
-// the receiver copies from the sender's memory; SingleCopy), a chunk
-// between every two tests from the start, since the rank only waits;
-// otherwise the root of a Bcast of 512 KiB or more pipelines it (every
+// the receiver copies from the sender's memory; SingleCopy), Bcast's copy
+// and Gather's zeros go a chunk between every two tests from the start,
+// since those ranks only send and wait; otherwise the root of a Bcast of 512 KiB or more pipelines it (every
 // rank posts the same MPI_Ibcast per chunk of 256 KiB or more; the root
 // copies chunk k to Recv and broadcasts it from there, where MPI finds it
 // in the cache, before copying chunk k+1), Gather's zeros go before the

@@ -111,11 +111,13 @@ func singleCopy() bool {
 // localPlacement is where the local work of a call of kind goes:
 // MGLA_MPI_LOCAL_WORK (after, before, during, pipeline: for the tests and
 // benchmarks; pipeline applies to Bcast, the other kinds then go after)
-// or, by default, during the transfer where MPI copies by single copy,
-// else the pipeline for Bcast unless every rank has a processor to spare
-// for the copy, before the transfer for Gather (the root copies its own
-// block first, which the other ranks would wait for) and after it for
-// Reduce.
+// or, by default: for Bcast and Gather during the transfer where MPI
+// copies by single copy (their ranks with local work, the root of Bcast
+// and the others of Gather, only send: the receivers copy), else the
+// pipeline for Bcast unless every rank has a processor to spare for the
+// copy, and before the transfer for Gather (the root copies its own block
+// first, which the other ranks would wait for); after it for Reduce, whose
+// ranks inside the tree reduce what they receive.
 func localPlacement(kind collective.Kind) placement {
 	p, ok := placements[os.Getenv("MGLA_MPI_LOCAL_WORK")]
 	switch {
@@ -123,7 +125,7 @@ func localPlacement(kind collective.Kind) placement {
 		return placeAfter
 	case ok:
 		return p
-	case agreed.singleCopy:
+	case agreed.singleCopy && kind != collective.Reduce:
 		return placeDuring
 	case kind == collective.Bcast && !agreed.spare:
 		return placePipeline

@@ -24,8 +24,8 @@ func TestPlacementRule(t *testing.T) {
 	}{
 		{"", false, false, placePipeline, placeBefore, placeAfter, true, false},
 		{"", false, true, placeAfter, placeBefore, placeAfter, false, false},
-		{"", true, false, placeDuring, placeDuring, placeDuring, false, false},
-		{"", true, true, placeDuring, placeDuring, placeDuring, false, false},
+		{"", true, false, placeDuring, placeDuring, placeAfter, false, false},
+		{"", true, true, placeDuring, placeDuring, placeAfter, false, false},
 		{"after", true, false, placeAfter, placeAfter, placeAfter, false, false},
 		{"before", false, false, placeBefore, placeBefore, placeBefore, false, false},
 		{"during", false, false, placeDuring, placeDuring, placeDuring, false, false},
