@@ -20,6 +20,13 @@
 // binary runs on a laptop or a many-core host (mpirun -n 2, -n 4, ...);
 // BENCHMARKS.md, "Collectives over MPI", has the command lines.
 //
+// The do-blocking path is do-nochecks with MPI's blocking call for every
+// kind from 1 MiB (MGLA_MPI_BLOCKING; where MPI provides
+// MPI_THREAD_MULTIPLE). The do-after path is do-nochecks with the rules
+// collective/mpi had before MGLA_MPI_LOCAL_WORK and MGLA_MPI_BLOCKING: the
+// local work after the transfer, nonblocking calls only;
+// do-nochecks/do-after is what the new rules gain.
+//
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
 // is the cost of the graph layer; the op path calls the same op's Do
@@ -159,6 +166,41 @@ var paths = []struct {
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
 	{"graph", graphPath},
 	{"op", opPath},
+	{"do-blocking", func(b *bench) func() error {
+		c := b.call()
+		return withEnv(func() error { return b.unchecked.Do(c) }, "MGLA_MPI_BLOCKING", allBlocking)
+	}},
+	{"do-after", func(b *bench) func() error {
+		c := b.call()
+		return withEnv(func() error { return b.unchecked.Do(c) }, "MGLA_MPI_LOCAL_WORK", "after", "MGLA_MPI_BLOCKING", "none")
+	}},
+}
+
+// allBlocking lists every kind for MGLA_MPI_BLOCKING.
+var allBlocking = "allreduce,allgather,reducescatter,alltoall,bcast,reduce,gather,scatter,scan"
+
+// withEnv returns run with the environment variables (name, value pairs)
+// set for its duration: collective/mpi reads its switches on every call,
+// so a path can time a way of making the calls other than the default
+// (every rank sets the same).
+func withEnv(run func() error, kv ...string) func() error {
+	return func() error {
+		old, set := make([]string, len(kv)), make([]bool, len(kv))
+		for i := 0; i < len(kv); i += 2 {
+			old[i], set[i] = os.LookupEnv(kv[i])
+			os.Setenv(kv[i], kv[i+1])
+		}
+		defer func() {
+			for i := 0; i < len(kv); i += 2 {
+				if set[i] {
+					os.Setenv(kv[i], old[i])
+				} else {
+					os.Unsetenv(kv[i])
+				}
+			}
+		}()
+		return run()
+	}
 }
 
 // graphPath makes the call as a graph op (package collective, the checked
@@ -260,7 +302,7 @@ func main() {
 		b.send[i] = float64(i%7) + 1
 	}
 	if b.rank == 0 {
-		fmt.Printf("collbench: %d ranks; median µs of the slowest rank; ratios against %s\n\n", b.size, paths[0].name)
+		fmt.Printf("collbench: %d ranks; median µs of the slowest rank; ratios against %s; single copy %v\n\n", b.size, paths[0].name, mpi.SingleCopy())
 		head := "| collective | bytes | reps |"
 		line := "|---|---:|---:|"
 		for _, p := range paths {

@@ -234,7 +234,9 @@ const pollSlice = 200 * time.Microsecond
 // for a late peer, and the rest once the requests complete, before wait
 // returns true. Done during the spin, between tests, it would compete with
 // MPI's own copies on the same core and hold back the peers (BENCHMARKS.md,
-// "Collectives over MPI", measures the ways).
+// "Collectives over MPI", measures the ways), unless MPI moves the data by
+// single copy: then the peers copy, this rank only waits, and side.eager
+// has a chunk done between every two tests from the start (placeDuring).
 // Where the process has a processor to spare, Do runs the work on a
 // goroutine of its own instead (spareProcessor) and passes side nil.
 func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *localWork) (bool, error) {
@@ -243,7 +245,7 @@ func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *loc
 	idle := false // past the spin: the peers are late
 	for {
 		spin := pollSlice
-		if idle && side.step() {
+		if (idle || side.eagerly()) && side.step() {
 			spin = 0 // one test between chunks
 		}
 		var done, rc C.int
@@ -252,8 +254,7 @@ func wait(reqs requests, n int, deadline time.Time, hot time.Duration, side *loc
 			return false, engineError("MPI_Testall", rc)
 		}
 		if done != 0 {
-			for side.step() {
-			}
+			side.finish()
 			return true, nil
 		}
 		now := time.Now()
@@ -297,6 +298,7 @@ func spareProcessor() bool {
 type localWork struct {
 	dst, src []byte
 	done     int
+	eager    bool // a chunk between every two tests from the start (placeDuring)
 }
 
 // localChunk is how many bytes localWork.step handles between two tests.
@@ -318,6 +320,14 @@ func (w *localWork) step() bool {
 }
 
 func (w *localWork) pending() bool { return w != nil && w.done < len(w.dst) }
+
+func (w *localWork) eagerly() bool { return w != nil && w.eager }
+
+// finish does what is left of the work (nothing when w is nil).
+func (w *localWork) finish() {
+	for w.step() {
+	}
+}
 
 // hotTime is how long wait spins for a call that moves bytes per rank: a
 // millisecond plus the bytes at a pessimistic 250 MB/s.

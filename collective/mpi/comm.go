@@ -45,6 +45,7 @@ type commState struct {
 	// per rank, then the point-to-point's), and the requests.
 	meta unsafe.Pointer
 	reqs requests
+	pipe requests // the chunks of a pipelined Bcast (nil until one)
 
 	broken    error // set by a timeout: later calls fail with ErrClosed
 	abandoned bool  // MPI may still use meta and reqs: never free them
@@ -75,9 +76,14 @@ func World(opts ...Option) (*Comm, error) {
 		if err != nil {
 			return nil, err
 		}
-		if engine.world, err = newState(data, true, deadline); err != nil {
+		st, err := newState(data, true, deadline)
+		if err != nil {
 			return nil, err
 		}
+		if err := agree(data, deadline); err != nil {
+			return nil, err
+		}
+		engine.world = st
 	}
 	return &Comm{st: engine.world, cfg: cfg}, nil
 }
@@ -205,6 +211,9 @@ func (c *Comm) Close() error {
 	}
 	C.free(s.meta)
 	s.reqs.free()
+	if s.pipe.p != nil {
+		s.pipe.free()
+	}
 	return err
 }
 

@@ -108,13 +108,39 @@ func (c *Comm) Do(call *collective.Call) error {
 	}
 	// The root of Bcast broadcasts from Send (MPI only reads it there) and
 	// copies it to Recv; the ranks other than the root of Reduce and Gather
-	// zero Recv (MPI does not touch it there). wait says when.
+	// zero Recv (MPI does not touch it there). localPlacement says when.
 	var side *localWork
 	switch {
 	case call.Kind == collective.Bcast && s.rank == call.Root:
 		side = &localWork{dst: recv.slice(), src: send.slice()}
 	case (call.Kind == collective.Reduce || call.Kind == collective.Gather) && s.rank != call.Root:
 		side = &localWork{dst: recv.slice()}
+	}
+	// The spans' sizes follow from the call alone: every rank decides alike.
+	if blocking(call.Kind, max(send.bytes, recv.bytes)) {
+		return c.doBlocking(call, send, recv, side, deadline, rec.Label())
+	}
+	if ok, chunk := pipelined(call.Kind, call.Count, recv.bytes); ok {
+		return c.pipelineBcast(call, send, recv, chunk, deadline, rec.Label())
+	}
+	// With a processor of its own for it, the local work runs beside the
+	// transfer on another goroutine; otherwise where localPlacement says.
+	var beside chan struct{}
+	if side != nil && len(side.dst) >= besideBytes && spareProcessor() {
+		beside = make(chan struct{})
+		go func(w *localWork) {
+			w.finish()
+			close(beside)
+		}(side)
+		side = nil
+	}
+	if side != nil {
+		switch localPlacement(call.Kind) {
+		case placeBefore:
+			side.finish()
+		case placeDuring:
+			side.eager = true
+		}
 	}
 	var pin runtime.Pinner
 	pinSpans(&pin, send, recv)
@@ -123,22 +149,13 @@ func (c *Comm) Do(call *collective.Call) error {
 	if err := call0("MPI_I"+call.Kind.String(), func() C.int {
 		return C.mgla_start(kind, send.p, recv.p, count, dt, op, root, s.data, req)
 	}); err != nil {
+		if beside != nil {
+			<-beside
+		}
 		pin.Unpin()
 		return err
 	}
 	reqs := requests{p: req, n: 1}
-	// With a processor of its own for it, the local work runs beside the
-	// transfer on another goroutine; otherwise wait fits it in.
-	var beside chan struct{}
-	if side != nil && len(side.dst) >= besideBytes && spareProcessor() {
-		beside = make(chan struct{})
-		go func(w *localWork) {
-			for w.step() {
-			}
-			close(beside)
-		}(side)
-		side = nil
-	}
 	ok, err := wait(reqs, 1, deadline, hotTime(max(send.bytes, recv.bytes)), side)
 	if beside != nil {
 		<-beside // Recv is the caller's again only when the work is done
@@ -148,11 +165,7 @@ func (c *Comm) Do(call *collective.Call) error {
 		// request, and the communicator is done for.
 		keepPinned(&pin)
 		if err == nil {
-			why := "ranks unknown: the checks are off"
-			if c.cfg.checks {
-				why = "every rank had arrived; a peer is stuck or gone"
-			}
-			err = fmt.Errorf("%w: mpi: %s: the transfer did not finish within %v (%s)", collective.ErrTimeout, rec.Label(), c.cfg.timeout, why)
+			err = c.transferTimeout(rec.Label())
 		}
 		s.breakWith(err)
 		return err

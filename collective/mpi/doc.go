@@ -33,11 +33,35 @@
 // collective.ErrClosed saying why, and Close does not free it (MPI could
 // otherwise reuse its context while the late messages arrive).
 //
-// Bcast is not in place: the root broadcasts from Send and copies Send to
-// Recv. The ranks other than the root get zeros from Reduce and Gather.
-// That copy and those zeros are local work that Do does after MPI's
-// transfer, or while it waits for a late peer, never between the tests
-// that drive the transfer. Send and receive buffers must not overlap.
+// Bcast is not in place: the root copies Send to Recv. The ranks other
+// than the root get zeros from Reduce and Gather. Where that local work
+// goes follows how MPI moves the data (BENCHMARKS.md, "Collectives over
+// MPI", measures the ways): on a goroutine of its own, beside the
+// transfer, where the process has a processor to spare; else, where every
+// rank's MPI moves on-node messages by single copy (CMA, XPMEM or KNEM:
+// the receiver copies from the sender's memory; SingleCopy), Bcast's copy
+// and Gather's zeros go a chunk between every two tests from the start,
+// since those ranks only send and wait; otherwise the root of a Bcast of 512 KiB or more pipelines it (every
+// rank posts the same MPI_Ibcast per chunk of 256 KiB or more; the root
+// copies chunk k to Recv and broadcasts it from there, where MPI finds it
+// in the cache, before copying chunk k+1), Gather's zeros go before the
+// transfer (the root copies its own block first, which the others would
+// wait for) and Reduce's after it, or while the rank waits for a late
+// peer. MGLA_MPI_LOCAL_WORK (after, before, during or pipeline), the same
+// on every rank, sets one placement for all. Send and receive buffers must
+// not overlap.
+//
+// Where every rank has MPI_THREAD_MULTIPLE, a ReduceScatter of 1 MiB or
+// more goes through MPI's blocking MPI_Reduce_scatter_block instead, on a
+// goroutine of its own while the caller waits for it by the deadline: Open
+// MPI's nonblocking one measured up to 1.8 times as slow, and its libnbc
+// has no algorithm to choose. MGLA_MPI_BLOCKING lists the kinds that do so
+// (collective.Kind names, comma-separated, or none), the same on every
+// rank: blocking and nonblocking collectives do not match. A timeout
+// breaks the communicator as above; the goroutine and its OS thread then
+// stay in the blocking call for the life of the process. What decides the
+// MPI calls a rank makes (single copy, a spare processor on every rank,
+// the thread level) is agreed by all ranks when World starts.
 //
 // World sets Open MPI's MCA parameter coll_libnbc_ireduce_algorithm to 2
 // (the binomial tree) in the environment before MPI_Init unless the

@@ -10,3 +10,12 @@ var MCAInt = mcaInt
 
 // LibnbcReduce is the environment variable World sets for MPI_Ireduce.
 const LibnbcReduce = libnbcReduce
+
+// Taken is how many calls went by the pipelined Bcast and by MPI's
+// blocking calls so far.
+func Taken() (pipelined, blocking int64) { return taken.pipelined.Load(), taken.blocking.Load() }
+
+// Agreed is what the ranks agreed on when World started.
+func Agreed() (singleCopy, spare, multiple bool) {
+	return agreed.singleCopy, agreed.spare, agreed.multiple
+}

@@ -47,8 +47,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	if w.Rank() == 0 {
-		fmt.Printf("collective/mpi tests: %d ranks, seed %d (MGLA_TEST_SEED=%d repeats it), threads %s\n",
-			w.Size(), seed, seed, mpi.ThreadLevel())
+		fmt.Printf("collective/mpi tests: %d ranks, seed %d (MGLA_TEST_SEED=%d repeats it), threads %s, single copy %v\n",
+			w.Size(), seed, seed, mpi.ThreadLevel(), mpi.SingleCopy())
 	}
 	code := m.Run()
 	code = worstCode(w, code)

@@ -111,6 +111,42 @@ static inline int mgla_start(int kind, const void *send, void *recv, int count, 
 	return MPI_ERR_ARG;
 }
 
+// mgla_block makes one collective (kind: collective.Kind) with MPI's
+// blocking call, as mgla_start describes for the nonblocking ones.
+static inline int mgla_block(int kind, const void *send, void *recv, int count, int dtype, int op, int root, MPI_Comm comm) {
+	MPI_Datatype dt = mgla_dtype(dtype);
+	MPI_Op o = mgla_op(op);
+	switch (kind) {
+	case 0: return MPI_Allreduce(send, recv, count, dt, o, comm);
+	case 1: return MPI_Allgather(send, count, dt, recv, count, dt, comm);
+	case 2: return MPI_Reduce_scatter_block(send, recv, count, dt, o, comm);
+	case 3: return MPI_Alltoall(send, count, dt, recv, count, dt, comm);
+	case 4: {
+		int rank;
+		MPI_Comm_rank(comm, &rank);
+		return MPI_Bcast(rank == root ? (void *)send : recv, count, dt, root, comm);
+	}
+	case 5: return MPI_Reduce(send, recv, count, dt, o, root, comm);
+	case 6: return MPI_Gather(send, count, dt, recv, count, dt, root, comm);
+	case 7: return MPI_Scatter(send, count, dt, recv, count, dt, root, comm);
+	case 8: return MPI_Scan(send, recv, count, dt, o, comm);
+	case 12: return MPI_Barrier(comm);
+	}
+	return MPI_ERR_ARG;
+}
+
+// mgla_ibcast broadcasts count elements of buf from root (one chunk of a
+// pipelined Bcast).
+static inline int mgla_ibcast(void *buf, int count, int dtype, int root, MPI_Comm comm, MPI_Request *req) {
+	return MPI_Ibcast(buf, count, mgla_dtype(dtype), root, comm, req);
+}
+
+// mgla_iagree starts the minimum over the ranks of n ints (the flags the
+// ranks must agree on).
+static inline int mgla_iagree(const int *in, int *out, int n, MPI_Comm comm, MPI_Request *req) {
+	return MPI_Iallreduce(in, out, n, MPI_INT, MPI_MIN, comm, req);
+}
+
 // mgla_exchange posts the metadata exchange of a collective check: a
 // receive of one record of bytes from every other rank into its slot of
 // buf, then a send of this rank's slot to every other rank. reqs[r] is the

@@ -138,6 +138,114 @@ func TestLocalWorkBeside(t *testing.T) {
 	}
 }
 
+// TestLocalWorkPlacements runs the calls with local work under every
+// placement (MGLA_MPI_LOCAL_WORK; none beside: MGLA_MPI_BESIDE=0): after,
+// before and during the transfer, and the pipelined Bcast, in chunks that
+// do not divide the count, checking that the pipeline is taken exactly
+// where it applies.
+func TestLocalWorkPlacements(t *testing.T) {
+	c := newComm(t)
+	t.Setenv("MGLA_MPI_BESIDE", "0")
+	t.Setenv("MGLA_MPI_BLOCKING", "none")
+	for _, place := range []string{"after", "before", "during", "pipeline"} {
+		t.Setenv("MGLA_MPI_LOCAL_WORK", place)
+		for _, kind := range []collective.Kind{collective.Bcast, collective.Reduce, collective.Gather} {
+			for _, tc := range []struct {
+				dt    tensor.Dtype
+				count int
+			}{{tensor.Float64, 70001}, {tensor.Complex128, 40000}, {tensor.Float32, 1000}} {
+				for root := range c.Size() {
+					call := collective.Call{Kind: kind, Op: collective.Sum, Dtype: tc.dt, Count: tc.count, Root: root,
+						Name: fmt.Sprintf("%v/%s/%v/n=%d", kind, place, tc.dt, tc.count)}
+					before, _ := mpi.Taken()
+					t.Run(fmt.Sprintf("%s/root=%d", call.Name, root), func(t *testing.T) { checkCollective(t, c, call) })
+					after, _ := mpi.Taken()
+					// Pipelined: a Bcast of two chunks (512 KiB) or more.
+					want := place == "pipeline" && kind == collective.Bcast && tc.count*int(tc.dt.Size()) >= 512<<10
+					if got := after > before; got != want {
+						t.Errorf("%s root %d: pipelined %v, want %v", call.Name, root, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBlocking runs every collective large enough for MPI's blocking call
+// with it (MGLA_MPI_BLOCKING naming every kind) and without ("none"), with
+// the checks on and off, and checks that the blocking call is taken
+// exactly where every rank has MPI_THREAD_MULTIPLE.
+func TestBlocking(t *testing.T) {
+	_, _, multiple := mpi.Agreed()
+	all := "allreduce,allgather,reducescatter,alltoall,bcast,reduce,gather,scatter,scan"
+	for _, checks := range []bool{true, false} {
+		c := newComm(t, checksOption(checks)...)
+		size := c.Size()
+		for _, list := range []string{all, "none"} {
+			t.Setenv("MGLA_MPI_BLOCKING", list)
+			for _, kind := range []collective.Kind{collective.AllReduce, collective.AllGather, collective.ReduceScatter, collective.AllToAll,
+				collective.Bcast, collective.Reduce, collective.Gather, collective.Scatter, collective.Scan} {
+				dt := tensor.Float64
+				if kind == collective.Scan || kind == collective.Reduce {
+					dt = tensor.Complex64
+				}
+				// 1 MiB in the largest buffer of a rank, plus an odd part.
+				count := (1<<20)/int(dt.Size()) + 3
+				switch kind {
+				case collective.AllGather, collective.ReduceScatter, collective.AllToAll, collective.Gather, collective.Scatter:
+					count = count/size + 3
+				}
+				call := collective.Call{Kind: kind, Op: collective.Sum, Dtype: dt, Count: count, Root: size / 2,
+					Name: fmt.Sprintf("%v/blocking=%v", kind, list != "none")}
+				_, before := mpi.Taken()
+				t.Run(fmt.Sprintf("checks=%v/%s", checks, call.Name), func(t *testing.T) { checkCollective(t, c, call) })
+				_, after := mpi.Taken()
+				if got, want := after > before, multiple && list != "none"; got != want {
+					t.Errorf("%s: blocking call taken %v, want %v (MPI_THREAD_MULTIPLE on every rank: %v)", call.Name, got, want, multiple)
+				}
+			}
+		}
+	}
+}
+
+// TestBlockingTimeout: a rank that makes a large ReduceScatter late makes
+// the others fail with ErrTimeout and break their communicator, by MPI's
+// blocking call (MPI_THREAD_MULTIPLE) or the nonblocking one; once it
+// arrives, its call completes (the others' calls are still in MPI).
+func TestBlockingTimeout(t *testing.T) {
+	const short = time.Second
+	for _, list := range []string{"reducescatter", "none"} {
+		t.Run("blocking="+list, func(t *testing.T) {
+			t.Setenv("MGLA_MPI_BLOCKING", list)
+			c := newComm(t, mpi.WithoutChecks(), mpi.WithTimeout(short))
+			size, me := c.Size(), c.Rank()
+			if size < 2 {
+				t.Skip("needs 2 ranks")
+			}
+			late := size - 1
+			call := collective.Call{Kind: collective.ReduceScatter, Op: collective.Sum, Dtype: tensor.Float64, Count: (1 << 18) / size}
+			send, recv := make([]float64, call.SendLen(size)), make([]float64, call.RecvLen(size))
+			if me == late {
+				time.Sleep(2 * short)
+				if err := c.Do(hostCall(call, send, recv)); err != nil {
+					t.Errorf("the late rank: %v", err)
+				}
+			} else {
+				err := c.Do(hostCall(call, send, recv))
+				if !errors.Is(err, collective.ErrTimeout) {
+					t.Errorf("got %v, want ErrTimeout", err)
+				}
+				if err := c.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+					t.Errorf("the call after the timeout: got %v, want ErrClosed", err)
+				}
+			}
+			if err := world.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // checkCollective runs tc on c with random data and checks the result
 // against the reference, the element past the receive length and the send
 // buffer untouched.

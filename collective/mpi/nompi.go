@@ -33,3 +33,6 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	return nil, errUnavailable
 }
 func (c *Comm) Close() error { return nil }
+
+// SingleCopy is false in a build without MPI.
+func SingleCopy() bool { return false }
