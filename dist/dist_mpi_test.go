@@ -105,6 +105,11 @@ func testOps[T dist.Scalar](t *testing.T) {
 				t.Fatal(name, err)
 			}
 			check("CholSolve", gather(x), want)
+			x, err = dist.PotrsFromFactor(l, db)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			check("PotrsFromFactor", gather(x), want)
 			inv, err := dist.Potri(da)
 			if err != nil {
 				t.Fatal(name, err)
@@ -120,6 +125,9 @@ func testOps[T dist.Scalar](t *testing.T) {
 			}
 			if d := math.Abs(ld - wantLD); !(d <= tol*max(1, math.Abs(wantLD))) {
 				t.Errorf("%s LogDet = %v, want %v", name, ld, wantLD)
+			}
+			if ldl, err := dist.LogDetFromFactor(l); err != nil || ldl != ld {
+				t.Errorf("%s LogDetFromFactor = %v, %v; LogDet %v", name, ldl, err, ld)
 			}
 			w, z, err := dist.Syevd(da, true)
 			if err != nil {

@@ -2,7 +2,11 @@
 
 package dist
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mgla/mgla/cyclic"
+)
 
 // Gradients of the distributed ops, with the formulas of the single-process
 // ops (ops/linalg_grad.go): every gradient Ā is symmetric, correct along
@@ -97,14 +101,8 @@ func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
 	lo := lowerCopy(l)
 	p := lo.Clone()
 	gemm('T', 'N', 1, lo, lowerCopy(lbar), 0, p)
-	forEachLocal(p, func(r, c, i int) {
-		switch {
-		case r < c:
-			p.Local[i] = 0
-		case r == c:
-			p.Local[i] /= 2
-		}
-	})
+	zeroStrictUpper(p)
+	halveDiagonal(p)
 	trsm('L', 'T', lo, p) // L⁻ᵀ·P
 	trsm('R', 'N', lo, p) // ·L⁻¹
 	abar := p.Clone()
@@ -119,12 +117,23 @@ func lowerCopy[T Scalar](m *Matrix[T]) *Matrix[T] {
 	return c
 }
 
+// zeroStrictUpper clears the strict upper triangle of m: in each local
+// column (global column c) the local rows whose global rows are above c,
+// which are the first NumLocal(c) of them.
 func zeroStrictUpper[T Scalar](m *Matrix[T]) {
-	forEachLocal(m, func(r, c, i int) {
-		if r < c {
-			m.Local[i] = 0
-		}
-	})
+	lr, lc := m.LocalShape()
+	g, lld := m.Grid, m.LLD()
+	for j := range lc {
+		c := cyclic.IndexGlobal(j, m.Layout.NB, g.pcol, g.q)
+		above := min(cyclic.NumLocal(c, m.Layout.MB, g.prow, g.p), lr)
+		clear(m.Local[j*lld : j*lld+above])
+	}
+}
+
+// halveDiagonal divides the diagonal entries of m that this process holds
+// by two.
+func halveDiagonal[T Scalar](m *Matrix[T]) {
+	forEachDiagonal(m, func(_, i int) { m.Local[i] /= 2 })
 }
 
 // PotriGrad is the gradient of C = A⁻¹: Ā = −C·sym(C̄)·C.

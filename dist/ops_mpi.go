@@ -99,6 +99,22 @@ func forEachLocal[T Scalar](m *Matrix[T], fn func(r, c, i int)) {
 	}
 }
 
+// forEachDiagonal calls fn with the global index d and the local position i
+// of every diagonal entry of m that this process holds (a pass over the
+// local columns, not the local elements).
+func forEachDiagonal[T Scalar](m *Matrix[T], fn func(d, i int)) {
+	lr, lc := m.LocalShape()
+	g, lld := m.Grid, m.LLD()
+	for j := range lc {
+		c := cyclic.IndexGlobal(j, m.Layout.NB, g.pcol, g.q)
+		if c < m.Layout.Rows && cyclic.IndexOwner(c, m.Layout.MB, g.p) == g.prow {
+			if i := cyclic.IndexLocal(c, m.Layout.MB, g.p); i < lr {
+				fn(c, i+j*lld)
+			}
+		}
+	}
+}
+
 // Cholesky is the lower Cholesky factor L of the Hermitian positive
 // definite a (A = L·Lᴴ; only a's lower triangle is read), with zeros above
 // the diagonal.
@@ -107,11 +123,7 @@ func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	forEachLocal(l, func(r, c, i int) {
-		if r < c {
-			l.Local[i] = 0
-		}
-	})
+	zeroStrictUpper(l)
 	return l, nil
 }
 
@@ -167,16 +179,29 @@ func potrsCopies[T Scalar](a, b *Matrix[T]) (l, x *Matrix[T], err error) {
 // CholSolve solves L·Lᴴ·X = B for the lower Cholesky factor l (from
 // Cholesky).
 func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
+	return cholSolve("CholSolve", l, b, true)
+}
+
+// PotrsFromFactor is CholSolve for a factor l that this package made
+// (Cholesky's, or the factor a graph shares between Potrs, Potri and
+// LogDet): it skips CholSolve's NaN/Inf scan of l, which such a factor
+// passes by construction (p?potrf stops at a non-positive or NaN pivot).
+func PotrsFromFactor[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
+	return cholSolve("PotrsFromFactor", l, b, false)
+}
+
+// cholSolve solves with the factor l, checking l for NaN/Inf with scan.
+func cholSolve[T Scalar](op string, l, b *Matrix[T], scan bool) (*Matrix[T], error) {
 	if l == nil {
-		return nil, errNil("CholSolve")
+		return nil, errNil(op)
 	}
-	fl := squareFailure(l, finite(l.Local))
+	fl := squareFailure(l, !scan || finite(l.Local))
 	x, fb := copyRHS(l, b)
 	f := failure{code: max(fl.code, fb.code)}
-	if err := l.Grid.agree("CholSolve", f, append(squareNums(l), rhsCols(b))...); err != nil {
+	if err := l.Grid.agree(op, f, append(squareNums(l), rhsCols(b))...); err != nil {
 		return nil, err
 	}
-	return x, solve("CholSolve", l, x)
+	return x, solve(op, l, x)
 }
 
 // solve overwrites x with the solution of L·Lᴴ·X = X, l from potrf, after
@@ -197,13 +222,19 @@ func LogDet[T Scalar](a *Matrix[T]) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return LogDetFromFactor(l)
+}
+
+// LogDetFromFactor is log det A = 2·Σ log Re(L_ii) for the Cholesky factor
+// l of A (Cholesky's, or any lower factor with a positive diagonal), the
+// same on every rank. Collective: one sum over the grid.
+func LogDetFromFactor[T Scalar](l *Matrix[T]) (float64, error) {
+	if l == nil {
+		return 0, errNil("LogDetFromFactor")
+	}
 	sum := 0.0
-	forEachLocal(l, func(r, c, i int) {
-		if r == c {
-			sum += 2 * math.Log(realPart(l.Local[i]))
-		}
-	})
-	got, err := allReduce(a.Grid.comm, collective.Sum, []float64{sum})
+	forEachDiagonal(l, func(_, i int) { sum += 2 * math.Log(realPart(l.Local[i])) })
+	got, err := allReduce(l.Grid.comm, collective.Sum, []float64{sum})
 	if err != nil {
 		return 0, err
 	}
@@ -267,14 +298,8 @@ func inverse[T Scalar](op string, x *Matrix[T]) (*Matrix[T], error) {
 		return nil, err
 	}
 	// Keep the lower triangle with half the diagonal, then add its adjoint.
-	forEachLocal(x, func(r, c, i int) {
-		switch {
-		case r < c:
-			x.Local[i] = 0
-		case r == c:
-			x.Local[i] /= 2
-		}
-	})
+	zeroStrictUpper(x)
+	halveDiagonal(x)
 	inv := x.Clone()
 	addAdjoint(x, inv)
 	return inv, nil

@@ -74,9 +74,9 @@ func (g *Grid) bands(op string, f failure, rows int, nums ...int) (counts []floa
 func (m *Matrix[T]) FirstBadDiagonal() (int, error) {
 	n := min(m.Layout.Rows, m.Layout.Cols)
 	bad := make([]float64, n)
-	forEachLocal(m, func(r, c, i int) {
-		if r == c && (m.Local[i] == 0 || kernels.CheckFinite(1, 1, m.Local[i:i+1], 1, false) != nil) {
-			bad[r] = 1
+	forEachDiagonal(m, func(d, i int) {
+		if m.Local[i] == 0 || kernels.CheckFinite(1, 1, m.Local[i:i+1], 1, false) != nil {
+			bad[d] = 1
 		}
 	})
 	got, err := allReduce(m.Grid.comm, collective.Sum, bad)

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"math"
 	"math/cmplx"
-	"reflect"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
@@ -659,16 +657,7 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum, err := l.Sum(func(r, c int, v T) float64 {
-			if r != c {
-				return 0
-			}
-			x := reflect.ValueOf(v)
-			if x.CanFloat() {
-				return 2 * math.Log(x.Float())
-			}
-			return 2 * math.Log(real(x.Complex()))
-		})
+		sum, err := dist.LogDetFromFactor(l)
 		if err != nil {
 			return nil, err
 		}
@@ -752,7 +741,7 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	case kPotrs:
 		var l *dist.Matrix[T]
 		if l, err = factorOf[T](vals[1]); err == nil {
-			res, err = dist.CholSolve(l, ms[0])
+			res, err = dist.PotrsFromFactor(l, ms[0])
 		}
 	case kPotri:
 		var l *dist.Matrix[T]
