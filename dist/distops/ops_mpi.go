@@ -67,12 +67,10 @@ type op struct {
 	out *tensor.Dense
 }
 
-// Cholesky is the node L, the lower Cholesky factor of the Hermitian
-// positive definite A (lower triangle read), zero above the diagonal:
-// brought back from the grid to every rank for a host A, a grid value for
-// a grid-resident A.
-func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
-	ins, nb, onGrid, err := o.prepare(kCholesky, block, a)
+// fromFactor is the node of kind k reading A and A's factor node (which
+// Gorgonia merges for every op on the same A and blocks).
+func (o *Ops) fromFactor(k kind, block int, a *G.Node) (*G.Node, error) {
+	ins, nb, onGrid, err := o.prepare(k, block, a)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +78,15 @@ func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return o.applyOn(kCholesky, nb, onGrid, ins[0], f)
+	return o.applyOn(k, nb, onGrid, ins[0], f)
+}
+
+// Cholesky is the node L, the lower Cholesky factor of the Hermitian
+// positive definite A (lower triangle read), zero above the diagonal:
+// brought back from the grid to every rank for a host A, a grid value for
+// a grid-resident A.
+func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
+	return o.fromFactor(kCholesky, block, a)
 }
 
 // CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (its lower
@@ -108,29 +114,13 @@ func (o *Ops) Potrs(a, b *G.Node, block int) (*G.Node, error) {
 // Potri is the node A⁻¹, both triangles, from A's factor on the grid
 // (shared with Potrs and LogDet).
 func (o *Ops) Potri(a *G.Node, block int) (*G.Node, error) {
-	ins, nb, onGrid, err := o.prepare(kPotri, block, a)
-	if err != nil {
-		return nil, err
-	}
-	f, err := o.applyOn(kFactor, nb, onGrid, ins[0])
-	if err != nil {
-		return nil, err
-	}
-	return o.applyOn(kPotri, nb, onGrid, ins[0], f)
+	return o.fromFactor(kPotri, block, a)
 }
 
 // LogDet is the scalar node log det A (of the real dtype, on every rank),
 // from A's factor on the grid (shared with Potrs).
 func (o *Ops) LogDet(a *G.Node, block int) (*G.Node, error) {
-	ins, nb, onGrid, err := o.prepare(kLogDet, block, a)
-	if err != nil {
-		return nil, err
-	}
-	f, err := o.applyOn(kFactor, nb, onGrid, ins[0])
-	if err != nil {
-		return nil, err
-	}
-	return o.applyOn(kLogDet, nb, onGrid, ins[0], f)
+	return o.fromFactor(kLogDet, block, a)
 }
 
 // Syevd is the eigenvalues w (ascending, a vector of the real dtype, on
