@@ -26,7 +26,8 @@
 #	distops    dist/distops BenchmarkPotrs, the graph ops against the dist
 #	           calls they stand for (replicated values, and A from row blocks
 #	           as a grid value), N = 4000 and 8000 (DISTOPS_NS) with 16, 4 and
-#	           1 processes (DISTOPS_NPS, fastest first), -benchtime 2x; 300 s
+#	           1 processes (DISTOPS_NPS, fastest first), -benchtime 2x
+#	           (DISTOPS_BENCHTIME); 300 s
 #
 # Each step's log is $OUT/STEP.log (OUT defaults to ./cpu-logs); a summary
 # (per step: result, seconds, the ratio lines) is printed last and kept in
@@ -243,7 +244,7 @@ step_distreuse() {
 	done
 }
 step_distops() {
-	local ns=${DISTOPS_NS:-4000 8000} nps=${DISTOPS_NPS:-16 4 1} bt=2x n np left
+	local ns=${DISTOPS_NS:-4000 8000} nps=${DISTOPS_NPS:-16 4 1} bt=${DISTOPS_BENCHTIME:-2x} n np left
 	if [ "$TINY" = 1 ]; then ns=301 nps='1 3' bt=1x; fi
 	left=$(($(wc -w <<<"$ns") * $(wc -w <<<"$nps")))
 	for n in $ns; do
