@@ -131,3 +131,33 @@ func testCopyTransposed[T Scalar](t *testing.T) {
 		}
 	}
 }
+
+// TestMoveRule: p?gemr2d from the measured process counts on, and for a
+// matrix above sumMoveMaxBytes on any count (the sum moves hold it whole on
+// every rank).
+func TestMoveRule(t *testing.T) {
+	big := sumMoveMaxBytes + 1
+	for _, tc := range []struct {
+		mv           move
+		ranks, bytes int
+		want         bool
+	}{
+		{fromRootMove, 1, 8, false},
+		{fromRootMove, 3, sumMoveMaxBytes, false},
+		{fromRootMove, 4, 8, true},
+		{fromRootMove, 1, big, true},
+		{fromRowBlocksMove, 2, big, true},
+		{fromRowBlocksMove, 3, 1 << 20, false},
+		{gatherOneMove, 4, 1 << 20, false},
+		{gatherOneMove, 8, 8, true},
+		{gatherAllMove, 7, big, true},
+		{gatherAllMove, 7, 1 << 20, false},
+	} {
+		if got := gemr2dRule(tc.mv, tc.ranks, tc.bytes); got != tc.want {
+			t.Errorf("move %d on %d ranks, %d bytes: p?gemr2d %v, want %v", tc.mv, tc.ranks, tc.bytes, got, tc.want)
+		}
+	}
+	if got, want := wholeBytes[complex64](3, 5), 3*5*8; got != want {
+		t.Errorf("wholeBytes[complex64](3, 5) = %d, want %d", got, want)
+	}
+}

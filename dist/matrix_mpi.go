@@ -170,7 +170,7 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 		nb = DefaultBlock
 	}
 	me := g.comm.Rank()
-	viaGemr2d := useGemr2d(g, fromRootMove)
+	viaGemr2d := useGemr2d(g, fromRootMove, wholeBytes[T](rows, cols))
 	f := failure{}
 	send := full // what the root sends: column-major through p?gemr2d
 	if rows < 1 || cols < 1 || nb < 1 || root < 0 || root >= g.comm.Size() ||
@@ -256,7 +256,7 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 	if err != nil {
 		return nil, err
 	}
-	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove) {
+	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove, wholeBytes[T](total, cols)) {
 		desc := blockDesc(g.columnContext(), total, cols, split, cols, rows)
 		cm := band
 		if o == rowMajor {
@@ -334,7 +334,7 @@ func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 	if root < 0 {
 		mv = gatherAllMove
 	}
-	if useGemr2d(g, mv) {
+	if useGemr2d(g, mv, wholeBytes[T](rows, cols)) {
 		to := max(root, 0)
 		var full []T
 		if me == to || root < 0 {

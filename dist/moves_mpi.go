@@ -7,6 +7,8 @@ package dist
 */
 import "C"
 
+import "unsafe"
+
 // The two ways data gets in and out of the 2-D block-cyclic distribution
 // (FromRoot, FromRowBlocks, Gather): ScaLAPACK's p?gemr2d, which sends
 // every element once from its owner to its new owner, or a collective of
@@ -72,7 +74,9 @@ const (
 // whole matrix grow with the process count. The rule follows the quiet
 // machine; between 4 and 8 processes the gathers were not measured, so
 // they switch at 8. At N = 2000 on one process the order was the same
-// (Gather(0): 0.07 on the VM), so the size does not enter the rule.
+// (Gather(0): 0.07 on the VM), so the size enters the rule only through
+// memory (sumMoveMaxBytes): bands that are not split at block boundaries
+// have the sum path only.
 var gemr2dMinRanks = [...]int{
 	fromRootMove:      4,
 	fromRowBlocksMove: 4,
@@ -80,16 +84,35 @@ var gemr2dMinRanks = [...]int{
 	gatherAllMove:     8,
 }
 
-// useGemr2d says whether mv on g goes through p?gemr2d (forceMoves, else
-// gemr2dMinRanks).
-func useGemr2d(g *Grid, mv move) bool {
+// sumMoveMaxBytes is the largest matrix the sum moves take: they hold the
+// whole matrix on every rank for a moment, so a larger one goes through
+// p?gemr2d whatever the process count, and a matrix that needs the grid's
+// memory is never whole on every rank (512 MiB: float64 N = 8192).
+var sumMoveMaxBytes = 512 << 20
+
+// useGemr2d says whether mv of a matrix of wholeBytes on g goes through
+// p?gemr2d (forceMoves, else gemr2dRule).
+func useGemr2d(g *Grid, mv move, wholeBytes int) bool {
 	switch forceMoves {
 	case sumMoves:
 		return false
 	case gemr2dMoves:
 		return true
 	}
-	return g.comm.Size() >= gemr2dMinRanks[mv]
+	return gemr2dRule(mv, g.comm.Size(), wholeBytes)
+}
+
+// gemr2dRule: p?gemr2d from gemr2dMinRanks processes on, or for a matrix
+// larger than sumMoveMaxBytes. Every rank decides alike (the shape is
+// agreed).
+func gemr2dRule(mv move, ranks, wholeBytes int) bool {
+	return ranks >= gemr2dMinRanks[mv] || wholeBytes > sumMoveMaxBytes
+}
+
+// wholeBytes is the size of a rows×cols matrix of T.
+func wholeBytes[T Scalar](rows, cols int) int {
+	var x T
+	return rows * cols * int(unsafe.Sizeof(x))
 }
 
 // wholeDesc is the descriptor of a rows×cols matrix held whole by rank

@@ -33,7 +33,7 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 		return nil, fmt.Errorf("%w: dist: RowBlock: the bands hold %d rows, the matrix %d", ErrBadInput, total, m.Layout.Rows)
 	}
 	band := make([]T, rows*cols)
-	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove) {
+	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove, wholeBytes[T](total, cols)) {
 		gemr2d(g, total, cols, m.Local, m.desc, band, blockDesc(g.columnContext(), total, cols, split, cols, rows))
 		return band, nil
 	}
