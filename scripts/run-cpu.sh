@@ -25,7 +25,8 @@
 #	           16 processes
 #	distops    dist/distops BenchmarkPotrs, the graph ops against the dist
 #	           calls they stand for (replicated values, and A from row blocks
-#	           as a grid value), N = 4000 and 8000 (DISTOPS_NS) with 16, 4 and
+#	           as a grid value against column-major and against the same
+#	           row-major bands), N = 4000 and 8000 (DISTOPS_NS) with 16, 4 and
 #	           1 processes (DISTOPS_NPS, fastest first), -benchtime 2x
 #	           (DISTOPS_BENCHTIME); 300 s
 #
