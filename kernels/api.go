@@ -25,40 +25,7 @@ func Potrf[T Scalar](n int, a []T, lda int) error {
 	if n == 0 {
 		return nil
 	}
-	switch dtypeOf[T]() {
-	case dtFloat64:
-		return potrfF64(n, cast[float64](a), lda, nil, 0)
-	case dtFloat32:
-		af := cast[float32](a)
-		if err := checkFiniteF32(n, n, af, lda, true); err != nil {
-			return err
-		}
-		buf := make([]float64, n*n)
-		widenLowerF32(n, af, lda, buf, n)
-		if err := potrfF64(n, buf, n, nil, 0); err != nil {
-			return err
-		}
-		if err := narrowF64(n, n, buf, n, af, lda); err != nil { // upper triangle of buf is zero
-			return err
-		}
-		return nil
-	case dtComplex128:
-		return potrfC128(n, cast[complex128](a), lda, nil, 0)
-	default:
-		ac := cast[complex64](a)
-		if err := CheckFinite(n, n, ac, lda, true); err != nil {
-			return err
-		}
-		buf := make([]complex128, n*n)
-		widenLowerC64(n, ac, lda, buf, n)
-		if err := potrfC128(n, buf, n, nil, 0); err != nil {
-			return err
-		}
-		if err := narrowC128(n, n, buf, n, ac, lda); err != nil {
-			return err
-		}
-		return nil
-	}
+	return potrf(n, a, lda, nil, 0)
 }
 
 // PotrfTo is Potrf that keeps its input: it factorizes the n×n matrix whose
@@ -74,14 +41,37 @@ func PotrfTo[T Scalar](n int, a []T, lda int, l []T, ldl int) error {
 	if n == 0 {
 		return nil
 	}
+	return potrf(n, l, ldl, a, lda)
+}
+
+// potrf factorizes the lower triangle of src (lds) into a (lda), or a in
+// place when src is nil. float32 and complex64 are widened from their input
+// into a float64/complex128 copy, which the wide factorization checks for
+// NaN/Inf (widening keeps them, at the same positions), and rounded into a.
+func potrf[T Scalar](n int, a []T, lda int, src []T, lds int) error {
+	in, ldi := src, lds // the input of the wide copy
+	if src == nil {
+		in, ldi = a, lda
+	}
 	switch dtypeOf[T]() {
 	case dtFloat64:
-		return potrfF64(n, cast[float64](l), ldl, cast[float64](a), lda)
+		return potrfF64(n, cast[float64](a), lda, cast[float64](src), lds)
 	case dtComplex128:
-		return potrfC128(n, cast[complex128](l), ldl, cast[complex128](a), lda)
-	default: // factorized in a wider copy anyway
-		copyLower(n, a, lda, l, ldl)
-		return Potrf(n, l, ldl)
+		return potrfC128(n, cast[complex128](a), lda, cast[complex128](src), lds)
+	case dtFloat32:
+		buf := make([]float64, n*n)
+		widenLowerF32(n, cast[float32](in), ldi, buf, n)
+		if err := potrfF64(n, buf, n, nil, 0); err != nil {
+			return err
+		}
+		return narrowF64(n, n, buf, n, cast[float32](a), lda) // the upper triangle of buf is zero
+	default:
+		buf := make([]complex128, n*n)
+		widenLowerC64(n, cast[complex64](in), ldi, buf, n)
+		if err := potrfC128(n, buf, n, nil, 0); err != nil {
+			return err
+		}
+		return narrowC128(n, n, buf, n, cast[complex64](a), lda)
 	}
 }
 
