@@ -222,12 +222,15 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	case kCholesky:
 		return o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.potrf(ins[0], out) })
 	case kCholSolve:
-		if o.pl.Mesh.Kind() == sharding.GPU {
-			// A factor from outside mgla: GPU solvers do not check it (the
-			// host kernels do).
-			if err := ins[0].CheckFinite(true); err != nil {
-				return nil, fmt.Errorf("%v: factor: %w", o, err)
-			}
+		// A factor from outside mgla: the solvers do not check it (Potrs'
+		// factor, and the backward passes', are mgla's own and hold no NaN
+		// or Inf); on host meshes the error names the element.
+		check := func() error { return ins[0].CheckFinite(true) }
+		if o.pl.Mesh.Kind() != sharding.GPU {
+			check = func() error { return withHost(ins[0], func(h hostKernels) error { return h.checkFactor(ins[0]) }) }
+		}
+		if err := check(); err != nil {
+			return nil, fmt.Errorf("%v: factor: %w", o, err)
 		}
 		return o.output(ins[1].Shape(), func(out *sharding.Tensor) error { return s.potrs(ins[0], ins[1], out) })
 	case kPotrs:
