@@ -182,7 +182,7 @@ func runCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mes
 		}
 	}
 	if collectivetest.IsInteger(cc.dt) {
-		runIntCase(t, rng, comm, m, c)
+		runIntCase(t, rng, comm, m, c, &ref)
 		return
 	}
 	sendLen, recvLen := c.SendLen(size), c.RecvLen(size)+3
@@ -300,9 +300,11 @@ func (d rankData) downloadInts(t testing.TB) []any {
 }
 
 // runIntCase is runCase for an integer dtype: exactly the reference of
-// package collectivetest.
-func runIntCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mesh, c *collective.Call) {
-	size := comm.Size()
+// package collectivetest. Every process draws every rank's data (the same
+// stream on each); the local ranks' go on the mesh m, one device each. ref
+// is the call of every rank (c holds the local ranks' peers).
+func runIntCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.Mesh, c, ref *collective.Call) {
+	size, local := comm.Size(), comm.LocalRanks()
 	name := fmt.Sprintf("%v %v %v count %d root %d", c.Kind, c.Op, c.Dtype, c.Count, c.Root)
 	recvLen := c.RecvLen(size) + 3
 	send, recv := make([]any, size), make([]any, size)
@@ -310,26 +312,33 @@ func runIntCase(t *testing.T, rng *rand.Rand, comm collective.Comm, m *sharding.
 		send[r] = collectivetest.RandomInts(rng, c.Dtype, c.Op, c.SendLen(size), size)
 		recv[r] = collectivetest.RandomInts(rng, c.Dtype, collective.Sum, recvLen, 1)
 	}
-	sd, rd := uploadInts(t, m, send), uploadInts(t, m, recv)
+	mine := func(all []any) []any {
+		out := make([]any, len(local))
+		for i, r := range local {
+			out[i] = all[r]
+		}
+		return out
+	}
+	sd, rd := uploadInts(t, m, mine(send)), uploadInts(t, m, mine(recv))
 	defer sd.t.Free()
 	defer rd.t.Free()
 	c.Send, c.Recv = sd.bufs, rd.bufs
 	if err := comm.Do(c); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	want := collectivetest.ReferenceInts(c, size, send)
+	want := collectivetest.ReferenceInts(ref, size, send)
 	got := rd.downloadInts(t)
-	for r := range size {
-		n := c.RecvLen(size)
-		if g := collectivetest.Slice(got[r], 0, n); !reflect.DeepEqual(g, want[r]) {
+	n := c.RecvLen(size)
+	for i, r := range local {
+		if g := collectivetest.Slice(got[i], 0, n); !reflect.DeepEqual(g, want[r]) {
 			t.Fatalf("%s: rank %d got %v, want %v", name, r, g, want[r])
 		}
-		g, was := collectivetest.Slice(got[r], n, recvLen), collectivetest.Slice(recv[r], n, recvLen)
+		g, was := collectivetest.Slice(got[i], n, recvLen), collectivetest.Slice(recv[r], n, recvLen)
 		if !reflect.DeepEqual(g, was) {
 			t.Fatalf("%s: rank %d: the elements past the receive length changed to %v from %v", name, r, g, was)
 		}
 	}
-	if after := sd.downloadInts(t); !reflect.DeepEqual(after, send) {
+	if after := sd.downloadInts(t); !reflect.DeepEqual(after, mine(send)) {
 		t.Fatalf("%s: a send buffer changed", name)
 	}
 }
