@@ -5,22 +5,36 @@ package nccl
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// BenchmarkCollectives times Comm.Do against the same NCCL call issued raw
-// (rawCall) on the same communicators, buffers and streams, in one process,
-// for float32 AllReduce (sum), AllGather and ReduceScatter of 1 MiB to
-// 1 GiB on the mesh of every visible GPU. The size is nccl-tests' convention:
-// the bytes of one rank's AllReduce buffer, of the AllGather output and of
-// the ReduceScatter input. Metrics: algbw and busbw of Do in GB/s (busbw =
-// algbw·2(n-1)/n for AllReduce, ·(n-1)/n for the others, so 0 on one GPU),
-// the raw call's algbw, and do/raw, Do's bandwidth as a fraction of raw.
+// BenchmarkCollectives times Comm.Do, the collective graph op run by a
+// TapeMachine, and the op's Do alone, against the same NCCL call issued raw
+// (rawCall) on the same communicator, in one process, for float32 AllReduce
+// (sum), AllGather and ReduceScatter of 1 MiB to 1 GiB on the mesh of every
+// visible GPU. The four paths take turns in one loop on the same device
+// buffers (the graph's input and output), so none gains from the others'
+// data in the L2 cache. The graph is one collective node on a sharded input
+// already on the GPUs (RowBlocks, one flat block per device), run with
+// Reset + RunAll per call as a training loop runs it; the op's Do alone
+// tells the op's share of the graph path from the machine's (Gorgonia's
+// TapeMachine runs the program on a goroutine of its own and waits for it
+// on the caller's locked OS thread).
+//
+// The size is nccl-tests' convention: the bytes of one rank's AllReduce
+// buffer, of the AllGather output and of the ReduceScatter input. Metrics:
+// busbw of raw, Do and the graph in GB/s (algbw·2(n-1)/n for AllReduce,
+// ·(n-1)/n for the others, so 0 on one GPU), raw's algbw, each path's time
+// per call, and do/raw, graph/raw and opdo/raw, each path's bandwidth as a
+// fraction of raw's.
 func BenchmarkCollectives(b *testing.B) {
 	m, err := sharding.GPUMesh()
 	if err != nil {
@@ -40,34 +54,27 @@ func BenchmarkCollectives(b *testing.B) {
 				count = bytes / 4 / n // the block of one rank
 			}
 			c := &collective.Call{Kind: kind, Op: collective.Sum, Dtype: tensor.Float32, Count: count}
-			send, err := sharding.New(m, tensor.Shape{c.SendLen(n), n}, tensor.Float32, sharding.ColBlocks())
-			if err != nil {
-				b.Fatal(err)
-			}
-			recv, err := sharding.New(m, tensor.Shape{c.RecvLen(n), n}, tensor.Float32, sharding.ColBlocks())
-			if err != nil {
-				b.Fatal(err)
-			}
+			gc := newGraphCollective(b, m, comm, kind, c.SendLen(n))
 			var sp, rp []uintptr
 			for r := range n {
-				c.Send = append(c.Send, send.Shard(r))
-				c.Recv = append(c.Recv, recv.Shard(r))
-				sp = append(sp, send.Shard(r).(*sharding.DeviceBuffer).Ptr())
-				rp = append(rp, recv.Shard(r).(*sharding.DeviceBuffer).Ptr())
+				c.Send = append(c.Send, gc.in.Shard(r))
+				c.Recv = append(c.Recv, gc.out.Shard(r))
+				sp = append(sp, gc.in.Shard(r).(*sharding.DeviceBuffer).Ptr())
+				rp = append(rp, gc.out.Shard(r).(*sharding.DeviceBuffer).Ptr())
 			}
 			busFactor := float64(n-1) / float64(n)
 			if kind == collective.AllReduce {
 				busFactor *= 2
 			}
 			b.Run(fmt.Sprintf("%v/%dMiB/gpus=%d", kind, mib, n), func(b *testing.B) {
-				// Warm up both paths (NCCL connects lazily).
+				// Warm up every path (NCCL connects lazily).
 				if err := h.rawCall(kind, sp, rp, count); err != nil {
 					b.Fatal(err)
 				}
 				if err := comm.Do(c); err != nil {
 					b.Fatal(err)
 				}
-				var raw, do time.Duration
+				var raw, do, graph, op time.Duration
 				for i := 0; i < b.N; i++ {
 					t0 := time.Now()
 					if err := h.rawCall(kind, sp, rp, count); err != nil {
@@ -77,19 +84,34 @@ func BenchmarkCollectives(b *testing.B) {
 					if err := comm.Do(c); err != nil {
 						b.Fatal(err)
 					}
+					t2 := time.Now()
+					gc.vm.Reset()
+					if err := gc.vm.RunAll(); err != nil {
+						b.Fatal(err)
+					}
+					t3 := time.Now()
+					if _, err := gc.node.Op().Do(gc.in); err != nil {
+						b.Fatal(err)
+					}
 					raw += t1.Sub(t0)
-					do += time.Since(t1)
+					do += t2.Sub(t1)
+					graph += t3.Sub(t2)
+					op += time.Since(t3)
 				}
 				gb := float64(bytes) * float64(b.N) / 1e9
-				b.ReportMetric(gb/do.Seconds(), "algbw_GB/s")
-				b.ReportMetric(gb/do.Seconds()*busFactor, "busbw_GB/s")
+				perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 				b.ReportMetric(gb/raw.Seconds(), "raw_algbw_GB/s")
+				b.ReportMetric(gb/raw.Seconds()*busFactor, "raw_busbw_GB/s")
+				b.ReportMetric(gb/do.Seconds()*busFactor, "busbw_GB/s")
+				b.ReportMetric(gb/graph.Seconds()*busFactor, "graph_busbw_GB/s")
 				b.ReportMetric(raw.Seconds()/do.Seconds(), "do/raw")
-				b.ReportMetric(float64(do.Microseconds())/float64(b.N), "do_us/op")
-				b.ReportMetric(float64(raw.Microseconds())/float64(b.N), "raw_us/op")
+				b.ReportMetric(raw.Seconds()/graph.Seconds(), "graph/raw")
+				b.ReportMetric(raw.Seconds()/op.Seconds(), "opdo/raw")
+				b.ReportMetric(perCall(raw), "raw_us/op")
+				b.ReportMetric(perCall(do), "do_us/op")
+				b.ReportMetric(perCall(graph), "graph_us/op")
 			})
-			send.Free()
-			recv.Free()
+			gc.close()
 		}
 	}
 }
@@ -159,5 +181,116 @@ func BenchmarkProcessChecks(b *testing.B) {
 				b.ReportMetric(on.Seconds()/off.Seconds(), "checked/unchecked")
 			})
 		}
+	}
+}
+
+// graphCollective is BenchmarkCollectives' graph: a sharded input of
+// sendLen float32 per device (one flat block each, so the op exchanges it
+// as it is), one collective node on it, the machine that runs it, and the
+// node's output after a first run.
+type graphCollective struct {
+	in, out *sharding.Tensor
+	node    *G.Node
+	vm      G.VM
+}
+
+func newGraphCollective(b *testing.B, m *sharding.Mesh, comm collective.Comm, kind collective.Kind, sendLen int) *graphCollective {
+	b.Helper()
+	x, err := sharding.New(m, tensor.Shape{m.Size() * sendLen}, tensor.Float32, sharding.RowBlocks())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := G.NewGraph()
+	in := ops.Input(g, x, "x")
+	var y *G.Node
+	switch kind {
+	case collective.AllReduce:
+		y, err = collective.AllReduceNode(in, comm, collective.Sum)
+	case collective.AllGather:
+		y, err = collective.AllGatherNode(in, comm)
+	case collective.ReduceScatter:
+		y, err = collective.ReduceScatterNode(in, comm, collective.Sum)
+	default:
+		err = fmt.Errorf("no graph path for %v", kind)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	gc := &graphCollective{in: x, node: y, vm: G.NewTapeMachine(g)}
+	if err := gc.vm.RunAll(); err != nil {
+		b.Fatal(err)
+	}
+	out, ok := y.Value().(*sharding.Tensor)
+	if !ok {
+		b.Fatalf("the %v node's value is %T, not on the GPUs", kind, y.Value())
+	}
+	gc.out = out
+	return gc
+}
+
+// close frees the machine and the device memory of the input and output.
+func (gc *graphCollective) close() {
+	gc.vm.Close()
+	gc.in.Free()
+	gc.out.Free()
+}
+
+// BenchmarkCollectivePaths times each path of BenchmarkCollectives in a
+// loop of its own (float32 AllReduce, sum, of 1 and 64 MiB on every visible
+// GPU): the raw NCCL call, Comm.Do, the op's Do, the op's Do on a new
+// goroutine while the caller's OS thread is locked (what a TapeMachine
+// does with every program it runs), and the graph on a TapeMachine. The
+// differences between them place the graph path's cost.
+func BenchmarkCollectivePaths(b *testing.B) {
+	m, err := sharding.GPUMesh()
+	if err != nil {
+		b.Skipf("no GPU mesh: %v", err)
+	}
+	comm, err := NewMesh(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := comm.(*Comm)
+	n := m.Size()
+	for _, mib := range []int{1, 64} {
+		count := mib << 20 / 4
+		c := &collective.Call{Kind: collective.AllReduce, Op: collective.Sum, Dtype: tensor.Float32, Count: count}
+		gc := newGraphCollective(b, m, comm, collective.AllReduce, count)
+		var sp, rp []uintptr
+		for r := range n {
+			c.Send = append(c.Send, gc.in.Shard(r))
+			c.Recv = append(c.Recv, gc.out.Shard(r))
+			sp = append(sp, gc.in.Shard(r).(*sharding.DeviceBuffer).Ptr())
+			rp = append(rp, gc.out.Shard(r).(*sharding.DeviceBuffer).Ptr())
+		}
+		paths := []struct {
+			name string
+			run  func() error
+		}{
+			{"raw", func() error { return h.rawCall(collective.AllReduce, sp, rp, count) }},
+			{"do", func() error { return comm.Do(c) }},
+			{"opdo", func() error { _, err := gc.node.Op().Do(gc.in); return err }},
+			{"opdo-goroutine", func() error {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				done := make(chan error)
+				go func() { _, err := gc.node.Op().Do(gc.in); done <- err }()
+				return <-done
+			}},
+			{"graph", func() error { gc.vm.Reset(); return gc.vm.RunAll() }},
+		}
+		for _, p := range paths {
+			b.Run(fmt.Sprintf("AllReduce/%dMiB/gpus=%d/%s", mib, n, p.name), func(b *testing.B) {
+				if err := p.run(); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if err := p.run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		gc.close()
 	}
 }
