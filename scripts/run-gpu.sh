@@ -80,7 +80,7 @@ tests)
 	wanted graph-flat && run_step graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
 	;;
 nccl-bench)
-	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench 'Collectives|ProcessChecks' -test.benchtime 0.5s
+	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench 'Collectives|CollectivePaths|ProcessChecks' -test.benchtime 0.5s
 	wait
 	cat "$LOG"/nccl-bench.log
 	;;
