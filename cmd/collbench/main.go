@@ -98,6 +98,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,13 +154,16 @@ func (b *bench) call() *collective.Call {
 	return c
 }
 
-// paths are the ways of making a bench's call that collbench times; the
-// first is the baseline of the ratios. setup returns a function that makes
-// one call.
-var paths = []struct {
+// A path is a way of making a bench's call: setup returns a function that
+// makes one call.
+type path struct {
 	name  string
 	setup func(b *bench) func() error
-}{
+}
+
+// paths are the ways of making a bench's call that collbench times (-paths
+// picks some); the first is the baseline of the ratios.
+var paths = []path{
 	{"mpi", rawPath(false)},
 	{"mpi-i", rawPath(true)},
 	{"do", func(b *bench) func() error { c := b.call(); return func() error { return b.checked.Do(c) } }},
@@ -289,14 +293,24 @@ func main() {
 	maxBytes := flag.String("max", "64Mi", "largest size in bytes")
 	only := flag.String("kinds", "", "comma-separated collectives (default all)")
 	budget := flag.Duration("budget", 300*time.Millisecond, "time per path and size, which sets the repetitions (7 to 200)")
+	onlyPaths := flag.String("paths", "", "comma-separated paths after mpi, the baseline (default all)")
+	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to this file name with .rank appended")
 	flag.Parse()
 	lo, hi := parseBytes(*minBytes), parseBytes(*maxBytes)
+	choosePaths(*onlyPaths)
 
 	checked, err := mpi.World()
 	check(err)
 	unchecked, err := mpi.World(mpi.WithoutChecks())
 	check(err)
 	b := &bench{rank: checked.Rank(), size: checked.Size(), fortran: C.MPI_Fint(checked.Fortran()), checked: checked, unchecked: unchecked}
+	if *cpuProfile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuProfile, b.rank))
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	b.send, b.recv = make([]float64, hi/8), make([]float64, hi/8)
 	for i := range b.send {
 		b.send[i] = float64(i%7) + 1
@@ -349,6 +363,27 @@ func main() {
 		}
 	}
 	check(mpi.Finalize())
+}
+
+// choosePaths keeps the baseline and the paths named in list (all when
+// list is empty), in the order of paths.
+func choosePaths(list string) {
+	if list == "" {
+		return
+	}
+	names := strings.Split(list, ",")
+	kept := paths[:1]
+	for _, p := range paths[1:] {
+		if slices.Contains(names, p.name) {
+			kept = append(kept, p)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(kept, func(p path) bool { return p.name == n }) && n != paths[0].name {
+			log.Fatalf("collbench: no path %q", n)
+		}
+	}
+	paths = kept
 }
 
 // measure times every path on b: two warm-up calls each, then repetitions
