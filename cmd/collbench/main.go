@@ -30,8 +30,12 @@
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
 // is the cost of the graph layer; the op path calls the same op's Do
-// directly, so graph/op is the TapeMachine's share of it. To time another way of making the calls,
-// add an entry to paths.
+// directly, so graph/op is the TapeMachine's share of it, and the handoff
+// path makes the call of "do" the way RunAll runs its tape (on a goroutine
+// of its own while the caller holds its OS thread), so handoff/do is the
+// part of that share that comes from the thread hand-off. -paths picks
+// paths, -cpuprofile writes each rank's CPU profile. To time another way
+// of making the calls, add an entry to paths.
 package main
 
 /*
@@ -98,6 +102,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -170,6 +175,7 @@ var paths = []path{
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
 	{"graph", graphPath},
 	{"op", opPath},
+	{"handoff", handoffPath},
 	{"do-blocking", func(b *bench) func() error {
 		c := b.call()
 		return withEnv(func() error { return b.unchecked.Do(c) }, "MGLA_MPI_BLOCKING", allBlocking)
@@ -227,6 +233,21 @@ func opPath(b *bench) func() error {
 	return func() error {
 		_, err := op.Do(x)
 		return err
+	}
+}
+
+// handoffPath makes the call as "do" does, on a new goroutine while the
+// caller's goroutine holds its OS thread, as TapeMachine.RunAll runs its
+// tape: handoff/do is what that hand-off between threads costs, and
+// graph/handoff the rest of the graph layer (the machine and the op).
+func handoffPath(b *bench) func() error {
+	c := b.call()
+	return func() error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done := make(chan error)
+		go func() { done <- b.checked.Do(c) }()
+		return <-done
 	}
 }
 
