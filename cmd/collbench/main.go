@@ -332,7 +332,8 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	b.send, b.recv = make([]float64, hi/8), make([]float64, hi/8)
+	// At least one element per rank: the blocks of one rank are never empty.
+	b.send, b.recv = make([]float64, max(hi/8, b.size)), make([]float64, max(hi/8, b.size))
 	for i := range b.send {
 		b.send[i] = float64(i%7) + 1
 	}
