@@ -2,6 +2,7 @@ package collective
 
 import (
 	"errors"
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -202,5 +203,52 @@ func TestDtypeCode(t *testing.T) {
 	}
 	if got := DtypeCode(tensor.Bool); got != -1 {
 		t.Errorf("DtypeCode(bool) = %d, want -1", got)
+	}
+}
+
+// TestRecordsAgree: the engines' shortcut (comparing the encoded records
+// word for word) agrees with CompareRecords on the decoded records, for
+// records that differ in each field, in a name past the bytes a record
+// holds, or not at all; and hashName is hash/fnv's FNV-1a.
+func TestRecordsAgree(t *testing.T) {
+	long := strings.Repeat("n", RecordNameBytes)
+	base := &Call{Kind: Reduce, Op: Sum, Root: 1, Dtype: tensor.Float64, Count: 7, Name: long + "a"}
+	variants := map[string]func(c *Call, seq *int64){
+		"same":      func(*Call, *int64) {},
+		"kind":      func(c *Call, _ *int64) { c.Kind = AllReduce },
+		"op":        func(c *Call, _ *int64) { c.Op = Max },
+		"root":      func(c *Call, _ *int64) { c.Root = 0 },
+		"dtype":     func(c *Call, _ *int64) { c.Dtype = tensor.Float32 },
+		"count":     func(c *Call, _ *int64) { c.Count = 8 },
+		"seq":       func(_ *Call, seq *int64) { *seq = 4 },
+		"name":      func(c *Call, _ *int64) { c.Name = "x" },
+		"name tail": func(c *Call, _ *int64) { c.Name = long + "b" }, // same stored bytes, other hash
+	}
+	for what, change := range variants {
+		for _, size := range []int{1, 2, 3, 5} {
+			for odd := range size {
+				words := make([]int64, size*RecordWords)
+				recs := make([]Record, size)
+				for r := range size {
+					c, seq := *base, int64(3)
+					if r == odd {
+						change(&c, &seq)
+					}
+					recs[r] = CallRecord(&c, seq)
+					recs[r].Encode(words[r*RecordWords:])
+				}
+				agree, err := RecordsAgree(words, size), CompareRecords(recs)
+				if agree != (err == nil) || agree != (what == "same" || size == 1) {
+					t.Errorf("%s, %d ranks, rank %d differs: RecordsAgree %v, CompareRecords %v", what, size, odd, agree, err)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"", "a", long + "a", "grad AllReduce(sum)"} {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		if got, want := hashName(s), int64(h.Sum64()); got != want {
+			t.Errorf("hashName(%q) = %x, want %x", s, got, want)
+		}
 	}
 }
