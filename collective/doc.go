@@ -35,7 +35,9 @@
 // RecvNode and BarrierNode add one collective node to a Gorgonia graph
 // (package mgla has them as mgla.AllReduce …). They return new values and
 // never overwrite their inputs; a node reuses its output buffers from one run
-// of a machine to the next. The value of a node depends on the communicator:
+// of a machine to the next (a process communicator's node also its engine
+// call and the buffer over its input, while the input's memory, shape and
+// dtype stay the same). The value of a node depends on the communicator:
 //
 //   - process communicator (one local rank: MPI, NCCL with one GPU per
 //     process): the value is a host *tensor.Dense of any rank ≥ 1 holding
@@ -69,7 +71,7 @@
 // divide is an error when the node is built (ErrBadCall). Shapes and dtypes
 // that differ between ranks are the engine's to catch (ErrMismatch on every
 // rank; the MPI and NCCL process engines exchange and compare a Record of
-// each call, see CompareRecords). Send and Recv alone are
+// each call, every call and not only a node's first run, see CompareRecords). Send and Recv alone are
 // for process communicators; on a mesh use SendRecv, whose peers must pair up.
 //
 // # Gradients

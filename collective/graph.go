@@ -70,8 +70,8 @@ type collOp struct {
 	recvDtype tensor.Dtype
 
 	// reused from run to run
+	host       hostRun // a process communicator's
 	outMesh    *sharding.Tensor
-	outHost    *tensor.Dense
 	sendFlat   *sharding.Tensor // the flat concatenations of stacked blocks,
 	recvFlat   *sharding.Tensor // one shard per rank
 	adjointRun *collOp          // DoDiff's adjoint (LispMachine)
@@ -306,50 +306,81 @@ func (o *collOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func (o *collOp) run(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gorgonia.Value, error) {
+	if o.mesh == nil {
+		return o.runHost(x, shape, dt)
+	}
 	outShape, count, err := o.shapes(shape)
 	if err != nil {
 		return nil, err
 	}
 	call := &Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Name: o.name}
-	if o.mesh != nil {
-		return o.runMesh(call, x, outShape)
-	}
-	if o.outHost == nil || !o.outHost.Shape().Eq(outShape) || o.outHost.Dtype() != dt {
-		o.outHost = tensor.New(tensor.Of(dt), tensor.WithShape(outShape...))
-	}
-	out := o.outHost
-	outBuf, err := sharding.NewHostBuffer(denseSlice(out))
-	if err != nil {
-		return nil, err
-	}
-	var xBuf sharding.Buffer
+	return o.runMesh(call, x, outShape)
+}
+
+// hostRun is what runHost keeps from run to run: the engine call and its
+// buffers, the node's output, and the shape, dtype and input memory they
+// were made for.
+type hostRun struct {
+	shape    tensor.Shape
+	dtype    tensor.Dtype
+	call     Call
+	out      *tensor.Dense
+	outBytes []byte
+	in       uintptr // the input's memory that sendRecv[0] wraps
+	inBytes  []byte
+	sendRecv [2]sharding.Buffer // call.Send and call.Recv point into it
+}
+
+// runHost runs the collective of a process communicator on the host input
+// x. The call, its buffers and the output are made on the first run and
+// again only when the input's shape, dtype or memory changes: the graph
+// fixes the first two, and the TapeMachine hands the node the same input
+// value from run to run unless the program binds another (gorgonia.Let).
+func (o *collOp) runHost(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gorgonia.Value, error) {
+	var xd *tensor.Dense
 	if x != nil {
-		xd, err := hostDense(x)
-		if err != nil {
+		var err error
+		if xd, err = hostDense(x); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBadCall, o.name, err)
 		}
-		if xBuf, err = sharding.NewHostBuffer(denseSlice(xd)); err != nil {
+	}
+	h := &o.host
+	if h.out == nil || !h.shape.Eq(shape) || h.dtype != dt {
+		outShape, count, err := o.shapes(shape)
+		if err != nil {
 			return nil, err
 		}
-		if o.kind == Send || o.kind == Barrier {
-			// The node's value is a copy of its input (outputs never
-			// alias inputs).
-			reflect.Copy(reflect.ValueOf(denseSlice(out)), reflect.ValueOf(denseSlice(xd)))
+		out := tensor.New(tensor.Of(dt), tensor.WithShape(outShape...))
+		outBuf, err := sharding.NewHostBuffer(denseSlice(out))
+		if err != nil {
+			return nil, err
+		}
+		*h = hostRun{shape: shape.Clone(), dtype: dt, out: out, outBytes: outBuf.Bytes(),
+			call: Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Name: o.name}}
+		h.sendRecv[1] = outBuf
+		if o.kind != Send && o.kind != Barrier {
+			h.call.Recv = h.sendRecv[1:2]
 		}
 	}
-	switch o.kind {
-	case Barrier:
-	case Send:
-		call.Send = []sharding.Buffer{xBuf}
-	case Recv:
-		call.Recv = []sharding.Buffer{outBuf}
-	default:
-		call.Send, call.Recv = []sharding.Buffer{xBuf}, []sharding.Buffer{outBuf}
+	if xd != nil && (h.sendRecv[0] == nil || h.in != xd.Uintptr()) {
+		xBuf, err := sharding.NewHostBuffer(denseSlice(xd))
+		if err != nil {
+			return nil, err
+		}
+		h.in, h.inBytes, h.sendRecv[0] = xd.Uintptr(), xBuf.Bytes(), xBuf
+		if o.kind != Barrier {
+			h.call.Send = h.sendRecv[0:1]
+		}
 	}
-	if err := o.do(call); err != nil {
+	if o.kind == Send || o.kind == Barrier {
+		// The node's value is a copy of its input (outputs never alias
+		// inputs).
+		copy(h.outBytes, h.inBytes)
+	}
+	if err := o.do(&h.call); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return h.out, nil
 }
 
 // denseSlice is the typed backing slice of a host tensor of a supported

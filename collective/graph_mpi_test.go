@@ -93,7 +93,8 @@ func rngFor(label string) *rand.Rand {
 
 // TestMPIGraphForward: every op on every dtype, vectors and matrices, on
 // host values per process, against the reference evaluated on every rank's
-// block (every rank can compute every rank's data from the shared seed).
+// block (every rank can compute every rank's data from the shared seed),
+// run three times with new input values.
 func TestMPIGraphForward(t *testing.T) {
 	comm := newComm(t)
 	size, me := comm.Size(), comm.Rank()
@@ -111,9 +112,12 @@ func TestMPIGraphForward(t *testing.T) {
 					block = tensor.Shape{block[0], cols}
 				}
 				blocks := make([][]complex128, size)
-				for r := range blocks {
-					blocks[r] = collective.RandomValues(rng, dt, block.TotalSize())
+				draw := func() {
+					for r := range blocks {
+						blocks[r] = collective.RandomValues(rng, dt, block.TotalSize())
+					}
 				}
+				draw()
 				name := fmt.Sprintf("%s/%v/%v", oc.Name(), dt, block)
 				g := G.NewGraph()
 				x := G.NewTensor(g, dt, len(block), G.WithShape(block...), G.WithName("x"), G.WithValue(collectivetest.Dense(dt, block, blocks[me])))
@@ -122,21 +126,38 @@ func TestMPIGraphForward(t *testing.T) {
 					t.Fatalf("%s: %v", name, err)
 				}
 				vm := G.NewTapeMachine(g)
-				if err := vm.RunAll(); err != nil {
-					t.Fatalf("%s: %v", name, err)
+				// Three runs: on the input, on new values bound to x (new
+				// memory), on the bound value changed in place.
+				for run := range 3 {
+					switch run {
+					case 1:
+						draw()
+						if err := G.Let(x, collectivetest.Dense(dt, block, blocks[me])); err != nil {
+							t.Fatal(err)
+						}
+					case 2:
+						draw()
+						if err := tensor.Copy(x.Value().(*tensor.Dense), collectivetest.Dense(dt, block, blocks[me])); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := vm.RunAll(); err != nil {
+						t.Fatalf("%s: run %d: %v", name, run, err)
+					}
+					got, want := collectivetest.Values(y.Value()), collective.ExpectedBlocks(oc, size, blocks)[me]
+					if len(got) != len(want) {
+						t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
+					}
+					tol := collective.Tolerance(dt)
+					for i := range want {
+						if cmplx.Abs(got[i]-want[i]) > tol*(1+cmplx.Abs(want[i])) {
+							t.Errorf("%s: run %d: rank %d element %d = %v, want %v", name, run, me, i, got[i], want[i])
+							break
+						}
+					}
+					vm.Reset()
 				}
 				vm.Close()
-				got, want := collectivetest.Values(y.Value()), collective.ExpectedBlocks(oc, size, blocks)[me]
-				if len(got) != len(want) {
-					t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
-				}
-				tol := collective.Tolerance(dt)
-				for i := range want {
-					if cmplx.Abs(got[i]-want[i]) > tol*(1+cmplx.Abs(want[i])) {
-						t.Errorf("%s: rank %d element %d = %v, want %v", name, me, i, got[i], want[i])
-						break
-					}
-				}
 			}
 		}
 	}

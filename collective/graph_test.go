@@ -76,6 +76,21 @@ func expectedBlocks(oc opCase, size int, blocks [][]complex128) [][]complex128 {
 // process communicator takes the host node itself.
 func meshInput(t *testing.T, g *G.ExprGraph, comm Comm, dt tensor.Dtype, vals []complex128, shape tensor.Shape) (host, placed *G.Node) {
 	t.Helper()
+	host = G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"), G.WithValue(newDense(t, dt, shape, vals)))
+	mc, ok := comm.(MeshComm)
+	if !ok {
+		return host, host
+	}
+	placed, err := ops.Shard(host, mc.Mesh(), sharding.RowBlocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, placed
+}
+
+// newDense is a host tensor of vals (row-major).
+func newDense(t *testing.T, dt tensor.Dtype, shape tensor.Shape, vals []complex128) *tensor.Dense {
+	t.Helper()
 	d := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
 	b := hostBuffer(t, dt, vals).(*sharding.HostBuffer).Data()
 	switch s := d.Data().(type) {
@@ -88,16 +103,7 @@ func meshInput(t *testing.T, g *G.ExprGraph, comm Comm, dt tensor.Dtype, vals []
 	case []complex128:
 		copy(s, b.([]complex128))
 	}
-	host = G.NewTensor(g, dt, len(shape), G.WithShape(shape...), G.WithName("x"), G.WithValue(d))
-	mc, ok := comm.(MeshComm)
-	if !ok {
-		return host, host
-	}
-	placed, err := ops.Shard(host, mc.Mesh(), sharding.RowBlocks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return host, placed
+	return d
 }
 
 func denseValues(t *testing.T, v G.Value) []complex128 {
@@ -171,17 +177,24 @@ func stackedShape(comm Comm, block tensor.Shape) tensor.Shape {
 	return s
 }
 
+// checkForward runs the op three times: on its input, on new values bound
+// to the input node (new memory), and on the bound value changed in place;
+// the later runs reuse the op's call, buffers and output.
 func checkForward(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.Dtype, block tensor.Shape, name string) {
 	t.Helper()
 	size := comm.Size()
-	blocks := make([][]complex128, size)
+	var blocks [][]complex128
 	var all []complex128
-	for r := range blocks {
-		blocks[r] = randomValues(rng, dt, block.TotalSize())
-		all = append(all, blocks[r]...)
+	draw := func() {
+		blocks, all = make([][]complex128, size), nil
+		for r := range blocks {
+			blocks[r] = randomValues(rng, dt, block.TotalSize())
+			all = append(all, blocks[r]...)
+		}
 	}
+	draw()
 	g := G.NewGraph()
-	_, x := meshInput(t, g, comm, dt, all, stackedShape(comm, block))
+	host, x := meshInput(t, g, comm, dt, all, stackedShape(comm, block))
 	y, err := oc.build(x, comm)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -192,7 +205,19 @@ func checkForward(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.
 	}
 	m := G.NewTapeMachine(g)
 	defer m.Close()
-	for run := range 2 { // the second run reuses the output buffers
+	for run := range 3 {
+		switch run {
+		case 1: // a new input value
+			draw()
+			if err := G.Let(host, newDense(t, dt, host.Shape(), all)); err != nil {
+				t.Fatal(err)
+			}
+		case 2: // the bound value changed in place
+			draw()
+			if err := tensor.Copy(host.Value().(*tensor.Dense), newDense(t, dt, host.Shape(), all)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := m.RunAll(); err != nil {
 			t.Fatalf("%s: run %d: %v", name, run, err)
 		}
@@ -211,7 +236,6 @@ func checkForward(t *testing.T, rng *rand.Rand, comm Comm, oc opCase, dt tensor.
 			}
 		}
 		for i, v := range denseValues(t, x.Value()) { // the op's own input
-
 			if cmplx.Abs(v-all[i]) > tol*(1+cmplx.Abs(all[i])) {
 				t.Fatalf("%s: input element %d changed to %v from %v", name, i, v, all[i])
 			}
@@ -465,6 +489,50 @@ func TestDoWithoutInputValue(t *testing.T) {
 	for _, v := range []G.Value{nil, (*tensor.Dense)(nil)} {
 		if _, err := o.Do(v); !errors.Is(err, ErrBadCall) || !strings.Contains(err.Error(), "sum of x") {
 			t.Errorf("Do(%#v): %v, want ErrBadCall naming the node", v, err)
+		}
+	}
+}
+
+// TestHostRunNewShape: a process communicator's op handed an input of
+// another shape or dtype than its last run's (a value bound with
+// gorgonia.Let, or Do called directly) makes its call and output for it,
+// and an input it cannot take still gives ErrBadCall.
+func TestHostRunNewShape(t *testing.T) {
+	rng := newRand(t)
+	comm := Self()
+	for _, oc := range opCases(rng, 1) {
+		if oc.name == "AllReduce(max)" || oc.name == "ReduceScatter(min)" {
+			continue // not defined on the complex input below
+		}
+		g := G.NewGraph()
+		x := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, 2, 3}))))
+		y, err := oc.build(x, comm)
+		if err != nil {
+			t.Fatalf("%s: %v", oc.name, err)
+		}
+		op := y.Op().(*collOp)
+		inputs := []struct {
+			dt    tensor.Dtype
+			shape tensor.Shape
+		}{{tensor.Float64, tensor.Shape{3}}, {tensor.Float64, tensor.Shape{2, 5}}, {tensor.Float64, tensor.Shape{4}}, {tensor.Complex128, tensor.Shape{4}}, {tensor.Float64, tensor.Shape{3}}}
+		for _, in := range inputs {
+			vals := randomValues(rng, in.dt, in.shape.TotalSize())
+			out, err := op.Do(newDense(t, in.dt, in.shape, vals))
+			if err != nil {
+				t.Fatalf("%s: input %v %v: %v", oc.name, in.dt, in.shape, err)
+			}
+			want := expectedBlocks(oc, 1, [][]complex128{vals})[0]
+			if !out.Shape().Eq(in.shape) || out.Dtype() != in.dt {
+				t.Fatalf("%s: input %v %v: output %v %v", oc.name, in.dt, in.shape, out.Dtype(), out.Shape())
+			}
+			for i, v := range denseValues(t, out) {
+				if cmplx.Abs(v-want[i]) > 1e-12*(1+cmplx.Abs(want[i])) {
+					t.Fatalf("%s: input %v %v: element %d = %v, want %v", oc.name, in.dt, in.shape, i, v, want[i])
+				}
+			}
+		}
+		if _, err := op.Do(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(1, 0))); !errors.Is(err, ErrBadCall) {
+			t.Errorf("%s: an empty input: %v, want ErrBadCall", oc.name, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package collective
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,11 +58,20 @@ func DtypeCode(dt tensor.Dtype) int64 {
 	return -1
 }
 
+// hashName is the 64-bit FNV-1a hash of s (hash/fnv's New64a, without its
+// allocations: every checked call hashes its name).
 func hashName(s string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return int64(h.Sum64())
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime64
+	}
+	return int64(h)
 }
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
 
 // CallRecord is the Record of c as the seq-th collective of a communicator:
 // the fields that do not apply to c's kind are zero, so that comparing whole
@@ -131,6 +141,21 @@ func DecodeRecord(w []int64) (r Record, ok bool) {
 	}
 	r.Name = string(b[:w[9]])
 	return r, true
+}
+
+// RecordsAgree reports whether the first n encoded records of words (rank
+// r's at r·RecordWords) are the same word for word. Equal encodings decode
+// to equal records, which CompareRecords finds in agreement, so an engine
+// checks this first and decodes and compares the records only when it is
+// false (the text of a mismatch comes from CompareRecords alone).
+func RecordsAgree(words []int64, n int) bool {
+	first := words[:RecordWords]
+	for r := 1; r < n; r++ {
+		if !slices.Equal(words[r*RecordWords:(r+1)*RecordWords], first) {
+			return false
+		}
+	}
+	return true
 }
 
 func recordKindName(k int64) string {

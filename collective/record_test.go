@@ -2,6 +2,8 @@ package collective
 
 import (
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -202,5 +204,89 @@ func TestDtypeCode(t *testing.T) {
 	}
 	if got := DtypeCode(tensor.Bool); got != -1 {
 		t.Errorf("DtypeCode(bool) = %d, want -1", got)
+	}
+}
+
+// TestRecordsAgree: the engines' shortcut (comparing the encoded records
+// word for word) agrees with CompareRecords on the decoded records, for
+// records that differ in each field, in a name past the bytes a record
+// holds, or not at all; and hashName is hash/fnv's FNV-1a.
+func TestRecordsAgree(t *testing.T) {
+	long := strings.Repeat("n", RecordNameBytes)
+	base := &Call{Kind: Reduce, Op: Sum, Root: 1, Dtype: tensor.Float64, Count: 7, Name: long + "a"}
+	variants := map[string]func(c *Call, seq *int64){
+		"same":      func(*Call, *int64) {},
+		"kind":      func(c *Call, _ *int64) { c.Kind = AllReduce },
+		"op":        func(c *Call, _ *int64) { c.Op = Max },
+		"root":      func(c *Call, _ *int64) { c.Root = 0 },
+		"dtype":     func(c *Call, _ *int64) { c.Dtype = tensor.Float32 },
+		"count":     func(c *Call, _ *int64) { c.Count = 8 },
+		"seq":       func(_ *Call, seq *int64) { *seq = 4 },
+		"name":      func(c *Call, _ *int64) { c.Name = "x" },
+		"name tail": func(c *Call, _ *int64) { c.Name = long + "b" }, // same stored bytes, other hash
+	}
+	for what, change := range variants {
+		for _, size := range []int{1, 2, 3, 5} {
+			for odd := range size {
+				words := make([]int64, size*RecordWords)
+				recs := make([]Record, size)
+				for r := range size {
+					c, seq := *base, int64(3)
+					if r == odd {
+						change(&c, &seq)
+					}
+					recs[r] = CallRecord(&c, seq)
+					recs[r].Encode(words[r*RecordWords:])
+				}
+				agree, err := RecordsAgree(words, size), CompareRecords(recs)
+				if agree != (err == nil) || agree != (what == "same" || size == 1) {
+					t.Errorf("%s, %d ranks, rank %d differs: RecordsAgree %v, CompareRecords %v", what, size, odd, agree, err)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"", "a", long + "a", "grad AllReduce(sum)"} {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		if got, want := hashName(s), int64(h.Sum64()); got != want {
+			t.Errorf("hashName(%q) = %x, want %x", s, got, want)
+		}
+	}
+}
+
+// BenchmarkRecordCheck: the host side of an engine's check of one call
+// (record, encode, compare) at 2, 4 and 16 ranks, comparing the encoded
+// records word for word (agree, what the MPI engine does) against decoding
+// and comparing them (decode, what it does only when they differ).
+func BenchmarkRecordCheck(b *testing.B) {
+	for _, size := range []int{2, 4, 16} {
+		c := &Call{Kind: AllReduce, Dtype: tensor.Float64, Count: 100, Name: "collbench"}
+		words := make([]int64, size*RecordWords)
+		for r := range size {
+			rec := CallRecord(c, 5)
+			rec.Encode(words[r*RecordWords:])
+		}
+		b.Run(fmt.Sprintf("ranks=%d/agree", size), func(b *testing.B) {
+			for b.Loop() {
+				rec := CallRecord(c, 5)
+				rec.Encode(words)
+				if !RecordsAgree(words, size) {
+					b.Fatal("records differ")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("ranks=%d/decode", size), func(b *testing.B) {
+			for b.Loop() {
+				rec := CallRecord(c, 5)
+				rec.Encode(words)
+				recs := make([]Record, size)
+				for r := range recs {
+					recs[r], _ = DecodeRecord(words[r*RecordWords:])
+				}
+				if err := CompareRecords(recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

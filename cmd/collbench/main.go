@@ -30,8 +30,12 @@
 // The graph path is the collective graph op (package collective) on the
 // checked communicator, run by a Gorgonia TapeMachine: its ratio to "do"
 // is the cost of the graph layer; the op path calls the same op's Do
-// directly, so graph/op is the TapeMachine's share of it. To time another way of making the calls,
-// add an entry to paths.
+// directly, so graph/op is the TapeMachine's share of it, and the handoff
+// path makes the call of "do" the way RunAll runs its tape (on a goroutine
+// of its own while the caller holds its OS thread), so handoff/do is the
+// part of that share that comes from the thread hand-off. -paths picks
+// paths, -cpuprofile writes each rank's CPU profile. To time another way
+// of making the calls, add an entry to paths.
 package main
 
 /*
@@ -98,6 +102,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,19 +159,23 @@ func (b *bench) call() *collective.Call {
 	return c
 }
 
-// paths are the ways of making a bench's call that collbench times; the
-// first is the baseline of the ratios. setup returns a function that makes
-// one call.
-var paths = []struct {
+// A path is a way of making a bench's call: setup returns a function that
+// makes one call.
+type path struct {
 	name  string
 	setup func(b *bench) func() error
-}{
+}
+
+// paths are the ways of making a bench's call that collbench times (-paths
+// picks some); the first is the baseline of the ratios.
+var paths = []path{
 	{"mpi", rawPath(false)},
 	{"mpi-i", rawPath(true)},
 	{"do", func(b *bench) func() error { c := b.call(); return func() error { return b.checked.Do(c) } }},
 	{"do-nochecks", func(b *bench) func() error { c := b.call(); return func() error { return b.unchecked.Do(c) } }},
 	{"graph", graphPath},
 	{"op", opPath},
+	{"handoff", handoffPath},
 	{"do-blocking", func(b *bench) func() error {
 		c := b.call()
 		return withEnv(func() error { return b.unchecked.Do(c) }, "MGLA_MPI_BLOCKING", allBlocking)
@@ -223,6 +233,21 @@ func opPath(b *bench) func() error {
 	return func() error {
 		_, err := op.Do(x)
 		return err
+	}
+}
+
+// handoffPath makes the call as "do" does, on a new goroutine while the
+// caller's goroutine holds its OS thread, as TapeMachine.RunAll runs its
+// tape: handoff/do is what that hand-off between threads costs, and
+// graph/handoff the rest of the graph layer (the machine and the op).
+func handoffPath(b *bench) func() error {
+	c := b.call()
+	return func() error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done := make(chan error)
+		go func() { done <- b.checked.Do(c) }()
+		return <-done
 	}
 }
 
@@ -289,15 +314,26 @@ func main() {
 	maxBytes := flag.String("max", "64Mi", "largest size in bytes")
 	only := flag.String("kinds", "", "comma-separated collectives (default all)")
 	budget := flag.Duration("budget", 300*time.Millisecond, "time per path and size, which sets the repetitions (7 to 200)")
+	onlyPaths := flag.String("paths", "", "comma-separated paths after mpi, the baseline (default all)")
+	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to this file name with .rank appended")
 	flag.Parse()
 	lo, hi := parseBytes(*minBytes), parseBytes(*maxBytes)
+	choosePaths(*onlyPaths)
 
 	checked, err := mpi.World()
 	check(err)
 	unchecked, err := mpi.World(mpi.WithoutChecks())
 	check(err)
 	b := &bench{rank: checked.Rank(), size: checked.Size(), fortran: C.MPI_Fint(checked.Fortran()), checked: checked, unchecked: unchecked}
-	b.send, b.recv = make([]float64, hi/8), make([]float64, hi/8)
+	if *cpuProfile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuProfile, b.rank))
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	// At least one element per rank: the blocks of one rank are never empty.
+	b.send, b.recv = make([]float64, max(hi/8, b.size)), make([]float64, max(hi/8, b.size))
 	for i := range b.send {
 		b.send[i] = float64(i%7) + 1
 	}
@@ -349,6 +385,27 @@ func main() {
 		}
 	}
 	check(mpi.Finalize())
+}
+
+// choosePaths keeps the baseline and the paths named in list (all when
+// list is empty), in the order of paths.
+func choosePaths(list string) {
+	if list == "" {
+		return
+	}
+	names := strings.Split(list, ",")
+	kept := paths[:1]
+	for _, p := range paths[1:] {
+		if slices.Contains(names, p.name) {
+			kept = append(kept, p)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(kept, func(p path) bool { return p.name == n }) && n != paths[0].name {
+			log.Fatalf("collbench: no path %q", n)
+		}
+	}
+	paths = kept
 }
 
 // measure times every path on b: two warm-up calls each, then repetitions

@@ -232,11 +232,7 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	deadline := time.Now().Add(c.cfg.timeout)
 	rec := collective.SplitRecord(s.seq, s.size, color, key)
 	s.seq++
-	recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
-	if err != nil {
-		return nil, err
-	}
-	if err := collective.CompareRecords(recs); err != nil {
+	if err := s.exchange(&rec, deadline, c.cfg.timeout); err != nil {
 		return nil, err
 	}
 	var out C.MPI_Comm
@@ -272,8 +268,11 @@ func (s *commState) breakWith(err error) {
 }
 
 // exchange sends rec to every other rank and receives theirs by the
-// deadline: the collective check's metadata exchange.
-func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout time.Duration) ([]collective.Record, error) {
+// deadline, and compares them: the collective check. It returns nil when
+// every rank's record is this one's, ErrMismatch (collective.CompareRecords,
+// the same text on every rank) when they differ, ErrTimeout when a rank's
+// does not come.
+func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout time.Duration) error {
 	words := s.records()
 	rec.Encode(words[s.rank*collective.RecordWords:])
 	rank, size := C.int(s.rank), C.int(s.size)
@@ -282,20 +281,23 @@ func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout
 	}); err != nil {
 		s.abandonExchange()
 		s.breakWith(err)
-		return nil, err
+		return err
 	}
 	ok, err := wait(s.reqs, 2*s.size, deadline, hotTime(0), nil)
 	if err != nil {
 		s.abandonExchange()
 		s.breakWith(err)
-		return nil, err
+		return err
 	}
 	if !ok {
 		missing := s.abandonExchange()
 		err := fmt.Errorf("%w: mpi: %s: no word from %s within %v (they did not make this call, or are stuck before it)",
 			collective.ErrTimeout, rec.Label(), collective.RankList(missing), timeout)
 		s.breakWith(err)
-		return nil, err
+		return err
+	}
+	if collective.RecordsAgree(words, s.size) {
+		return nil
 	}
 	recs := make([]collective.Record, s.size)
 	for r := range recs {
@@ -303,10 +305,10 @@ func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout
 		if recs[r], ok = collective.DecodeRecord(words[r*collective.RecordWords:]); !ok {
 			err := fmt.Errorf("%w: mpi: %s: garbled metadata from rank %d", collective.ErrEngine, rec.Label(), r)
 			s.breakWith(err)
-			return nil, err
+			return err
 		}
 	}
-	return recs, nil
+	return collective.CompareRecords(recs)
 }
 
 // abandonExchange gives up on the exchange's requests that did not complete

@@ -95,11 +95,7 @@ func (c *Comm) Do(call *collective.Call) error {
 	rec := collective.CallRecord(call, s.seq)
 	s.seq++
 	if c.cfg.checks {
-		recs, err := s.exchange(&rec, deadline, c.cfg.timeout)
-		if err != nil {
-			return err
-		}
-		if err := collective.CompareRecords(recs); err != nil {
+		if err := s.exchange(&rec, deadline, c.cfg.timeout); err != nil {
 			return err
 		}
 		if call.Kind == collective.Barrier {

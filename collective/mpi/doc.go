@@ -88,7 +88,13 @@
 //     arrive by the deadline is named in the ErrTimeout of those waiting for
 //     it. The exchange is itself a barrier: Barrier with the checks on is
 //     the exchange alone. It costs 2(size-1) messages of 128 bytes per call
-//     per rank (BENCHMARKS.md, "Collectives over MPI", measures it).
+//     per rank (BENCHMARKS.md, "Collectives over MPI", measures it); the
+//     records are compared word for word and decoded only when they differ
+//     (collective.RecordsAgree). It runs on every call, a graph node's
+//     repeated runs included: ranks that run different graphs or machines
+//     would otherwise meet in different calls with every node checked once,
+//     and MPI does not catch that (a shorter message fills part of a longer
+//     receive; BENCHMARKS.md, "Collectives as graph ops").
 //   - Send, Recv and SendRecv: the two ends of each transfer swap their
 //     records (dtype, count, name) on the metadata communicator with tags
 //     2·Tag+1 (sender to receiver) and 2·Tag+2 (receiver to sender); data
