@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -157,33 +158,46 @@ func directPotrs(b *testing.B, grid *dist.Grid, n, k int, bm []float64, distribu
 
 // timePair times graph against direct, alternating so that both see the
 // same machine state (this VM's two cores are shared), the one that goes
-// first swapped every iteration, reports the times and their ratio, and
+// first swapped every iteration, reports the times, their ratio and the
+// median of the ratios of each iteration's pair (which one slow iteration
+// of either path, from a neighbour on the machine, does not move), and
 // prints one line from rank 0.
 func timePair(b *testing.B, grid *dist.Grid, what string, n int, graph, direct func()) {
 	p, q := grid.Shape()
 	graph() // warm up
 	direct()
 	var tg, td time.Duration
-	timed := func(f func(), sum *time.Duration) {
+	var pairs []float64
+	timed := func(f func(), sum *time.Duration) time.Duration {
 		start := time.Now()
 		f()
-		*sum += time.Since(start)
+		d := time.Since(start)
+		*sum += d
+		return d
 	}
 	for i := 0; b.Loop(); i++ {
+		var g, d time.Duration
 		if i%2 == 0 {
-			timed(graph, &tg)
-			timed(direct, &td)
+			g = timed(graph, &tg)
+			d = timed(direct, &td)
 		} else {
-			timed(direct, &td)
-			timed(graph, &tg)
+			d = timed(direct, &td)
+			g = timed(graph, &tg)
 		}
+		pairs = append(pairs, float64(g)/float64(d))
+	}
+	slices.Sort(pairs)
+	median := pairs[len(pairs)/2]
+	if len(pairs)%2 == 0 {
+		median = (pairs[len(pairs)/2-1] + median) / 2
 	}
 	gms, dms := float64(tg.Microseconds())/1e3/float64(b.N), float64(td.Microseconds())/1e3/float64(b.N)
 	b.ReportMetric(gms, "graph-ms")
 	b.ReportMetric(dms, "direct-ms")
 	b.ReportMetric(float64(tg)/float64(td), "graph/direct")
+	b.ReportMetric(median, "median-pair")
 	if world.Rank() == 0 {
-		fmt.Printf("Potrs N=%d on %d processes (%d×%d grid), %s %.1f ms, direct dist calls %.1f ms, graph/direct = %.3f\n",
-			n, world.Size(), p, q, what, gms, dms, float64(tg)/float64(td))
+		fmt.Printf("Potrs N=%d on %d processes (%d×%d grid), %s %.1f ms, direct dist calls %.1f ms, graph/direct = %.3f, median of %d pairs %.3f (%.3f–%.3f)\n",
+			n, world.Size(), p, q, what, gms, dms, float64(tg)/float64(td), len(pairs), median, pairs[0], pairs[len(pairs)-1])
 	}
 }
