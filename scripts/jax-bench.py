@@ -16,9 +16,9 @@ flops,tflops,bytes,gbps; ndev 1, tile 0, path "jax") for cmd/benchreport:
   syevd-values   jnp.linalg.eigvalsh(A)
   syevd-vectors  jnp.linalg.eigh(A)
 
-A is the Gaussian kernel of N equispaced points (length scale 10 points)
-plus the identity: symmetric positive definite with eigenvalues ≥ 1, made
-on the GPU in one fused kernel. Every op is jitted; one warm-up call, then
+A is cmd/mgbench's matrix (N on the diagonal, a hash of {i, j} in
+[-0.5, 0.5) off it: dense, symmetric positive definite), made on the GPU in
+one fused kernel. Every op is jitted; one warm-up call, then
 the median of -reps timed calls, each ended by block_until_ready. The
 matrix is donated where the op would otherwise need a second N×N buffer
 (N = 65536 in float64 is 32 GiB). A size that does not fit is printed as
@@ -40,6 +40,19 @@ FLOPS = {
     "syevd-values": lambda n: 4 * n**3 / 3,
     "syevd-vectors": lambda n: 4.3 * n**3,
 }
+
+
+def spd_at(n, i, j):
+    """cmd/mgbench's spdAt in Python integers (uint64 arithmetic)."""
+    if i == j:
+        return float(n)
+    m = (1 << 64) - 1
+    a, b = min(i, j), max(i, j)
+    h = ((a * 0x9E3779B97F4A7C15) & m) ^ ((b * 0xC2B2AE3D27D4EB4F) & m)
+    h ^= h >> 29
+    h = (h * 0xBF58476D1CE4E5B9) & m
+    h ^= h >> 32
+    return (h >> 11) / float(1 << 53) - 0.5
 
 
 def main():
@@ -65,11 +78,24 @@ def main():
     print(f"jax {jax.__version__} on {dev.device_kind}, {args.dtype}", flush=True)
 
     def spd(n):
-        i = jnp.arange(n, dtype=dt)
-        d = (i[:, None] - i[None, :]) / 10
-        return jnp.exp(-0.5 * d * d) + jnp.eye(n, dtype=dt)
+        # cmd/mgbench's matrix (spdAt): n on the diagonal, off it a hash of
+        # the unordered pair {i, j} in [-0.5, 0.5): dense, as a kernel
+        # matrix is (a matrix of many exact zeros lets the GPU's FP64 units
+        # draw less power and clock higher: not the same work).
+        i = jnp.arange(n, dtype=jnp.uint64)
+        a, b = jnp.minimum(i[:, None], i[None, :]), jnp.maximum(i[:, None], i[None, :])
+        h = (a * jnp.uint64(0x9E3779B97F4A7C15)) ^ (b * jnp.uint64(0xC2B2AE3D27D4EB4F))
+        h = h ^ (h >> jnp.uint64(29))
+        h = h * jnp.uint64(0xBF58476D1CE4E5B9)
+        h = h ^ (h >> jnp.uint64(32))
+        off = (h >> jnp.uint64(11)).astype(jnp.float64) / float(1 << 53) - 0.5
+        return jnp.where(a == b, jnp.float64(n), off).astype(dt)
 
     make = jax.jit(spd, static_argnums=0)
+    # The same matrix as cmd/mgbench's spdAt, element for element.
+    small = [[spd_at(5, i, j) for j in range(5)] for i in range(5)]
+    if not bool(jnp.allclose(make(5), jnp.array(small, dtype=dt), rtol=1e-6)):
+        sys.exit("jax-bench: the matrix differs from mgbench's")
     chol = jax.jit(lambda a: jsl.cho_factor(a, lower=True)[0], donate_argnums=0)
     solve = jax.jit(lambda l, b: jsl.cho_solve((l, True), b))
     inv = jax.jit(lambda l: jsl.cho_solve((l, True), jnp.eye(l.shape[0], dtype=l.dtype)))
