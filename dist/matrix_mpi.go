@@ -221,8 +221,8 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 // distribution over a size×1 grid), every element sent once to its owner;
 // bands that are not the block split first become it (reband: each run of
 // rows sent once, to the one or few ranks whose band of the split holds
-// it), so no rank ever holds more than its band, its new band and its
-// blocks. Otherwise by a sum over MPI of the whole matrix (each rank's
+// it, and made column-major on arrival), so no rank ever holds more than
+// its band, its new band and its blocks. Otherwise by a sum over MPI of the whole matrix (each rank's
 // band placed in zeros), after which every rank keeps its blocks.
 func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
 	return fromRowBlocks("FromRowBlocks", g, cols, nb, rows, band, colMajor)
@@ -232,7 +232,8 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 // dimension cols), as a data loader's batches of rows come. Through the
 // sum each band is one contiguous piece of the row-major whole, from which
 // every rank copies its blocks; through p?gemr2d each rank makes a
-// column-major copy of its own band first.
+// column-major copy of its own band first (for bands that are not the
+// block split, the new band, made column-major as its rows arrive).
 func FromRowBlocksRowMajor[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
 	return fromRowBlocks("FromRowBlocksRowMajor", g, cols, nb, rows, band, rowMajor)
 }
@@ -260,19 +261,19 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 		return nil, err
 	}
 	if useGemr2d(g, fromRowBlocksMove, wholeBytes[T](total, cols)) {
-		split := int(counts[0])
-		if !isBlockSplit(counts, split) {
+		split, cm := counts[0], band
+		if isBlockSplit(counts, split) {
+			if o == rowMajor {
+				cm, _ = toColMajor(band, rows, cols, o) // checked above
+			}
+		} else {
 			to := blockSplit(total, len(counts))
-			if band, err = reband(g, op, intCounts(counts), to, cols, band, o); err != nil {
+			if cm, err = reband(g, op, counts, to, cols, band, o); err != nil {
 				return nil, err
 			}
 			split, rows = to[0], to[g.comm.Rank()]
 		}
 		desc := blockDesc(g.columnContext(), total, cols, split, cols, rows)
-		cm := band
-		if o == rowMajor {
-			cm, _ = toColMajor(band, rows, cols, o) // checked above
-		}
 		gemr2d(g, total, cols, cm, desc, m.Local, m.desc)
 		return m, nil
 	}
@@ -303,28 +304,19 @@ func blockSplit(total, size int) []int {
 	return counts
 }
 
-// intCounts is counts (rows per rank, as bands agrees them) as ints.
-func intCounts(counts []float64) []int {
-	ints := make([]int, len(counts))
-	for r, c := range counts {
-		ints[r] = int(c)
-	}
-	return ints
-}
-
 // isBlockSplit reports whether counts (rows per rank, in rank order) are
 // the split of their sum into blocks of split rows, one per rank, the last
 // nonempty one possibly shorter.
-func isBlockSplit(counts []float64, split int) bool {
+func isBlockSplit(counts []int, split int) bool {
 	left := 0
 	for _, c := range counts {
-		left += int(c)
+		left += c
 	}
 	for _, c := range counts {
-		if int(c) != min(split, left) {
+		if c != min(split, left) {
 			return false
 		}
-		left -= int(c)
+		left -= c
 	}
 	return split > 0
 }

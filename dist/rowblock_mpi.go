@@ -4,6 +4,7 @@ package dist
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/cyclic"
@@ -35,9 +36,9 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 		return nil, fmt.Errorf("%w: dist: RowBlock: the bands hold %d rows, the matrix %d", ErrBadInput, total, m.Layout.Rows)
 	}
 	if useGemr2d(g, fromRowBlocksMove, wholeBytes[T](total, cols)) {
-		split := int(counts[0])
+		split := counts[0]
 		even := isBlockSplit(counts, split)
-		to := intCounts(counts)
+		to := counts
 		if !even {
 			to = blockSplit(total, len(counts))
 			split = to[0]
@@ -48,7 +49,7 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 		if even {
 			return band, nil
 		}
-		return reband(g, "RowBlock", to, intCounts(counts), cols, band, colMajor)
+		return reband(g, "RowBlock", to, counts, cols, band, colMajor)
 	}
 	full, err := m.Gather(-1)
 	if err != nil {
@@ -66,35 +67,47 @@ const rebandTag = 1
 
 // reband moves the rows of a matrix of cols columns from bands of from[r]
 // rows on rank r (rank order; this rank's is band, stored in order o) into
-// bands of to[r] rows, and returns this rank's new band, in order o.
-// Collective: every rank walks the moves of cyclic.BandMoves in the same
-// order (so no two ranks wait on each other), copying the runs of rows it
-// keeps and sending or receiving the others, one message per run (a
-// row-major run is one piece of its band and goes as it is; a
-// column-major one is packed first and unpacked after). Each rank holds its
-// old band, its new one and at most one run besides. The ranks agree on
-// the outcome before any returns, so none goes on alone.
+// bands of to[r] rows, and returns this rank's new band, column-major (as
+// p?gemr2d reads it). Collective: every rank walks the moves of
+// cyclic.BandMoves in the same order (so no two ranks wait on each other),
+// copying the runs of rows it keeps and sending or receiving the others,
+// one message per run, in order o (a row-major run, or a whole
+// column-major band, is one piece of its band and goes as it is; other
+// column-major runs are packed first). Each rank holds its old band, its
+// new one (the old one itself if it is column-major and does not change)
+// and at most one run besides. The ranks agree on the outcome before any
+// returns, so none goes on alone.
 func reband[T Scalar](g *Grid, op string, from, to []int, cols int, band []T, o order) ([]T, error) {
 	me := g.comm.Rank()
 	moves, err := cyclic.BandMoves(from, to, cols)
 	if err != nil { // the counts are agreed: a bug
 		return nil, fmt.Errorf("%w: dist: %s: %v", ErrBadInput, op, err)
 	}
-	out := make([]T, to[me]*cols)
+	// A rank whose column-major band stays as it is (the first ranks of a
+	// data loader's split, say) returns it, copying nothing.
+	keep := o == colMajor && slices.ContainsFunc(moves, func(mv cyclic.Move) bool {
+		return mv.SrcDev == me && mv.DstDev == me && mv.Rows == from[me] && mv.Rows == to[me]
+	})
+	out := band
+	if !keep {
+		out = make([]T, to[me]*cols)
+	}
 	for _, mv := range moves {
 		switch {
 		case mv.SrcDev == me && mv.DstDev == me:
-			copyRows(out, to[me], mv.DstRow, band, from[me], mv.SrcRow, mv.Rows, cols, o)
+			if !keep {
+				copyRows(out, to[me], mv.DstRow, band, from[me], mv.SrcRow, mv.Rows, cols, o)
+			}
 		case mv.SrcDev == me:
 			run := band[mv.SrcRow*cols : (mv.SrcRow+mv.Rows)*cols]
-			if o == colMajor {
+			if o == colMajor && mv.Rows < from[me] {
 				run = make([]T, mv.Rows*cols)
 				copyRows(run, mv.Rows, 0, band, from[me], mv.SrcRow, mv.Rows, cols, o)
 			}
 			err = collect(g, collective.Send, mv.DstDev, run, nil)
 		case mv.DstDev == me:
-			if o == rowMajor {
-				err = collect(g, collective.Recv, mv.SrcDev, nil, out[mv.DstRow*cols:(mv.DstRow+mv.Rows)*cols])
+			if o == colMajor && mv.Rows == to[me] {
+				err = collect(g, collective.Recv, mv.SrcDev, nil, out)
 				break
 			}
 			run := make([]T, mv.Rows*cols)
@@ -121,10 +134,11 @@ func reband[T Scalar](g *Grid, op string, from, to []int, cols int, band []T, o 
 }
 
 // copyRows copies rows [rs, rs+k) of the band src (ns rows, cols columns,
-// stored in order o) into rows [rd, rd+k) of the band dst (nd rows).
+// stored in order o) into rows [rd, rd+k) of the column-major band dst (nd
+// rows).
 func copyRows[T Scalar](dst []T, nd, rd int, src []T, ns, rs, k, cols int, o order) {
 	if o == rowMajor {
-		copy(dst[rd*cols:(rd+k)*cols], src[rs*cols:(rs+k)*cols])
+		copyTransposed(dst[rd:], nd, src[rs*cols:], cols, k, cols)
 		return
 	}
 	cyclic.CopyRect(dst[rd:], nd, src[rs:], ns, k, cols)
@@ -134,17 +148,19 @@ func copyRows[T Scalar](dst []T, nd, rd int, src []T, ns, rs, k, cols int, o ord
 // verdict and nums the numbers the ranks must agree on, as for agree) in
 // one AllReduce: the counts in rank order, their total and the first row
 // of this rank's band.
-func (g *Grid) bands(op string, f failure, rows int, nums ...int) (counts []float64, total, first int, err error) {
-	counts = make([]float64, g.comm.Size())
-	counts[g.comm.Rank()] = float64(max(rows, 0))
-	if err := g.agreeMax(op, f, counts, nums...); err != nil {
+func (g *Grid) bands(op string, f failure, rows int, nums ...int) (counts []int, total, first int, err error) {
+	agreed := make([]float64, g.comm.Size())
+	agreed[g.comm.Rank()] = float64(max(rows, 0))
+	if err := g.agreeMax(op, f, agreed, nums...); err != nil {
 		return nil, 0, 0, err
 	}
-	for r, c := range counts {
+	counts = make([]int, len(agreed))
+	for r, c := range agreed {
 		if r == g.comm.Rank() {
 			first = total
 		}
-		total += int(c)
+		counts[r] = int(c)
+		total += counts[r]
 	}
 	return counts, total, first, nil
 }
