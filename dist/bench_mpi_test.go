@@ -364,11 +364,13 @@ func BenchmarkInverseFromFactor(b *testing.B) {
 // BenchmarkRowBands times FromRowBlocksRowMajor and RowBlock from and into
 // bands that are not the block split of the rows — a data loader's
 // (sizes differing by one, the first ranks larger) and skewed ones (rank r
-// holding a share proportional to r+1) — through reband and p?gemr2d,
+// holding a share proportional to r+1; where N divides evenly, the
+// loader's rank 0 holds one row fewer and rank 1 one more, so that they are
+// never the block split) — through reband and p?gemr2d,
 // against the block split through p?gemr2d alone, and the loader's bands
 // through reband and p?gemr2d against the sum of the whole matrix (the way
-// such bands took before). Before the timings each path runs once more
-// for its memory: rank 0 prints, per path, the largest over the ranks of
+// such bands took before). Before the timings each path runs twice more
+// (to warm up, then for its memory): rank 0 prints, per path, the largest over the ranks of
 // the rise of the process's peak resident memory (VmHWM, reset through
 // /proc/self/clear_refs after returning the free heap to the system: Go's
 // and ScaLAPACK's and MPI's buffers alike) and of the bytes the Go heap
@@ -386,8 +388,13 @@ func BenchmarkRowBands(b *testing.B) {
 	}
 	split := (n + size - 1) / size
 	splits := map[string]func(r int) int{
-		"split":  func(r int) int { return min(n, r*split) },
-		"loader": func(r int) int { return r*(n/size) + min(r, n%size) },
+		"split": func(r int) int { return min(n, r*split) },
+		"loader": func(r int) int {
+			if n%size == 0 && r == 1 && size > 1 {
+				return n/size - 1 // never the block split: rank 0 one row short
+			}
+			return r*(n/size) + min(r, n%size)
+		},
 		"skewed": func(r int) int { return n * r * (r + 1) / (size * (size + 1)) },
 	}
 	bandOf := func(s string) (rows int, band []float64) {
@@ -422,6 +429,7 @@ func BenchmarkRowBands(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("%s/N=%d/P=%d", c.op, n, size), func(b *testing.B) {
 			for _, p := range []path{c.a, c.b} {
+				p.run() // BLACS contexts, MPI's buffers
 				peak, alloc := memoryOf(p.run)
 				worst := []float64{0, 0}
 				if err := world.Do(call(collective.AllReduce, collective.Max, []float64{peak, alloc}, worst)); err != nil {
