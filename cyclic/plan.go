@@ -150,18 +150,8 @@ func ExecuteHost[T any](p *Plan, src, dst [][]T) error {
 		srcLD[d], dstLD[d] = sr, dr
 	}
 	for _, m := range p.Moves {
-		s, t := src[m.SrcDev], dst[m.DstDev]
 		sld, dld := srcLD[m.SrcDev], dstLD[m.DstDev]
-		if m.Rows == sld && m.Rows == dld {
-			n := m.Rows * m.Cols
-			copy(t[m.DstCol*dld:m.DstCol*dld+n], s[m.SrcCol*sld:m.SrcCol*sld+n])
-			continue
-		}
-		for j := range m.Cols {
-			so := m.SrcRow + (m.SrcCol+j)*sld
-			do := m.DstRow + (m.DstCol+j)*dld
-			copy(t[do:do+m.Rows], s[so:so+m.Rows])
-		}
+		CopyRect(dst[m.DstDev][m.DstRow+m.DstCol*dld:], dld, src[m.SrcDev][m.SrcRow+m.SrcCol*sld:], sld, m.Rows, m.Cols)
 	}
 	return nil
 }

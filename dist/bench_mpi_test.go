@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/dist"
 )
 
@@ -356,4 +359,119 @@ func BenchmarkInverseFromFactor(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkRowBands times FromRowBlocksRowMajor and RowBlock from and into
+// bands that are not the block split of the rows — a data loader's
+// (sizes differing by one, the first ranks larger) and skewed ones (rank r
+// holding a share proportional to r+1; where N divides evenly, the
+// loader's rank 0 holds one row fewer and rank 1 one more, so that they are
+// never the block split) — through reband and p?gemr2d,
+// against the block split through p?gemr2d alone, and the loader's bands
+// through reband and p?gemr2d against the sum of the whole matrix (the way
+// such bands took before). Before the timings each path runs twice more
+// (to warm up, then for its memory): rank 0 prints, per path, the largest over the ranks of
+// the rise of the process's peak resident memory (VmHWM, reset through
+// /proc/self/clear_refs after returning the free heap to the system: Go's
+// and ScaLAPACK's and MPI's buffers alike) and of the bytes the Go heap
+// allocated:
+//
+//	distmem op=… path=… N=… P=… peak_MB=… alloc_MB=…
+func BenchmarkRowBands(b *testing.B) {
+	n := benchN(b)
+	g := benchGrid(b)
+	const nb = 64
+	me, size := world.Rank(), world.Size()
+	rm := make([]float64, n*n)
+	for i := range rm {
+		rm[i] = float64(i%1009) - 504
+	}
+	split := (n + size - 1) / size
+	splits := map[string]func(r int) int{
+		"split": func(r int) int { return min(n, r*split) },
+		"loader": func(r int) int {
+			if n%size == 0 && r == 1 && size > 1 {
+				return n/size - 1 // never the block split: rank 0 one row short
+			}
+			return r*(n/size) + min(r, n%size)
+		},
+		"skewed": func(r int) int { return n * r * (r + 1) / (size * (size + 1)) },
+	}
+	bandOf := func(s string) (rows int, band []float64) {
+		r0, r1 := splits[s](me), splits[s](me+1)
+		return r1 - r0, rm[r0*n : r1*n]
+	}
+	m, err := dist.FromReplicatedRowMajor(g, n, n, nb, rm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	from := func(s string, mv dist.Moves) func() {
+		rows, band := bandOf(s)
+		return movesRun(b, mv, func() error { _, err := dist.FromRowBlocksRowMajor(g, n, nb, rows, band); return err })
+	}
+	back := func(s string, mv dist.Moves) func() {
+		rows, _ := bandOf(s)
+		return movesRun(b, mv, func() error { _, err := m.RowBlock(rows); return err })
+	}
+	type path struct {
+		name string
+		run  func()
+	}
+	for _, c := range []struct {
+		op   string
+		a, b path
+	}{
+		{"FromRowBlocks-loader", path{"loader", from("loader", dist.Gemr2dMoves)}, path{"split", from("split", dist.Gemr2dMoves)}},
+		{"FromRowBlocks-skewed", path{"skewed", from("skewed", dist.Gemr2dMoves)}, path{"split", from("split", dist.Gemr2dMoves)}},
+		{"FromRowBlocks-loader-sum", path{"reband", from("loader", dist.Gemr2dMoves)}, path{"sum", from("loader", dist.SumMoves)}},
+		{"RowBlock-loader", path{"loader", back("loader", dist.Gemr2dMoves)}, path{"split", back("split", dist.Gemr2dMoves)}},
+		{"RowBlock-loader-sum", path{"reband", back("loader", dist.Gemr2dMoves)}, path{"sum", back("loader", dist.SumMoves)}},
+	} {
+		b.Run(fmt.Sprintf("%s/N=%d/P=%d", c.op, n, size), func(b *testing.B) {
+			for _, p := range []path{c.a, c.b} {
+				p.run() // BLACS contexts, MPI's buffers
+				peak, alloc := memoryOf(p.run)
+				worst := []float64{0, 0}
+				if err := world.Do(call(collective.AllReduce, collective.Max, []float64{peak, alloc}, worst)); err != nil {
+					b.Fatal(err)
+				}
+				if me == 0 {
+					fmt.Printf("distmem op=%s path=%s N=%d P=%d peak_MB=%.1f alloc_MB=%.1f\n", c.op, p.name, n, size, worst[0], worst[1])
+				}
+			}
+			inTurns(b, g, c.op, n, c.a.name, c.a.run, c.b.name, c.b.run)
+		})
+	}
+}
+
+// memoryOf runs f and returns by how many MB it raised this process's peak
+// resident memory (0 where /proc/self/clear_refs cannot reset it) and how
+// many MB the Go heap allocated meanwhile.
+func memoryOf(f func()) (peakMB, allocMB float64) {
+	var before, after runtime.MemStats
+	debug.FreeOSMemory()
+	rss := statusKB("VmRSS")
+	reset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	if reset {
+		peakMB = float64(statusKB("VmHWM")-rss) / 1024
+	}
+	return peakMB, float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
+}
+
+// statusKB is the field of /proc/self/status in kB (0 if absent).
+func statusKB(field string) int {
+	s, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(s), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kb
+		}
+	}
+	return 0
 }

@@ -180,10 +180,11 @@ func checkEigen(t *testing.T, name string, a []complex128, n int, w []float64, z
 // TestDataInOut checks FromRoot, FromRowBlocks and Gather against
 // FromReplicated and the full matrix, element for element, and their
 // row-major variants (and FromReplicatedRowMajor) against the same, from
-// and into the row-major copy of the matrix, through each way of moving
-// the data (the sum over MPI, p?gemr2d and the rule's choice), for every
-// dtype, with bands that are the block split of the rows (which p?gemr2d
-// takes) and bands that are not.
+// and into the row-major copy of the matrix, and RowBlock against the
+// bands, through each way of moving the data (the sum over MPI, p?gemr2d
+// and the rule's choice), for every dtype, with bands that are the block
+// split of the rows (which p?gemr2d takes) and bands that are not (which
+// reband turns into it first, and back), ranks with no rows among them.
 func TestDataInOut(t *testing.T) {
 	for _, mv := range []struct {
 		name string
@@ -288,26 +289,24 @@ func testDataInOut[T dist.Scalar](t *testing.T) {
 					}
 					same(fmt.Sprintf("FromRoot(%d)", root), m)
 				}
-				// Bands: the block split of the rows (⌈rows/size⌉ each, the
-				// last ranks fewer or none), and one that is not (rank r
-				// holds r+1 rows, the last rank the rest).
-				split := func(r int) int { return min(rows, r*(rows/size+1)) }
-				uneven := func(r int) int {
-					if r == size {
-						return rows
-					}
-					return min(rows, r*(r+1)/2)
-				}
-				for _, bands := range []struct {
-					what  string
-					start func(int) int
-				}{{"block split", split}, {"uneven", uneven}} {
+				for _, bands := range bandSplits(rows, size) {
 					r0, r1 := bands.start(me), bands.start(me+1)
 					m, err := io.fromRowBlocks(g, cols, s.nb, r1-r0, io.band(full, rows, cols, r0, r1))
 					if err != nil {
 						t.Fatal(name, err)
 					}
 					same("FromRowBlocks, "+bands.what, m)
+					if io.order != "column-major" {
+						continue
+					}
+					// And back: RowBlock gives column-major bands.
+					back, err := ref.RowBlock(r1 - r0)
+					if err != nil {
+						t.Fatal(name, err)
+					}
+					if want := io.band(full, rows, cols, r0, r1); !slices.Equal(back, want) {
+						t.Fatalf("%s: RowBlock, %s: rank %d got %v, want %v", name, bands.what, me, back, want)
+					}
 				}
 				for _, root := range []int{0, size - 1, -1} {
 					back, err := io.gather(ref, root)
@@ -325,6 +324,44 @@ func testDataInOut[T dist.Scalar](t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// bandSplit is a way of splitting the rows into bands: rank r's band
+// starts at row start(r), start(size) is the number of rows.
+type bandSplit struct {
+	what  string
+	start func(int) int
+}
+
+// bandSplits are ways of splitting rows over size ranks into bands, each
+// by the first row of rank r's band (r = 0 … size): the block split of
+// FromRowBlocks' p?gemr2d path (⌈rows/size⌉ each, the last ranks fewer or
+// none) and ones that are not: a data loader's (sizes differing by one,
+// the first ranks larger), rank r holding r+1 rows (the last the rest),
+// none on rank 0, and all on the last rank.
+func bandSplits(rows, size int) []bandSplit {
+	return []bandSplit{
+		{"block split", func(r int) int { return min(rows, r*(rows/size+1)) }},
+		{"loader", func(r int) int { return r*(rows/size) + min(r, rows%size) }},
+		{"uneven", func(r int) int {
+			if r == size {
+				return rows
+			}
+			return min(rows, r*(r+1)/2)
+		}},
+		{"none on rank 0", func(r int) int {
+			if size == 1 {
+				return r * rows
+			}
+			return max(0, r-1) * rows / (size - 1)
+		}},
+		{"all on the last rank", func(r int) int {
+			if r == size {
+				return rows
+			}
+			return 0
+		}},
 	}
 }
 
@@ -468,6 +505,94 @@ func TestErrors(t *testing.T) {
 		if !errors.Is(err, dist.ErrBadInput) {
 			t.Errorf("%s Potrs with %d rows for %d: %v", name, n+1, n, err)
 		}
+	}
+}
+
+// TestRowBandErrors checks that bad band counts in FromRowBlocks and
+// RowBlock (a band's length not its rows·cols, a negative count, counts
+// that do not add up to the matrix's rows, no rows at all) fail with
+// ErrBadInput on every rank, through each way of moving the data, and
+// change neither the band nor the matrix.
+func TestRowBandErrors(t *testing.T) {
+	me, size := world.Rank(), world.Size()
+	rows, cols, nb := 7, 3, 2
+	for _, mv := range []struct {
+		name string
+		m    dist.Moves
+	}{{"sum", dist.SumMoves}, {"gemr2d", dist.Gemr2dMoves}} {
+		restore := dist.SetMoves(mv.m)
+		for _, pq := range grids() {
+			g := newGrid(t, pq[0], pq[1])
+			full := make([]float64, rows*cols)
+			for i := range full {
+				full[i] = float64(i + 1)
+			}
+			m, err := dist.FromReplicated(g, rows, cols, nb, full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			was := slices.Clone(m.Local)
+			// The loader split: uneven, so the band moves through reband.
+			r0, r1 := me*(rows/size)+min(me, rows%size), (me+1)*(rows/size)+min(me+1, rows%size)
+			band := make([]float64, (r1-r0)*cols)
+			for i := range band {
+				band[i] = float64(-i)
+			}
+			before := slices.Clone(band)
+			last := me == size-1
+			for _, c := range []struct {
+				what string
+				run  func() error
+			}{
+				{"FromRowBlocks, a band one element short on the last rank", func() error {
+					b := band
+					if last {
+						b = band[:len(band)-1]
+					}
+					_, err := dist.FromRowBlocks(g, cols, nb, r1-r0, b)
+					return err
+				}},
+				{"FromRowBlocks, -1 rows on the last rank", func() error {
+					n := r1 - r0
+					if last {
+						n = -1
+					}
+					_, err := dist.FromRowBlocksRowMajor(g, cols, nb, n, band[:max(n, 0)*cols])
+					return err
+				}},
+				{"FromRowBlocks, no rows at all", func() error {
+					_, err := dist.FromRowBlocks[float64](g, cols, nb, 0, nil)
+					return err
+				}},
+				{"RowBlock, one row too many on the last rank", func() error {
+					n := r1 - r0
+					if last {
+						n++
+					}
+					_, err := m.RowBlock(n)
+					return err
+				}},
+				{"RowBlock, -1 rows on rank 0", func() error {
+					n := r1 - r0
+					if me == 0 {
+						n = -1
+					}
+					_, err := m.RowBlock(n)
+					return err
+				}},
+			} {
+				err := c.run()
+				name := fmt.Sprintf("%s %dx%d %s", mv.name, pq[0], pq[1], c.what)
+				errorsAgree(t, err)
+				if !errors.Is(err, dist.ErrBadInput) {
+					t.Errorf("%s: %v", name, err)
+				}
+				if !slices.Equal(band, before) || !slices.Equal(m.Local, was) {
+					t.Errorf("%s: the band or the matrix changed", name)
+				}
+			}
+		}
+		restore()
 	}
 }
 

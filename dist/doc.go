@@ -3,10 +3,12 @@
 // block-cyclic distribution over it (Matrix: a descriptor and each process's
 // column-major local array, LLD = max(1, local rows)), getting data in and
 // out (from a matrix every rank holds, from one rank, from row blocks each
-// rank holds; back to one rank or all: through ScaLAPACK's p?gemr2d or a
-// collective of the whole matrix, by a measured rule; the whole matrix
-// column-major, or row-major as Gorgonia's tensors hold it through the
-// RowMajor variants, which copy the local tiles straight from and into it),
+// rank holds, in any split, and back: through ScaLAPACK's p?gemr2d —
+// bands that are not its block split moved into it first, point to point,
+// so that no rank holds the whole matrix — or a collective of the whole
+// matrix, by a measured rule; the whole matrix column-major, or row-major
+// as Gorgonia's tensors hold it through the RowMajor variants, which copy
+// the local tiles straight from and into it),
 // and the factorizations on it:
 // Cholesky, Potrs, CholSolve, Potri, LogDet and Syevd through ScaLAPACK's
 // p?potrf, p?potrs, p?potri, p?syevd and p?heevd, for float32, float64,

@@ -215,12 +215,15 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 // leading dimension rows. NaN or Inf in a band is an error wrapping
 // ErrNonFinite, found by its holder before any data moves. Collective.
 //
-// When the bands are the block split of the rows (every rank up to the
-// last nonempty one holds the same count, that one at most as many, the
-// rest none: a block distribution over a size×1 grid) and useGemr2d says
-// so, the data moves through p?gemr2d from that grid, every element sent
-// once to its owner; otherwise by a sum over MPI of the whole matrix (each
-// rank's band placed in zeros), after which every rank keeps its blocks.
+// The data moves by the rule of useGemr2d: through p?gemr2d from the
+// block split of the rows (every rank up to the last nonempty one holds
+// ⌈rows/size⌉, that one at most as many, the rest none: a block
+// distribution over a size×1 grid), every element sent once to its owner;
+// bands that are not the block split first become it (reband: each run of
+// rows sent once, to the one or few ranks whose band of the split holds
+// it, and made column-major on arrival), so no rank ever holds more than
+// its band, its new band and its blocks. Otherwise by a sum over MPI of the whole matrix (each rank's
+// band placed in zeros), after which every rank keeps its blocks.
 func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
 	return fromRowBlocks("FromRowBlocks", g, cols, nb, rows, band, colMajor)
 }
@@ -229,7 +232,8 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 // dimension cols), as a data loader's batches of rows come. Through the
 // sum each band is one contiguous piece of the row-major whole, from which
 // every rank copies its blocks; through p?gemr2d each rank makes a
-// column-major copy of its own band first.
+// column-major copy of its own band first (for bands that are not the
+// block split, the new band, made column-major as its rows arrive).
 func FromRowBlocksRowMajor[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
 	return fromRowBlocks("FromRowBlocksRowMajor", g, cols, nb, rows, band, rowMajor)
 }
@@ -256,12 +260,20 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 	if err != nil {
 		return nil, err
 	}
-	if split := int(counts[0]); isBlockSplit(counts, split) && useGemr2d(g, fromRowBlocksMove, wholeBytes[T](total, cols)) {
-		desc := blockDesc(g.columnContext(), total, cols, split, cols, rows)
-		cm := band
-		if o == rowMajor {
-			cm, _ = toColMajor(band, rows, cols, o) // checked above
+	if useGemr2d(g, fromRowBlocksMove, wholeBytes[T](total, cols)) {
+		split, cm := counts[0], band
+		if isBlockSplit(counts, split) {
+			if o == rowMajor {
+				cm, _ = toColMajor(band, rows, cols, o) // checked above
+			}
+		} else {
+			to := blockSplit(total, len(counts))
+			if cm, err = reband(g, op, counts, to, cols, band, o); err != nil {
+				return nil, err
+			}
+			split, rows = to[0], to[g.comm.Rank()]
 		}
+		desc := blockDesc(g.columnContext(), total, cols, split, cols, rows)
 		gemr2d(g, total, cols, cm, desc, m.Local, m.desc)
 		return m, nil
 	}
@@ -281,19 +293,30 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 	return m, nil
 }
 
+// blockSplit is the block split of total rows over size ranks: ⌈total/size⌉
+// rows a rank, the last nonempty one the rest, the ranks after it none.
+func blockSplit(total, size int) []int {
+	per := (total + size - 1) / size
+	counts := make([]int, size)
+	for r := range counts {
+		counts[r] = max(0, min(per, total-r*per))
+	}
+	return counts
+}
+
 // isBlockSplit reports whether counts (rows per rank, in rank order) are
 // the split of their sum into blocks of split rows, one per rank, the last
 // nonempty one possibly shorter.
-func isBlockSplit(counts []float64, split int) bool {
+func isBlockSplit(counts []int, split int) bool {
 	left := 0
 	for _, c := range counts {
-		left += int(c)
+		left += c
 	}
 	for _, c := range counts {
-		if int(c) != min(split, left) {
+		if c != min(split, left) {
 			return false
 		}
-		left -= int(c)
+		left -= c
 	}
 	return split > 0
 }
@@ -371,8 +394,10 @@ func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 	return sum, nil
 }
 
-// collect runs a Bcast, or a sum (AllReduce or Reduce) of matrices in which
-// every element is nonzero on at most one rank, over the grid's ranks.
+// collect runs a Bcast, a sum (AllReduce or Reduce) of matrices in which
+// every element is nonzero on at most one rank, or one of reband's
+// messages (a Send of send to rank root, a Recv into recv from it), over
+// the grid's ranks.
 func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) error {
 	sb, err := sharding.NewHostBuffer(send)
 	if err != nil {
@@ -382,8 +407,14 @@ func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) 
 	if err != nil {
 		return err
 	}
-	call := &collective.Call{Kind: kind, Op: collective.Sum, Root: root, Dtype: dtypeOf[T](), Count: len(send),
+	call := &collective.Call{Kind: kind, Op: collective.Sum, Root: root, Dtype: dtypeOf[T](), Count: max(len(send), len(recv)),
 		Send: []sharding.Buffer{sb}, Recv: []sharding.Buffer{rb}, Name: "dist." + kind.String()}
+	switch kind {
+	case collective.Send:
+		call.Dest, call.Tag, call.Recv = []int{root}, rebandTag, nil
+	case collective.Recv:
+		call.Src, call.Tag, call.Send = []int{root}, rebandTag, nil
+	}
 	return g.comm.Do(call)
 }
 

@@ -10,12 +10,14 @@ import "C"
 import "unsafe"
 
 // The two ways data gets in and out of the 2-D block-cyclic distribution
-// (FromRoot, FromRowBlocks, Gather): ScaLAPACK's p?gemr2d, which sends
-// every element once from its owner to its new owner, or a collective of
-// the whole matrix (a broadcast, or a sum of matrices that are zero
-// outside each rank's blocks) followed by local copies (Matrix.extract,
-// Matrix.insert), which moves the whole matrix through every rank but in
-// one large MPI call.
+// (FromRoot, FromRowBlocks, RowBlock, Gather): ScaLAPACK's p?gemr2d, which
+// sends every element once from its owner to its new owner, or a
+// collective of the whole matrix (a broadcast, or a sum of matrices that
+// are zero outside each rank's blocks) followed by local copies
+// (Matrix.extract, Matrix.insert), which moves the whole matrix through
+// every rank but in one large MPI call. Row bands that are not the block
+// split p?gemr2d reads and writes go through it too, moved into (or out
+// of) the block split first by reband, point to point.
 
 // moves names a way of moving data in and out; see useGemr2d.
 type moves int
@@ -35,7 +37,7 @@ type move int
 
 const (
 	fromRootMove      move = iota // FromRoot
-	fromRowBlocksMove             // FromRowBlocks (bands in the block split)
+	fromRowBlocksMove             // FromRowBlocks and RowBlock
 	gatherOneMove                 // Gather to one rank
 	gatherAllMove                 // Gather to every rank
 )
@@ -75,8 +77,9 @@ const (
 // machine; between 4 and 8 processes the gathers were not measured, so
 // they switch at 8. At N = 2000 on one process the order was the same
 // (Gather(0): 0.07 on the VM), so the size enters the rule only through
-// memory (sumMoveMaxBytes): bands that are not split at block boundaries
-// have the sum path only.
+// memory (sumMoveMaxBytes). Bands that are not the block split follow the
+// same rule (fromRowBlocksMove): reband moves only the rows that change
+// rank, a few of them for a data loader's split (BenchmarkRowBands).
 var gemr2dMinRanks = [...]int{
 	fromRootMove:      4,
 	fromRowBlocksMove: 4,

@@ -5,7 +5,7 @@
 # dist/bench_mpi_test.go) as a table at the end. Each run's output goes to
 # $OUT (default ./dist-bench-logs)/<bench>-N<N>-P<P>.log.
 #
-#   dist-bench.sh [potrs] [moves] [reuse]
+#   dist-bench.sh [potrs] [moves] [reuse] [bands]
 #
 # potrs: BenchmarkPotrs (dist.Potrs against p?potrf + p?potrs called
 #        directly; and the op's extra work alone) for N in $NS, P in $PS.
@@ -16,6 +16,10 @@
 #        converting to column-major first) and BenchmarkInverseFromFactor
 #        (A⁻¹ from the factor against Potri) for N in $MOVES_NS, P in
 #        $MOVES_PS.
+# bands: BenchmarkRowBands (FromRowBlocksRowMajor and RowBlock of bands that
+#        are not the block split, through reband + p?gemr2d, against the
+#        block split and against the sum; also "distmem" rows: peak memory
+#        per path) for N in $MOVES_NS, P in $MOVES_PS.
 #
 # Environment: DIST_TEST (the binary; default ./dist.test next to this
 # script, else ../dist.test), NS (default "4000 8000"), PS ("1 2 4 8 16"),
@@ -63,9 +67,19 @@ for step in "${steps[@]}"; do
 			for p in ${MOVES_PS:-1 2 4 8 16}; do run reuse '^Benchmark(RowMajor|InverseFromFactor)$' "$n" "$p"; done
 		done
 		;;
-	*) echo "dist-bench.sh: unknown step $step (potrs, moves, reuse)" >&2 ;;
+	bands)
+		for n in ${MOVES_NS:-4000}; do
+			for p in ${MOVES_PS:-1 2 4 8 16}; do run bands '^BenchmarkRowBands$' "$n" "$p"; done
+		done
+		;;
+	*) echo "dist-bench.sh: unknown step $step (potrs, moves, reuse, bands)" >&2 ;;
 	esac
 done
 echo "# the rows (a_ms, b_ms: medians; a/b: median of the per-iteration ratios)"
 rows=$(cat "$log"/*.log | grep '^distbench' | sed 's/^distbench //')
 if command -v column >/dev/null; then echo "$rows" | column -t; else echo "$rows"; fi
+mem=$(cat "$log"/*.log | grep '^distmem' | sed 's/^distmem //')
+if [ -n "$mem" ]; then
+	echo "# peak memory per path (MB, the largest over the ranks)"
+	if command -v column >/dev/null; then echo "$mem" | column -t; else echo "$mem"; fi
+fi

@@ -23,6 +23,10 @@
 #	           converting to column-major first) and BenchmarkInverseFromFactor
 #	           (A⁻¹ from the factor against Potri) at N = 4000 with 1, 4 and
 #	           16 processes
+#	distbands  dist BenchmarkRowBands (row bands that are not the block split
+#	           through reband + p?gemr2d, against the block split and against
+#	           the sum; time and peak memory) at N = 4000 (DISTBANDS_N) with 4,
+#	           8 and 16 processes (DISTBANDS_NPS), -benchtime 3x; 150 s
 #	distops    dist/distops BenchmarkPotrs, the graph ops against the dist
 #	           calls they stand for (replicated values, and A from row blocks
 #	           as a grid value against column-major and against the same
@@ -34,8 +38,9 @@
 # (per step: result, seconds, the ratio lines) is printed last and kept in
 # $OUT/summary.txt. Every command runs under a timeout: the step's own
 # (STEP_TIMEOUT_openblas=170, _collbench=140, _dist=130, _sparse=100,
-# _distreuse=90 seconds; collbench gives each process count an equal share)
-# and what is left of TOTAL_TIMEOUT (540 s) for all the steps of the call.
+# _distreuse=90, _distbands=150 seconds; collbench gives each process count
+# an equal share) and what is left of TOTAL_TIMEOUT (540 s) for all the
+# steps of the call.
 #
 # MPI: MGLA_CPU_MPI=host uses the host's Open MPI 4.x (mpirun on PATH,
 # libmpi.so.40) and links into a private library folder only the bundled
@@ -244,6 +249,16 @@ step_distreuse() {
 			-test.run '^$' -test.bench '^Benchmark(RowMajor|InverseFromFactor)$' -test.benchtime "$bt"
 	done
 }
+step_distbands() {
+	local n=${DISTBANDS_N:-4000} nps=${DISTBANDS_NPS:-4 8 16} bt=3x np left
+	if [ "$TINY" = 1 ]; then n=301 nps='1 3' bt=1x; fi
+	left=$(wc -w <<<"$nps")
+	for np in $nps; do
+		MGLA_DIST_BENCH_N=$n SHARE=$left run distbands mpi "$np" "$B"/bin/dist.test \
+			-test.run '^$' -test.bench '^BenchmarkRowBands$' -test.benchtime "$bt"
+		left=$((left - 1))
+	done
+}
 step_distops() {
 	local ns=${DISTOPS_NS:-4000 8000} nps=${DISTOPS_NPS:-16 4 1} bt=${DISTOPS_BENCHTIME:-2x} n np left
 	if [ "$TINY" = 1 ]; then ns=301 nps='1 3' bt=1x; fi
@@ -275,14 +290,15 @@ sum_openblas() {
 sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 MiB|64 MiB) ' "$LOG/collbench.log"; }
 sum_dist() { grep '^distbench' "$LOG/dist.log"; }
 sum_distreuse() { grep '^distbench' "$LOG/distreuse.log"; }
+sum_distbands() { grep -E '^dist(bench|mem)' "$LOG/distbands.log"; }
 sum_distops() { grep '^Potrs N=' "$LOG/distops.log"; }
 sum_sparse() { grep -E '^\| [0-9]+³|^3-D Poisson|^AMG-PCG|^  setup' "$LOG/sparse.log"; }
 
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(openblas collbench dist sparse)
 for s in "${steps[@]}"; do
-	case $s in openblas | collbench | dist | sparse | distreuse | distops) ;; *)
-		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse distreuse distops)" >&2
+	case $s in openblas | collbench | dist | sparse | distreuse | distbands | distops) ;; *)
+		echo "run-cpu.sh: unknown step $s (openblas collbench dist sparse distreuse distbands distops)" >&2
 		exit 2
 		;;
 	esac
@@ -302,7 +318,7 @@ results=()
 for s in "${steps[@]}"; do
 	: >"$LOG/$s.log"
 	var=STEP_TIMEOUT_$s
-	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; distreuse) d=90 ;; distops) d=300 ;; esac
+	case $s in openblas) d=170 ;; collbench) d=140 ;; dist) d=130 ;; sparse) d=100 ;; distreuse) d=90 ;; distbands) d=150 ;; distops) d=300 ;; esac
 	step_end=$((SECONDS + ${!var:-$d}))
 	step_fail=0
 	t0=$SECONDS

@@ -17,10 +17,12 @@ import (
 // the block size of the 2-D block-cyclic distribution (0:
 // dist.DefaultBlock). Every rank holds at least one row (Gorgonia has no
 // empty matrices): with more ranks than rows, use Distribute. The data
-// moves by dist.FromRowBlocks (so by its rule: below 4 processes, or for
-// bands that are not the block split of ⌈n/size⌉ rows a rank, through a
-// sum of the whole matrix on every rank); the gradient is each rank's band
-// of the grid gradient (dist.Matrix.RowBlock, the same rule).
+// moves by dist.FromRowBlocks, so by its rule: below 4 processes, for a
+// matrix up to 512 MiB, through a sum of the whole matrix on every rank;
+// otherwise through p?gemr2d, bands that are not the block split of
+// ⌈n/size⌉ rows a rank first moved into it, so that no rank holds more
+// than its band and its blocks. The gradient is each rank's band of the
+// grid gradient (dist.Matrix.RowBlock, the same rule).
 func (o *Ops) FromRowBlocks(band *G.Node, n, block int) (*G.Node, error) {
 	if err := o.checkNodes(kFromRowBlocks, block, band); err != nil {
 		return nil, err

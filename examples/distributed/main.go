@@ -84,15 +84,18 @@ func run(demo builders.GPDemo, block, every int, check bool) error {
 		return err
 	}
 	n := demo.Data.N
-	per := (n + world.Size() - 1) / world.Size()
-	r0, r1 := min(world.Rank()*per, n), min((world.Rank()+1)*per, n)
-	if r1 <= r0 {
-		return fmt.Errorf("rank %d has no rows of K: %d training points on %d processes", world.Rank(), n, world.Size())
+	// A data loader's split: sizes differing by one, the first ranks
+	// larger (FromRowBlocks takes any split without holding K whole).
+	size, rank := world.Size(), world.Rank()
+	if n < size { // every rank decides alike
+		return fmt.Errorf("%d training points on %d processes: every rank needs a row of K", n, size)
 	}
+	start := func(r int) int { return r*(n/size) + min(r, n%size) }
+	r0, r1 := start(rank), start(rank+1)
 	p, q := grid.Shape()
 	if root {
-		fmt.Printf("GP on %d processes (%d×%d grid, %d×%d blocks, K from bands of %d rows): N=%d, %d paths, true %v\n",
-			world.Size(), p, q, block, block, per, n, demo.Data.Paths, demo.Data.True)
+		fmt.Printf("GP on %d processes (%d×%d grid, %d×%d blocks, K from bands of %d to %d rows): N=%d, %d paths, true %v\n",
+			size, p, q, block, block, n/size, (n+size-1)/size, n, demo.Data.Paths, demo.Data.True)
 	}
 	model, err := newBandModel(data, demo.Init, world, grid, block, r0, r1)
 	if err != nil {
