@@ -36,16 +36,8 @@ import (
 // per call, and do/raw, graph/raw and opdo/raw, each path's bandwidth as a
 // fraction of raw's.
 func BenchmarkCollectives(b *testing.B) {
-	m, err := sharding.GPUMesh()
-	if err != nil {
-		b.Skipf("no GPU mesh: %v", err)
-	}
-	comm, err := NewMesh(m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := comm.(*Comm)
-	n := m.Size()
+	m, h := benchMesh(b)
+	comm, n := collective.Comm(h), m.Size()
 	for _, kind := range []collective.Kind{collective.AllReduce, collective.AllGather, collective.ReduceScatter} {
 		for mib := 1; mib <= 1024; mib *= 4 {
 			bytes := mib << 20
@@ -55,13 +47,7 @@ func BenchmarkCollectives(b *testing.B) {
 			}
 			c := &collective.Call{Kind: kind, Op: collective.Sum, Dtype: tensor.Float32, Count: count}
 			gc := newGraphCollective(b, m, comm, kind, c.SendLen(n))
-			var sp, rp []uintptr
-			for r := range n {
-				c.Send = append(c.Send, gc.in.Shard(r))
-				c.Recv = append(c.Recv, gc.out.Shard(r))
-				sp = append(sp, gc.in.Shard(r).(*sharding.DeviceBuffer).Ptr())
-				rp = append(rp, gc.out.Shard(r).(*sharding.DeviceBuffer).Ptr())
-			}
+			sp, rp := gc.buffers(c)
 			busFactor := float64(n-1) / float64(n)
 			if kind == collective.AllReduce {
 				busFactor *= 2
@@ -228,6 +214,33 @@ func newGraphCollective(b *testing.B, m *sharding.Mesh, comm collective.Comm, ki
 	return gc
 }
 
+// buffers makes the graph's input and output c's send and receive buffers
+// (one shard per rank) and returns their device addresses, for the raw
+// call.
+func (gc *graphCollective) buffers(c *collective.Call) (send, recv []uintptr) {
+	for r := range gc.in.Mesh().Size() {
+		c.Send = append(c.Send, gc.in.Shard(r))
+		c.Recv = append(c.Recv, gc.out.Shard(r))
+		send = append(send, gc.in.Shard(r).(*sharding.DeviceBuffer).Ptr())
+		recv = append(recv, gc.out.Shard(r).(*sharding.DeviceBuffer).Ptr())
+	}
+	return send, recv
+}
+
+// benchMesh is the mesh of every visible GPU and its NCCL communicator
+// (the benchmark is skipped without GPUs).
+func benchMesh(b *testing.B) (*sharding.Mesh, *Comm) {
+	m, err := sharding.GPUMesh()
+	if err != nil {
+		b.Skipf("no GPU mesh: %v", err)
+	}
+	comm, err := NewMesh(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, comm.(*Comm)
+}
+
 // close frees the machine and the device memory of the input and output.
 func (gc *graphCollective) close() {
 	gc.vm.Close()
@@ -242,27 +255,13 @@ func (gc *graphCollective) close() {
 // does with every program it runs), and the graph on a TapeMachine. The
 // differences between them place the graph path's cost.
 func BenchmarkCollectivePaths(b *testing.B) {
-	m, err := sharding.GPUMesh()
-	if err != nil {
-		b.Skipf("no GPU mesh: %v", err)
-	}
-	comm, err := NewMesh(m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := comm.(*Comm)
-	n := m.Size()
+	m, h := benchMesh(b)
+	comm, n := collective.Comm(h), m.Size()
 	for _, mib := range []int{1, 64} {
 		count := mib << 20 / 4
 		c := &collective.Call{Kind: collective.AllReduce, Op: collective.Sum, Dtype: tensor.Float32, Count: count}
 		gc := newGraphCollective(b, m, comm, collective.AllReduce, count)
-		var sp, rp []uintptr
-		for r := range n {
-			c.Send = append(c.Send, gc.in.Shard(r))
-			c.Recv = append(c.Recv, gc.out.Shard(r))
-			sp = append(sp, gc.in.Shard(r).(*sharding.DeviceBuffer).Ptr())
-			rp = append(rp, gc.out.Shard(r).(*sharding.DeviceBuffer).Ptr())
-		}
+		sp, rp := gc.buffers(c)
 		paths := []struct {
 			name string
 			run  func() error
