@@ -50,6 +50,14 @@ run() {
 	echo "# $name N=$n P=$p rc=$rc $((SECONDS - start)) s"
 	[ $rc -eq 0 ] || grep -E '^(--- FAIL|FAIL|panic)' "$f" | head -5
 }
+# sweep NAME REGEX: run the benchmarks REGEX as step NAME for every N of
+# MOVES_NS and process count of MOVES_PS.
+sweep() {
+	local n p
+	for n in ${MOVES_NS:-4000}; do
+		for p in ${MOVES_PS:-1 2 4 8 16}; do run "$1" "$2" "$n" "$p"; done
+	done
+}
 for step in "${steps[@]}"; do
 	case $step in
 	potrs)
@@ -57,21 +65,9 @@ for step in "${steps[@]}"; do
 			for p in ${PS:-1 2 4 8 16}; do run potrs '^BenchmarkPotrs$' "$n" "$p"; done
 		done
 		;;
-	moves)
-		for n in ${MOVES_NS:-4000}; do
-			for p in ${MOVES_PS:-1 2 4 8 16}; do run moves '^Benchmark(Gather|Scatter)$' "$n" "$p"; done
-		done
-		;;
-	reuse)
-		for n in ${MOVES_NS:-4000}; do
-			for p in ${MOVES_PS:-1 2 4 8 16}; do run reuse '^Benchmark(RowMajor|InverseFromFactor)$' "$n" "$p"; done
-		done
-		;;
-	bands)
-		for n in ${MOVES_NS:-4000}; do
-			for p in ${MOVES_PS:-1 2 4 8 16}; do run bands '^BenchmarkRowBands$' "$n" "$p"; done
-		done
-		;;
+	moves) sweep moves '^Benchmark(Gather|Scatter)$' ;;
+	reuse) sweep reuse '^Benchmark(RowMajor|InverseFromFactor)$' ;;
+	bands) sweep bands '^BenchmarkRowBands$' ;;
 	*) echo "dist-bench.sh: unknown step $step (potrs, moves, reuse, bands)" >&2 ;;
 	esac
 done
