@@ -33,7 +33,9 @@
 // directly, so graph/op is the TapeMachine's share of it, and the handoff
 // path makes the call of "do" the way RunAll runs its tape (on a goroutine
 // of its own while the caller holds its OS thread), so handoff/do is the
-// part of that share that comes from the thread hand-off. -paths picks
+// part of that share that comes from the thread hand-off. Every path reads
+// the same send buffer and writes the same receive buffer, the graph node's
+// output, so that none gains or loses by where its own buffers lie. -paths picks
 // paths, -cpuprofile writes each rank's CPU profile. To time another way
 // of making the calls, add an entry to paths.
 package main
@@ -138,6 +140,7 @@ type bench struct {
 	rank, size         int
 	fortran            C.MPI_Fint
 	checked, unchecked *mpi.Comm
+	graph              *graphRun // this size's graph, which every path shares buffers with
 }
 
 // call is b as a collective.Call (SendRecv: a ring, to the next rank and
@@ -213,23 +216,61 @@ func withEnv(run func() error, kv ...string) func() error {
 	}
 }
 
-// graphPath makes the call as a graph op (package collective, the checked
-// communicator) run by a TapeMachine: one collective node on an input node
-// that holds the send buffer, run and reset per call.
+// A graphRun is the graph of the graph and op paths at one size: one
+// collective node (package collective, the checked communicator) on an
+// input node that holds b.send, and the TapeMachine that runs it. It has
+// run once, so the node's output exists; that output is every path's
+// receive buffer (b.recv), so that all paths read and write the same memory
+// and no path gains or loses by where its own buffers lie (pages, caches,
+// NUMA).
+type graphRun struct {
+	node  *G.Node
+	input *tensor.Dense
+	vm    G.VM
+}
+
+// newGraphRun builds b's graph, runs it once and points b.recv at the
+// node's output.
+func newGraphRun(b *bench) *graphRun {
+	g, node, x := graphNode(b)
+	gr := &graphRun{node: node, input: x, vm: G.NewTapeMachine(g)}
+	check(gr.vm.RunAll())
+	gr.vm.Reset()
+	out, ok := node.Value().(*tensor.Dense)
+	if !ok {
+		check(fmt.Errorf("the %v node's value is %T, not a host tensor", b.kind, node.Value()))
+	}
+	want := b.call().RecvLen(b.size)
+	recv, ok := out.Data().([]float64)
+	if !ok || len(recv) < want {
+		check(fmt.Errorf("the %v node's output holds %d elements, want float64 and at least %d", b.kind, out.Size(), want))
+	}
+	b.recv = recv
+	return gr
+}
+
+// close frees the machine and hands b.recv back its own buffer.
+func (gr *graphRun) close(b *bench, own []float64) {
+	gr.vm.Close()
+	b.recv = own
+}
+
+// graphPath makes the call as the graph op run by a TapeMachine, run and
+// reset per call.
 func graphPath(b *bench) func() error {
-	g, _, _ := graphNode(b)
-	vm := G.NewTapeMachine(g)
+	vm := b.graph.vm
 	return func() error {
 		defer vm.Reset()
 		return vm.RunAll()
 	}
 }
 
-// opPath calls the Do method of graphPath's op directly, without a
-// TapeMachine: with graph, it tells the op's cost from the machine's.
+// opPath calls the Do method of graphPath's op directly, on the same input
+// value, without a TapeMachine: with graph, it tells the op's cost from the
+// machine's. The op keeps its output between calls, so it writes where the
+// graph path does.
 func opPath(b *bench) func() error {
-	_, node, x := graphNode(b)
-	op := node.Op()
+	op, x := b.graph.node.Op(), b.graph.input
 	return func() error {
 		_, err := op.Do(x)
 		return err
@@ -251,7 +292,7 @@ func handoffPath(b *bench) func() error {
 	}
 }
 
-// graphNode builds the graph of graphPath and returns it, its collective
+// graphNode builds the graph of graphRun and returns it, its collective
 // node and the input's value.
 func graphNode(b *bench) (*G.ExprGraph, *G.Node, *tensor.Dense) {
 	c := b.call()
@@ -415,6 +456,9 @@ func choosePaths(list string) {
 // where its previous call left them in the caches) rather than in the
 // state the path before it left; the time is the slowest rank's.
 func (b *bench) measure(budget time.Duration) ([]time.Duration, int) {
+	own := b.recv
+	b.graph = newGraphRun(b)
+	defer b.graph.close(b, own)
 	runs := make([]func() error, len(paths))
 	for i, p := range paths {
 		runs[i] = p.setup(b)
