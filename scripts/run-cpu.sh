@@ -8,7 +8,8 @@
 # Steps (all four when none is named):
 #
 #	openblas   the kernels' Potrs/Potri/Syevd against LAPACK called directly
-#	           (Benchmark*VsLAPACK), OPENBLAS_NUM_THREADS=16, 4 and 1, -count 3
+#	           (Benchmark*VsLAPACK, or the -test.bench pattern OPENBLAS_BENCH),
+#	           OPENBLAS_NUM_THREADS=16, 4 and 1 (OPENBLAS_THREADS), -count 3
 #	           (COUNT), -benchtime 2x (BENCHTIME)
 #	collbench  cmd/collbench (collective/mpi and the graph ops against raw MPI)
 #	           with 2, 4, 8 and 16 processes
@@ -204,7 +205,7 @@ run() {
 step_openblas() {
 	# The fastest first, each with an equal share of the time left, so that
 	# what they leave goes to the single-threaded run.
-	local bench='VsLAPACK' bt=${BENCHTIME:-2x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-16 4 1} t f left
+	local bench=${OPENBLAS_BENCH:-VsLAPACK} bt=${BENCHTIME:-2x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-16 4 1} t f left
 	if [ "$TINY" = 1 ]; then bench='PotrsVsLAPACK/N=1000/nrhs=1$' bt=1x count=1 threads='2 1'; fi
 	left=$(($(wc -w <<<"$threads") * $(ls "$B"/bin/openblas-*.test | wc -l)))
 	for t in $threads; do
