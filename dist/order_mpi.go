@@ -82,29 +82,41 @@ const transposeTile = 32
 // and reports whether every element is finite, in one pass as copyFinite
 // does (x−x is 0 for a finite x, NaN for NaN and ±Inf). Read the other way
 // it copies a column-major c×r matrix into a row-major one. It goes through
-// the matrix in square tiles, so that the strided side stays in the cache.
+// the matrix in square tiles, so that the strided side stays in the cache,
+// and within a tile eight source rows at a time, so that each destination
+// column gets eight contiguous elements per step (one cache line at
+// float64) rather than one: about twice as fast as a row at a time.
 func copyTransposed[T Scalar](dst []T, ldd int, src []T, lds, r, c int) bool {
-	var s0, s1 T
+	var s0, s1, s2, s3 T
 	for j0 := 0; j0 < c; j0 += transposeTile {
 		j1 := min(j0+transposeTile, c)
 		for i0 := 0; i0 < r; i0 += transposeTile {
-			for i := i0; i < min(i0+transposeTile, r); i++ {
-				row := src[i*lds+j0 : i*lds+j1]
-				d := dst[i+j0*ldd:]
-				k := 0
-				for ; k+2 <= len(row); k += 2 {
-					x, y := row[k], row[k+1]
-					d[k*ldd], d[(k+1)*ldd] = x, y
-					s0 += x - x
-					s1 += y - y
+			i1 := min(i0+transposeTile, r)
+			i := i0
+			for ; i+8 <= i1; i += 8 {
+				r0 := src[i*lds+j0 : i*lds+j1]
+				n := len(r0)
+				r1, r2, r3 := src[(i+1)*lds+j0:][:n], src[(i+2)*lds+j0:][:n], src[(i+3)*lds+j0:][:n]
+				r4, r5, r6, r7 := src[(i+4)*lds+j0:][:n], src[(i+5)*lds+j0:][:n], src[(i+6)*lds+j0:][:n], src[(i+7)*lds+j0:][:n]
+				for k := range r0 {
+					d := dst[i+(j0+k)*ldd:][:8]
+					w, x, y, z := r0[k], r1[k], r2[k], r3[k]
+					d[0], d[1], d[2], d[3] = w, x, y, z
+					s0 += (w - w) + (x - x)
+					s1 += (y - y) + (z - z)
+					w, x, y, z = r4[k], r5[k], r6[k], r7[k]
+					d[4], d[5], d[6], d[7] = w, x, y, z
+					s2 += (w - w) + (x - x)
+					s3 += (y - y) + (z - z)
 				}
-				if k < len(row) {
-					x := row[k]
-					d[k*ldd] = x
+			}
+			for ; i < i1; i++ {
+				for k, x := range src[i*lds+j0 : i*lds+j1] {
+					dst[i+(j0+k)*ldd] = x
 					s0 += x - x
 				}
 			}
 		}
 	}
-	return s0+s1 == 0
+	return s0+s1+s2+s3 == 0
 }
