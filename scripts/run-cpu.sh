@@ -9,8 +9,8 @@
 #
 #	openblas   the kernels' Potrs/Potri/Syevd against LAPACK called directly
 #	           (Benchmark*VsLAPACK, or the -test.bench pattern OPENBLAS_BENCH),
-#	           OPENBLAS_NUM_THREADS=16, 4 and 1 (OPENBLAS_THREADS), -count 3
-#	           (COUNT), -benchtime 2x (BENCHTIME)
+#	           OPENBLAS_NUM_THREADS=16, 4 and 1 (OPENBLAS_THREADS), -count 1
+#	           (COUNT), -benchtime 9x (BENCHTIME: the pairs of each median)
 #	collbench  cmd/collbench (collective/mpi and the graph ops against raw MPI)
 #	           with 2, 4, 8 and 16 processes
 #	dist       dist BenchmarkPotrs at N = 4000 and 8000 with 1, 2, 4, 8 and 16
@@ -205,7 +205,7 @@ run() {
 step_openblas() {
 	# The fastest first, each with an equal share of the time left, so that
 	# what they leave goes to the single-threaded run.
-	local bench=${OPENBLAS_BENCH:-VsLAPACK} bt=${BENCHTIME:-2x} count=${COUNT:-3} threads=${OPENBLAS_THREADS:-16 4 1} t f left
+	local bench=${OPENBLAS_BENCH:-VsLAPACK} bt=${BENCHTIME:-9x} count=${COUNT:-1} threads=${OPENBLAS_THREADS:-16 4 1} t f left
 	if [ "$TINY" = 1 ]; then bench='PotrsVsLAPACK/N=1000/nrhs=1$' bt=1x count=1 threads='2 1'; fi
 	left=$(($(wc -w <<<"$threads") * $(ls "$B"/bin/openblas-*.test | wc -l)))
 	for t in $threads; do
@@ -286,7 +286,7 @@ step_sparse() {
 # summary lines of each step's log
 sum_openblas() {
 	awk '/^== .*OPENBLAS_NUM_THREADS=/ {match($0, /OPENBLAS_NUM_THREADS=[0-9]+/); t = substr($0, RSTART, RLENGTH)}
-		/x-vs-lapack/ {for (i = 2; i < NF; i++) if ($(i+1) == "x-vs-lapack") print t, $1, $i, "x-vs-lapack"}' "$LOG/openblas.log"
+		/x-vs-lapack/ {line = t " " $1; for (i = 2; i < NF; i++) if ($(i+1) ~ /^(x-vs-lapack|median-pair|fastest)$/) line = line " " $i " " $(i+1); print line}' "$LOG/openblas.log"
 }
 sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 MiB|64 MiB) ' "$LOG/collbench.log"; }
 sum_dist() { grep '^distbench' "$LOG/dist.log"; }
