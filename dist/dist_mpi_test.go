@@ -94,6 +94,10 @@ func testOps[T dist.Scalar](t *testing.T) {
 				t.Fatal(name, err)
 			}
 			check("Cholesky", gather(l), refCholesky(a, n))
+			own := da.Clone()
+			if lp, err := dist.CholeskyInPlace(own); err != nil || lp != own || !sameBits(lp.Local, l.Local) {
+				t.Errorf("%s CholeskyInPlace: %v; returned its input %v; the same elements as Cholesky's %v", name, err, lp == own, err == nil && sameBits(lp.Local, l.Local))
+			}
 			x, err := dist.Potrs(da, db)
 			if err != nil {
 				t.Fatal(name, err)
@@ -466,6 +470,7 @@ func TestErrors(t *testing.T) {
 			run func() error
 		}{
 			{"Cholesky", func() error { _, err := dist.Cholesky(da); return err }},
+			{"CholeskyInPlace", func() error { _, err := dist.CholeskyInPlace(da.Clone()); return err }},
 			{"Potri", func() error { _, err := dist.Potri(da); return err }},
 			{"LogDet", func() error { _, err := dist.LogDet(da); return err }},
 		} {
@@ -805,6 +810,7 @@ func testNonFinite[T dist.Scalar](t *testing.T) {
 				run func() error
 			}{
 				{"Cholesky", da, func() error { _, err := dist.Cholesky(da); return err }},
+				{"CholeskyInPlace", da, func() error { _, err := dist.CholeskyInPlace(da); return err }},
 				{"Potrs (A)", da, func() error { _, err := dist.Potrs(da, db); return err }},
 				{"Potrs (B)", db, func() error { _, err := dist.Potrs(da, db); return err }},
 				{"CholSolve (L)", l, func() error { _, err := dist.CholSolve(l, db); return err }},

@@ -35,20 +35,32 @@ func squareNums[T Scalar](a *Matrix[T]) []int {
 	return []int{a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]()}
 }
 
-// copySquare is the checked copy of a for a factorization: in the grid's
-// scratch array (scratch) or a new one, nil if a is not square; and the
-// local verdict on it.
-func copySquare[T Scalar](a *Matrix[T], scratch bool) (*Matrix[T], failure) {
+// workArray is where a factorization works on its input's elements.
+type workArray int
+
+const (
+	scratchArray workArray = iota // a copy in the grid's scratch array: the factor is thrown away
+	newArray                      // a copy in a new array: the factor is kept
+	inputArray                    // the input's own array: nothing reads the input again
+)
+
+// copySquare is the checked work matrix of a for a factorization: a copy
+// in the grid's scratch array or a new one, or a itself (inputArray), nil
+// if a is not square; and the local verdict on it.
+func copySquare[T Scalar](a *Matrix[T], where workArray) (*Matrix[T], failure) {
 	if a.Layout.Rows != a.Layout.Cols {
 		return nil, failure{code: badInputCode}
 	}
 	var c *Matrix[T]
 	ok := false
-	if scratch {
+	switch where {
+	case scratchArray:
 		c, ok = workCopy(a)
-	} else {
+	case newArray:
 		c = &Matrix[T]{Grid: a.Grid, Layout: a.Layout, Local: make([]T, len(a.Local)), desc: a.desc}
 		ok = copyFinite(c.Local, a.Local)
+	default:
+		c, ok = a, finite(a.Local)
 	}
 	return c, squareFailure(a, ok)
 }
@@ -71,12 +83,12 @@ func outcome(info int) failure {
 }
 
 // factor is the Cholesky factor of a (lower triangle; the strict upper one
-// keeps a's), in the grid's scratch array with scratch, after the checks.
-func factor[T Scalar](op string, a *Matrix[T], scratch bool) (*Matrix[T], error) {
+// keeps a's), in the array where says, after the checks.
+func factor[T Scalar](op string, a *Matrix[T], where workArray) (*Matrix[T], error) {
 	if a == nil {
 		return nil, errNil(op)
 	}
-	l, f := copySquare(a, scratch)
+	l, f := copySquare(a, where)
 	if err := a.Grid.agree(op, f, squareNums(a)...); err != nil {
 		return nil, err
 	}
@@ -119,7 +131,22 @@ func forEachDiagonal[T Scalar](m *Matrix[T], fn func(d, i int)) {
 // definite a (A = L·Lᴴ; only a's lower triangle is read), with zeros above
 // the diagonal.
 func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
-	l, err := factor("Cholesky", a, false)
+	return cholesky(a, newArray)
+}
+
+// CholeskyInPlace is Cholesky in a's own local array, for a matrix that
+// nothing reads afterwards (one distributed for this call): it saves
+// Cholesky's copy, a new array of a's local size. It returns a, holding L
+// with zeros above the diagonal. After ErrBadInput or ErrNonFinite a is
+// unchanged; after ErrNotPositiveDefinite or an engine error its elements
+// are unspecified (p?potrf stopped part-way). The errors are Cholesky's,
+// on every rank.
+func CholeskyInPlace[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
+	return cholesky(a, inputArray)
+}
+
+func cholesky[T Scalar](a *Matrix[T], where workArray) (*Matrix[T], error) {
+	l, err := factor("Cholesky", a, where)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +194,7 @@ func potrsCopies[T Scalar](a, b *Matrix[T]) (l, x *Matrix[T], err error) {
 	if a == nil {
 		return nil, nil, errNil("Potrs")
 	}
-	l, fa := copySquare(a, true)
+	l, fa := copySquare(a, scratchArray)
 	x, fb := copyRHS(a, b)
 	f := failure{code: max(fa.code, fb.code)}
 	if err := a.Grid.agree("Potrs", f, append(squareNums(a), rhsCols(b))...); err != nil {
@@ -218,7 +245,7 @@ func solve[T Scalar](op string, l, x *Matrix[T]) error {
 // over the Cholesky factor's diagonal, summed over the grid; the same on
 // every rank.
 func LogDet[T Scalar](a *Matrix[T]) (float64, error) {
-	l, err := factor("LogDet", a, true)
+	l, err := factor("LogDet", a, scratchArray)
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +270,7 @@ func LogDetFromFactor[T Scalar](l *Matrix[T]) (float64, error) {
 
 // Potri is A⁻¹ of the Hermitian positive definite a, both triangles.
 func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
-	x, err := factor("Potri", a, true)
+	x, err := factor("Potri", a, scratchArray)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +288,7 @@ func InverseFromFactor[T Scalar](l *Matrix[T]) (*Matrix[T], error) {
 	if l == nil {
 		return nil, errNil(op)
 	}
-	x, f := copySquare(l, true)
+	x, f := copySquare(l, scratchArray)
 	if f.code == okCode {
 		// p?potri (p?trtri) reports some zero of the diagonal, the largest
 		// order of those that the processes find first: name the first.
@@ -314,7 +341,7 @@ func Syevd[T Scalar](a *Matrix[T], vectors bool) ([]float64, *Matrix[T], error) 
 	if a == nil {
 		return nil, nil, errNil("Syevd")
 	}
-	work, f := copySquare(a, true)
+	work, f := copySquare(a, scratchArray)
 	if err := a.Grid.agree("Syevd", f, squareNums(a)...); err != nil {
 		return nil, nil, err
 	}

@@ -699,7 +699,13 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	var err error
 	switch o.kind {
 	case kFactor:
-		l, err := dist.Cholesky(ms[0])
+		cholesky := dist.Cholesky[T]
+		if m, grid := MatrixOf[T](vals[0]); !grid || m != ms[0] {
+			// A host A: ms[0] is this run's own copy, which nothing reads
+			// again, so the factor takes its place (no second copy).
+			cholesky = dist.CholeskyInPlace[T]
+		}
+		l, err := cholesky(ms[0])
 		if err != nil {
 			return nil, err
 		}
