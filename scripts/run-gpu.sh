@@ -9,7 +9,9 @@
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
 #                               shim sharding graph-gpu shared-mesh shared-auto
-#                               shared-1gpu shared-2gpu nccl nccl-procs graph-flat)
+#                               shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs
+#                               graph-flat; shared-3gpu, a mesh of an odd number of
+#                               GPUs, is skipped on machines with fewer than 3)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
 #   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB, and
 #                               a process communicator with its checks against without
@@ -50,6 +52,8 @@ tests)
 	only=("$@")
 	flat='^TestGPUManyPotrsFlat$'
 	nvidia-smi -L >"$LOG/gpus.log" 2>&1
+	ngpu=$(grep -c '^GPU' "$LOG/gpus.log")
+	[ "$ngpu" -ge 1 ] || ngpu=1
 	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
 	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1
 	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU' -test.skip "$flat"
@@ -57,6 +61,13 @@ tests)
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU
 	wanted shared-1gpu && step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-2gpu && step shared-2gpu env CUDA_VISIBLE_DEVICES=0,1 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
+	if wanted shared-3gpu; then
+		if [ "$ngpu" -ge 3 ]; then
+			step shared-3gpu env CUDA_VISIBLE_DEVICES=0,1,2 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
+		else
+			printf '%-10s %-28s %4d s\n' "SKIP" "shared-3gpu ($ngpu GPUs)" 0 >"$LOG/shared-3gpu.result"
+		fi
+	fi
 	# The NCCL engine (collective/nccl): every collective on the GPU meshes
 	# and a one-rank process communicator; NCCL_NVLS_ENABLE=0 keeps NVLink
 	# multicast off on shared hosts.
@@ -68,8 +79,6 @@ tests)
 	# checks. On one GPU: one process of one rank (the mismatches between
 	# ranks need several GPUs, issue 20's machines).
 	if wanted nccl-procs; then
-		ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-		[ "$ngpu" -ge 1 ] || ngpu=1
 		step nccl-procs env NCCL_NVLS_ENABLE=0 MGLA_NCCL_PROCS="$ngpu" "$BIN/nccl.test" -test.v -test.count=1 -test.run '^TestProcesses$'
 	fi
 	# The whole stack's leak check (sharding's shards, the shim, cuSOLVER's
