@@ -235,15 +235,22 @@ func newGraphRun(b *bench) *graphRun {
 	g, node, x := graphNode(b)
 	gr := &graphRun{node: node, input: x, vm: G.NewTapeMachine(g)}
 	check(gr.vm.RunAll())
-	gr.vm.Reset()
 	out, ok := node.Value().(*tensor.Dense)
 	if !ok {
 		check(fmt.Errorf("the %v node's value is %T, not a host tensor", b.kind, node.Value()))
 	}
+	gr.vm.Reset()
 	want := b.call().RecvLen(b.size)
 	recv, ok := out.Data().([]float64)
 	if !ok || len(recv) < want {
 		check(fmt.Errorf("the %v node's output holds %d elements, want float64 and at least %d", b.kind, out.Size(), want))
+	}
+	// The op path writes where the graph path does only if the machine
+	// hands on the op's own output rather than a copy of it.
+	direct, err := node.Op().Do(x)
+	check(err)
+	if d, ok := direct.(*tensor.Dense); !ok || d.Uintptr() != out.Uintptr() {
+		check(fmt.Errorf("the %v node's value is not the memory its op writes", b.kind))
 	}
 	b.recv = recv
 	return gr
