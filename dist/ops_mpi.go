@@ -12,9 +12,10 @@ import (
 
 // The operations. Each checks its inputs on every rank, agrees the verdict
 // (so every rank returns the same error and none enters ScaLAPACK alone),
-// and leaves its inputs untouched: the routines work on copies, made in
-// the same pass as the check for NaN and Inf, in the grid's scratch array
-// where the copy is thrown away (Potrs, LogDet, Potri, Syevd). One
+// and leaves its inputs untouched (but CholeskyInPlace, which says so):
+// the routines work on copies, made in the same pass as the check for NaN
+// and Inf, in the grid's scratch array where the copy is thrown away
+// (Potrs, LogDet, Potri, Syevd). One
 // AllReduce agrees all the checks before ScaLAPACK is called, and one each
 // outcome of a routine (which ScaLAPACK reports on some ranks only).
 
