@@ -36,6 +36,7 @@ var layers = map[string][]string{
 	"cmd/sparsebench":       {"mgla", "sparse", "collective"},
 	"cmd/collbench":         {"collective", "sharding"},
 	"cmd/internal/benchcsv": {},
+	"internal/benchpair":    {},
 	"cmd/benchreport":       {"cmd/internal/benchcsv"},
 	"cmd/mgbench":           {"mgla", "ops", "sharding", "kernels/cusolver", "cmd/internal/benchcsv"},
 }

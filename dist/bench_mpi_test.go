@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/internal/benchpair"
 )
 
 // The benchmarks run under mpirun, every rank the same fixed number of
@@ -72,43 +72,26 @@ func inTurns(b *testing.B, g *dist.Grid, op string, n int, na string, fa func(),
 	load := loadAvg()
 	fa() // warm up: the grid's scratch array and BLACS contexts
 	fb()
-	var wall, cpu [2][]float64 // [a, b] times in ms
-	i := 0
+	pairs := benchpair.Pairs{CPU: cpuTime}
 	for b.Loop() {
-		fs := [2]func(){fa, fb}
-		order := [2]int{0, 1}
-		if i%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		for _, k := range order {
-			w, c := time.Now(), cpuTime()
-			fs[k]()
-			wall[k] = append(wall[k], time.Since(w).Seconds()*1e3)
-			cpu[k] = append(cpu[k], (cpuTime()-c).Seconds()*1e3)
-		}
-		i++
+		pairs.Time(fa, fb)
 	}
-	ratios := func(t [2][]float64) []float64 {
-		r := make([]float64, len(t[0]))
-		for i := range r {
-			r[i] = t[0][i] / t[1][i]
-		}
-		return r
-	}
-	ma, mb, mr, mc := median(wall[0]), median(wall[1]), median(ratios(wall)), median(ratios(cpu))
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 }
+	ma, mb := ms(benchpair.Median(pairs.Wall[0])), ms(benchpair.Median(pairs.Wall[1]))
+	mr, mc := pairs.MedianRatio(), pairs.MedianCPURatio()
 	b.ReportMetric(ma, na+"-ms")
 	b.ReportMetric(mb, nb+"-ms")
 	b.ReportMetric(mr, na+"/"+nb)
 	if world.Rank() == 0 && testing.Verbose() {
-		for i := range wall[0] {
+		for i := range pairs.Wall[0] {
 			fmt.Printf("distbench-iteration op=%s N=%d P=%d i=%d a_ms=%.1f b_ms=%.1f a_cpu_ms=%.1f b_cpu_ms=%.1f\n",
-				op, n, world.Size(), i, wall[0][i], wall[1][i], cpu[0][i], cpu[1][i])
+				op, n, world.Size(), i, ms(pairs.Wall[0][i]), ms(pairs.Wall[1][i]), ms(pairs.CPUs[0][i]), ms(pairs.CPUs[1][i]))
 		}
 	}
 	if world.Rank() == 0 {
 		p, q := g.Shape()
 		fmt.Printf("distbench op=%s N=%d P=%d grid=%dx%d iters=%d a=%s a_ms=%.1f b=%s b_ms=%.1f a/b=%.3f cpu_a/b=%.3f load=%s,%s\n",
-			op, n, world.Size(), p, q, len(wall[0]), na, ma, nb, mb, mr, mc, load, loadAvg())
+			op, n, world.Size(), p, q, len(pairs.Wall[0]), na, ma, nb, mb, mr, mc, load, loadAvg())
 	}
 }
 
@@ -121,14 +104,6 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
-}
-
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if len(s) == 0 {
-		return 0
-	}
-	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
 // BenchmarkPotrs times dist.Potrs against p?potrf + p?potrs called straight

@@ -4,12 +4,10 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
-	"time"
 
+	"github.com/mgla/mgla/internal/benchpair"
 	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
@@ -27,45 +25,21 @@ import (
 //
 //	CGO_LDFLAGS='-llapacke -lopenblas' go test -tags openblas -run '^$' -bench 'VsLAPACK' -benchtime 9x ./kernels/
 
-// vsLAPACK times mgla() and lapack() in turns, b.N times each, the one that
-// goes first swapped every iteration, and reports the ratios.
+// vsLAPACK times lapack() and mgla() in turns (benchpair), b.N times each,
+// and reports the ratios; ns/op is mgla's time.
 func vsLAPACK(b *testing.B, mgla, lapack func()) {
 	mgla() // warm up both (workspace queries, page faults)
 	lapack()
-	var lapackTime time.Duration
-	fastest := [2]time.Duration{math.MaxInt64, math.MaxInt64} // mgla, lapack
-	pairs := make([]float64, 0, b.N)
-	timed := func(f func()) time.Duration {
-		st := time.Now()
-		f()
-		return time.Since(st)
-	}
-	b.ResetTimer()
 	b.StopTimer()
-	for i := 0; i < b.N; i++ {
-		var tm, tl time.Duration
-		if i%2 == 1 {
-			tl = timed(lapack)
-		}
-		b.StartTimer()
-		tm = timed(mgla)
-		b.StopTimer()
-		if i%2 == 0 {
-			tl = timed(lapack)
-		}
-		lapackTime += tl
-		fastest = [2]time.Duration{min(fastest[0], tm), min(fastest[1], tl)}
-		pairs = append(pairs, float64(tl)/float64(tm))
+	var p benchpair.Pairs
+	for range b.N {
+		p.Time(lapack, mgla)
 	}
-	slices.Sort(pairs)
-	median := pairs[len(pairs)/2]
-	if len(pairs)%2 == 0 {
-		median = (pairs[len(pairs)/2-1] + median) / 2
-	}
-	b.ReportMetric(lapackTime.Seconds()/b.Elapsed().Seconds(), "x-vs-lapack")
-	b.ReportMetric(median, "median-pair")
-	b.ReportMetric(float64(fastest[1])/float64(fastest[0]), "fastest")
-	b.ReportMetric(lapackTime.Seconds()/float64(b.N), "lapack-s/op")
+	b.ReportMetric(float64(p.Total(1).Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(p.Total(0))/float64(p.Total(1)), "x-vs-lapack")
+	b.ReportMetric(p.MedianRatio(), "median-pair")
+	b.ReportMetric(p.FastestRatio(), "fastest")
+	b.ReportMetric(p.Total(0).Seconds()/float64(b.N), "lapack-s/op")
 }
 
 func BenchmarkPotrsVsLAPACK(b *testing.B) {

@@ -2,11 +2,11 @@ package ops_test
 
 import (
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/internal/benchpair"
 	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -80,18 +80,9 @@ func BenchmarkPotrsBackward(b *testing.B) {
 		tf = append(tf, run(fwd))
 		tfb = append(tfb, run(full))
 	}
-	mf, mfb := median(tf), median(tfb)
+	mf, mfb := benchpair.Median(tf), benchpair.Median(tfb)
 	b.ReportMetric(mf.Seconds()*1e3, "fwd-ms")
 	b.ReportMetric(mfb.Seconds()*1e3, "fwd+bwd-ms")
 	b.ReportMetric(float64(mfb-mf)/float64(mf), "bwd/fwd")
 	b.ReportMetric(float64(mfb)/float64(mf), "fwd+bwd/fwd")
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -7,14 +7,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/dist/distops"
+	"github.com/mgla/mgla/internal/benchpair"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -162,54 +161,28 @@ func directPotrs(b *testing.B, grid *dist.Grid, n, k int, bm []float64, distribu
 	}
 }
 
-// timePair times graph against direct, alternating so that both see the
-// same machine state (this VM's two cores are shared), the one that goes
-// first swapped every iteration, reports the times, their ratio, the
-// median of the ratios of each iteration's pair (which one slow iteration
-// of either path, from a neighbour on the machine, does not move) and the
-// ratio of the fastest iterations (a neighbour only ever slows a run down,
-// so each path's fastest is the closest to its own cost), and prints one
-// line from rank 0.
+// timePair times graph against direct in turns (benchpair), reports the
+// times, their ratio, the median of the per-iteration ratios and the ratio
+// of the fastest iterations, and prints one line from rank 0.
 func timePair(b *testing.B, grid *dist.Grid, what string, n int, graph, direct func()) {
 	p, q := grid.Shape()
 	graph() // warm up
 	direct()
-	var tg, td time.Duration
-	var pairs []float64
-	ming, mind := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
-	timed := func(f func(), sum *time.Duration) time.Duration {
-		start := time.Now()
-		f()
-		d := time.Since(start)
-		*sum += d
-		return d
+	var pairs benchpair.Pairs
+	for b.Loop() {
+		pairs.Time(graph, direct)
 	}
-	for i := 0; b.Loop(); i++ {
-		var g, d time.Duration
-		if i%2 == 0 {
-			g = timed(graph, &tg)
-			d = timed(direct, &td)
-		} else {
-			d = timed(direct, &td)
-			g = timed(graph, &tg)
-		}
-		pairs = append(pairs, float64(g)/float64(d))
-		ming, mind = min(ming, g), min(mind, d)
-	}
-	slices.Sort(pairs)
-	median := pairs[len(pairs)/2]
-	if len(pairs)%2 == 0 {
-		median = (pairs[len(pairs)/2-1] + median) / 2
-	}
+	tg, td := pairs.Total(0), pairs.Total(1)
 	gms, dms := float64(tg.Microseconds())/1e3/float64(b.N), float64(td.Microseconds())/1e3/float64(b.N)
+	median, fastest, ratios := pairs.MedianRatio(), pairs.FastestRatio(), pairs.Ratios()
 	b.ReportMetric(gms, "graph-ms")
 	b.ReportMetric(dms, "direct-ms")
 	b.ReportMetric(float64(tg)/float64(td), "graph/direct")
 	b.ReportMetric(median, "median-pair")
-	b.ReportMetric(float64(ming)/float64(mind), "fastest-ratio")
+	b.ReportMetric(fastest, "fastest-ratio")
 	if world.Rank() == 0 {
 		fmt.Printf("Potrs N=%d on %d processes (%d×%d grid), %s %.1f ms, direct dist calls %.1f ms, graph/direct = %.3f, median of %d pairs %.3f (%.3f–%.3f), fastest %.1f / %.1f ms = %.3f\n",
-			n, world.Size(), p, q, what, gms, dms, float64(tg)/float64(td), len(pairs), median, pairs[0], pairs[len(pairs)-1],
-			float64(ming.Microseconds())/1e3, float64(mind.Microseconds())/1e3, float64(ming)/float64(mind))
+			n, world.Size(), p, q, what, gms, dms, float64(tg)/float64(td), len(ratios), median, ratios[0], ratios[len(ratios)-1],
+			float64(pairs.Fastest(0).Microseconds())/1e3, float64(pairs.Fastest(1).Microseconds())/1e3, fastest)
 	}
 }
