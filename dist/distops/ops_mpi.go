@@ -700,7 +700,7 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 	switch o.kind {
 	case kFactor:
 		cholesky := dist.Cholesky[T]
-		if m, grid := MatrixOf[T](vals[0]); !grid || m != ms[0] {
+		if _, grid := MatrixOf[T](vals[0]); !grid {
 			// A host A: ms[0] is this run's own copy, which nothing reads
 			// again, so the factor takes its place (no second copy).
 			cholesky = dist.CholeskyInPlace[T]
