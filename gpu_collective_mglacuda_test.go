@@ -86,11 +86,11 @@ func runCollective(t *testing.T, m *sharding.Mesh, cc collectiveCase, dt tensor.
 	if err := vm.RunAll(); err != nil {
 		return nil, nil, mgla.Cause(err)
 	}
-	out = valuesOf(yv.(*tensor.Dense))
+	out = collectivetest.Values(yv.(*tensor.Dense))
 	if withGrad {
 		gv, err := xn.Grad()
 		require.NoError(t, err)
-		grad = valuesOf(gv.(*tensor.Dense))
+		grad = collectivetest.Values(gv.(*tensor.Dense))
 	}
 	return out, grad, nil
 }
@@ -110,27 +110,6 @@ func denseFrom(dt tensor.Dtype, shape tensor.Shape, v []complex128) *tensor.Dens
 		}
 	}
 	return d
-}
-
-func valuesOf(d *tensor.Dense) []complex128 {
-	var out []complex128
-	switch s := d.Data().(type) {
-	case []float32:
-		for _, v := range s {
-			out = append(out, complex(float64(v), 0))
-		}
-	case []float64:
-		for _, v := range s {
-			out = append(out, complex(v, 0))
-		}
-	case []complex64:
-		for _, v := range s {
-			out = append(out, complex128(v))
-		}
-	case []complex128:
-		out = append(out, s...)
-	}
-	return out
 }
 
 // TestGPUCollectivesAgainstCPU runs every collective graph op on GPU meshes

@@ -110,11 +110,17 @@ func (o *moveOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.
 }
 
 func (o *moveOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	return passGradient(in[0], out)
+}
+
+// passGradient adds out's gradient to in's: the DoDiff of the ops that move
+// a value without changing it (Shard, Relayout, Gather).
+func passGradient(in, out *gorgonia.Node) error {
 	og, err := gradOf(out)
 	if err != nil {
 		return err
 	}
-	ig, err := gradOf(in[0])
+	ig, err := gradOf(in)
 	if err != nil {
 		return err
 	}
@@ -177,15 +183,7 @@ func (o *gatherOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 }
 
 func (o *gatherOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
-	og, err := gradOf(out)
-	if err != nil {
-		return err
-	}
-	ig, err := gradOf(in[0])
-	if err != nil {
-		return err
-	}
-	return accumulate(ig, og)
+	return passGradient(in[0], out)
 }
 
 // accumulate adds src into the gradient accumulator dst in place; either may

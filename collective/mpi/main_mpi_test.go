@@ -130,22 +130,9 @@ func rankValues(label string, rank, n int, dt tensor.Dtype, forProduct bool) []c
 		if forProduct {
 			re, im = 1+re/2, im/2
 		}
-		out[i] = rounded(complex(re, im), dt)
+		out[i] = collectivetest.RoundTo(dt, complex(re, im))
 	}
 	return out
-}
-
-// rounded is v as dt holds it.
-func rounded(v complex128, dt tensor.Dtype) complex128 {
-	switch dt {
-	case tensor.Float32:
-		return complex(float64(float32(real(v))), 0)
-	case tensor.Float64:
-		return complex(real(v), 0)
-	case tensor.Complex64:
-		return complex128(complex64(v))
-	}
-	return v
 }
 
 // typed converts values to a slice of dt.
@@ -171,28 +158,6 @@ func typed(dt tensor.Dtype, v []complex128) any {
 		return out
 	}
 	return append([]complex128(nil), v...)
-}
-
-// untyped converts a typed slice to complex128 values.
-func untyped(x any) []complex128 {
-	var out []complex128
-	switch s := x.(type) {
-	case []float32:
-		for _, v := range s {
-			out = append(out, complex(float64(v), 0))
-		}
-	case []float64:
-		for _, v := range s {
-			out = append(out, complex(v, 0))
-		}
-	case []complex64:
-		for _, v := range s {
-			out = append(out, complex128(v))
-		}
-	case []complex128:
-		out = append(out, s...)
-	}
-	return out
 }
 
 // reduce is op over xs, in float64 (complex128) arithmetic.

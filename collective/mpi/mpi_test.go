@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/collectivetest"
 	"github.com/mgla/mgla/collective/mpi"
 	"gorgonia.org/tensor"
 )
@@ -266,16 +267,16 @@ func checkCollective(t *testing.T, c *mpi.Comm, tc collective.Call) {
 	if err := c.Do(hostCall(call, sendData, recvData)); err != nil {
 		t.Fatal(err)
 	}
-	got, want := untyped(recvData), expected(&tc, send, me)
+	got, want := collectivetest.Values(recvData), expected(&tc, send, me)
 	for i, w := range want {
 		if !closeEnough(got[i], w, tc.Dtype, size) {
 			t.Fatalf("element %d: got %v, want %v (seed %d)", i, got[i], w, seed)
 		}
 	}
-	if last := got[len(got)-1]; last != rounded(sentinel, tc.Dtype) {
+	if last := got[len(got)-1]; last != collectivetest.RoundTo(tc.Dtype, sentinel) {
 		t.Errorf("the element past the receive length changed to %v", last)
 	}
-	for i, v := range untyped(sendData) {
+	for i, v := range collectivetest.Values(sendData) {
 		if v != send[me][i] {
 			t.Fatalf("send element %d changed from %v to %v", i, send[me][i], v)
 		}
@@ -312,7 +313,7 @@ func TestPointToPoint(t *testing.T) {
 						t.Fatal(err)
 					}
 					want := rankValues(t.Name(), src, count, dt, false)
-					for i, v := range untyped(recv) {
+					for i, v := range collectivetest.Values(recv) {
 						if v != want[i] {
 							t.Fatalf("element %d from rank %d: got %v, want %v", i, src, v, want[i])
 						}
@@ -333,7 +334,7 @@ func TestPointToPoint(t *testing.T) {
 							t.Fatal(err)
 						}
 						want := rankValues(t.Name(), me-1, count, dt, false)
-						for i, v := range untyped(recv) {
+						for i, v := range collectivetest.Values(recv) {
 							if v != want[i] {
 								t.Fatalf("element %d: got %v, want %v", i, v, want[i])
 							}
@@ -459,7 +460,7 @@ func TestBadCall(t *testing.T) {
 			if c.Rank() == 0 {
 				var before []complex128
 				if tc.recv != nil {
-					before = untyped(tc.recv)
+					before = collectivetest.Values(tc.recv)
 				}
 				err := c.Do(hostCall(tc.call, tc.send, tc.recv))
 				if !errors.Is(err, collective.ErrBadCall) {
@@ -467,7 +468,7 @@ func TestBadCall(t *testing.T) {
 				}
 				t.Log(err)
 				if tc.recv != nil {
-					for i, v := range untyped(tc.recv) {
+					for i, v := range collectivetest.Values(tc.recv) {
 						if v != before[i] {
 							t.Fatalf("receive element %d changed", i)
 						}
