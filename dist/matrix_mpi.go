@@ -215,15 +215,16 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 // leading dimension rows. NaN or Inf in a band is an error wrapping
 // ErrNonFinite, found by its holder before any data moves. Collective.
 //
-// The data moves by the rule of useGemr2d: through p?gemr2d from the
-// block split of the rows (every rank up to the last nonempty one holds
-// ⌈rows/size⌉, that one at most as many, the rest none: a block
-// distribution over a size×1 grid), every element sent once to its owner;
-// bands that are not the block split first become it (reband: each run of
-// rows sent once, to the one or few ranks whose band of the split holds
-// it, and made column-major on arrival), so no rank ever holds more than
-// its band, its new band and its blocks. Otherwise by a sum over MPI of the whole matrix (each rank's
-// band placed in zeros), after which every rank keeps its blocks.
+// The data moves by the rule of useGemr2d. Either through p?gemr2d from
+// bands that are a block split of the rows (every rank up to the last
+// nonempty one holds the same count, that one at most as many, the rest
+// none: a block distribution over a size×1 grid), every element sent once
+// to its owner; other bands first become the split of ⌈rows/size⌉ rows a
+// rank (reband: each run of rows sent once, to the one or few ranks whose
+// band of the split holds it, and made column-major on arrival), so no
+// rank ever holds more than its band, its new band and its blocks. Or by a
+// sum over MPI of the whole matrix (each rank's band placed in zeros),
+// after which every rank keeps its blocks.
 func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
 	return fromRowBlocks("FromRowBlocks", g, cols, nb, rows, band, colMajor)
 }

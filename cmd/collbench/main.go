@@ -442,7 +442,7 @@ func choosePaths(list string) {
 		return
 	}
 	names := strings.Split(list, ",")
-	kept := paths[:1]
+	kept := []path{paths[0]} // a new array: paths is read while kept grows
 	for _, p := range paths[1:] {
 		if slices.Contains(names, p.name) {
 			kept = append(kept, p)
