@@ -467,10 +467,7 @@ func TestGridFiniteDifferences(t *testing.T) {
 					}
 				}
 				an := sumOverRanks(t, grid, local)
-				const h = 1e-6
-				fp, _ := at(h, false)
-				fm, _ := at(-h, false)
-				fd := (fp - fm) / (2 * h)
+				fd := derivative(func(h float64) float64 { f, _ := at(h, false); return f })
 				if math.Abs(fd-an) > 1e-6*max(1, math.Abs(fd)) {
 					t.Errorf("%s %s %v: ⟨Ā, E⟩ = %v, finite differences %v", gridName(grid), c.name, m, an, fd)
 				}
