@@ -153,12 +153,17 @@ func checkGradients(t *testing.T, rng *rand.Rand, s *Solver, c solverCase, vals,
 		return eval(v2, b2)
 	}
 	fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
+	// The difference is good to about 1e-6 relative, and in absolute terms
+	// to the cost's own accuracy over h (the solves stop at a relative
+	// residual of 1e-13): 1e-9·|cost| is what it can resolve where the
+	// directional derivative is far smaller than the cost.
+	tol := 1e-6*math.Abs(fd) + 1e-9*max(1, math.Abs(at(0)))
 	for _, lisp := range []bool{false, true} {
 		_, gv, gb := gradsOf(t, s, c, vals, b, w, lisp)
 		an := dotF(gv, dv) + dotF(gb, db)
-		rel := math.Abs(an-fd) / math.Abs(fd)
-		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e; adjoint %v", lisp, an, fd, rel, s.AdjointInfo())
-		require.Less(t, rel, 1e-6, "lisp=%v", lisp)
+		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e (tolerance %.1e); adjoint %v",
+			lisp, an, fd, math.Abs(an-fd)/math.Abs(fd), tol/math.Abs(fd), s.AdjointInfo())
+		require.LessOrEqual(t, math.Abs(an-fd), tol, "lisp=%v", lisp)
 		require.Equal(t, Success, s.AdjointInfo().Status)
 	}
 }
