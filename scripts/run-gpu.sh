@@ -53,6 +53,10 @@ tests)
 	flat='^TestGPUManyPotrsFlat$'
 	nvidia-smi -L >"$LOG/gpus.log" 2>&1
 	ngpu=$(grep -c '^GPU' "$LOG/gpus.log")
+	# nvidia-smi lists every GPU; the tests see only CUDA_VISIBLE_DEVICES.
+	if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+		ngpu=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+	fi
 	[ "$ngpu" -ge 1 ] || ngpu=1
 	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
 	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1
