@@ -3,10 +3,13 @@
 package sharding
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/kernels/cusolver"
@@ -26,22 +29,84 @@ func init() {
 
 // DeviceBuffer is a shard in GPU memory, allocated in the device's primary
 // context (the one the CUDA runtime inside cuSolverMg uses).
+//
+// Its memory is freed by Free (Tensor.Free) or, once the buffer is
+// unreachable, after the garbage collector has found it: a graph that is
+// dropped gives its values' device memory back. The collector does not see
+// device memory, so an allocation that runs out of it collects garbage,
+// frees the memory of every unreachable buffer at once and tries again.
 type DeviceBuffer struct {
-	dev  Device
-	ctx  cu.CUContext
-	ptr  cu.DevicePtr
-	n    int
-	elem int
-	dt   tensor.Dtype
-	view bool // a part of another buffer: freeing it frees nothing
+	dev    Device
+	ctx    cu.CUContext
+	ptr    cu.DevicePtr
+	n      int
+	elem   int
+	dt     tensor.Dtype
+	mem    *deviceMemory // nil for a view and an empty buffer
+	parent *DeviceBuffer // a view's buffer, kept alive by the view
+	view   bool          // a part of another buffer: freeing it frees nothing
 }
 
 // viewOf is elements off … off+n of b, sharing its memory.
 func (b *DeviceBuffer) viewOf(off, n int) Buffer {
 	v := *b
 	v.ptr += cu.DevicePtr(off * b.elem)
-	v.n, v.view = n, true
+	v.n, v.view, v.mem, v.parent = n, true, nil, b
 	return &v
+}
+
+// deviceMemory is one device allocation, freed once: by Free, by the
+// cleanup of its unreachable buffer, or by reclaim.
+type deviceMemory struct {
+	dev   Device
+	ptr   cu.DevicePtr
+	freed atomic.Bool
+}
+
+func (m *deviceMemory) free() {
+	if !m.freed.CompareAndSwap(false, true) {
+		return
+	}
+	liveMu.Lock()
+	delete(live, m)
+	liveMu.Unlock()
+	_ = onDevice(m.dev, func() error { return cu.MemFree(m.ptr) })
+}
+
+var (
+	liveMu sync.Mutex
+	// live maps every device allocation to its buffer, weakly: reclaim
+	// frees those whose buffer the collector found unreachable.
+	live = map[*deviceMemory]weak.Pointer[DeviceBuffer]{}
+)
+
+// reclaim runs the garbage collector and frees the device memory of every
+// buffer it found unreachable (whose cleanups may not have run yet). It
+// reports whether it freed any.
+func reclaim() bool {
+	runtime.GC()
+	var dead []*deviceMemory
+	liveMu.Lock()
+	for m, w := range live {
+		if w.Value() == nil {
+			dead = append(dead, m)
+		}
+	}
+	liveMu.Unlock()
+	for _, m := range dead {
+		m.free()
+	}
+	return len(dead) > 0
+}
+
+// memAlloc allocates bytes on the current device (b's): after an
+// out-of-memory error it reclaims unreachable buffers and tries once more.
+func memAlloc(bytes int64) (cu.DevicePtr, error) {
+	p, err := cu.MemAlloc(bytes)
+	if errors.Is(err, cu.OutOfMemory) && reclaim() {
+		p, err = cu.MemAlloc(bytes)
+	}
+	return p, err
 }
 
 func (b *DeviceBuffer) Device() Device { return b.dev }
@@ -184,11 +249,15 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 		return b, nil
 	}
 	err = onDevice(dev, func() error {
-		p, err := cu.MemAlloc(int64(n * b.elem))
+		p, err := memAlloc(int64(n * b.elem))
 		if err != nil {
 			return fmt.Errorf("sharding: allocating %d bytes on %v: %w", n*b.elem, dev, err)
 		}
-		b.ptr = p
+		b.ptr, b.mem = p, &deviceMemory{dev: dev, ptr: p}
+		liveMu.Lock()
+		live[b.mem] = weak.Make(b)
+		liveMu.Unlock()
+		runtime.AddCleanup(b, (*deviceMemory).free, b.mem)
 		if !zero {
 			return nil
 		}
@@ -202,9 +271,9 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 
 func (gpuBackend) free(b Buffer) {
 	db := b.(*DeviceBuffer)
-	if db.ptr != 0 && !db.view {
-		_ = onDevice(db.dev, func() error { return cu.MemFree(db.ptr) })
-		db.ptr = 0
+	if db.mem != nil {
+		db.mem.free()
+		db.mem, db.ptr = nil, 0
 	}
 }
 
