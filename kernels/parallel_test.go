@@ -10,10 +10,10 @@ import (
 // TestMirrorLowerF64: the strict upper triangle becomes the transpose of the
 // strict lower one, which stays as it was, and so do the diagonal and the
 // rows past n of each column; sizes on both sides of the parallel threshold
-// (n = 512) and of the 64-wide blocks.
+// (n = 512), of the 64-wide blocks and of the 8-wide groups of columns.
 func TestMirrorLowerF64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed, 17))
-	for _, n := range []int{1, 2, 63, 64, 65, 511, 512, 700, 1031} {
+	for _, n := range []int{1, 2, 9, 63, 64, 65, 71, 511, 512, 700, 1031} {
 		lda := n + 3
 		a := make([]float64, lda*n)
 		for i := range a {
