@@ -13,6 +13,12 @@
 // for CPU meshes, peer copies for GPU meshes. No step copies the whole matrix
 // to pad it.
 //
+// Device memory is freed by Tensor.Free or, for a tensor that is dropped
+// (the values of a graph that is no longer used, say), once the garbage
+// collector finds it unreachable. The collector does not see device memory,
+// so an allocation that runs out of it collects garbage, frees what the
+// dropped tensors held and tries again before it reports OutOfMemory.
+//
 // *Tensor is a gorgonia.Value (its Type is a Gorgonia TensorType, so nodes
 // holding one type-check like ordinary matrices) and implements Clone, Zero
 // and ZeroValue, which Gorgonia's LispMachine needs for dual values. It is
