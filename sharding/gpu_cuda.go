@@ -42,16 +42,15 @@ type DeviceBuffer struct {
 	n      int
 	elem   int
 	dt     tensor.Dtype
-	mem    *deviceMemory // nil for a view and an empty buffer
+	mem    *deviceMemory // nil for a view (freeing it frees nothing) and an empty buffer
 	parent *DeviceBuffer // a view's buffer, kept alive by the view
-	view   bool          // a part of another buffer: freeing it frees nothing
 }
 
 // viewOf is elements off … off+n of b, sharing its memory.
 func (b *DeviceBuffer) viewOf(off, n int) Buffer {
 	v := *b
 	v.ptr += cu.DevicePtr(off * b.elem)
-	v.n, v.view, v.mem, v.parent = n, true, nil, b
+	v.n, v.mem, v.parent = n, nil, b
 	return &v
 }
 
@@ -99,11 +98,15 @@ func reclaim() bool {
 	return len(dead) > 0
 }
 
-// memAlloc allocates bytes on the current device (b's): after an
-// out-of-memory error it reclaims unreachable buffers and tries once more.
-func memAlloc(bytes int64) (cu.DevicePtr, error) {
+// memAlloc allocates bytes in ctx, the current context: after an
+// out-of-memory error it reclaims unreachable buffers (whose frees make
+// their own devices current) and tries once more in ctx.
+func memAlloc(ctx cu.CUContext, bytes int64) (cu.DevicePtr, error) {
 	p, err := cu.MemAlloc(bytes)
 	if errors.Is(err, cu.OutOfMemory) && reclaim() {
+		if err := cu.SetCurrentContext(ctx); err != nil {
+			return 0, err
+		}
 		p, err = cu.MemAlloc(bytes)
 	}
 	return p, err
@@ -249,7 +252,7 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 		return b, nil
 	}
 	err = onDevice(dev, func() error {
-		p, err := memAlloc(int64(n * b.elem))
+		p, err := memAlloc(ctx, int64(n*b.elem))
 		if err != nil {
 			return fmt.Errorf("sharding: allocating %d bytes on %v: %w", n*b.elem, dev, err)
 		}
