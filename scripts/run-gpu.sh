@@ -4,8 +4,10 @@
 # but no Go toolchain. Full logs go to $OUT (or ./gpu-logs); a pass/fail
 # summary with timings is printed last. STEP_TIMEOUT (seconds, default 600)
 # bounds each step; PARALLEL=1 runs the steps of one call at the same time,
-# except graph-flat, which reads the devices' free memory (cudaMemGetInfo
-# counts every process on a GPU) and so runs after the others, alone.
+# except two that run after the others, alone: graph-flat, which reads the
+# devices' free memory (cudaMemGetInfo counts every process on a GPU), and
+# sharding-oom (TestDroppedTensorsFreeDeviceMemory, part of the sharding
+# step), which fills every GPU's memory on purpose.
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
 #                               shim sharding graph-gpu shared-mesh shared-auto
@@ -51,6 +53,7 @@ tests)
 	shift
 	only=("$@")
 	flat='^TestGPUManyPotrsFlat$'
+	oom='^TestDroppedTensorsFreeDeviceMemory$'
 	nvidia-smi -L >"$LOG/gpus.log" 2>&1
 	ngpu=$(grep -c '^GPU' "$LOG/gpus.log")
 	# nvidia-smi lists every GPU; the tests see only CUDA_VISIBLE_DEVICES.
@@ -59,7 +62,7 @@ tests)
 	fi
 	[ "$ngpu" -ge 1 ] || ngpu=1
 	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
-	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1
+	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1 -test.skip "$oom"
 	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU' -test.skip "$flat"
 	wanted shared-mesh && step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU
@@ -86,10 +89,12 @@ tests)
 		step nccl-procs env NCCL_NVLS_ENABLE=0 MGLA_NCCL_PROCS="$ngpu" "$BIN/nccl.test" -test.v -test.count=1 -test.run '^TestProcesses$'
 	fi
 	# The whole stack's leak check (sharding's shards, the shim, cuSOLVER's
-	# own allocations) can only read free device memory: no other step may
-	# run beside it. (The shim's own flat-memory tests count its allocations
+	# own allocations) can only read free device memory, and the reclaim of
+	# dropped tensors runs the GPUs out of memory: no other step may run
+	# beside either. (The shim's own flat-memory tests count its allocations
 	# and run in parallel.)
 	wait
+	wanted sharding && run_step sharding-oom "$BIN/sharding.test" -test.v -test.count=1 -test.run "$oom"
 	wanted graph-flat && run_step graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
 	;;
 nccl-bench)

@@ -155,27 +155,50 @@ func liveAllocations() int {
 }
 
 // TestDroppedTensorsFreeDeviceMemory: tensors dropped without Free give
-// their device memory back. Tensors of an eighth of GPU 0's free memory,
-// three times that memory in all, are made and dropped (every third one
-// freed first, which the collector must not free again); a view keeps its
-// buffer alive after the buffer's tensor is dropped.
+// their device memory back. On GPU 0 alone, and on all GPUs (where an
+// allocation that runs out on one device frees dropped buffers on the
+// others, whose frees make those devices current, and must retry on its
+// own), tensors holding an eighth of each device's free memory, three times
+// that memory in all, are made and dropped (every third one freed first,
+// which the collector must not free again); a view keeps its buffer alive
+// after the buffer's tensor is dropped.
 func TestDroppedTensorsFreeDeviceMemory(t *testing.T) {
+	n, err := cu.NumDevices()
+	require.NoError(t, err)
+	meshes := [][]int{{0}}
+	if n > 1 {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		meshes = append(meshes, all)
+	}
+	for _, ids := range meshes {
+		mesh, err := GPUMesh(ids...)
+		require.NoError(t, err)
+		free := 1 << 62
+		for _, id := range ids {
+			f, _, err := cusolver.MemGetInfo(id)
+			require.NoError(t, err)
+			free = min(free, f)
+		}
+		share := min(free/8, 4<<30) // bytes on each device
+		elems := share / 8 * len(ids)
+		reclaim() // what earlier tests dropped, so that only this test's allocations count
+		before := liveAllocations()
+		for i := range 3 * free / share {
+			x, err := New(mesh, tensor.Shape{elems}, tensor.Float64, RowBlocks())
+			require.NoError(t, err, "%v: tensor %d of %d bytes", mesh, i, elems*8)
+			if i%3 == 0 {
+				x.Free()
+			}
+		}
+		reclaim()
+		require.Equal(t, before, liveAllocations(), "%v: allocations left after the tensors were dropped", mesh)
+	}
 	mesh, err := GPUMesh(0)
 	require.NoError(t, err)
-	free, _, err := cusolver.MemGetInfo(0)
-	require.NoError(t, err)
-	elems := min(free/8, 4<<30) / 8
-	reclaim() // what earlier tests dropped, so that only this test's allocations count
 	before := liveAllocations()
-	for i := range 3 * free / (elems * 8) {
-		x, err := New(mesh, tensor.Shape{elems}, tensor.Float64, RowBlocks())
-		require.NoError(t, err, "tensor %d of %d bytes", i, elems*8)
-		if i%3 == 0 {
-			x.Free()
-		}
-	}
-	reclaim()
-	require.Equal(t, before, liveAllocations(), "allocations left after the tensors were dropped")
 	// A view of a dropped tensor's buffer keeps the buffer's memory.
 	data := []float64{1, 2, 3, 4, 5, 6}
 	x, err := Put(tensor.New(tensor.WithShape(6), tensor.WithBacking(data)), mesh, RowBlocks())
