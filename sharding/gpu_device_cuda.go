@@ -666,7 +666,7 @@ func (gpuBackend) mirrorLower(t *Tensor) error {
 	for d := range ndev {
 		ptrs[d] = uint64(t.shards[d].(*DeviceBuffer).ptr)
 	}
-	name := ptx.Mirror[map[tensor.Dtype]byte{tensor.Float32: 's', tensor.Float64: 'd', tensor.Complex64: 'c', tensor.Complex128: 'z'}[t.dtype]]
+	name := ptx.Mirror[typeLetter(t.dtype)]
 	return perDevice(ndev, func(d int) error {
 		db := t.shards[d].(*DeviceBuffer)
 		_, lcols := t.LocalShape(d)

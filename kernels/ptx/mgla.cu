@@ -273,3 +273,147 @@ __device__ void rowBand(T *band, long long h, long long cols, long long r0,
 ROW_BAND(4, float)
 ROW_BAND(8, double)
 ROW_BAND(16, double2)
+
+// ---- products with a lower triangle (checking a distributed factor) --------
+//
+// The kernels below multiply by the lower triangle of an n×n matrix held in
+// the 1-D column block-cyclic layout (tile width tile over ndev devices;
+// device dev holds lcols local columns, leading dimension n). Each device
+// computes its own columns' share of the product; the caller sums the
+// shares. Besides y they accumulate yabs = |tril|·xabs, the same product of
+// magnitudes (xabs = |x| when it is null), which bounds the product's
+// rounding error. The diagonal is
+// taken as real (the Hermitian convention of the solvers); strict leaves it
+// out.
+
+template <typename T> struct RealOf { typedef T type; };
+template <> struct RealOf<float2> { typedef float type; };
+template <> struct RealOf<double2> { typedef double type; };
+
+__device__ float magnitude(float a) { return fabsf(a); }
+__device__ double magnitude(double a) { return fabs(a); }
+__device__ float magnitude(float2 a) { return hypotf(a.x, a.y); }
+__device__ double magnitude(double2 a) { return hypot(a.x, a.y); }
+
+__device__ float realPart(float a) { return a; }
+__device__ double realPart(double a) { return a; }
+__device__ float2 realPart(float2 a) { return make_float2(a.x, 0.0f); }
+__device__ double2 realPart(double2 a) { return make_double2(a.x, 0.0); }
+
+// acc + a·x, and acc + conj(a)·x
+__device__ float mulAdd(float acc, float a, float x, bool conj) { return acc + a * x; }
+__device__ double mulAdd(double acc, double a, double x, bool conj) { return acc + a * x; }
+__device__ float2 mulAdd(float2 acc, float2 a, float2 x, bool conj) {
+  float ay = conj ? -a.y : a.y;
+  return make_float2(acc.x + a.x * x.x - ay * x.y, acc.y + a.x * x.y + ay * x.x);
+}
+__device__ double2 mulAdd(double2 acc, double2 a, double2 x, bool conj) {
+  double ay = conj ? -a.y : a.y;
+  return make_double2(acc.x + a.x * x.x - ay * x.y, acc.y + a.x * x.y + ay * x.x);
+}
+__device__ float add(float a, float b) { return a + b; }
+__device__ double add(double a, double b) { return a + b; }
+__device__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ double2 add(double2 a, double2 b) { return make_double2(a.x + b.x, a.y + b.y); }
+
+__device__ void atomicAddTo(float *p, float v) { atomicAdd(p, v); }
+__device__ void atomicAddTo(double *p, double v) { atomicAdd(p, v); }
+__device__ void atomicAddTo(float2 *p, float2 v) {
+  atomicAdd(&p->x, v.x);
+  atomicAdd(&p->y, v.y);
+}
+__device__ void atomicAddTo(double2 *p, double2 v) {
+  atomicAdd(&p->x, v.x);
+  atomicAdd(&p->y, v.y);
+}
+
+// lowerMv: y(i) += Σ_j tril(A)(i, j)·x(j) over this device's columns j, one
+// thread per row (the reads of a column are coalesced) and one block row
+// per MV_COLS local columns, whose sums are added atomically (y and yabs
+// start at zero).
+#define MV_COLS 256
+template <typename T>
+__device__ void lowerMv(const T *a, long long n, long long tile, long long ndev, long long dev,
+                        long long lcols, const T *x, const typename RealOf<T>::type *xabs, T *y,
+                        typename RealOf<T>::type *yabs, long long strict) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long lc0 = (long long)blockIdx.y * MV_COLS;
+  if (i >= n || lc0 >= lcols) return;
+  T acc;
+  memset(&acc, 0, sizeof acc);
+  typename RealOf<T>::type accAbs = 0;
+  long long lcEnd = min(lc0 + MV_COLS, lcols);
+  long long k = lc0 % tile; // column lc is column k of its tile, global column j
+  long long j = ((lc0 / tile) * ndev + dev) * tile + k;
+  for (long long lc = lc0; lc < lcEnd; lc++) {
+    // Global columns grow with local ones: stop at the first one past row i.
+    if (j > i || (strict && j == i)) break;
+    T v = a[i + lc * n];
+    if (j == i) v = realPart(v);
+    acc = mulAdd(acc, v, x[j], false);
+    accAbs += magnitude(v) * (xabs ? xabs[j] : magnitude(x[j]));
+    if (++k == tile) { // on to this device's next tile
+      k = 0;
+      j += (ndev - 1) * tile + 1;
+    } else {
+      j++;
+    }
+  }
+  if (accAbs != 0) {
+    atomicAddTo(&y[i], acc);
+    atomicAdd(&yabs[i], accAbs);
+  }
+}
+
+// lowerMhv: y(j) = Σ_i conj(tril(A)(i, j))·x(i) for each of this device's
+// columns j, one block of MV_THREADS threads per column; y's other entries
+// are left as they are.
+#define MV_THREADS 256
+template <typename T>
+__device__ void lowerMhv(const T *a, long long n, long long tile, long long ndev, long long dev,
+                         const T *x, const typename RealOf<T>::type *xabs, T *y,
+                         typename RealOf<T>::type *yabs, long long strict) {
+  __shared__ T part[MV_THREADS];
+  __shared__ typename RealOf<T>::type partAbs[MV_THREADS];
+  long long lc = blockIdx.x;
+  long long j = ((lc / tile) * ndev + dev) * tile + lc % tile;
+  T acc;
+  memset(&acc, 0, sizeof acc);
+  typename RealOf<T>::type accAbs = 0;
+  for (long long i = j + (strict ? 1 : 0) + threadIdx.x; i < n; i += MV_THREADS) {
+    T v = a[i + lc * n];
+    if (i == j) v = realPart(v);
+    acc = mulAdd(acc, v, x[i], true);
+    accAbs += magnitude(v) * (xabs ? xabs[i] : magnitude(x[i]));
+  }
+  part[threadIdx.x] = acc;
+  partAbs[threadIdx.x] = accAbs;
+  __syncthreads();
+  for (int s = MV_THREADS / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      part[threadIdx.x] = add(part[threadIdx.x], part[threadIdx.x + s]);
+      partAbs[threadIdx.x] += partAbs[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    y[j] = part[0];
+    yabs[j] = partAbs[0];
+  }
+}
+
+#define LOWER_PRODUCTS(letter, T, R)                                                          \
+  extern "C" __global__ void mgla_lower_mv_##letter(                                          \
+      const T *a, long long n, long long tile, long long ndev, long long dev, long long lcols, \
+      const T *x, const R *xabs, T *y, R *yabs, long long strict) {                           \
+    lowerMv(a, n, tile, ndev, dev, lcols, x, xabs, y, yabs, strict);                          \
+  }                                                                                           \
+  extern "C" __global__ void mgla_lower_mhv_##letter(                                         \
+      const T *a, long long n, long long tile, long long ndev, long long dev, const T *x,      \
+      const R *xabs, T *y, R *yabs, long long strict) {                                       \
+    lowerMhv(a, n, tile, ndev, dev, x, xabs, y, yabs, strict);                                \
+  }
+LOWER_PRODUCTS(s, float, float)
+LOWER_PRODUCTS(d, double, double)
+LOWER_PRODUCTS(c, float2, float)
+LOWER_PRODUCTS(z, double2, double)

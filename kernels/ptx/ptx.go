@@ -45,6 +45,14 @@ var NonFinite = map[int]string{4: "mgla_nonfinite_s", 8: "mgla_nonfinite_d"}
 // by real element size.
 var DiagCheck = map[int]string{4: "mgla_diag_check_s", 8: "mgla_diag_check_d"}
 
+// LowerMv and LowerMhv name the kernels that multiply by the lower triangle
+// of a column block-cyclic matrix and by its conjugate transpose, by LAPACK
+// type letter.
+var (
+	LowerMv  = map[byte]string{'s': "mgla_lower_mv_s", 'd': "mgla_lower_mv_d", 'c': "mgla_lower_mv_c", 'z': "mgla_lower_mv_z"}
+	LowerMhv = map[byte]string{'s': "mgla_lower_mhv_s", 'd': "mgla_lower_mhv_d", 'c': "mgla_lower_mhv_c", 'z': "mgla_lower_mhv_z"}
+)
+
 // Names lists every kernel the PTX must define.
 func Names() []string {
 	var out []string
@@ -53,8 +61,10 @@ func Names() []string {
 			out = append(out, n)
 		}
 	}
-	for _, n := range Mirror {
-		out = append(out, n)
+	for _, m := range []map[byte]string{Mirror, LowerMv, LowerMhv} {
+		for _, n := range m {
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -1,0 +1,132 @@
+package sharding
+
+import (
+	"fmt"
+	"math/cmplx"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+)
+
+// MulLower against a direct product with the host matrix, on every mesh,
+// dtype and op, for the column block-cyclic layouts (kernels on GPU meshes)
+// and one that goes through the host, orders that are not multiples of the
+// tile; and its bad calls.
+func TestMulLower(t *testing.T) {
+	rng, seed := seededRNG(t)
+	for _, mesh := range testMeshes(t) {
+		for _, dt := range Dtypes {
+			eps := 0x1p-52
+			if dt == tensor.Float32 || dt == tensor.Complex64 {
+				eps = 0x1p-23
+			}
+			for _, n := range []int{1, 7, 130} {
+				host := randomDense(rng, dt, n, n)
+				x := make([]complex128, n)
+				for i := range x {
+					x[i] = complex(rng.NormFloat64(), rng.NormFloat64())
+					if dt == tensor.Float32 || dt == tensor.Float64 {
+						x[i] = complex(real(x[i]), 0)
+					}
+				}
+				// Given magnitudes on every other case, |x| otherwise.
+				var xAbs []float64
+				if n%2 == 1 {
+					xAbs = make([]float64, n)
+					for i := range xAbs {
+						xAbs[i] = 1 + rng.Float64()
+					}
+				}
+				for _, layout := range []Layout{Cyclic(3), Cyclic(64), RowBlocks()} {
+					st, err := Put(host, mesh, layout)
+					require.NoError(t, err)
+					for _, op := range []struct{ adjoint, strict bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+						what := fmt.Sprintf("seed %d %v %v n=%d %v adjoint=%v strict=%v", seed, mesh, dt, n, layout, op.adjoint, op.strict)
+						y, yAbs, err := st.MulLower(x, xAbs, op.adjoint, op.strict)
+						require.NoError(t, err, what)
+						want, wantAbs := lowerProduct(host, x, xAbs, op.adjoint, op.strict)
+						for i := range n {
+							tol := 4 * float64(n) * eps * wantAbs[i]
+							require.LessOrEqual(t, cmplx.Abs(y[i]-want[i]), tol, "%s: y[%d]", what, i)
+							require.InDelta(t, wantAbs[i], yAbs[i], tol+1e-300, "%s: yAbs[%d]", what, i)
+						}
+					}
+					st.Free()
+				}
+			}
+		}
+	}
+	m, err := CPUMesh(2)
+	require.NoError(t, err)
+	sq, err := New(m, tensor.Shape{4, 4}, tensor.Float64, Cyclic(2))
+	require.NoError(t, err)
+	_, _, err = sq.MulLower(make([]complex128, 3), nil, false, false)
+	require.ErrorContains(t, err, "order 4 by a vector of 3")
+	_, _, err = sq.MulLower(make([]complex128, 4), make([]float64, 3), false, false)
+	require.ErrorContains(t, err, "3 magnitudes for a vector of 4")
+	rect, err := New(m, tensor.Shape{4, 3}, tensor.Float64, Cyclic(2))
+	require.NoError(t, err)
+	_, _, err = rect.MulLower(make([]complex128, 4), nil, false, false)
+	require.ErrorContains(t, err, "non-square")
+	ints, err := New(m, tensor.Shape{4, 4}, tensor.Int32, Cyclic(2))
+	require.NoError(t, err)
+	_, _, err = ints.MulLower(make([]complex128, 4), nil, false, false)
+	require.ErrorContains(t, err, "unsupported dtype int32")
+}
+
+// lowerProduct is the reference: the product with the lower triangle of
+// the row-major host matrix, diagonal taken as real, in complex128 with
+// the matrix's elements rounded as stored and x rounded to the dtype.
+func lowerProduct(host *tensor.Dense, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64) {
+	n := host.Shape()[0]
+	at := func(i, j int) complex128 {
+		v, _ := host.At(i, j)
+		switch v := v.(type) {
+		case float32:
+			return complex(float64(v), 0)
+		case float64:
+			return complex(v, 0)
+		case complex64:
+			return complex128(v)
+		}
+		return v.(complex128)
+	}
+	round := func(c complex128) complex128 {
+		switch host.Dtype() {
+		case tensor.Float32:
+			return complex(float64(float32(real(c))), 0)
+		case tensor.Complex64:
+			return complex128(complex64(c))
+		}
+		return c
+	}
+	y, abs := make([]complex128, n), make([]float64, n)
+	for i := range n {
+		for j := range n {
+			if j > i || strict && j == i {
+				continue
+			}
+			v := at(i, j)
+			if i == j {
+				v = complex(real(v), 0)
+			}
+			if adjoint {
+				y[j] += cmplx.Conj(v) * round(x[i])
+				abs[j] += cmplx.Abs(v) * magnitude(xAbs, x, i)
+			} else {
+				y[i] += v * round(x[j])
+				abs[i] += cmplx.Abs(v) * magnitude(xAbs, x, j)
+			}
+		}
+	}
+	return y, abs
+}
+
+// magnitude is xAbs[i], or |x[i]| when xAbs is nil.
+func magnitude(xAbs []float64, x []complex128, i int) float64 {
+	if xAbs == nil {
+		return cmplx.Abs(x[i])
+	}
+	return xAbs[i]
+}
