@@ -98,6 +98,7 @@ gpu-bin:
 	mkdir -p $(GPU_BIN)
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/cusolver.test ./kernels/cusolver/
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/sharding.test ./sharding/
+	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/ops.test ./ops/
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgla.test .
 	$(GO) test -c -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/nccl.test ./collective/nccl/
 	$(GO) build -tags mglacuda -ldflags=-s\ -w -o $(GPU_BIN)/mgbench ./cmd/mgbench/

@@ -55,6 +55,12 @@ var ErrNotPositiveDefinite = kernels.ErrNotPositiveDefinite
 // ErrNonFinite is matched by the run-time error for NaN or Inf inputs.
 var ErrNonFinite = kernels.ErrNonFinite
 
+// ErrWrongResult is matched by the run-time error of a factorization on a
+// GPU mesh whose factor failed mgla's check on every attempt (cuSolverMg
+// now and then returns a wrong factor on GPUs shared with other work; a
+// wrong factor is computed again, and only a repeated failure is an error).
+var ErrWrongResult = kernels.ErrWrongResult
+
 // ErrComplexGradient is matched by the error for a gradient through a
 // complex-valued op (complex dtypes are forward only).
 var ErrComplexGradient = ops.ErrComplexGradient

@@ -56,3 +56,8 @@ var ErrComplexGradient = errors.New("gradients of complex-valued ops are not sup
 // ErrNoConvergence reports that an iterative eigenvalue algorithm did not
 // converge (LAPACK's info > 0 from the eigensolvers).
 var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")
+
+// ErrWrongResult reports that a solver library returned a result that
+// mgla's check of it found wrong, again when the call was repeated (the
+// error says which call, how often, and by how much).
+var ErrWrongResult = errors.New("solver returned a wrong result")

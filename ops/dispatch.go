@@ -12,7 +12,9 @@ const (
 	// mesh whenever the matrix does not fit on the first device.
 	DispatchAuto Dispatch = iota
 	// DispatchMesh always runs cuSolverMg over the whole mesh, except potrf
-	// with tiles narrower than mgPotrfMinTile, which cuSolverMg gets wrong.
+	// with tiles narrower than mgPotrfMinTile, which cuSolverMg gets wrong,
+	// and a factorization whose cuSolverMg factor failed mgla's check,
+	// which is done again on the first device when it fits there.
 	DispatchMesh
 	// DispatchSingle always runs single-GPU cuSOLVER on the mesh's first
 	// device (the matrix must fit there).

@@ -10,7 +10,7 @@
 # step), which fills every GPU's memory on purpose.
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
-#                               shim sharding graph-gpu shared-mesh shared-auto
+#                               shim sharding ops graph-gpu shared-mesh shared-auto
 #                               shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs
 #                               graph-flat; shared-3gpu, a mesh of an odd number of
 #                               GPUs, is skipped on machines with fewer than 3)
@@ -63,6 +63,7 @@ tests)
 	[ "$ngpu" -ge 1 ] || ngpu=1
 	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
 	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1 -test.skip "$oom"
+	wanted ops && step ops "$BIN/ops.test" -test.v -test.count=1
 	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU' -test.skip "$flat"
 	wanted shared-mesh && step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU

@@ -1,0 +1,104 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/tensor"
+)
+
+// factorCheck checks a Cholesky factor L of A, computed on a mesh by a
+// library mgla cannot look inside, with one random vector v: L·(Lᴴ·v) must
+// equal A·v to within the rounding errors of the factorization and the
+// products. A wrong panel update anywhere in the factor changes L·Lᴴ·v with
+// probability one; the products read the matrix twice on the devices that
+// hold it (sharding.Tensor.MulLower), a small cost next to the
+// factorization's.
+type factorCheck struct {
+	v, av []complex128 // v and A·v
+	avAbs []float64    // |A|·|v|
+	eps   float64      // machine epsilon of the dtype
+}
+
+// newFactorCheck draws v and computes A·v from a, which holds the Hermitian
+// matrix A in its lower triangle (the factorization's input, before it is
+// overwritten).
+func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
+	n := a.Rows()
+	c := &factorCheck{v: make([]complex128, n), eps: 0x1p-52}
+	single := a.Dtype() == tensor.Float32 || a.Dtype() == tensor.Complex64
+	if single {
+		c.eps = 0x1p-23
+	}
+	for i := range c.v {
+		re, im := 2*rand.Float64()-1, 0.0
+		if a.Dtype() == tensor.Complex64 || a.Dtype() == tensor.Complex128 {
+			im = 2*rand.Float64() - 1
+		}
+		if single { // exactly representable in the dtype
+			re, im = float64(float32(re)), float64(float32(im))
+		}
+		c.v[i] = complex(re, im)
+	}
+	lower, lowerAbs, err := a.MulLower(c.v, nil, false, false)
+	if err != nil {
+		return nil, err
+	}
+	upper, upperAbs, err := a.MulLower(c.v, nil, true, true)
+	if err != nil {
+		return nil, err
+	}
+	c.av, c.avAbs = lower, lowerAbs
+	for i := range c.av {
+		c.av[i] += upper[i]
+		c.avAbs[i] += upperAbs[i]
+	}
+	return c, nil
+}
+
+// verify compares L·(Lᴴ·v) with A·v, L being the lower triangle of l. Row i
+// may differ by 4(n+2)·eps·(|A|·|v| + |L|·|Lᴴ|·|v|)(i), a bound on the
+// rounding errors of the factorization (Higham, Thm. 10.3) and of the
+// products; a larger difference, or NaN, is an error wrapping
+// kernels.ErrWrongResult that names the worst row.
+func (c *factorCheck) verify(l *sharding.Tensor) error {
+	w, wAbs, err := l.MulLower(c.v, nil, true, false)
+	if err != nil {
+		return err
+	}
+	y, yAbs, err := l.MulLower(w, wAbs, false, false)
+	if err != nil {
+		return err
+	}
+	n := len(c.v)
+	worst, worstRow, wrong := 0.0, -1, 0
+	for i := range n {
+		bound := 4 * float64(n+2) * c.eps * (c.avAbs[i] + yAbs[i])
+		d := cmplx.Abs(c.av[i] - y[i])
+		if d <= bound {
+			continue
+		}
+		wrong++
+		if r := d / bound; worstRow < 0 || r > worst || math.IsNaN(r) {
+			worst, worstRow = r, i
+		}
+	}
+	if wrong == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the factor fails its check in %d of %d rows (|A·v − L·Lᴴ·v| is %.3g times its rounding bound at row %d)",
+		kernels.ErrWrongResult, wrong, n, worst, worstRow)
+}
+
+// wrongFactors counts the wrong factors that factorCheck caught.
+var wrongFactors atomic.Int64
+
+// WrongFactorsCaught returns how many factors computed on GPU meshes since
+// the process started failed mgla's check and were computed again (see
+// mgla.ErrWrongResult).
+func WrongFactorsCaught() int64 { return wrongFactors.Load() }

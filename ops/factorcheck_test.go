@@ -1,0 +1,109 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+)
+
+// factorCheck passes LAPACK's factors on meshes of 1, 2, 3 and 5 CPU
+// devices, every dtype, orders that are not multiples of the tile, and
+// catches a factor with one element of its last row off by 1e-6 (float64,
+// complex128) or 1e-2 (float32, complex64) times that row's diagonal
+// element: a lost panel update is far larger.
+func TestFactorCheck(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for _, ndev := range []int{1, 2, 3, 5} {
+		mesh, err := sharding.CPUMesh(ndev)
+		require.NoError(t, err)
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
+			for _, n := range []int{1, 37, 130} {
+				what := fmt.Sprintf("seed %d, %d devices, %v, n=%d", seed, ndev, dt, n)
+				a, err := sharding.Put(randomHPD(rng, dt, n), mesh, sharding.Cyclic(16))
+				require.NoError(t, err, what)
+				l, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(16))
+				require.NoError(t, err, what)
+				require.NoError(t, a.RelayoutInto(l), what)
+				check, err := newFactorCheck(l)
+				require.NoError(t, err, what)
+				require.NoError(t, (hostSolver{}).potrf(a, l), what)
+				require.NoError(t, check.verify(l), what)
+				// One element below the diagonal (or the diagonal itself
+				// when n = 1), in the last tile's rows.
+				host, err := l.Gather()
+				require.NoError(t, err, what)
+				i := n - 1
+				j := rng.IntN(n)
+				if j > i {
+					j = i
+				}
+				v, _ := host.At(i, j)
+				diag, _ := host.At(i, i)
+				rel := 1e-6
+				if dt == tensor.Float32 || dt == tensor.Complex64 {
+					rel = 1e-2
+				}
+				var bumped any
+				switch v := v.(type) {
+				case float32:
+					bumped = v + float32(rel)*diag.(float32)
+				case float64:
+					bumped = v + rel*diag.(float64)
+				case complex64:
+					bumped = v + complex64(complex(rel, 0))*diag.(complex64)
+				case complex128:
+					bumped = v + complex(rel, 0)*diag.(complex128)
+				}
+				require.NoError(t, host.SetAt(bumped, i, j))
+				require.NoError(t, l.Load(host), what)
+				err = check.verify(l)
+				require.True(t, errors.Is(err, kernels.ErrWrongResult), "%s: %v", what, err)
+			}
+		}
+	}
+}
+
+// randomHPD is a random Hermitian positive definite matrix of dtype dt:
+// entries uniform in [-1, 1] (real and imaginary parts) and n on the
+// diagonal.
+func randomHPD(rng *rand.Rand, dt tensor.Dtype, n int) *tensor.Dense {
+	a := make([]complex128, n*n)
+	cplx := dt == tensor.Complex64 || dt == tensor.Complex128
+	for i := range n {
+		for j := range i {
+			v := complex(2*rng.Float64()-1, 0)
+			if cplx {
+				v += complex(0, 2*rng.Float64()-1)
+			}
+			a[i*n+j], a[j*n+i] = v, complex(real(v), -imag(v))
+		}
+		a[i*n+i] = complex(float64(n), 0)
+	}
+	d := tensor.New(tensor.WithShape(n, n), tensor.Of(dt))
+	for k, v := range a {
+		var e any
+		switch dt {
+		case tensor.Float32:
+			e = float32(real(v))
+		case tensor.Float64:
+			e = real(v)
+		case tensor.Complex64:
+			e = complex64(v)
+		default:
+			e = v
+		}
+		if err := d.SetAt(e, k/n, k%n); err != nil {
+			panic(err)
+		}
+	}
+	return d
+}
