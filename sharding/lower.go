@@ -6,18 +6,19 @@ import (
 )
 
 // MulLower returns y = op(tril(t))·x and yAbs = |op(tril(t))|·xAbs for the
-// square matrix t (xAbs = |x| when nil), where tril(t) is t's lower triangle with its diagonal
-// taken as real (the Hermitian convention of the solvers), or its strictly
-// lower triangle when strict, and op is the identity or, with adjoint, the
-// conjugate transpose. yAbs, the same product of magnitudes, bounds the
-// rounding error of y; an xAbs that bounds x's own error carries that bound
-// through. x and y are host vectors of complex128 whatever t's
-// dtype (x is rounded to it on the devices, which accumulate in it); every
-// device multiplies by its own columns and the shares are summed on the
-// host. A Hermitian A stored in its lower triangle gives A·x as
-// MulLower(x, false, false) + MulLower(x, true, true), and a factor L gives
-// L·(Lᴴ·x) in two calls (the second with the first's yAbs as xAbs): cheap
-// checks of a distributed factorization.
+// square matrix t (xAbs = |x| when nil), where tril(t) is t's lower
+// triangle with its diagonal taken as real (the Hermitian convention of the
+// solvers), or its strictly lower triangle when strict, and op is the
+// identity or, with adjoint, the conjugate transpose. yAbs, the same
+// product of magnitudes, bounds the rounding error of y; an xAbs that
+// bounds x's own error carries that bound through. x and y are host
+// vectors of complex128 whatever t's dtype (x is rounded to it on the
+// devices, which accumulate in it); every device multiplies by its own
+// columns and the shares are summed on the host. A Hermitian A stored in
+// its lower triangle gives A·x as MulLower(x, nil, false, false) +
+// MulLower(x, nil, true, true), and a factor L gives L·(Lᴴ·x) in two calls
+// (the second with the first's yAbs as xAbs): checks of a distributed
+// factorization that read the matrix, not factor it.
 func (t *Tensor) MulLower(x []complex128, xAbs []float64, adjoint, strict bool) (y []complex128, yAbs []float64, err error) {
 	if err := t.checkArith("MulLower"); err != nil {
 		return nil, nil, err
