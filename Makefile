@@ -120,7 +120,8 @@ cpu-bundle:
 cpu-bundle-check:
 	./scripts/cpu-bundle-check.sh .cpubundle/bundle.tar.xz
 
-# Regenerate the PTX of mgla's own CUDA kernels (needs nvcc; the PTX is committed).
+# Regenerate the PTX of mgla's own CUDA kernels (needs nvcc; the committed PTX was made by Debian's
+# nvidia-cuda-toolkit, nvcc 11.8).
 ptx:
 	nvcc -ptx -arch=compute_70 -O3 -o kernels/ptx/mgla.ptx kernels/ptx/mgla.cu
 

@@ -1,5 +1,5 @@
 // mgla's own device kernels: layout transposes for host transfers, triangle
-// fills and a real axpy. Compiled to PTX by `make ptx` (nvcc -ptx) and
+// fills, a real axpy, checks, and products with a lower triangle. Compiled to PTX by `make ptx` (nvcc -ptx) and
 // embedded in package ptx; package sharding loads the PTX into every GPU's
 // primary context and launches the kernels through the driver API.
 //

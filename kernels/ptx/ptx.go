@@ -4,8 +4,9 @@
 // sharding loads the PTX into each GPU's primary context, where the driver
 // compiles it for the GPU at hand, and launches the kernels: the transposes
 // of host transfers, the zeroing of a factor's upper triangle, the mirroring
-// of a Hermitian result's lower triangle, axpy and the checks for NaN, Inf
-// and zero pivots.
+// of a Hermitian result's lower triangle, axpy, the checks for NaN, Inf
+// and zero pivots, and the products with a lower triangle that check a
+// factor computed on a mesh.
 package ptx
 
 import _ "embed"
