@@ -222,4 +222,70 @@ func BenchmarkMulLower(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(n+1)/2*8/(b.Elapsed().Seconds()/float64(b.N))/1e9, "GB/s")
 		})
 	}
+	// The kernels alone on the first GPU's shard, and a device-to-device
+	// copy of as many bytes as its part of the triangle, the bandwidth the
+	// kernels could reach.
+	db := a.shards[0].(*DeviceBuffer)
+	_, lcols := a.LocalShape(0)
+	triangle := 0
+	for lc := range lcols {
+		j := (lc/2048)*mesh.Size()*2048 + lc%2048
+		triangle += 8 * (n - j)
+	}
+	run := func(b *testing.B, step func(g *gpuDevice, x, y cu.DevicePtr) error) {
+		require.NoError(b, onDevice(db.dev, func() error {
+			g, err := deviceState(db.dev.ID)
+			if err != nil {
+				return err
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			buf, err := cu.MemAlloc(int64(max(4*8*n, triangle)))
+			if err != nil {
+				return err
+			}
+			defer cu.MemFree(buf)
+			// x: doubles near 1 (0x3ff00000 in both halves).
+			if err := cu.MemsetD32(buf, 0x3ff00000, int64(max(4*8*n, triangle)/4)); err != nil {
+				return err
+			}
+			for b.Loop() {
+				if err := step(g, buf, buf+cu.DevicePtr(8*n)); err != nil {
+					return err
+				}
+				if err := cu.Synchronize(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		b.ReportMetric(float64(triangle)/(b.Elapsed().Seconds()/float64(b.N))/1e9, "GB/s")
+	}
+	for _, adjoint := range []bool{false, true} {
+		for _, withXAbs := range []bool{false, true} {
+			b.Run(fmt.Sprintf("kernel/adjoint=%v/xabs=%v", adjoint, withXAbs), func(b *testing.B) {
+				run(b, func(g *gpuDevice, x, y cu.DevicePtr) error {
+					yAbs, xAbs := y+cu.DevicePtr(8*n), cu.DevicePtr(0)
+					if withXAbs {
+						xAbs = yAbs + cu.DevicePtr(8*n)
+					}
+					if adjoint {
+						return g.launch(ptx.LowerMhv['d'], ceilDiv(lcols, mhvWarps), 1, 32*mhvWarps, 1, uint64(db.ptr), uint64(n), 2048,
+							uint64(mesh.Size()), 0, uint64(lcols), uint64(x), uint64(xAbs), uint64(y), uint64(yAbs), 0)
+					}
+					return g.launch(ptx.LowerMv['d'], ceilDiv(n, 256), ceilDiv(lcols, mvCols), 256, 1, uint64(db.ptr), uint64(n), 2048,
+						uint64(mesh.Size()), 0, uint64(lcols), uint64(x), uint64(xAbs), uint64(y), uint64(yAbs), 0)
+				})
+			})
+		}
+	}
+	b.Run("copy", func(b *testing.B) {
+		scratch, err := New(mesh, tensor.Shape{n, n}, tensor.Float64, Cyclic(2048))
+		require.NoError(b, err)
+		defer scratch.Free()
+		dst := scratch.shards[0].(*DeviceBuffer).ptr
+		run(b, func(g *gpuDevice, x, y cu.DevicePtr) error {
+			return cu.MemcpyDtoD(dst, db.ptr, int64(triangle))
+		})
+	})
 }

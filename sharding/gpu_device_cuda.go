@@ -43,8 +43,34 @@ type gpuDevice struct {
 	// that a band's DMA overlaps the previous band's kernel.
 	copies, kernels cu.Stream
 	slots           [nslots]stageSlot
-	flags           cu.DevicePtr // nflags 32-bit flags for the checks' kernels
-	nflags          int
+	flags           scratch // the checks' kernels' 32-bit flags
+}
+
+// scratch is device memory that grows to the largest size asked of it and
+// is kept for the next call (under the device's mu).
+type scratch struct {
+	ptr   cu.DevicePtr
+	bytes int
+}
+
+// reserve returns at least bytes of s, made again when it is smaller; it
+// must be called on the device's thread with its mu held.
+func (s *scratch) reserve(bytes int) (cu.DevicePtr, error) {
+	if s.bytes >= bytes {
+		return s.ptr, nil
+	}
+	if s.ptr != 0 {
+		if err := cu.MemFree(s.ptr); err != nil {
+			return 0, err
+		}
+		s.ptr, s.bytes = 0, 0
+	}
+	p, err := cu.MemAlloc(int64(bytes))
+	if err != nil {
+		return 0, err
+	}
+	s.ptr, s.bytes = p, bytes
+	return p, nil
 }
 
 type stageSlot struct {
@@ -710,28 +736,20 @@ func flagged(dev Device, n int, launch func(g *gpuDevice, flags cu.DevicePtr) er
 		}
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.nflags < n {
-			if g.flags != 0 {
-				if err := cu.MemFree(g.flags); err != nil {
-					return err
-				}
-				g.flags, g.nflags = 0, 0
-			}
-			if g.flags, err = cu.MemAlloc(int64(4 * n)); err != nil {
-				return err
-			}
-			g.nflags = n
-		}
-		if err := cu.MemsetD32(g.flags, 0, int64(n)); err != nil {
+		flags, err := g.flags.reserve(4 * n)
+		if err != nil {
 			return err
 		}
-		if err := launch(g, g.flags); err != nil {
+		if err := cu.MemsetD32(flags, 0, int64(n)); err != nil {
+			return err
+		}
+		if err := launch(g, flags); err != nil {
 			return err
 		}
 		if err := cu.Synchronize(); err != nil {
 			return err
 		}
-		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), g.flags, int64(4*n))
+		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), flags, int64(4*n))
 	})
 	return out, err
 }

@@ -3,6 +3,8 @@
 package sharding
 
 import (
+	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
@@ -12,8 +14,12 @@ import (
 )
 
 // mvCols is the number of local columns one block row of the lower_mv
-// kernels sums (MV_COLS in mgla.cu).
-const mvCols = 256
+// kernels sums (MV_COLS in mgla.cu), mhvWarps the number of columns one
+// block of the lower_mhv kernels sums, a warp each (MHV_WARPS).
+const (
+	mvCols   = 256
+	mhvWarps = 8
+)
 
 // typeLetter is LAPACK's letter for a float dtype, which names its kernels.
 func typeLetter(dt tensor.Dtype) byte {
@@ -22,7 +28,10 @@ func typeLetter(dt tensor.Dtype) byte {
 
 // mulLower runs one kernel per device on its columns of a column
 // block-cyclic matrix (other layouts go through the host) and sums the
-// devices' shares on the host.
+// devices' shares on the host. Each device moves its vectors through its
+// first staging slot (x and xAbs up, y and yAbs down, on its stream, one
+// synchronization), and adds its share to the result from there: no host
+// allocation but the result's.
 func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64, error) {
 	if t.layout.Kind != cyclic.ColCyclic {
 		return mulLowerHost(t, x, xAbs, adjoint, strict)
@@ -32,10 +41,18 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 	if adjoint {
 		name = ptx.LowerMhv[typeLetter(t.dtype)]
 	}
-	xb := encodeComplex(t.dtype, x)
-	xAbsB := encodeReal(t.dtype, xAbs)
-	ys := make([][]complex128, ndev)
-	abss := make([][]float64, ndev)
+	elem, realSize := int(t.dtype.Size()), int(t.dtype.Size())
+	if t.dtype == tensor.Complex64 || t.dtype == tensor.Complex128 {
+		realSize /= 2
+	}
+	// The slot holds x, y, yAbs and xAbs in this order, each aligned for its
+	// type; y and yAbs together.
+	vectorBytes := 2 * n * (elem + realSize)
+	if vectorBytes > stageBytes {
+		return nil, nil, fmt.Errorf("sharding: MulLower of order %d: its vectors need %d bytes, more than a staging slot's %d", n, vectorBytes, stageBytes)
+	}
+	y, yAbs := make([]complex128, n), make([]float64, n)
+	var sumMu sync.Mutex
 	err := perDevice(ndev, func(d int) error {
 		db := t.shards[d].(*DeviceBuffer)
 		_, lcols := t.LocalShape(d)
@@ -47,27 +64,24 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 			if err != nil {
 				return err
 			}
-			elem, realSize := len(xb)/n, int(t.dtype.Size())
-			if t.dtype == tensor.Complex64 || t.dtype == tensor.Complex128 {
-				realSize /= 2
-			}
-			// x, y, yAbs and xAbs in one allocation, each aligned for
-			// its type; y and yAbs together.
-			buf, err := cu.MemAlloc(int64(2 * n * (elem + realSize)))
-			if err != nil {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			slot := &g.slots[0]
+			hx, hy := slot.host, unsafe.Add(slot.host, n*elem)
+			hyAbs := unsafe.Add(hy, n*elem)
+			hxAbs := unsafe.Add(hyAbs, n*realSize)
+			dx, dy := slot.dev, slot.dev+cu.DevicePtr(n*elem)
+			dyAbs := dy + cu.DevicePtr(n*elem)
+			dxAbs := dyAbs + cu.DevicePtr(n*realSize)
+			putComplex(hx, t.dtype, x)
+			putReal(hxAbs, realSize, xAbs)
+			if err := cu.MemcpyHtoDAsync(dx, hx, int64(n*elem), g.stream); err != nil {
 				return err
 			}
-			defer cu.MemFree(buf)
-			dx, dy := buf, buf+cu.DevicePtr(n*elem)
-			dabs := dy + cu.DevicePtr(n*elem)
-			dxAbs := dabs + cu.DevicePtr(n*realSize)
-			if err := cu.MemcpyHtoD(dx, unsafe.Pointer(&xb[0]), int64(len(xb))); err != nil {
+			if err := cu.MemcpyHtoDAsync(dxAbs, hxAbs, int64(n*realSize), g.stream); err != nil {
 				return err
 			}
-			if err := cu.MemcpyHtoD(dxAbs, unsafe.Pointer(&xAbsB[0]), int64(len(xAbsB))); err != nil {
-				return err
-			}
-			if err := cu.MemsetD32(dy, 0, int64(n*(elem+realSize)/4)); err != nil {
+			if err := cu.MemsetD32Async(dy, 0, int64(n*(elem+realSize)/4), g.stream); err != nil {
 				return err
 			}
 			s := uint64(0)
@@ -75,108 +89,92 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 				s = 1
 			}
 			if adjoint {
-				err = g.launch(name, lcols, 1, 256, 1, uint64(db.ptr), uint64(n), uint64(t.layout.Tile),
-					uint64(ndev), uint64(d), uint64(dx), uint64(dxAbs), uint64(dy), uint64(dabs), s)
+				err = g.launch(name, ceilDiv(lcols, mhvWarps), 1, 32*mhvWarps, 1, uint64(db.ptr), uint64(n), uint64(t.layout.Tile),
+					uint64(ndev), uint64(d), uint64(lcols), uint64(dx), uint64(dxAbs), uint64(dy), uint64(dyAbs), s)
 			} else {
 				err = g.launch(name, ceilDiv(n, 256), ceilDiv(lcols, mvCols), 256, 1, uint64(db.ptr), uint64(n), uint64(t.layout.Tile),
-					uint64(ndev), uint64(d), uint64(lcols), uint64(dx), uint64(dxAbs), uint64(dy), uint64(dabs), s)
+					uint64(ndev), uint64(d), uint64(lcols), uint64(dx), uint64(dxAbs), uint64(dy), uint64(dyAbs), s)
 			}
 			if err != nil {
 				return err
 			}
-			out := make([]byte, n*(elem+realSize))
-			if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), dy, int64(len(out))); err != nil {
+			if err := cu.MemcpyDtoHAsync(hy, dy, int64(n*(elem+realSize)), g.stream); err != nil {
 				return err
 			}
-			ys[d] = decodeComplex(t.dtype, out[:n*elem])
-			abss[d] = decodeReal(realSize, out[n*elem:])
+			if err := g.stream.Synchronize(); err != nil {
+				return err
+			}
+			sumMu.Lock()
+			defer sumMu.Unlock()
+			addComplex(y, hy, t.dtype)
+			addReal(yAbs, hyAbs, realSize)
 			return nil
 		})
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	y, yAbs := make([]complex128, n), make([]float64, n)
-	for d := range ndev {
-		for i := range ys[d] {
-			y[i] += ys[d][i]
-			yAbs[i] += abss[d][i]
-		}
-	}
 	return y, yAbs, nil
 }
 
-// encodeComplex rounds x to dtype dt and returns its bytes.
-func encodeComplex(dt tensor.Dtype, x []complex128) []byte {
+// putComplex writes x, rounded to dtype dt, at p.
+func putComplex(p unsafe.Pointer, dt tensor.Dtype, x []complex128) {
 	switch dt {
 	case tensor.Float32:
-		v := make([]float32, len(x))
-		for i, c := range x {
-			v[i] = float32(real(c))
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+		storeAs(p, x, func(v complex128) float32 { return float32(real(v)) })
 	case tensor.Float64:
-		v := make([]float64, len(x))
-		for i, c := range x {
-			v[i] = real(c)
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
+		storeAs(p, x, func(v complex128) float64 { return real(v) })
 	case tensor.Complex64:
-		v := make([]complex64, len(x))
-		for i, c := range x {
-			v[i] = complex64(c)
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
+		storeAs(p, x, func(v complex128) complex64 { return complex64(v) })
+	default:
+		storeAs(p, x, func(v complex128) complex128 { return v })
 	}
-	v := append([]complex128(nil), x...)
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 16*len(v))
 }
 
-// encodeReal rounds x to the real type of dtype dt and returns its bytes.
-func encodeReal(dt tensor.Dtype, x []float64) []byte {
-	if dt == tensor.Float32 || dt == tensor.Complex64 {
-		v := make([]float32, len(x))
-		for i, f := range x {
-			v[i] = float32(f)
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-	}
-	v := append([]float64(nil), x...)
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
-}
-
-// decodeComplex reads elements of dtype dt from b.
-func decodeComplex(dt tensor.Dtype, b []byte) []complex128 {
-	p := unsafe.Pointer(&b[0])
-	switch dt {
-	case tensor.Float32, tensor.Float64:
-		r := decodeReal(int(dt.Size()), b)
-		out := make([]complex128, len(r))
-		for i, v := range r {
-			out[i] = complex(v, 0)
-		}
-		return out
-	case tensor.Complex64:
-		v := unsafe.Slice((*complex64)(p), len(b)/8)
-		out := make([]complex128, len(v))
-		for i, c := range v {
-			out[i] = complex128(c)
-		}
-		return out
-	}
-	return append([]complex128(nil), unsafe.Slice((*complex128)(p), len(b)/16)...)
-}
-
-// decodeReal reads reals of size bytes (4 or 8) from b.
-func decodeReal(size int, b []byte) []float64 {
-	p := unsafe.Pointer(&b[0])
+// putReal writes x, rounded to reals of size bytes (4 or 8), at p.
+func putReal(p unsafe.Pointer, size int, x []float64) {
 	if size == 4 {
-		v := unsafe.Slice((*float32)(p), len(b)/4)
-		out := make([]float64, len(v))
-		for i, f := range v {
-			out[i] = float64(f)
-		}
-		return out
+		storeAs(p, x, func(v float64) float32 { return float32(v) })
+		return
 	}
-	return append([]float64(nil), unsafe.Slice((*float64)(p), len(b)/8)...)
+	storeAs(p, x, func(v float64) float64 { return v })
+}
+
+// addComplex adds the len(y) elements of dtype dt at p to y.
+func addComplex(y []complex128, p unsafe.Pointer, dt tensor.Dtype) {
+	switch dt {
+	case tensor.Float32:
+		addLoaded(y, p, func(v float32) complex128 { return complex(float64(v), 0) })
+	case tensor.Float64:
+		addLoaded(y, p, func(v float64) complex128 { return complex(v, 0) })
+	case tensor.Complex64:
+		addLoaded(y, p, func(v complex64) complex128 { return complex128(v) })
+	default:
+		addLoaded(y, p, func(v complex128) complex128 { return v })
+	}
+}
+
+// addReal adds the len(y) reals of size bytes (4 or 8) at p to y.
+func addReal(y []float64, p unsafe.Pointer, size int) {
+	if size == 4 {
+		addLoaded(y, p, func(v float32) float64 { return float64(v) })
+		return
+	}
+	addLoaded(y, p, func(v float64) float64 { return v })
+}
+
+// storeAs writes conv(x[i]) as the i-th element of type E at p.
+func storeAs[E, X any](p unsafe.Pointer, x []X, conv func(X) E) {
+	dst := unsafe.Slice((*E)(p), len(x))
+	for i, v := range x {
+		dst[i] = conv(v)
+	}
+}
+
+// addLoaded adds conv of the i-th element of type E at p to y[i].
+func addLoaded[E any, Y float64 | complex128](y []Y, p unsafe.Pointer, conv func(E) Y) {
+	src := unsafe.Slice((*E)(p), len(y))
+	for i, v := range src {
+		y[i] += conv(v)
+	}
 }

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"fmt"
+	"math"
 	"math/cmplx"
 )
 
@@ -32,7 +33,11 @@ func (t *Tensor) MulLower(x []complex128, xAbs []float64, adjoint, strict bool) 
 	if xAbs == nil {
 		xAbs = make([]float64, len(x))
 		for i, v := range x {
-			xAbs[i] = cmplx.Abs(v)
+			if imag(v) == 0 {
+				xAbs[i] = math.Abs(real(v))
+			} else {
+				xAbs[i] = cmplx.Abs(v)
+			}
 		}
 	} else if len(xAbs) != len(x) {
 		return nil, nil, fmt.Errorf("sharding: MulLower: %d magnitudes for a vector of %d", len(xAbs), len(x))

@@ -330,34 +330,38 @@ __device__ void atomicAddTo(double2 *p, double2 v) {
 // lowerMv: y(i) += Σ_j tril(A)(i, j)·x(j) over this device's columns j, one
 // thread per row (the reads of a column are coalesced) and one block row
 // per MV_COLS local columns, whose sums are added atomically (y and yabs
-// start at zero).
+// start at zero). The local columns of one tile are consecutive global
+// columns: each thread walks them as runs that end at its diagonal, with
+// the loads of a run unrolled so that several are in flight.
 #define MV_COLS 256
 template <typename T>
 __device__ void lowerMv(const T *a, long long n, long long tile, long long ndev, long long dev,
                         long long lcols, const T *x, const typename RealOf<T>::type *xabs, T *y,
                         typename RealOf<T>::type *yabs, long long strict) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  long long lc0 = (long long)blockIdx.y * MV_COLS;
-  if (i >= n || lc0 >= lcols) return;
+  long long lc = (long long)blockIdx.y * MV_COLS;
+  if (i >= n || lc >= lcols) return;
   T acc;
   memset(&acc, 0, sizeof acc);
   typename RealOf<T>::type accAbs = 0;
-  long long lcEnd = min(lc0 + MV_COLS, lcols);
-  long long k = lc0 % tile; // column lc is column k of its tile, global column j
-  long long j = ((lc0 / tile) * ndev + dev) * tile + k;
-  for (long long lc = lc0; lc < lcEnd; lc++) {
-    // Global columns grow with local ones: stop at the first one past row i.
-    if (j > i || (strict && j == i)) break;
-    T v = a[i + lc * n];
-    if (j == i) v = realPart(v);
-    acc = mulAdd(acc, v, x[j], false);
-    accAbs += magnitude(v) * (xabs ? xabs[j] : magnitude(x[j]));
-    if (++k == tile) { // on to this device's next tile
-      k = 0;
-      j += (ndev - 1) * tile + 1;
-    } else {
-      j++;
+  long long lcEnd = min(lc + MV_COLS, lcols);
+  long long last = strict ? i - 1 : i; // the last global column of row i's triangle
+  while (lc < lcEnd) {
+    long long k = lc % tile; // column lc is column k of its tile, global column j0
+    long long j0 = ((lc / tile) * ndev + dev) * tile + k;
+    if (j0 > last) break; // later runs lie further right
+    long long run = min(tile - k, lcEnd - lc);
+    int m = (int)min(run, last - j0 + 1);
+    const T *ai = a + i + lc * n;
+#pragma unroll 8
+    for (int t = 0; t < m; t++) {
+      T v = ai[t * n];
+      long long j = j0 + t;
+      if (j == i) v = realPart(v);
+      acc = mulAdd(acc, v, x[j], false);
+      accAbs += magnitude(v) * (xabs ? xabs[j] : magnitude(x[j]));
     }
+    lc += run;
   }
   if (accAbs != 0) {
     atomicAddTo(&y[i], acc);
@@ -365,40 +369,46 @@ __device__ void lowerMv(const T *a, long long n, long long tile, long long ndev,
   }
 }
 
+__device__ float shuffleDown(float v, int d) { return __shfl_down_sync(0xffffffff, v, d); }
+__device__ double shuffleDown(double v, int d) { return __shfl_down_sync(0xffffffff, v, d); }
+__device__ float2 shuffleDown(float2 v, int d) {
+  return make_float2(__shfl_down_sync(0xffffffff, v.x, d), __shfl_down_sync(0xffffffff, v.y, d));
+}
+__device__ double2 shuffleDown(double2 v, int d) {
+  return make_double2(__shfl_down_sync(0xffffffff, v.x, d), __shfl_down_sync(0xffffffff, v.y, d));
+}
+
 // lowerMhv: y(j) = Σ_i conj(tril(A)(i, j))·x(i) for each of this device's
-// columns j, one block of MV_THREADS threads per column; y's other entries
-// are left as they are.
-#define MV_THREADS 256
+// columns j, one warp per column (MHV_WARPS columns per block of 32·MHV_WARPS
+// threads), its sums reduced by shuffles; y's other entries are left as
+// they are.
+#define MHV_WARPS 8
 template <typename T>
 __device__ void lowerMhv(const T *a, long long n, long long tile, long long ndev, long long dev,
-                         const T *x, const typename RealOf<T>::type *xabs, T *y,
+                         long long lcols, const T *x, const typename RealOf<T>::type *xabs, T *y,
                          typename RealOf<T>::type *yabs, long long strict) {
-  __shared__ T part[MV_THREADS];
-  __shared__ typename RealOf<T>::type partAbs[MV_THREADS];
-  long long lc = blockIdx.x;
+  long long lc = (long long)blockIdx.x * MHV_WARPS + threadIdx.x / 32;
+  int lane = threadIdx.x % 32;
+  if (lc >= lcols) return; // a whole warp
   long long j = ((lc / tile) * ndev + dev) * tile + lc % tile;
+  const T *aj = a + lc * n;
   T acc;
   memset(&acc, 0, sizeof acc);
   typename RealOf<T>::type accAbs = 0;
-  for (long long i = j + (strict ? 1 : 0) + threadIdx.x; i < n; i += MV_THREADS) {
-    T v = a[i + lc * n];
+#pragma unroll 4
+  for (long long i = j + (strict ? 1 : 0) + lane; i < n; i += 32) {
+    T v = aj[i];
     if (i == j) v = realPart(v);
     acc = mulAdd(acc, v, x[i], true);
     accAbs += magnitude(v) * (xabs ? xabs[i] : magnitude(x[i]));
   }
-  part[threadIdx.x] = acc;
-  partAbs[threadIdx.x] = accAbs;
-  __syncthreads();
-  for (int s = MV_THREADS / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) {
-      part[threadIdx.x] = add(part[threadIdx.x], part[threadIdx.x + s]);
-      partAbs[threadIdx.x] += partAbs[threadIdx.x + s];
-    }
-    __syncthreads();
+  for (int d = 16; d > 0; d /= 2) {
+    acc = add(acc, shuffleDown(acc, d));
+    accAbs += shuffleDown(accAbs, d);
   }
-  if (threadIdx.x == 0) {
-    y[j] = part[0];
-    yabs[j] = partAbs[0];
+  if (lane == 0) {
+    y[j] = acc;
+    yabs[j] = accAbs;
   }
 }
 
@@ -409,9 +419,9 @@ __device__ void lowerMhv(const T *a, long long n, long long tile, long long ndev
     lowerMv(a, n, tile, ndev, dev, lcols, x, xabs, y, yabs, strict);                          \
   }                                                                                           \
   extern "C" __global__ void mgla_lower_mhv_##letter(                                         \
-      const T *a, long long n, long long tile, long long ndev, long long dev, const T *x,      \
-      const R *xabs, T *y, R *yabs, long long strict) {                                       \
-    lowerMhv(a, n, tile, ndev, dev, x, xabs, y, yabs, strict);                                \
+      const T *a, long long n, long long tile, long long ndev, long long dev, long long lcols, \
+      const T *x, const R *xabs, T *y, R *yabs, long long strict) {                           \
+    lowerMhv(a, n, tile, ndev, dev, lcols, x, xabs, y, yabs, strict);                         \
   }
 LOWER_PRODUCTS(s, float, float)
 LOWER_PRODUCTS(d, double, double)
