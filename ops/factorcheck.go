@@ -19,7 +19,7 @@ import (
 // probability one. The products (sharding.Tensor.MulLower) read the lower
 // triangle four times on the devices that hold it, two before the
 // factorization and two after: n² work against the factorization's n³/3,
-// measured at 14% of potrf at N = 32768 on 4 H100s (BENCHMARKS.md).
+// measured at 6% of potrf at N = 32768 on 4 H100s (BenchmarkFactorCheck).
 type factorCheck struct {
 	v, av []complex128 // v and A·v
 	avAbs []float64    // |A|·|v|
@@ -96,10 +96,12 @@ func (c *factorCheck) verify(l *sharding.Tensor) error {
 		kernels.ErrWrongResult, wrong, n, worst, worstRow)
 }
 
-// wrongFactors counts the wrong factors that factorCheck caught.
+// wrongFactors counts the wrong factors that factorCheck caught and the
+// errors that cuSolverMg reported for matrices the host then factored.
 var wrongFactors atomic.Int64
 
-// WrongFactorsCaught returns how many factors computed on GPU meshes since
-// the process started failed mgla's check and were computed again (see
-// mgla.ErrWrongResult).
+// WrongFactorsCaught returns how many factorizations on GPU meshes since
+// the process started gave a wrong result that mgla replaced: a factor that
+// failed mgla's check and was computed again (see mgla.ErrWrongResult), or
+// an error cuSolverMg reported for a matrix that the host then factored.
 func WrongFactorsCaught() int64 { return wrongFactors.Load() }
