@@ -4,6 +4,7 @@ package sharding
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
@@ -29,8 +30,8 @@ func typeLetter(dt tensor.Dtype) byte {
 // block-cyclic matrix (other layouts go through the host) and sums the
 // devices' shares on the host. Each device moves its vectors through its
 // first staging slot (x and xAbs up, y and yAbs down, on its stream, one
-// synchronization), and adds its share to the result from there, in device
-// order: no host allocation but the result's.
+// synchronization), and adds its share to the result from there: no host
+// allocation but the result's.
 func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64, error) {
 	if t.layout.Kind != cyclic.ColCyclic {
 		return mulLowerHost(t, x, xAbs, adjoint, strict)
@@ -51,19 +52,8 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 		return nil, nil, fmt.Errorf("sharding: MulLower of order %d: its vectors need %d bytes, more than a staging slot's %d", n, vectorBytes, stageBytes)
 	}
 	y, yAbs := make([]complex128, n), make([]float64, n)
-	// The devices add their shares in device order, so that the rounding
-	// of the sum is the same on every call: device d adds once turns[d] is
-	// closed and closes turns[d+1] however it returns.
-	turns := make([]chan struct{}, ndev+1)
-	for d := range turns {
-		turns[d] = make(chan struct{})
-	}
-	close(turns[0])
+	var sumMu sync.Mutex
 	err := perDevice(ndev, func(d int) error {
-		defer func() {
-			<-turns[d]
-			close(turns[d+1])
-		}()
 		db := t.shards[d].(*DeviceBuffer)
 		_, lcols := t.LocalShape(d)
 		if lcols == 0 {
@@ -114,7 +104,8 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 			if err := g.stream.Synchronize(); err != nil {
 				return err
 			}
-			<-turns[d]
+			sumMu.Lock()
+			defer sumMu.Unlock()
 			addComplex(y, hy, t.dtype)
 			addReal(yAbs, hyAbs, realSize)
 			return nil
