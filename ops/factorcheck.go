@@ -19,7 +19,7 @@ import (
 // probability one. The products (sharding.Tensor.MulLower) read the lower
 // triangle four times on the devices that hold it, two before the
 // factorization and two after: n² work against the factorization's n³/3,
-// measured at 6% of potrf at N = 32768 on 4 H100s (BenchmarkFactorCheck).
+// measured at 6–9% of potrf at N = 32768 on 4 H100s (BENCHMARKS.md).
 type factorCheck struct {
 	v, av []complex128 // v and A·v
 	avAbs []float64    // |A|·|v|

@@ -19,7 +19,9 @@ import (
 // its lower triangle gives A·x as MulLower(x, nil, false, false) +
 // MulLower(x, nil, true, true), and a factor L gives L·(Lᴴ·x) in two calls
 // (the second with the first's yAbs as xAbs): checks of a distributed
-// factorization that read the matrix, not factor it.
+// factorization that read the matrix, not factor it. On GPU meshes the
+// order of the additions varies from call to call (the kernels add partial
+// sums atomically), so y may change in its last bits; yAbs bounds that.
 func (t *Tensor) MulLower(x []complex128, xAbs []float64, adjoint, strict bool) (y []complex128, yAbs []float64, err error) {
 	if err := t.checkArith("MulLower"); err != nil {
 		return nil, nil, err
