@@ -194,9 +194,9 @@ func parallelFill(p unsafe.Pointer, n int) {
 	}
 }
 
-// BenchmarkMulLower times MulLower, the products of the check of a factor
-// computed on the mesh, on every GPU: float64, N = 16384, T = 2048. Metric:
-// GB/s of the lower triangle read.
+// BenchmarkMulLower times MulLower, MulHermitian and MulCholesky, the
+// products of the check of a factor computed on the mesh, on every GPU:
+// float64, N = 16384, T = 2048. Metric: GB/s of the lower triangle read.
 func BenchmarkMulLower(b *testing.B) {
 	mesh, err := GPUMesh()
 	require.NoError(b, err)
@@ -220,6 +220,18 @@ func BenchmarkMulLower(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n)*float64(n+1)/2*8/(b.Elapsed().Seconds()/float64(b.N))/1e9, "GB/s")
+		})
+	}
+	// The chains: two reads of the triangle each, one round trip.
+	for name, mul := range map[string]func([]complex128, []float64) ([]complex128, []float64, error){
+		"hermitian": a.MulHermitian, "cholesky": a.MulCholesky} {
+		b.Run(fmt.Sprintf("gpus=%d/%s", mesh.Size(), name), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := mul(x, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(2*float64(n)*float64(n+1)/2*8/(b.Elapsed().Seconds()/float64(b.N))/1e9, "GB/s")
 		})
 	}
 	// The kernels alone on the first GPU's shard, and a device-to-device

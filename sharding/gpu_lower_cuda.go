@@ -15,7 +15,8 @@ import (
 
 // mvCols is the number of local columns one block row of the lower_mv
 // kernels sums (MV_COLS in mgla.cu), mhvWarps the number of columns one
-// block of the lower_mhv kernels sums, a warp each (MHV_WARPS).
+// block of the lower_mhv kernels sums, a warp each (MHV_WARPS). Both add to
+// their output.
 const (
 	mvCols   = 256
 	mhvWarps = 8
@@ -26,30 +27,31 @@ func typeLetter(dt tensor.Dtype) byte {
 	return map[tensor.Dtype]byte{tensor.Float32: 's', tensor.Float64: 'd', tensor.Complex64: 'c', tensor.Complex128: 'z'}[dt]
 }
 
-// mulLower runs one kernel per device on its columns of a column
-// block-cyclic matrix (other layouts go through the host) and sums the
-// devices' shares on the host. Each device moves its vectors through its
-// first staging slot (x and xAbs up, y and yAbs down, on its stream, one
-// synchronization), and adds its share to the result from there: no host
-// allocation but the result's.
-func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64, error) {
+// mulChain runs each step's kernel on every device, on its columns of a
+// column block-cyclic matrix (other layouts go through the host), and sums
+// the devices' shares of y on the host. Each device holds the chain's
+// vectors in its first staging slot (x and xAbs up, y and yAbs down, on its
+// stream, one synchronization) and adds its share to the result from there:
+// no host allocation but the result's. An intermediate stays on the device:
+// the adjoint product leaves each device the entries of its own columns,
+// and the product that follows reads no others.
+func (gpuBackend) mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error) {
 	if t.layout.Kind != cyclic.ColCyclic {
-		return mulLowerHost(t, x, xAbs, adjoint, strict)
+		return mulChainHost(t, x, xAbs, steps)
 	}
 	n, ndev := t.Rows(), t.mesh.Size()
-	name := ptx.LowerMv[typeLetter(t.dtype)]
-	if adjoint {
-		name = ptx.LowerMhv[typeLetter(t.dtype)]
-	}
 	elem, realSize := int(t.dtype.Size()), int(t.dtype.Size())
 	if t.dtype == tensor.Complex64 || t.dtype == tensor.Complex128 {
 		realSize /= 2
 	}
-	// The slot holds x, y, yAbs and xAbs in this order, each aligned for its
-	// type; y and yAbs together.
-	vectorBytes := 2 * n * (elem + realSize)
-	if vectorBytes > stageBytes {
-		return nil, nil, fmt.Errorf("sharding: MulLower of order %d: its vectors need %d bytes, more than a staging slot's %d", n, vectorBytes, stageBytes)
+	// The slot holds x, w, y, then yAbs, wAbs, xAbs, each aligned for its
+	// type; w through wAbs (zeroed together) and y with yAbs (read back
+	// together) are contiguous.
+	off := func(v chainVector) int { return int(v) * n * elem }
+	offAbs := func(v chainVector) int { return 3*n*elem + int(chainY-v)*n*realSize }
+	slotBytes := 3 * n * (elem + realSize)
+	if slotBytes > stageBytes {
+		return nil, nil, fmt.Errorf("sharding: products of order %d need %d bytes of vectors, more than a staging slot's %d", n, slotBytes, stageBytes)
 	}
 	y, yAbs := make([]complex128, n), make([]float64, n)
 	var sumMu sync.Mutex
@@ -67,38 +69,35 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			slot := &g.slots[0]
-			hx, hy := slot.host, unsafe.Add(slot.host, n*elem)
-			hyAbs := unsafe.Add(hy, n*elem)
-			hxAbs := unsafe.Add(hyAbs, n*realSize)
-			dx, dy := slot.dev, slot.dev+cu.DevicePtr(n*elem)
-			dyAbs := dy + cu.DevicePtr(n*elem)
-			dxAbs := dyAbs + cu.DevicePtr(n*realSize)
-			putComplex(hx, t.dtype, x)
-			putReal(hxAbs, realSize, xAbs)
-			if err := cu.MemcpyHtoDAsync(dx, hx, int64(n*elem), g.stream); err != nil {
+			host := func(o int) unsafe.Pointer { return unsafe.Add(slot.host, o) }
+			dev := func(o int) cu.DevicePtr { return slot.dev + cu.DevicePtr(o) }
+			putComplex(host(off(chainX)), t.dtype, x)
+			putReal(host(offAbs(chainX)), realSize, xAbs)
+			if err := cu.MemcpyHtoDAsync(dev(off(chainX)), host(off(chainX)), int64(n*elem), g.stream); err != nil {
 				return err
 			}
-			if err := cu.MemcpyHtoDAsync(dxAbs, hxAbs, int64(n*realSize), g.stream); err != nil {
+			if err := cu.MemcpyHtoDAsync(dev(offAbs(chainX)), host(offAbs(chainX)), int64(n*realSize), g.stream); err != nil {
 				return err
 			}
-			if err := cu.MemsetD32Async(dy, 0, int64(n*(elem+realSize)/4), g.stream); err != nil {
+			if err := cu.MemsetD32Async(dev(off(chainW)), 0, int64(2*n*(elem+realSize)/4), g.stream); err != nil {
 				return err
 			}
-			s := uint64(0)
-			if strict {
-				s = 1
+			for _, st := range steps {
+				args := []uint64{uint64(db.ptr), uint64(n), uint64(t.layout.Tile), uint64(ndev), uint64(d), uint64(lcols),
+					uint64(dev(off(st.in))), uint64(dev(offAbs(st.in))), uint64(dev(off(st.out))), uint64(dev(offAbs(st.out))), 0}
+				if st.strict {
+					args[len(args)-1] = 1
+				}
+				if st.adjoint {
+					err = g.launch(ptx.LowerMhv[typeLetter(t.dtype)], ceilDiv(lcols, mhvWarps), 1, 32*mhvWarps, 1, args...)
+				} else {
+					err = g.launch(ptx.LowerMv[typeLetter(t.dtype)], ceilDiv(n, 256), ceilDiv(lcols, mvCols), 256, 1, args...)
+				}
+				if err != nil {
+					return err
+				}
 			}
-			if adjoint {
-				err = g.launch(name, ceilDiv(lcols, mhvWarps), 1, 32*mhvWarps, 1, uint64(db.ptr), uint64(n), uint64(t.layout.Tile),
-					uint64(ndev), uint64(d), uint64(lcols), uint64(dx), uint64(dxAbs), uint64(dy), uint64(dyAbs), s)
-			} else {
-				err = g.launch(name, ceilDiv(n, 256), ceilDiv(lcols, mvCols), 256, 1, uint64(db.ptr), uint64(n), uint64(t.layout.Tile),
-					uint64(ndev), uint64(d), uint64(lcols), uint64(dx), uint64(dxAbs), uint64(dy), uint64(dyAbs), s)
-			}
-			if err != nil {
-				return err
-			}
-			if err := cu.MemcpyDtoHAsync(hy, dy, int64(n*(elem+realSize)), g.stream); err != nil {
+			if err := cu.MemcpyDtoHAsync(host(off(chainY)), dev(off(chainY)), int64(n*(elem+realSize)), g.stream); err != nil {
 				return err
 			}
 			if err := g.stream.Synchronize(); err != nil {
@@ -106,8 +105,8 @@ func (gpuBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, s
 			}
 			sumMu.Lock()
 			defer sumMu.Unlock()
-			addComplex(y, hy, t.dtype)
-			addReal(yAbs, hyAbs, realSize)
+			addComplex(y, host(off(chainY)), t.dtype)
+			addReal(yAbs, host(offAbs(chainY)), realSize)
 			return nil
 		})
 	})

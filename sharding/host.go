@@ -33,8 +33,9 @@ type backend interface {
 	// diagonalSuspect reports whether the main diagonal may hold NaN, Inf
 	// or zero (true: read it to see).
 	diagonalSuspect(t *Tensor) (bool, error)
-	// mulLower is Tensor.MulLower after its checks.
-	mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64, error)
+	// mulChain runs the products of MulLower, MulHermitian or
+	// MulCholesky after their checks.
+	mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error)
 }
 
 // HostBuffer is a shard in host memory: a slice of one of Dtypes or

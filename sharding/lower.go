@@ -15,22 +15,61 @@ import (
 // bounds x's own error carries that bound through. x and y are host
 // vectors of complex128 whatever t's dtype (x is rounded to it on the
 // devices, which accumulate in it); every device multiplies by its own
-// columns and the shares are summed on the host. A Hermitian A stored in
-// its lower triangle gives A·x as MulLower(x, nil, false, false) +
-// MulLower(x, nil, true, true), and a factor L gives L·(Lᴴ·x) in two calls
-// (the second with the first's yAbs as xAbs): checks of a distributed
-// factorization that read the matrix, not factor it. On GPU meshes the
-// order of the additions varies from call to call (the kernels add partial
-// sums atomically), so y may change in its last bits; yAbs bounds that.
+// columns and the shares are summed on the host. MulHermitian and
+// MulCholesky chain two such products in one pass over the devices: checks
+// of a distributed factorization that read the matrix, not factor it. On
+// GPU meshes the order of the additions varies from call to call (the
+// kernels add partial sums atomically), so y may change in its last bits;
+// yAbs bounds that.
 func (t *Tensor) MulLower(x []complex128, xAbs []float64, adjoint, strict bool) (y []complex128, yAbs []float64, err error) {
-	if err := t.checkArith("MulLower"); err != nil {
+	return t.mulChain("MulLower", x, xAbs, []lowerStep{{adjoint, strict, chainX, chainY}})
+}
+
+// MulHermitian returns y = A·x and yAbs = |A|·xAbs for the Hermitian matrix
+// A whose lower triangle t holds (its diagonal taken as real; the strictly
+// upper triangle is not read): tril(t)·x plus the adjoint of the strictly
+// lower triangle times x, as MulLower twice but with one round trip to the
+// devices.
+func (t *Tensor) MulHermitian(x []complex128, xAbs []float64) (y []complex128, yAbs []float64, err error) {
+	return t.mulChain("MulHermitian", x, xAbs, []lowerStep{{false, false, chainX, chainY}, {true, true, chainX, chainY}})
+}
+
+// MulCholesky returns y = L·(Lᴴ·x) and yAbs = |L|·(|Lᴴ|·xAbs) for the lower
+// triangle L of t (its diagonal taken as real), a Cholesky factor: A·x for
+// A = L·Lᴴ without forming A. On GPU meshes in the column block-cyclic
+// layout each device keeps the entries of Lᴴ·x that belong to its own
+// columns, which are all its second product reads, so Lᴴ·x never leaves the
+// devices and the call makes one round trip.
+func (t *Tensor) MulCholesky(x []complex128, xAbs []float64) (y []complex128, yAbs []float64, err error) {
+	return t.mulChain("MulCholesky", x, xAbs, []lowerStep{{true, false, chainX, chainW}, {false, false, chainW, chainY}})
+}
+
+// A lowerStep is one product of a chain: out += op(tril(t))·in and
+// outAbs += |op(tril(t))|·inAbs, with op and tril as in MulLower.
+type lowerStep struct {
+	adjoint, strict bool
+	in, out         chainVector
+}
+
+// chainVector names a vector of a chain of products.
+type chainVector int
+
+const (
+	chainX chainVector = iota // the caller's x
+	chainW                    // an intermediate, zero at the start
+	chainY                    // the result, zero at the start
+)
+
+// mulChain checks the call named what and runs steps on the backend.
+func (t *Tensor) mulChain(what string, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error) {
+	if err := t.checkArith(what); err != nil {
 		return nil, nil, err
 	}
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
-		return nil, nil, fmt.Errorf("sharding: MulLower of non-square %v", t.shape)
+		return nil, nil, fmt.Errorf("sharding: %s of non-square %v", what, t.shape)
 	}
 	if len(x) != t.Rows() {
-		return nil, nil, fmt.Errorf("sharding: MulLower of order %d by a vector of %d", t.Rows(), len(x))
+		return nil, nil, fmt.Errorf("sharding: %s of order %d by a vector of %d", what, t.Rows(), len(x))
 	}
 	if xAbs == nil {
 		xAbs = make([]float64, len(x))
@@ -42,21 +81,21 @@ func (t *Tensor) MulLower(x []complex128, xAbs []float64, adjoint, strict bool) 
 			}
 		}
 	} else if len(xAbs) != len(x) {
-		return nil, nil, fmt.Errorf("sharding: MulLower: %d magnitudes for a vector of %d", len(xAbs), len(x))
+		return nil, nil, fmt.Errorf("sharding: %s: %d magnitudes for a vector of %d", what, len(xAbs), len(x))
 	}
 	if len(x) == 0 {
 		return nil, nil, nil
 	}
-	return t.mesh.mem.mulLower(t, x, xAbs, adjoint, strict)
+	return t.mesh.mem.mulChain(t, x, xAbs, steps)
 }
 
-func (hostBackend) mulLower(t *Tensor, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64, error) {
-	return mulLowerHost(t, x, xAbs, adjoint, strict)
+func (hostBackend) mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error) {
+	return mulChainHost(t, x, xAbs, steps)
 }
 
-// mulLowerHost multiplies through a host copy of the whole matrix, in
+// mulChainHost multiplies through a host copy of the whole matrix, in
 // complex128.
-func mulLowerHost(t *Tensor, x []complex128, xAbs []float64, adjoint, strict bool) ([]complex128, []float64, error) {
+func mulChainHost(t *Tensor, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error) {
 	d, err := t.Gather()
 	if err != nil {
 		return nil, nil, err
@@ -73,21 +112,25 @@ func mulLowerHost(t *Tensor, x []complex128, xAbs []float64, adjoint, strict boo
 		at = func(k int) complex128 { return s[k] }
 	}
 	n := t.Rows()
-	y, yAbs := make([]complex128, n), make([]float64, n)
-	for i := range n {
-		for j := 0; j < i || j == i && !strict; j++ {
-			v := at(i*n + j) // row-major
-			if i == j {
-				v = complex(real(v), 0)
-			}
-			if adjoint {
-				y[j] += cmplx.Conj(v) * x[i]
-				yAbs[j] += cmplx.Abs(v) * xAbs[i]
-			} else {
-				y[i] += v * x[j]
-				yAbs[i] += cmplx.Abs(v) * xAbs[j]
+	vecs := [3][]complex128{x, make([]complex128, n), make([]complex128, n)}
+	abss := [3][]float64{xAbs, make([]float64, n), make([]float64, n)}
+	for _, st := range steps {
+		x, xAbs, y, yAbs := vecs[st.in], abss[st.in], vecs[st.out], abss[st.out]
+		for i := range n {
+			for j := 0; j < i || j == i && !st.strict; j++ {
+				v := at(i*n + j) // row-major
+				if i == j {
+					v = complex(real(v), 0)
+				}
+				if st.adjoint {
+					y[j] += cmplx.Conj(v) * x[i]
+					yAbs[j] += cmplx.Abs(v) * xAbs[i]
+				} else {
+					y[i] += v * x[j]
+					yAbs[i] += cmplx.Abs(v) * xAbs[j]
+				}
 			}
 		}
 	}
-	return y, yAbs, nil
+	return vecs[chainY], abss[chainY], nil
 }

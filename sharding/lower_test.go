@@ -10,7 +10,8 @@ import (
 )
 
 // MulLower against a direct product with the host matrix, on every mesh,
-// dtype and op, for the column block-cyclic layouts (kernels on GPU meshes)
+// dtype and op, and MulHermitian and MulCholesky against the products they
+// chain, for the column block-cyclic layouts (kernels on GPU meshes)
 // and one that goes through the host, orders that are not multiples of the
 // tile (on GPU meshes also 600: more local columns than one block row of
 // lower_mv sums on 1 and 2 devices, the second block row starting inside a
@@ -58,6 +59,27 @@ func TestMulLower(t *testing.T) {
 							require.InDelta(t, wantAbs[i], yAbs[i], tol+1e-300, "%s: yAbs[%d]", what, i)
 						}
 					}
+					// The chains, against references composed of the above.
+					what := fmt.Sprintf("seed %d %v %v n=%d %v", seed, mesh, dt, n, layout)
+					y, yAbs, err := st.MulHermitian(x, xAbs)
+					require.NoError(t, err, what)
+					lower, lowerAbs := lowerProduct(host, x, xAbs, false, false)
+					upper, upperAbs := lowerProduct(host, x, xAbs, true, true)
+					for i := range n {
+						want, wantAbs := lower[i]+upper[i], lowerAbs[i]+upperAbs[i]
+						tol := 4 * float64(n) * eps * wantAbs
+						require.LessOrEqual(t, cmplx.Abs(y[i]-want), tol, "%s: MulHermitian y[%d]", what, i)
+						require.InDelta(t, wantAbs, yAbs[i], tol+1e-300, "%s: MulHermitian yAbs[%d]", what, i)
+					}
+					y, yAbs, err = st.MulCholesky(x, xAbs)
+					require.NoError(t, err, what)
+					w, wAbs := lowerProduct(host, x, xAbs, true, false)
+					want, wantAbs := lowerProduct(host, w, wAbs, false, false)
+					for i := range n {
+						tol := 8 * float64(n) * eps * wantAbs[i] // w's rounding carried through
+						require.LessOrEqual(t, cmplx.Abs(y[i]-want[i]), tol, "%s: MulCholesky y[%d]", what, i)
+						require.InDelta(t, wantAbs[i], yAbs[i], tol+1e-300, "%s: MulCholesky yAbs[%d]", what, i)
+					}
 					st.Free()
 				}
 			}
@@ -71,6 +93,10 @@ func TestMulLower(t *testing.T) {
 	require.ErrorContains(t, err, "order 4 by a vector of 3")
 	_, _, err = sq.MulLower(make([]complex128, 4), make([]float64, 3), false, false)
 	require.ErrorContains(t, err, "3 magnitudes for a vector of 4")
+	_, _, err = sq.MulHermitian(make([]complex128, 5), nil)
+	require.ErrorContains(t, err, "MulHermitian of order 4 by a vector of 5")
+	_, _, err = sq.MulCholesky(make([]complex128, 4), make([]float64, 1))
+	require.ErrorContains(t, err, "MulCholesky: 1 magnitudes for a vector of 4")
 	rect, err := New(m, tensor.Shape{4, 3}, tensor.Float64, Cyclic(2))
 	require.NoError(t, err)
 	_, _, err = rect.MulLower(make([]complex128, 4), nil, false, false)

@@ -378,7 +378,7 @@ __device__ double2 shuffleDown(double2 v, int d) {
   return make_double2(__shfl_down_sync(0xffffffff, v.x, d), __shfl_down_sync(0xffffffff, v.y, d));
 }
 
-// lowerMhv: y(j) = Σ_i conj(tril(A)(i, j))·x(i) for each of this device's
+// lowerMhv: y(j) += Σ_i conj(tril(A)(i, j))·x(i) for each of this device's
 // columns j, one warp per column (MHV_WARPS columns per block of 32·MHV_WARPS
 // threads), its sums reduced by shuffles; y's other entries are left as
 // they are.
@@ -406,9 +406,9 @@ __device__ void lowerMhv(const T *a, long long n, long long tile, long long ndev
     acc = add(acc, shuffleDown(acc, d));
     accAbs += shuffleDown(accAbs, d);
   }
-  if (lane == 0) {
-    y[j] = acc;
-    yabs[j] = accAbs;
+  if (lane == 0) { // one warp per column: no other thread adds to y[j]
+    y[j] = add(y[j], acc);
+    yabs[j] += accAbs;
   }
 }
 
