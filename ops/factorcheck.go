@@ -16,10 +16,10 @@ import (
 // library mgla cannot look inside, with one random vector v: L·(Lᴴ·v) must
 // equal A·v to within the rounding errors of the factorization and the
 // products. A wrong panel update anywhere in the factor changes L·Lᴴ·v with
-// probability one. The products (sharding.Tensor.MulLower) read the lower
-// triangle four times on the devices that hold it, two before the
-// factorization and two after: n² work against the factorization's n³/3,
-// measured at 6–9% of potrf at N = 32768 on 4 H100s (BENCHMARKS.md).
+// probability one. The products (sharding.Tensor.MulHermitian before the
+// factorization, MulCholesky after) read the lower triangle four times on
+// the devices that hold it, in two round trips: n² work against the
+// factorization's n³/3 (BENCHMARKS.md has its cost).
 type factorCheck struct {
 	v, av []complex128 // v and A·v
 	avAbs []float64    // |A|·|v|
@@ -46,18 +46,9 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 		}
 		c.v[i] = complex(re, im)
 	}
-	lower, lowerAbs, err := a.MulLower(c.v, nil, false, false)
-	if err != nil {
+	var err error
+	if c.av, c.avAbs, err = a.MulHermitian(c.v, nil); err != nil {
 		return nil, err
-	}
-	upper, upperAbs, err := a.MulLower(c.v, nil, true, true)
-	if err != nil {
-		return nil, err
-	}
-	c.av, c.avAbs = lower, lowerAbs
-	for i := range c.av {
-		c.av[i] += upper[i]
-		c.avAbs[i] += upperAbs[i]
 	}
 	return c, nil
 }
@@ -68,11 +59,7 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 // products; a larger difference, or NaN, is an error wrapping
 // kernels.ErrWrongResult that names the worst row.
 func (c *factorCheck) verify(l *sharding.Tensor) error {
-	w, wAbs, err := l.MulLower(c.v, nil, true, false)
-	if err != nil {
-		return err
-	}
-	y, yAbs, err := l.MulLower(w, wAbs, false, false)
+	y, yAbs, err := l.MulCholesky(c.v, nil)
 	if err != nil {
 		return err
 	}
