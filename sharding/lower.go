@@ -16,11 +16,11 @@ import (
 // vectors of complex128 whatever t's dtype (x is rounded to it on the
 // devices, which accumulate in it); every device multiplies by its own
 // columns and the shares are summed on the host. MulHermitian and
-// MulCholesky chain two such products in one pass over the devices: checks
-// of a distributed factorization that read the matrix, not factor it. On
-// GPU meshes the order of the additions varies from call to call (the
-// kernels add partial sums atomically), so y may change in its last bits;
-// yAbs bounds that.
+// MulCholesky chain two such products with one round trip to the devices:
+// checks of a distributed factorization that read the matrix, not factor
+// it. On GPU meshes the order of the additions varies from call to call
+// (the kernels add partial sums atomically), so y may change in its last
+// bits; yAbs bounds that.
 func (t *Tensor) MulLower(x []complex128, xAbs []float64, adjoint, strict bool) (y []complex128, yAbs []float64, err error) {
 	return t.mulChain("MulLower", x, xAbs, []lowerStep{{adjoint, strict, chainX, chainY}})
 }
