@@ -31,7 +31,8 @@ var rowBandBytes = stageBytes
 // gpuDevice is the per-GPU state of the backend, made on first use and kept
 // for the life of the process: mgla's kernels loaded into the primary
 // context and nslots staging slots (pinned host memory, device scratch, an
-// event) for host transfers (MulLower moves its vectors through the first).
+// event) for host transfers (MulLower and its chains keep their vectors in
+// the first).
 // mu serializes transfers and the slots' other users on the GPU. Kernels and
 // copies go to the device's legacy default stream, so that they are ordered
 // with the allocator's memsets and the peer copies of relayouts.
