@@ -30,7 +30,9 @@
 // buffers (Buffer, HostBuffer, DeviceBuffer), the host ↔ device transfers
 // (Put, Load, Gather, RegisterHost), and the backends that run a plan and
 // the few element-wise kernels (triangle zeroing, mirroring, NaN and
-// zero-pivot checks, axpy) on shards: host copies on CPU meshes; with
+// zero-pivot checks, axpy) and the products with a lower triangle that
+// check a factor (MulLower, MulHermitian, MulCholesky) on shards: host
+// copies on CPU meshes; with
 // mglacuda, the CUDA driver (gorgonia.org/cu), mgla's PTX kernels and the
 // runtime helpers of the cuSolverMg shim. It may import cyclic and the
 // kernels packages (the kernel API's errors; with mglacuda, the CUDA shim and
