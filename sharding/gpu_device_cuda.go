@@ -39,7 +39,7 @@ var rowBandBytes = stageBytes
 type gpuDevice struct {
 	mu     sync.Mutex
 	id     int
-	fns    map[string]cu.Function
+	fns    map[string]kernelFunc
 	stream cu.Stream // the zero Stream: the legacy default stream
 	// copies and kernels are the two streams of row-band transfers, so
 	// that a band's DMA overlaps the previous band's kernel.
@@ -95,18 +95,11 @@ func deviceState(id int) (*gpuDevice, error) {
 	if g, ok := gpuDevs[id]; ok {
 		return g, nil
 	}
-	mod, err := cu.LoadData(ptx.Source)
+	fns, err := loadKernels(ptx.Source, ptx.Names())
 	if err != nil {
 		return nil, fmt.Errorf("sharding: loading mgla's PTX kernels on gpu:%d: %w", id, err)
 	}
-	g := &gpuDevice{id: id, fns: map[string]cu.Function{}}
-	for _, name := range ptx.Names() {
-		fn, err := mod.Function(name)
-		if err != nil {
-			return nil, fmt.Errorf("sharding: kernel %s on gpu:%d: %w", name, id, err)
-		}
-		g.fns[name] = fn
-	}
+	g := &gpuDevice{id: id, fns: fns}
 	for s := range g.slots {
 		slot := &g.slots[s]
 		if slot.host, err = cusolver.HostAlloc(stageBytes); err != nil {
@@ -143,11 +136,7 @@ func (g *gpuDevice) launchOn(stream cu.Stream, name string, gridX, gridY, blockX
 	if !ok {
 		return fmt.Errorf("sharding: no kernel %q", name)
 	}
-	params := make([]unsafe.Pointer, len(args))
-	for i := range args {
-		params[i] = unsafe.Pointer(&args[i])
-	}
-	if err := fn.Launch(gridX, gridY, 1, blockX, blockY, 1, 0, stream, params); err != nil {
+	if err := launchKernel(fn, stream, gridX, gridY, blockX, blockY, args); err != nil {
 		return fmt.Errorf("sharding: launching %s on gpu:%d: %w", name, g.id, err)
 	}
 	return nil
