@@ -684,7 +684,28 @@ func (gpuBackend) mirrorLower(t *Tensor) error {
 		ptrs[d] = uint64(t.shards[d].(*DeviceBuffer).ptr)
 	}
 	name := ptx.Mirror[typeLetter(t.dtype)]
-	return perDevice(ndev, func(d int) error {
+	return eachColumnDevice(t, func(d, lcols int, _ *DeviceBuffer, g *gpuDevice) error {
+		table, err := cu.MemAlloc(int64(8 * ndev))
+		if err != nil {
+			return err
+		}
+		defer cu.MemFree(table)
+		if err := cu.MemcpyHtoD(table, unsafe.Pointer(&ptrs[0]), int64(8*ndev)); err != nil {
+			return err
+		}
+		if err := g.launch(name, ceilDiv(n, 32), ceilDiv(lcols, 32), 32, 8,
+			uint64(table), uint64(d), uint64(ndev), uint64(n), uint64(t.layout.Tile), uint64(lcols)); err != nil {
+			return err
+		}
+		return cu.Synchronize()
+	})
+}
+
+// eachColumnDevice runs fn for every device that holds columns of t (lcols
+// of them, in shard db), the devices concurrently, each on a thread of its
+// own with its context current and its state g.
+func eachColumnDevice(t *Tensor, fn func(d, lcols int, db *DeviceBuffer, g *gpuDevice) error) error {
+	return perDevice(t.mesh.Size(), func(d int) error {
 		db := t.shards[d].(*DeviceBuffer)
 		_, lcols := t.LocalShape(d)
 		if lcols == 0 {
@@ -695,19 +716,7 @@ func (gpuBackend) mirrorLower(t *Tensor) error {
 			if err != nil {
 				return err
 			}
-			table, err := cu.MemAlloc(int64(8 * ndev))
-			if err != nil {
-				return err
-			}
-			defer cu.MemFree(table)
-			if err := cu.MemcpyHtoD(table, unsafe.Pointer(&ptrs[0]), int64(8*ndev)); err != nil {
-				return err
-			}
-			if err := g.launch(name, ceilDiv(n, 32), ceilDiv(lcols, 32), 32, 8,
-				uint64(table), uint64(d), uint64(ndev), uint64(n), uint64(t.layout.Tile), uint64(lcols)); err != nil {
-				return err
-			}
-			return cu.Synchronize()
+			return fn(d, lcols, db, g)
 		})
 	})
 }

@@ -55,60 +55,50 @@ func (gpuBackend) mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lo
 	}
 	y, yAbs := make([]complex128, n), make([]float64, n)
 	var sumMu sync.Mutex
-	err := perDevice(ndev, func(d int) error {
-		db := t.shards[d].(*DeviceBuffer)
-		_, lcols := t.LocalShape(d)
-		if lcols == 0 {
-			return nil
+	err := eachColumnDevice(t, func(d, lcols int, db *DeviceBuffer, g *gpuDevice) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		slot := &g.slots[0]
+		host := func(o int) unsafe.Pointer { return unsafe.Add(slot.host, o) }
+		dev := func(o int) cu.DevicePtr { return slot.dev + cu.DevicePtr(o) }
+		putComplex(host(off(chainX)), t.dtype, x)
+		putReal(host(offAbs(chainX)), realSize, xAbs)
+		if err := cu.MemcpyHtoDAsync(dev(off(chainX)), host(off(chainX)), int64(n*elem), g.stream); err != nil {
+			return err
 		}
-		return onDevice(db.dev, func() error {
-			g, err := deviceState(db.dev.ID)
+		if err := cu.MemcpyHtoDAsync(dev(offAbs(chainX)), host(offAbs(chainX)), int64(n*realSize), g.stream); err != nil {
+			return err
+		}
+		if err := cu.MemsetD32Async(dev(off(chainW)), 0, int64(2*n*(elem+realSize)/4), g.stream); err != nil {
+			return err
+		}
+		for _, st := range steps {
+			args := []uint64{uint64(db.ptr), uint64(n), uint64(t.layout.Tile), uint64(ndev), uint64(d), uint64(lcols),
+				uint64(dev(off(st.in))), uint64(dev(offAbs(st.in))), uint64(dev(off(st.out))), uint64(dev(offAbs(st.out))), 0}
+			if st.strict {
+				args[len(args)-1] = 1
+			}
+			var err error
+			if st.adjoint {
+				err = g.launch(ptx.LowerMhv[typeLetter(t.dtype)], ceilDiv(lcols, mhvWarps), 1, 32*mhvWarps, 1, args...)
+			} else {
+				err = g.launch(ptx.LowerMv[typeLetter(t.dtype)], ceilDiv(n, 256), ceilDiv(lcols, mvCols), 256, 1, args...)
+			}
 			if err != nil {
 				return err
 			}
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			slot := &g.slots[0]
-			host := func(o int) unsafe.Pointer { return unsafe.Add(slot.host, o) }
-			dev := func(o int) cu.DevicePtr { return slot.dev + cu.DevicePtr(o) }
-			putComplex(host(off(chainX)), t.dtype, x)
-			putReal(host(offAbs(chainX)), realSize, xAbs)
-			if err := cu.MemcpyHtoDAsync(dev(off(chainX)), host(off(chainX)), int64(n*elem), g.stream); err != nil {
-				return err
-			}
-			if err := cu.MemcpyHtoDAsync(dev(offAbs(chainX)), host(offAbs(chainX)), int64(n*realSize), g.stream); err != nil {
-				return err
-			}
-			if err := cu.MemsetD32Async(dev(off(chainW)), 0, int64(2*n*(elem+realSize)/4), g.stream); err != nil {
-				return err
-			}
-			for _, st := range steps {
-				args := []uint64{uint64(db.ptr), uint64(n), uint64(t.layout.Tile), uint64(ndev), uint64(d), uint64(lcols),
-					uint64(dev(off(st.in))), uint64(dev(offAbs(st.in))), uint64(dev(off(st.out))), uint64(dev(offAbs(st.out))), 0}
-				if st.strict {
-					args[len(args)-1] = 1
-				}
-				if st.adjoint {
-					err = g.launch(ptx.LowerMhv[typeLetter(t.dtype)], ceilDiv(lcols, mhvWarps), 1, 32*mhvWarps, 1, args...)
-				} else {
-					err = g.launch(ptx.LowerMv[typeLetter(t.dtype)], ceilDiv(n, 256), ceilDiv(lcols, mvCols), 256, 1, args...)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			if err := cu.MemcpyDtoHAsync(host(off(chainY)), dev(off(chainY)), int64(n*(elem+realSize)), g.stream); err != nil {
-				return err
-			}
-			if err := g.stream.Synchronize(); err != nil {
-				return err
-			}
-			sumMu.Lock()
-			defer sumMu.Unlock()
-			addComplex(y, host(off(chainY)), t.dtype)
-			addReal(yAbs, host(offAbs(chainY)), realSize)
-			return nil
-		})
+		}
+		if err := cu.MemcpyDtoHAsync(host(off(chainY)), dev(off(chainY)), int64(n*(elem+realSize)), g.stream); err != nil {
+			return err
+		}
+		if err := g.stream.Synchronize(); err != nil {
+			return err
+		}
+		sumMu.Lock()
+		defer sumMu.Unlock()
+		addComplex(y, host(off(chainY)), t.dtype)
+		addReal(yAbs, host(offAbs(chainY)), realSize)
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
