@@ -4,6 +4,8 @@ package sharding
 
 /*
 #cgo LDFLAGS: -lcuda
+#cgo noescape mgla_launch
+#cgo nocallback mgla_launch
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda.h>
@@ -15,7 +17,8 @@ static CUresult mgla_load_module(CUmodule *mod, const char *image) {
 
 // mgla_launch launches f with nargs 64-bit kernel parameters. The array of
 // parameter addresses that cuLaunchKernel takes is built here, in C: Go
-// must not store pointers into C memory (see launchKernel).
+// must not store pointers into C memory (see launchKernel). cuLaunchKernel
+// copies the parameters before it returns, so args is not kept.
 static CUresult mgla_launch(CUfunction f, unsigned gx, unsigned gy, unsigned bx, unsigned by,
 		CUstream s, const uint64_t *args, int nargs) {
 	void *params[16];
