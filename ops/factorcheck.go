@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mgla/mgla/kernels"
@@ -20,18 +21,33 @@ import (
 // factorization, MulCholesky after) read the lower triangle four times on
 // the devices that hold it, in two round trips: n² work against the
 // factorization's n³/3 (BENCHMARKS.md has its cost).
+//
+// The check's vectors come from a pool and go back to it (release): the
+// first writes into fresh memory cost more than the products (page faults,
+// 3–4 ms for the check's seven vectors at n = 32768 on the H100 hosts).
 type factorCheck struct {
-	v, av []complex128 // v and A·v
-	avAbs []float64    // |A|·|v|
-	eps   float64      // machine epsilon of the dtype
+	v, av, y    []complex128 // v, A·v and L·(Lᴴ·v)
+	vAbs, avAbs []float64    // |v| and |A|·|v|
+	yAbs        []float64    // |L|·(|Lᴴ|·|v|)
+	eps         float64      // machine epsilon of the dtype
 }
+
+// factorChecks holds released checks for reuse.
+var factorChecks sync.Pool
 
 // newFactorCheck draws v and computes A·v from a, which holds the Hermitian
 // matrix A in its lower triangle (the factorization's input, before it is
 // overwritten).
 func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 	n := a.Rows()
-	c := &factorCheck{v: make([]complex128, n), eps: 0x1p-52}
+	c, _ := factorChecks.Get().(*factorCheck)
+	if c == nil || cap(c.v) < n {
+		c = &factorCheck{v: make([]complex128, n), av: make([]complex128, n), y: make([]complex128, n),
+			vAbs: make([]float64, n), avAbs: make([]float64, n), yAbs: make([]float64, n)}
+	}
+	c.v, c.av, c.y = c.v[:n], c.av[:n], c.y[:n]
+	c.vAbs, c.avAbs, c.yAbs = c.vAbs[:n], c.avAbs[:n], c.yAbs[:n]
+	c.eps = 0x1p-52
 	single := a.Dtype() == tensor.Float32 || a.Dtype() == tensor.Complex64
 	if single {
 		c.eps = 0x1p-23
@@ -45,13 +61,17 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 			re, im = float64(float32(re)), float64(float32(im))
 		}
 		c.v[i] = complex(re, im)
+		c.vAbs[i] = cmplx.Abs(c.v[i])
 	}
-	var err error
-	if c.av, c.avAbs, err = a.MulHermitian(c.v, nil); err != nil {
+	if err := a.MulHermitianInto(c.av, c.avAbs, c.v, c.vAbs); err != nil {
+		c.release()
 		return nil, err
 	}
 	return c, nil
 }
+
+// release returns c to the pool; c must not be used after.
+func (c *factorCheck) release() { factorChecks.Put(c) }
 
 // verify compares L·(Lᴴ·v) with A·v, L being the lower triangle of l. Row i
 // may differ by 4(n+2)·eps·(|A|·|v| + |L|·|Lᴴ|·|v|)(i), a bound on the
@@ -59,10 +79,10 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 // products; a larger difference, or NaN, is an error wrapping
 // kernels.ErrWrongResult that names the worst row.
 func (c *factorCheck) verify(l *sharding.Tensor) error {
-	y, yAbs, err := l.MulCholesky(c.v, nil)
-	if err != nil {
+	if err := l.MulCholeskyInto(c.y, c.yAbs, c.v, c.vAbs); err != nil {
 		return err
 	}
+	y, yAbs := c.y, c.yAbs
 	n := len(c.v)
 	worst, worstRow, wrong := 0.0, -1, 0
 	for i := range n {

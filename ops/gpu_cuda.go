@@ -222,6 +222,7 @@ func (s gpuSolver) meshPotrf(a, l *sharding.Tensor) error {
 	if err != nil {
 		return err
 	}
+	defer check.release()
 	for attempt := 1; ; attempt++ {
 		if err := mgCall(l, func(h *cusolver.Mg, p []uintptr) error {
 			return notPD(h.Potrf(a.Dtype(), a.Rows(), l.Layout().Tile, p), a, l)

@@ -237,6 +237,7 @@ func BenchmarkFactorCheck(b *testing.B) {
 		c, err := newFactorCheck(a)
 		require.NoError(b, err)
 		require.NoError(b, c.verify(l))
+		c.release()
 		potrf, check = potrf+t1.Sub(t0), check+time.Since(t1)
 	}
 	b.ReportMetric(potrf.Seconds()*1e3/float64(b.N), "potrf-ms")

@@ -31,13 +31,13 @@ func typeLetter(dt tensor.Dtype) byte {
 // column block-cyclic matrix (other layouts go through the host), and sums
 // the devices' shares of y on the host. Each device holds the chain's
 // vectors in its first staging slot (x and xAbs up, y and yAbs down, on its
-// stream, one synchronization) and adds its share to the result from there:
-// no host allocation but the result's. An intermediate stays on the device:
+// stream, one synchronization) and adds its share to y from there: no host
+// allocation. An intermediate stays on the device:
 // the adjoint product leaves each device the entries of its own columns,
 // and the product that follows reads no others.
-func (gpuBackend) mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error) {
+func (gpuBackend) mulChain(t *Tensor, y []complex128, yAbs []float64, x []complex128, xAbs []float64, steps []lowerStep) error {
 	if t.layout.Kind != cyclic.ColCyclic {
-		return mulChainHost(t, x, xAbs, steps)
+		return mulChainHost(t, y, yAbs, x, xAbs, steps)
 	}
 	n, ndev := t.Rows(), t.mesh.Size()
 	elem, realSize := int(t.dtype.Size()), int(t.dtype.Size())
@@ -51,11 +51,10 @@ func (gpuBackend) mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lo
 	offAbs := func(v chainVector) int { return 3*n*elem + int(chainY-v)*n*realSize }
 	slotBytes := 3 * n * (elem + realSize)
 	if slotBytes > stageBytes {
-		return nil, nil, fmt.Errorf("sharding: products of order %d need %d bytes of vectors, more than a staging slot's %d", n, slotBytes, stageBytes)
+		return fmt.Errorf("sharding: products of order %d need %d bytes of vectors, more than a staging slot's %d", n, slotBytes, stageBytes)
 	}
-	y, yAbs := make([]complex128, n), make([]float64, n)
 	var sumMu sync.Mutex
-	err := eachColumnDevice(t, func(d, lcols int, db *DeviceBuffer, g *gpuDevice) error {
+	return eachColumnDevice(t, func(d, lcols int, db *DeviceBuffer, g *gpuDevice) error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		slot := &g.slots[0]
@@ -100,10 +99,6 @@ func (gpuBackend) mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lo
 		addReal(yAbs, host(offAbs(chainY)), realSize)
 		return nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return y, yAbs, nil
 }
 
 // putComplex writes x, rounded to dtype dt, at p.

@@ -34,8 +34,8 @@ type backend interface {
 	// or zero (true: read it to see).
 	diagonalSuspect(t *Tensor) (bool, error)
 	// mulChain runs the products of MulLower, MulHermitian or
-	// MulCholesky after their checks.
-	mulChain(t *Tensor, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error)
+	// MulCholesky after their checks, adding the results to y and yAbs.
+	mulChain(t *Tensor, y []complex128, yAbs []float64, x []complex128, xAbs []float64, steps []lowerStep) error
 }
 
 // HostBuffer is a shard in host memory: a slice of one of Dtypes or

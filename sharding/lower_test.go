@@ -45,41 +45,58 @@ func TestMulLower(t *testing.T) {
 						xAbs[i] = 1 + rng.Float64()
 					}
 				}
+				// Each product allocating its results and into vectors that
+				// hold garbage, both against the reference.
+				yInto, yAbsInto := make([]complex128, n), make([]float64, n)
+				fill := func() {
+					for i := range yInto {
+						yInto[i], yAbsInto[i] = complex(rng.NormFloat64(), 1), rng.NormFloat64()
+					}
+				}
+				check := func(what string, y []complex128, yAbs []float64, want []complex128, wantAbs []float64, scale float64) {
+					t.Helper()
+					for i := range n {
+						tol := scale * float64(n) * eps * wantAbs[i]
+						require.LessOrEqual(t, cmplx.Abs(y[i]-want[i]), tol, "%s: y[%d]", what, i)
+						require.InDelta(t, wantAbs[i], yAbs[i], tol+1e-300, "%s: yAbs[%d]", what, i)
+					}
+				}
 				for _, layout := range []Layout{Cyclic(3), Cyclic(64), RowBlocks()} {
 					st, err := Put(host, mesh, layout)
 					require.NoError(t, err)
 					for _, op := range []struct{ adjoint, strict bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
 						what := fmt.Sprintf("seed %d %v %v n=%d %v adjoint=%v strict=%v", seed, mesh, dt, n, layout, op.adjoint, op.strict)
+						want, wantAbs := lowerProduct(host, x, xAbs, op.adjoint, op.strict)
 						y, yAbs, err := st.MulLower(x, xAbs, op.adjoint, op.strict)
 						require.NoError(t, err, what)
-						want, wantAbs := lowerProduct(host, x, xAbs, op.adjoint, op.strict)
-						for i := range n {
-							tol := 4 * float64(n) * eps * wantAbs[i]
-							require.LessOrEqual(t, cmplx.Abs(y[i]-want[i]), tol, "%s: y[%d]", what, i)
-							require.InDelta(t, wantAbs[i], yAbs[i], tol+1e-300, "%s: yAbs[%d]", what, i)
-						}
+						check(what, y, yAbs, want, wantAbs, 4)
+						fill()
+						require.NoError(t, st.MulLowerInto(yInto, yAbsInto, x, xAbs, op.adjoint, op.strict), what)
+						check(what+" Into", yInto, yAbsInto, want, wantAbs, 4)
 					}
 					// The chains, against references composed of the above.
 					what := fmt.Sprintf("seed %d %v %v n=%d %v", seed, mesh, dt, n, layout)
-					y, yAbs, err := st.MulHermitian(x, xAbs)
-					require.NoError(t, err, what)
 					lower, lowerAbs := lowerProduct(host, x, xAbs, false, false)
 					upper, upperAbs := lowerProduct(host, x, xAbs, true, true)
+					want, wantAbs := make([]complex128, n), make([]float64, n)
 					for i := range n {
-						want, wantAbs := lower[i]+upper[i], lowerAbs[i]+upperAbs[i]
-						tol := 4 * float64(n) * eps * wantAbs
-						require.LessOrEqual(t, cmplx.Abs(y[i]-want), tol, "%s: MulHermitian y[%d]", what, i)
-						require.InDelta(t, wantAbs, yAbs[i], tol+1e-300, "%s: MulHermitian yAbs[%d]", what, i)
+						want[i], wantAbs[i] = lower[i]+upper[i], lowerAbs[i]+upperAbs[i]
 					}
+					y, yAbs, err := st.MulHermitian(x, xAbs)
+					require.NoError(t, err, what)
+					check(what+" MulHermitian", y, yAbs, want, wantAbs, 4)
+					fill()
+					require.NoError(t, st.MulHermitianInto(yInto, yAbsInto, x, xAbs), what)
+					check(what+" MulHermitianInto", yInto, yAbsInto, want, wantAbs, 4)
+
+					w, wAbs := lowerProduct(host, x, xAbs, true, false)
+					want, wantAbs = lowerProduct(host, w, wAbs, false, false)
 					y, yAbs, err = st.MulCholesky(x, xAbs)
 					require.NoError(t, err, what)
-					w, wAbs := lowerProduct(host, x, xAbs, true, false)
-					want, wantAbs := lowerProduct(host, w, wAbs, false, false)
-					for i := range n {
-						tol := 8 * float64(n) * eps * wantAbs[i] // w's rounding carried through
-						require.LessOrEqual(t, cmplx.Abs(y[i]-want[i]), tol, "%s: MulCholesky y[%d]", what, i)
-						require.InDelta(t, wantAbs[i], yAbs[i], tol+1e-300, "%s: MulCholesky yAbs[%d]", what, i)
-					}
+					check(what+" MulCholesky", y, yAbs, want, wantAbs, 8) // w's rounding carried through
+					fill()
+					require.NoError(t, st.MulCholeskyInto(yInto, yAbsInto, x, xAbs), what)
+					check(what+" MulCholeskyInto", yInto, yAbsInto, want, wantAbs, 8)
 					st.Free()
 				}
 			}
@@ -105,6 +122,41 @@ func TestMulLower(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = ints.MulLower(make([]complex128, 4), nil, false, false)
 	require.ErrorContains(t, err, "unsupported dtype int32")
+	// Results of the wrong size or over the inputs: an error, and the
+	// results as they were.
+	x, xAbs := []complex128{1, 2, 3, 4}, []float64{1, 2, 3, 4}
+	y, yAbs := []complex128{9, 9, 9, 9}, []float64{9, 9, 9, 9}
+	for _, bad := range []struct {
+		err  error
+		want string
+	}{
+		{sq.MulLowerInto(y[:3], yAbs, x, xAbs, false, false), "MulLowerInto: results of 3 and 4 for order 4"},
+		{sq.MulHermitianInto(y, yAbs[:1], x, nil), "MulHermitianInto: results of 4 and 1 for order 4"},
+		{sq.MulCholeskyInto(x, yAbs, x, xAbs), "MulCholeskyInto: the results overlap"},
+		{sq.MulLowerInto(y, yAbs, x, yAbs, false, false), "the results overlap"},
+	} {
+		require.ErrorContains(t, bad.err, bad.want)
+	}
+	require.Equal(t, []complex128{9, 9, 9, 9}, y)
+	require.Equal(t, []float64{9, 9, 9, 9}, yAbs)
+	require.Equal(t, []complex128{1, 2, 3, 4}, x)
+}
+
+func TestOverlap(t *testing.T) {
+	a := make([]float64, 10)
+	for _, c := range []struct {
+		x, y []float64
+		want bool
+	}{
+		{a[0:5], a[5:10], false},
+		{a[0:6], a[5:10], true},
+		{a[5:10], a[0:6], true},
+		{a[2:3], a[0:10], true},
+		{a[0:0], a[0:10], false},
+		{a[0:5], make([]float64, 5), false},
+	} {
+		require.Equal(t, c.want, overlap(c.x, c.y), "%v %v", c.x, c.y)
+	}
 }
 
 // lowerProduct is the reference: the product with the lower triangle of
