@@ -31,10 +31,11 @@
 // (Put, Load, Gather, RegisterHost), and the backends that run a plan and
 // the few element-wise kernels (triangle zeroing, mirroring, NaN and
 // zero-pivot checks, axpy) and the products with a lower triangle that
-// check a factor (MulLower, MulHermitian, MulCholesky) on shards: host
-// copies on CPU meshes; with
-// mglacuda, the CUDA driver (gorgonia.org/cu), mgla's PTX kernels and the
-// runtime helpers of the cuSolverMg shim. It may import cyclic and the
+// check a factor (MulLower, MulHermitian, MulCholesky, and their Into forms
+// that reuse the caller's vectors) on shards: host copies on CPU meshes;
+// with mglacuda, the CUDA driver (gorgonia.org/cu; kernels launch through
+// the package's own cgo launcher), mgla's PTX kernels and the runtime
+// helpers of the cuSolverMg shim. It may import cyclic and the
 // kernels packages (the kernel API's errors; with mglacuda, the CUDA shim and
 // the PTX); never ops, collective or the root package, which build on it.
 package sharding
