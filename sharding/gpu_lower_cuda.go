@@ -53,7 +53,9 @@ func (gpuBackend) mulChain(t *Tensor, y []complex128, yAbs []float64, x []comple
 	if slotBytes > stageBytes {
 		return fmt.Errorf("sharding: products of order %d need %d bytes of vectors, more than a staging slot's %d", n, slotBytes, stageBytes)
 	}
-	var sumMu sync.Mutex
+	// The devices add their shares into y by stripes of rows, each device
+	// starting at its own stripe, so that they add at once.
+	stripes := make([]sync.Mutex, ndev)
 	return eachColumnDevice(t, func(d, lcols int, db *DeviceBuffer, g *gpuDevice) error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -93,10 +95,14 @@ func (gpuBackend) mulChain(t *Tensor, y []complex128, yAbs []float64, x []comple
 		if err := g.stream.Synchronize(); err != nil {
 			return err
 		}
-		sumMu.Lock()
-		defer sumMu.Unlock()
-		addComplex(y, host(off(chainY)), t.dtype)
-		addReal(yAbs, host(offAbs(chainY)), realSize)
+		for k := range ndev {
+			s := (d + k) % ndev
+			lo, hi := s*n/ndev, (s+1)*n/ndev
+			stripes[s].Lock()
+			addComplex(y[lo:hi], host(off(chainY)+lo*elem), t.dtype)
+			addReal(yAbs[lo:hi], host(offAbs(chainY)+lo*realSize), realSize)
+			stripes[s].Unlock()
+		}
 		return nil
 	})
 }
