@@ -91,11 +91,8 @@ const (
 	chainY                    // the result, zero at the start
 )
 
-// newProducts runs steps into new result vectors.
+// newProducts runs steps into new result vectors (mulChain checks the call).
 func (t *Tensor) newProducts(what string, x []complex128, xAbs []float64, steps []lowerStep) ([]complex128, []float64, error) {
-	if err := t.checkProduct(what, x); err != nil {
-		return nil, nil, err
-	}
 	y, yAbs := make([]complex128, len(x)), make([]float64, len(x))
 	if err := t.mulChain(what, y, yAbs, x, xAbs, steps); err != nil {
 		return nil, nil, err
@@ -103,8 +100,9 @@ func (t *Tensor) newProducts(what string, x []complex128, xAbs []float64, steps 
 	return y, yAbs, nil
 }
 
-// checkProduct checks that t can multiply x.
-func (t *Tensor) checkProduct(what string, x []complex128) error {
+// mulChain checks the call named what, zeroes y and yAbs and runs steps on
+// the backend.
+func (t *Tensor) mulChain(what string, y []complex128, yAbs []float64, x []complex128, xAbs []float64, steps []lowerStep) error {
 	if err := t.checkArith(what); err != nil {
 		return err
 	}
@@ -113,15 +111,6 @@ func (t *Tensor) checkProduct(what string, x []complex128) error {
 	}
 	if len(x) != t.Rows() {
 		return fmt.Errorf("sharding: %s of order %d by a vector of %d", what, t.Rows(), len(x))
-	}
-	return nil
-}
-
-// mulChain checks the call named what, zeroes y and yAbs and runs steps on
-// the backend.
-func (t *Tensor) mulChain(what string, y []complex128, yAbs []float64, x []complex128, xAbs []float64, steps []lowerStep) error {
-	if err := t.checkProduct(what, x); err != nil {
-		return err
 	}
 	if xAbs == nil {
 		xAbs = make([]float64, len(x))
