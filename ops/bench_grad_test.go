@@ -28,15 +28,7 @@ func BenchmarkPotrsBackward(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	// A diagonally dominant SPD matrix.
-	a := make([]float64, n*n)
-	for i := range n {
-		for j := range i {
-			v := rng.Float64()*2 - 1
-			a[i*n+j], a[j*n+i] = v, v
-		}
-		a[i*n+i] = float64(n)
-	}
+	a := diagonallyDominant(rng, n)
 	y := make([]float64, n)
 	w := make([]float64, n)
 	for i := range y {
@@ -85,4 +77,18 @@ func BenchmarkPotrsBackward(b *testing.B) {
 	b.ReportMetric(mfb.Seconds()*1e3, "fwd+bwd-ms")
 	b.ReportMetric(float64(mfb-mf)/float64(mf), "bwd/fwd")
 	b.ReportMetric(float64(mfb)/float64(mf), "fwd+bwd/fwd")
+}
+
+// diagonallyDominant is a row-major n×n symmetric matrix with entries in
+// [-1, 1) off the diagonal and n on it: positive definite.
+func diagonallyDominant(rng *rand.Rand, n int) []float64 {
+	a := make([]float64, n*n)
+	for i := range n {
+		for j := range i {
+			v := rng.Float64()*2 - 1
+			a[i*n+j], a[j*n+i] = v, v
+		}
+		a[i*n+i] = float64(n)
+	}
+	return a
 }

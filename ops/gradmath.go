@@ -186,7 +186,8 @@ func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgoni
 		return err
 	}
 	// The operands are read: dst may now be out's own shard.
-	dst := writable[T](out)
+	dst, release := writable[T](out)
+	defer release()
 	if err := gradCompute(kind, n, mats, cols, vals, dst); err != nil {
 		return err
 	}
@@ -399,7 +400,7 @@ func gMatrixOf[T gradReal](v gorgonia.Value, rows int) ([]T, int, error) {
 		if x.Rows() != rows {
 			return nil, 0, fmt.Errorf("%v has %d rows, want %d", x, x.Rows(), rows)
 		}
-		g, err := colMajor[T](x, true)
+		g, _, err := colMajor[T](x, true) // not given back: the pool takes only what is released
 		return g, x.Cols(), err
 	case tensor.Tensor:
 		d, err := toHost(x)

@@ -2,6 +2,8 @@ package ops
 
 import (
 	"fmt"
+	"math/bits"
+	"sync"
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/sharding"
@@ -11,18 +13,21 @@ import (
 // colMajor returns the global column-major copy (leading dimension = rows) of
 // a sharded tensor, for the host kernels. On a one-device mesh in a column
 // layout the shard already is that matrix: with alias set it is returned
-// without a copy, and the caller must not modify it.
-func colMajor[T any](t *sharding.Tensor, alias bool) ([]T, error) {
+// without a copy, and the caller must not modify it. The copy of the shards
+// of a CPU mesh of several devices is lent by the scratch pool: release
+// gives it back once the kernel is done with it (for the other results
+// release does nothing).
+func colMajor[T any](t *sharding.Tensor, alias bool) (g []T, release func(), err error) {
 	rows, cols := t.Rows(), t.Cols()
 	if t.Mesh().Kind() != sharding.CPU {
 		// Other meshes: through a row-major host copy.
 		d, err := t.Gather()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rm, ok := d.Data().([]T)
 		if !ok {
-			return nil, fmt.Errorf("ops: gathered %T", d.Data())
+			return nil, nil, fmt.Errorf("ops: gathered %T", d.Data())
 		}
 		g := make([]T, rows*cols)
 		for i := range rows {
@@ -30,21 +35,21 @@ func colMajor[T any](t *sharding.Tensor, alias bool) ([]T, error) {
 				g[i+j*rows] = rm[i*cols+j]
 			}
 		}
-		return g, nil
+		return g, keep, nil
 	}
 	sh, err := sharding.HostShards[T](t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(sh) == 1 && t.Layout().Kind != cyclic.RowBlocks {
 		if alias {
-			return sh[0], nil
+			return sh[0], keep, nil
 		}
-		return append([]T(nil), sh[0]...), nil
+		return append([]T(nil), sh[0]...), keep, nil
 	}
-	g := make([]T, rows*cols)
+	g, release = lend[T](rows * cols)
 	cyclic.Gather(t.Layout(), rows, cols, len(sh), sh, g, rows, false)
-	return g, nil
+	return g, release, nil
 }
 
 // storeColMajor writes a global column-major matrix into t's shards.
@@ -71,12 +76,65 @@ func storeColMajor[T any](g []T, t *sharding.Tensor) error {
 }
 
 // writable returns t's single shard when it can be written in place as the
-// global column-major matrix, else a fresh buffer to store later.
-func writable[T any](t *sharding.Tensor) []T {
-	if t.Mesh().Kind() == sharding.CPU && t.Mesh().Size() == 1 && t.Layout().Kind != cyclic.RowBlocks {
+// global column-major matrix, else a zeroed buffer to store later: on a CPU
+// mesh of several devices one lent by the scratch pool, which release gives
+// back after storeColMajor (for the other results release does nothing).
+func writable[T any](t *sharding.Tensor) (w []T, release func()) {
+	n := t.Rows() * t.Cols()
+	if t.Mesh().Kind() != sharding.CPU {
+		return make([]T, n), keep
+	}
+	if t.Mesh().Size() == 1 && t.Layout().Kind != cyclic.RowBlocks {
 		if sh, err := sharding.HostShards[T](t); err == nil {
-			return sh[0]
+			return sh[0], keep
 		}
 	}
-	return make([]T, t.Rows()*t.Cols())
+	w, release = lend[T](n)
+	clear(w)
+	return w, release
+}
+
+// keep is the release of a buffer that is not the scratch pool's.
+func keep() {}
+
+// scratch holds the global column-major matrices that the host kernels work
+// on for CPU meshes of several devices, gathered from the shards and
+// scattered back on every call: taking them from a pool instead of
+// allocating them spares each call the page faults of fresh memory. One
+// sync.Pool per element type and power-of-two capacity (a bounded set); a
+// sync.Pool keeps nothing that two garbage collections pass unused.
+var scratch sync.Map // scratchClass → *sync.Pool of *[]T
+
+type scratchClass struct{ elem, log2cap int }
+
+// lend returns a buffer of n elements from the scratch pool (its contents
+// are stale) and the function that gives it back; the caller must not use
+// the buffer after that.
+func lend[T any](n int) ([]T, func()) {
+	elem := -1
+	switch any(*new(T)).(type) {
+	case float32:
+		elem = 0
+	case float64:
+		elem = 1
+	case complex64:
+		elem = 2
+	case complex128:
+		elem = 3
+	}
+	if elem < 0 || n == 0 {
+		return make([]T, n), keep
+	}
+	class := scratchClass{elem, bits.Len(uint(n - 1))}
+	p, ok := scratch.Load(class)
+	if !ok {
+		p, _ = scratch.LoadOrStore(class, new(sync.Pool))
+	}
+	pool := p.(*sync.Pool)
+	buf, ok := pool.Get().(*[]T)
+	if !ok {
+		b := make([]T, 1<<class.log2cap)
+		buf = &b
+	}
+	return (*buf)[:n], func() { pool.Put(buf) }
 }

@@ -85,11 +85,13 @@ func withHost(t *sharding.Tensor, run func(hostKernels) error) error {
 
 func (hostOf[T, R]) potrf(a, l *sharding.Tensor) error {
 	n := a.Rows()
-	src, err := colMajor[T](a, true)
+	src, releaseSrc, err := colMajor[T](a, true)
 	if err != nil {
 		return err
 	}
-	dst := writable[T](l)
+	defer releaseSrc()
+	dst, releaseDst := writable[T](l)
+	defer releaseDst()
 	if err := kernels.PotrfTo(n, src, n, dst, n); err != nil {
 		return err
 	}
@@ -98,18 +100,21 @@ func (hostOf[T, R]) potrf(a, l *sharding.Tensor) error {
 
 func (hostOf[T, R]) potrs(l, b, x *sharding.Tensor) error {
 	n, k := l.Rows(), b.Cols()
-	lg, err := colMajor[T](l, true)
+	lg, releaseL, err := colMajor[T](l, true)
 	if err != nil {
 		return err
 	}
-	bg, err := colMajor[T](b, true)
+	defer releaseL()
+	bg, releaseB, err := colMajor[T](b, true)
 	if err != nil {
 		return err
 	}
+	defer releaseB()
 	if err := kernels.CheckFinite(n, k, bg, n, false); err != nil {
 		return fmt.Errorf("right-hand side: %w", err)
 	}
-	xg := writable[T](x)
+	xg, releaseX := writable[T](x)
+	defer releaseX()
 	copy(xg, bg)
 	if err := kernels.Potrs(n, k, lg, n, xg, n); err != nil {
 		return err
@@ -122,20 +127,23 @@ func (hostOf[T, R]) potrs(l, b, x *sharding.Tensor) error {
 // it: a factor of mgla's own holds none).
 func (hostOf[T, R]) checkFactor(l *sharding.Tensor) error {
 	n := l.Rows()
-	lg, err := colMajor[T](l, true)
+	lg, release, err := colMajor[T](l, true)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return kernels.CheckFinite(n, n, lg, n, true)
 }
 
 func (hostOf[T, R]) potri(l, c *sharding.Tensor) error {
 	n := l.Rows()
-	lg, err := colMajor[T](l, true)
+	lg, releaseL, err := colMajor[T](l, true)
 	if err != nil {
 		return err
 	}
-	cg := writable[T](c)
+	defer releaseL()
+	cg, releaseC := writable[T](c)
+	defer releaseC()
 	if err := kernels.PotriTo(n, lg, n, cg, n); err != nil {
 		return err
 	}
@@ -144,18 +152,23 @@ func (hostOf[T, R]) potri(l, c *sharding.Tensor) error {
 
 func (hostOf[T, R]) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
 	n := a.Rows()
-	src, err := colMajor[T](a, true)
+	src, releaseSrc, err := colMajor[T](a, true)
 	if err != nil {
 		return err
 	}
+	defer releaseSrc()
 	if err := kernels.CheckFinite(n, n, src, n, true); err != nil {
 		return err
 	}
 	var work []T
 	if v != nil {
-		work = writable[T](v)
+		var releaseWork func()
+		work, releaseWork = writable[T](v)
+		defer releaseWork()
 	} else {
-		work = make([]T, n*n)
+		var releaseWork func()
+		work, releaseWork = lend[T](n * n) // fully overwritten below
+		defer releaseWork()
 	}
 	copy(work, src)
 	wr := make([]R, n)

@@ -1,0 +1,172 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+)
+
+// TestHostKernelsOnScratch runs the host kernels on CPU meshes of several
+// devices, where they work on buffers lent by the scratch pool, with the
+// pool poisoned by NaNs before every call: each result must equal, bit for
+// bit, the one-device mesh's (whose kernels write into the shard itself),
+// for two matrices in turns and every dtype, so no stale contents of a
+// reused buffer reach a result.
+func TestHostKernelsOnScratch(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	const n, k = 13, 3
+	one, err := sharding.CPUMesh(1)
+	require.NoError(t, err)
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32, tensor.Complex128, tensor.Complex64} {
+		for _, c := range []struct {
+			ndev   int
+			layout sharding.Layout
+		}{{2, sharding.Cyclic(4)}, {3, sharding.Cyclic(2)}, {3, sharding.RowBlocks()}} {
+			t.Run(fmt.Sprintf("%v/ndev=%d/%v", dt, c.ndev, c.layout), func(t *testing.T) {
+				mesh, err := sharding.CPUMesh(c.ndev)
+				require.NoError(t, err)
+				mats := []*tensor.Dense{randomHPD(rng, dt, n), randomHPD(rng, dt, n)}
+				rhs := randomDense(rng, dt, n, k)
+				for round := range 4 {
+					a := mats[round%2]
+					want := hostResults(t, one, sharding.Cyclic(4), dt, a, rhs)
+					poisonScratch(dt, n*n, n*k)
+					got := hostResults(t, mesh, c.layout, dt, a, rhs)
+					for name, w := range want {
+						require.Equal(t, w, got[name], "round %d: %s", round, name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// hostResults runs every host kernel on a and b on mesh and returns the
+// results gathered as row-major host data by name.
+func hostResults(t *testing.T, mesh *sharding.Mesh, layout sharding.Layout, dt tensor.Dtype, a, b *tensor.Dense) map[string]any {
+	t.Helper()
+	n, k := a.Shape()[0], b.Shape()[1]
+	put := func(d *tensor.Dense) *sharding.Tensor {
+		s, err := sharding.Put(d, mesh, layout)
+		require.NoError(t, err)
+		return s
+	}
+	alloc := func(rows, cols int) *sharding.Tensor {
+		s, err := sharding.New(mesh, tensor.Shape{rows, cols}, dt, layout)
+		require.NoError(t, err)
+		return s
+	}
+	at, bt := put(a), put(b)
+	l, x, c, v := alloc(n, n), alloc(n, k), alloc(n, n), alloc(n, n)
+	w, wv := make([]float64, n), make([]float64, n)
+	require.NoError(t, withHost(at, func(h hostKernels) error {
+		for _, step := range []func() error{
+			func() error { return h.potrf(at, l) },
+			func() error { return h.checkFactor(l) },
+			func() error { return h.potrs(l, bt, x) },
+			func() error { return h.potri(l, c) },
+			func() error { return h.syevd(at, w, nil) },
+			func() error { return h.syevd(at, wv, v) },
+		} {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	out := map[string]any{"eigenvalues": w, "eigenvalues with vectors": wv}
+	for name, s := range map[string]*sharding.Tensor{"L": l, "X": x, "inverse": c, "eigenvectors": v} {
+		d, err := s.Gather()
+		require.NoError(t, err)
+		out[name] = d.Data()
+	}
+	return out
+}
+
+// poisonScratch lends the scratch pool's buffers of the sizes the kernels
+// take, fills them with NaN and gives them back.
+func poisonScratch(dt tensor.Dtype, sizes ...int) {
+	for _, size := range sizes {
+		for range 4 { // more than one buffer of a size is lent at once
+			switch dt {
+			case tensor.Float64:
+				poison(size, math.NaN())
+			case tensor.Float32:
+				poison(size, float32(math.NaN()))
+			case tensor.Complex128:
+				poison(size, cmplx.NaN())
+			default:
+				poison(size, complex64(cmplx.NaN()))
+			}
+		}
+	}
+}
+
+func poison[T any](size int, nan T) {
+	buf, release := lend[T](size)
+	buf = buf[:cap(buf)]
+	for i := range buf {
+		buf[i] = nan
+	}
+	release()
+}
+
+// randomDense is an n×k matrix of uniform entries in [-1, 1) of dtype dt.
+func randomDense(rng *rand.Rand, dt tensor.Dtype, rows, cols int) *tensor.Dense {
+	d := tensor.New(tensor.WithShape(rows, cols), tensor.Of(dt))
+	for i := range rows {
+		for j := range cols {
+			re, im := 2*rng.Float64()-1, 2*rng.Float64()-1
+			var e any
+			switch dt {
+			case tensor.Float32:
+				e = float32(re)
+			case tensor.Float64:
+				e = re
+			case tensor.Complex64:
+				e = complex64(complex(re, im))
+			default:
+				e = complex(re, im)
+			}
+			if err := d.SetAt(e, i, j); err != nil {
+				panic(err)
+			}
+		}
+	}
+	return d
+}
+
+// TestLend checks the scratch pool's bookkeeping: a buffer has the length
+// asked for and a power-of-two capacity, what is given back is lent again
+// for the same element type and capacity, and element types never mix.
+func TestLend(t *testing.T) {
+	for _, c := range []struct{ n, cap int }{{1, 1}, {2, 2}, {3, 4}, {1000, 1024}, {1024, 1024}, {1025, 2048}} {
+		buf, release := lend[float64](c.n)
+		require.Len(t, buf, c.n)
+		require.Equal(t, c.cap, cap(buf), "n = %d", c.n)
+		release()
+	}
+	empty, release := lend[float64](0)
+	require.Empty(t, empty)
+	release()
+
+	// A float64 buffer given back is not lent as complex64 (same bytes per
+	// element), and one of capacity 4 is not lent for 5 elements.
+	f, release := lend[float64](3)
+	f[0] = 7
+	release()
+	c64, releaseC := lend[complex64](3)
+	require.Equal(t, complex64(0), c64[0], "a new complex64 buffer, not the float64 one")
+	releaseC()
+	big, releaseBig := lend[float64](5)
+	require.Equal(t, 8, cap(big))
+	releaseBig()
+}
