@@ -101,11 +101,23 @@ func keep() {}
 // on for CPU meshes of several devices, gathered from the shards and
 // scattered back on every call: taking them from a pool instead of
 // allocating them spares each call the page faults of fresh memory. One
-// sync.Pool per element type and power-of-two capacity (a bounded set); a
-// sync.Pool keeps nothing that two garbage collections pass unused.
+// sync.Pool per element type and capacity class (scratchCap: a bounded set,
+// at most a quarter more than asked for); a sync.Pool keeps nothing that two
+// garbage collections pass unused.
 var scratch sync.Map // scratchClass → *sync.Pool of *[]T
 
-type scratchClass struct{ elem, log2cap int }
+type scratchClass struct{ elem, cap int }
+
+// scratchCap is the capacity of the class of n elements: n itself up to 8,
+// else n rounded up to a multiple of an eighth of the power of two at or
+// above it, so 4 classes for each power of two.
+func scratchCap(n int) int {
+	if n <= 8 {
+		return n
+	}
+	step := 1 << (bits.Len(uint(n-1)) - 3)
+	return (n + step - 1) / step * step
+}
 
 // lend returns a buffer of n elements from the scratch pool (its contents
 // are stale) and the function that gives it back; the caller must not use
@@ -125,7 +137,7 @@ func lend[T any](n int) ([]T, func()) {
 	if elem < 0 || n == 0 {
 		return make([]T, n), keep
 	}
-	class := scratchClass{elem, bits.Len(uint(n - 1))}
+	class := scratchClass{elem, scratchCap(n)}
 	p, ok := scratch.Load(class)
 	if !ok {
 		p, _ = scratch.LoadOrStore(class, new(sync.Pool))
@@ -133,7 +145,7 @@ func lend[T any](n int) ([]T, func()) {
 	pool := p.(*sync.Pool)
 	buf, ok := pool.Get().(*[]T)
 	if !ok {
-		b := make([]T, 1<<class.log2cap)
+		b := make([]T, class.cap)
 		buf = &b
 	}
 	return (*buf)[:n], func() { pool.Put(buf) }

@@ -145,10 +145,17 @@ func randomDense(rng *rand.Rand, dt tensor.Dtype, rows, cols int) *tensor.Dense 
 }
 
 // TestLend checks the scratch pool's bookkeeping: a buffer has the length
-// asked for and a power-of-two capacity, what is given back is lent again
-// for the same element type and capacity, and element types never mix.
+// asked for and its class's capacity (at most a quarter more), and element
+// types and classes never mix.
 func TestLend(t *testing.T) {
-	for _, c := range []struct{ n, cap int }{{1, 1}, {2, 2}, {3, 4}, {1000, 1024}, {1024, 1024}, {1025, 2048}} {
+	for _, c := range []struct{ n, cap int }{
+		{1, 1}, {3, 3}, {8, 8}, {9, 10}, {16, 16}, {17, 20}, {1000, 1024}, {1024, 1024}, {1025, 1280},
+		{1000 * 1000, 1048576}, {3000 * 3000, 10485760}, {1 << 20, 1 << 20}, {1<<20 + 1, 5 << 18},
+	} {
+		require.Equal(t, c.cap, scratchCap(c.n), "n = %d", c.n)
+		require.LessOrEqual(t, float64(c.cap), 1.25*float64(c.n), "n = %d", c.n)
+	}
+	for _, c := range []struct{ n, cap int }{{1, 1}, {3, 3}, {1000, 1024}, {1025, 1280}} {
 		buf, release := lend[float64](c.n)
 		require.Len(t, buf, c.n)
 		require.Equal(t, c.cap, cap(buf), "n = %d", c.n)
@@ -158,15 +165,16 @@ func TestLend(t *testing.T) {
 	require.Empty(t, empty)
 	release()
 
-	// A float64 buffer given back is not lent as complex64 (same bytes per
-	// element), and one of capacity 4 is not lent for 5 elements.
-	f, release := lend[float64](3)
+	// A float64 buffer given back is not lent as complex64 (the same bytes
+	// per element), nor for more elements than its capacity.
+	f, release := lend[float64](7)
 	f[0] = 7
 	release()
-	c64, releaseC := lend[complex64](3)
+	c64, releaseC := lend[complex64](7)
 	require.Equal(t, complex64(0), c64[0], "a new complex64 buffer, not the float64 one")
 	releaseC()
-	big, releaseBig := lend[float64](5)
-	require.Equal(t, 8, cap(big))
-	releaseBig()
+	more, releaseMore := lend[float64](8)
+	require.Equal(t, 8, cap(more))
+	require.Zero(t, more[0], "a new buffer, not the one of 7")
+	releaseMore()
 }
