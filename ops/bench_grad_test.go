@@ -49,6 +49,13 @@ func BenchmarkPotrsBackward(b *testing.B) {
 	if _, err := G.Grad(cost, an, yn); err != nil {
 		b.Fatal(err)
 	}
+	benchBackward(b, g, cost)
+}
+
+// benchBackward times the forward nodes of g (those cost depends on) and
+// the whole graph with its gradients, in turns, and reports their medians
+// and ratios.
+func benchBackward(b *testing.B, g *G.ExprGraph, cost *G.Node) {
 	fwd := G.NewTapeMachine(g.SubgraphRoots(cost)) // the forward nodes of the same graph
 	defer fwd.Close()
 	full := G.NewTapeMachine(g)
@@ -91,4 +98,51 @@ func diagonallyDominant(rng *rand.Rand, n int) []float64 {
 		a[i*n+i] = float64(n)
 	}
 	return a
+}
+
+// BenchmarkBackwardAll is benchBackward for a graph with every op's
+// gradient on one factor (float64, N = 1000, one CPU device): cost =
+// Σ CholSolve(L, y)² + LogDet(A) + Σ Potri(A) + Σ W∘L with L = Cholesky(A).
+// Their backward computations take n×n temporaries (bwd/fwd shows what
+// they cost on top of the forward ops).
+func BenchmarkBackwardAll(b *testing.B) {
+	const n = 1000
+	mesh, err := sharding.CPUMesh(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	a := diagonallyDominant(rng, n)
+	y := make([]float64, n)
+	w := make([]float64, n*n)
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	for i := range w {
+		w[i] = rng.NormFloat64()
+	}
+	g := G.NewGraph()
+	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
+	yn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"),
+		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(y))))
+	wn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("W"),
+		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(w))))
+	must := func(x *G.Node, err error) *G.Node {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return x
+	}
+	l := must(mgla.Cholesky(an, mgla.WithMesh(mesh)))
+	x := must(mgla.CholSolve(l, yn, mgla.WithMesh(mesh)))
+	ld := must(mgla.LogDet(an, mgla.WithMesh(mesh)))
+	inv := must(mgla.Potri(an, mgla.WithMesh(mesh)))
+	cost := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Square(x)))), ld))
+	cost = G.Must(G.Add(cost, G.Must(G.Sum(inv))))
+	cost = G.Must(G.Add(cost, G.Must(G.Sum(G.Must(G.HadamardProd(l, wn))))))
+	if _, err := G.Grad(cost, an, yn); err != nil {
+		b.Fatal(err)
+	}
+	benchBackward(b, g, cost)
 }

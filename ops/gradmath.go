@@ -181,10 +181,11 @@ func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgoni
 	if out.Cols() != n {
 		return fmt.Errorf("output %v is not square", out.Shape())
 	}
-	mats, cols, err := gradOperands[T](kind, n, vals)
+	mats, cols, releaseOperands, err := gradOperands[T](kind, n, vals)
 	if err != nil {
 		return err
 	}
+	defer releaseOperands()
 	// The operands are read: dst may now be out's own shard.
 	dst, release := writable[T](out)
 	defer release()
@@ -204,15 +205,17 @@ func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Val
 	if !ok {
 		return fmt.Errorf("output holds %T", out.Data())
 	}
-	mats, cols, err := gradOperands[T](kind, n, vals)
+	mats, cols, releaseOperands, err := gradOperands[T](kind, n, vals)
 	if err != nil {
 		return err
 	}
+	defer releaseOperands()
 	if kind != gCholSolveL {
 		// Exactly symmetric results: column-major is row-major.
 		return gradCompute(kind, n, mats, cols, vals, data)
 	}
-	tmp := make([]T, n*n)
+	tmp, releaseTmp := lend[T](n * n) // gradCompute writes all of it
+	defer releaseTmp()
 	if err := gradCompute(kind, n, mats, cols, vals, tmp); err != nil {
 		return err
 	}
@@ -222,21 +225,31 @@ func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Val
 
 // gradOperands reads the matrix operands of vals (n rows each) in global
 // column-major order, with their column counts; the entries for a scalar or
-// the eigenvalue gradient are left empty (gradCompute reads those).
-func gradOperands[T gradReal](kind gradKind, n int, vals []gorgonia.Value) (mats [][]T, cols []int, err error) {
+// the eigenvalue gradient are left empty (gradCompute reads those). release
+// gives back the buffers the scratch pool lent for them.
+func gradOperands[T gradReal](kind gradKind, n int, vals []gorgonia.Value) (mats [][]T, cols []int, release func(), err error) {
 	if len(vals) != gradArity[kind] {
-		return nil, nil, fmt.Errorf("want %d inputs, got %d", gradArity[kind], len(vals))
+		return nil, nil, nil, fmt.Errorf("want %d inputs, got %d", gradArity[kind], len(vals))
 	}
 	mats, cols = make([][]T, len(vals)), make([]int, len(vals))
+	releases := make([]func(), 0, len(vals))
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
 	for i, v := range vals {
 		if (kind == gScale || kind == gEigValues) && i == 1 {
 			continue
 		}
-		if mats[i], cols[i], err = gMatrixOf[T](v, n); err != nil {
-			return nil, nil, fmt.Errorf("input %d: %w", i, err)
+		var r func()
+		if mats[i], cols[i], r, err = gMatrixOf[T](v, n); err != nil {
+			release()
+			return nil, nil, nil, fmt.Errorf("input %d: %w", i, err)
 		}
+		releases = append(releases, r)
 	}
-	return mats, cols, nil
+	return mats, cols, release, nil
 }
 
 // symOuterDirect is the most right-hand sides for which PotrsGrad uses a
@@ -286,9 +299,12 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[1] != k || cols[2] != n {
 			return fmt.Errorf("operands with %d, %d and %d columns", k, cols[1], cols[2])
 		}
-		l := gLowerCopy(n, mats[2])
-		u := make([]T, n*k)
-		w := make([]T, n*k)
+		l, releaseL := gLowerCopy(n, mats[2])
+		defer releaseL()
+		u, releaseU := lend[T](n * k) // the gemms below write all of u and w
+		defer releaseU()
+		w, releaseW := lend[T](n * k)
+		defer releaseW()
 		kernels.Gemm(true, false, n, k, n, 1, l, n, x, n, 0, u, n)
 		kernels.Gemm(true, false, n, k, n, 1, l, n, bbar, n, 0, w, n)
 		kernels.Gemm(false, true, n, n, k, -1, bbar, n, u, n, 0, dst, n)
@@ -300,9 +316,12 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
-		s := append([]T(nil), cbar...)
+		s, releaseS := lend[T](n * n)
+		defer releaseS()
+		copy(s, cbar)
 		gSymmetrize(n, s)
-		t := make([]T, n*n)
+		t, releaseT := lend[T](n * n) // written by the gemm
+		defer releaseT()
 		kernels.Gemm(false, false, n, n, n, 1, c, n, s, n, 0, t, n)
 		kernels.Gemm(false, false, n, n, n, -1, t, n, c, n, 0, dst, n)
 		gSymmetrize(n, dst)
@@ -325,10 +344,13 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
-		l := gLowerCopy(n, mats[0])
-		lbar := gLowerCopy(n, mats[1]) // L's strict upper triangle is structurally zero
+		l, releaseL := gLowerCopy(n, mats[0])
+		defer releaseL()
+		lbar, releaseLbar := gLowerCopy(n, mats[1]) // L's strict upper triangle is structurally zero
+		defer releaseLbar()
 		// P = Φ(Lᵀ·L̄): the lower triangle with the diagonal halved.
-		p := make([]T, n*n)
+		p, releaseP := lend[T](n * n) // written by the gemm
+		defer releaseP()
 		kernels.Gemm(true, false, n, n, n, 1, l, n, lbar, n, 0, p, n)
 		for j := range n {
 			clear(p[j*n : j*n+j])
@@ -350,7 +372,8 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if err != nil {
 			return fmt.Errorf("eigenvalue gradient: %w", err)
 		}
-		t := make([]T, n*n)
+		t, releaseT := lend[T](n * n) // written by the loop
+		defer releaseT()
 		for j := range n {
 			for i, x := range v[j*n : j*n+n] {
 				t[i+j*n] = x * wbar[j]
@@ -368,7 +391,8 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[0] != n || cols[1] != n || len(e.w) != n {
 			return fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
 		}
-		m := make([]T, n*n)
+		m, releaseM := lend[T](n * n) // written by the gemm
+		defer releaseM()
 		kernels.Gemm(true, false, n, n, n, 1, v, n, vbar, n, 0, m, n)
 		for j := range n {
 			for i := range n {
@@ -380,7 +404,8 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 				}
 			}
 		}
-		t := make([]T, n*n)
+		t, releaseT := lend[T](n * n) // written by the gemm
+		defer releaseT()
 		kernels.Gemm(false, false, n, n, n, 1, v, n, m, n, 0, t, n)
 		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
 		gSymmetrize(n, dst)
@@ -393,44 +418,45 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 
 // gMatrixOf returns the global column-major data of a sharded or host value
 // with the given number of rows (a vector is one column), and its columns.
-// The result may alias the value (read only).
-func gMatrixOf[T gradReal](v gorgonia.Value, rows int) ([]T, int, error) {
+// The result may alias the value (read only); release gives back a buffer
+// the scratch pool lent for it (for the other results it does nothing).
+func gMatrixOf[T gradReal](v gorgonia.Value, rows int) (g []T, cols int, release func(), err error) {
 	switch x := unwrapEigen(v).(type) {
 	case *sharding.Tensor:
 		if x.Rows() != rows {
-			return nil, 0, fmt.Errorf("%v has %d rows, want %d", x, x.Rows(), rows)
+			return nil, 0, nil, fmt.Errorf("%v has %d rows, want %d", x, x.Rows(), rows)
 		}
-		g, _, err := colMajor[T](x, true) // not given back: the pool takes only what is released
-		return g, x.Cols(), err
+		g, release, err := colMajor[T](x, true)
+		return g, x.Cols(), release, err
 	case tensor.Tensor:
 		d, err := toHost(x)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		s := d.Shape()
 		data, ok := d.Data().([]T)
 		if !ok {
-			return nil, 0, fmt.Errorf("host value holds %T", d.Data())
+			return nil, 0, nil, fmt.Errorf("host value holds %T", d.Data())
 		}
 		switch {
 		case len(s) == 1 && s[0] == rows:
-			return data, 1, nil
+			return data, 1, keep, nil
 		case len(s) == 2 && s[0] == rows:
 			c := s[1]
 			if c == 1 {
-				return data, 1, nil
+				return data, 1, keep, nil
 			}
-			g := make([]T, rows*c)
+			g, release := lend[T](rows * c) // every element written below
 			for i := range rows {
 				for j, y := range data[i*c : i*c+c] {
 					g[i+j*rows] = y
 				}
 			}
-			return g, c, nil
+			return g, c, release, nil
 		}
-		return nil, 0, fmt.Errorf("host value of shape %v, want %d rows", s, rows)
+		return nil, 0, nil, fmt.Errorf("host value of shape %v, want %d rows", s, rows)
 	}
-	return nil, 0, fmt.Errorf("unsupported value %T", v)
+	return nil, 0, nil, fmt.Errorf("unsupported value %T", v)
 }
 
 // gVectorOf returns a length-n host or sharded vector as a slice of T.
@@ -448,7 +474,7 @@ func gVectorOf[T gradReal](v gorgonia.Value, n int) ([]T, error) {
 		}
 		return nil, fmt.Errorf("host vector holds %T", d.Data())
 	}
-	g, c, err := gMatrixOf[T](v, n)
+	g, c, _, err := gMatrixOf[T](v, n) // not given back: a vector, and the pool takes only what is released
 	if err != nil {
 		return nil, err
 	}
@@ -489,13 +515,15 @@ func gScalarOf(v gorgonia.Value) (float64, error) {
 }
 
 // gLowerCopy is a copy of the lower triangle (diagonal included) of the n×n
-// column-major a, with a zero strict upper triangle.
-func gLowerCopy[T gradReal](n int, a []T) []T {
-	out := make([]T, n*n)
+// column-major a, with a zero strict upper triangle, in a buffer lent by the
+// scratch pool that release gives back.
+func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
+	out, release = lend[T](n * n)
 	for j := range n {
+		clear(out[j*n : j*n+j])
 		copy(out[j*n+j:j*n+n], a[j*n+j:j*n+n])
 	}
-	return out
+	return out, release
 }
 
 func gZeroStrictUpper[T gradReal](n int, a []T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -177,4 +178,94 @@ func TestLend(t *testing.T) {
 	require.Equal(t, 8, cap(more))
 	require.Zero(t, more[0], "a new buffer, not the one of 7")
 	releaseMore()
+}
+
+// TestGradientsOnScratch runs the backward computations, whose temporaries
+// and operand copies the scratch pool lends, once as they are and once with
+// the pool's buffers of the sizes they take filled with NaN: the gradients
+// must be the same bit for bit, on meshes of one and three devices, through
+// the host path (A with several consumers) and the sharded one (a single
+// Cholesky).
+func TestGradientsOnScratch(t *testing.T) {
+	rng := lgRNG(t, 7)
+	const n, k = 11, 3
+	aData, bData := lgSPD(rng, n), lgRandom(rng, n*k)
+	weights := map[string][]float64{}
+	for _, name := range []string{"Wx", "Wi", "Wl", "Ww", "Wv"} {
+		weights[name] = lgRandom(rng, n*n)
+	}
+	build := func(t *testing.T, mesh *sharding.Mesh, single bool) (*G.ExprGraph, []*G.Node) {
+		g := G.NewGraph()
+		a, b := lgMatNode(g, "A", n, n, aData), lgMatNode(g, "B", n, k, bData)
+		w := func(name string, rows, cols int) *G.Node {
+			return lgMatNode(g, name, rows, cols, weights[name][:rows*cols])
+		}
+		gathered := func(x *G.Node, err error) *G.Node {
+			require.NoError(t, err)
+			h, err := Gather(x)
+			require.NoError(t, err)
+			return h
+		}
+		ac, err := Shard(a, mesh, sharding.Cyclic(4))
+		require.NoError(t, err)
+		l, err := Cholesky(ac)
+		require.NoError(t, err)
+		cost := lgWeighted(gathered(l, nil), w("Wl", n, n))
+		if !single {
+			bc, err := Shard(b, mesh, sharding.Cyclic(4))
+			require.NoError(t, err)
+			x := gathered(CholSolve(l, bc))
+			inv := gathered(Potri(ac, l))
+			ld, err := LogDet(ac, l)
+			require.NoError(t, err)
+			e, err := Eigen(ac)
+			require.NoError(t, err)
+			vals := gathered(EigenValues(ac, e))
+			vecs := gathered(EigenVectors(ac, e))
+			for _, term := range []*G.Node{
+				lgWeighted(x, w("Wx", n, k)), lgWeighted(inv, w("Wi", n, n)), ld,
+				lgWeighted(vals, G.Must(G.Reshape(w("Ww", n, 1), tensor.Shape{n}))),
+				lgWeighted(G.Must(G.HadamardProd(vecs, vecs)), w("Wv", n, n)), // signs cancel
+			} {
+				cost = G.Must(G.Add(cost, term))
+			}
+			_, err = G.Grad(cost, a, b)
+			require.NoError(t, err)
+			return g, []*G.Node{a, b}
+		}
+		_, err = G.Grad(cost, a)
+		require.NoError(t, err)
+		return g, []*G.Node{a}
+	}
+	grads := func(t *testing.T, mesh *sharding.Mesh, single, poisoned bool) [][]float64 {
+		g, wrt := build(t, mesh, single)
+		m := G.NewTapeMachine(g)
+		defer m.Close()
+		if poisoned {
+			poisonScratch(tensor.Float64, n*n, n*k, n)
+		}
+		require.NoError(t, m.RunAll())
+		var out [][]float64
+		for _, x := range wrt {
+			gv, err := x.Grad()
+			require.NoError(t, err)
+			out = append(out, append([]float64(nil), gv.Data().([]float64)...))
+		}
+		return out
+	}
+	for _, ndev := range []int{1, 3} {
+		for _, single := range []bool{false, true} {
+			t.Run(fmt.Sprintf("ndev=%d/single-cholesky=%v", ndev, single), func(t *testing.T) {
+				mesh, err := sharding.CPUMesh(ndev)
+				require.NoError(t, err)
+				want := grads(t, mesh, single, false)
+				for _, gv := range want {
+					for _, v := range gv {
+						require.False(t, math.IsNaN(v) || math.IsInf(v, 0))
+					}
+				}
+				require.Equal(t, want, grads(t, mesh, single, true))
+			})
+		}
+	}
 }
