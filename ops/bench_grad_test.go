@@ -23,22 +23,7 @@ import (
 // forward run (a refactorisation in the backward pass would make it ≈ 2).
 func BenchmarkPotrsBackward(b *testing.B) {
 	const n = 1000
-	mesh, err := sharding.CPUMesh(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	a := diagonallyDominant(rng, n)
-	y := make([]float64, n)
-	w := make([]float64, n)
-	for i := range y {
-		y[i], w[i] = rng.NormFloat64(), rng.NormFloat64()
-	}
-	g := G.NewGraph()
-	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
-		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
-	yn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"),
-		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(y))))
+	mesh, g, an, yn, w := backwardInputs(b, n, n)
 	wn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("w"),
 		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(w))))
 	x, err := mgla.Potrs(an, yn, mgla.WithMesh(mesh))
@@ -107,25 +92,7 @@ func diagonallyDominant(rng *rand.Rand, n int) []float64 {
 // they cost on top of the forward ops).
 func BenchmarkBackwardAll(b *testing.B) {
 	const n = 1000
-	mesh, err := sharding.CPUMesh(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	a := diagonallyDominant(rng, n)
-	y := make([]float64, n)
-	w := make([]float64, n*n)
-	for i := range y {
-		y[i] = rng.NormFloat64()
-	}
-	for i := range w {
-		w[i] = rng.NormFloat64()
-	}
-	g := G.NewGraph()
-	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
-		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
-	yn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"),
-		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(y))))
+	mesh, g, an, yn, w := backwardInputs(b, n, n*n)
 	wn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("W"),
 		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(w))))
 	must := func(x *G.Node, err error) *G.Node {
@@ -145,4 +112,30 @@ func BenchmarkBackwardAll(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchBackward(b, g, cost)
+}
+
+// backwardInputs starts a backward benchmark: a one-device CPU mesh, a new
+// graph with A (n×n, diagonally dominant) and y (length n) as nodes, and
+// weights normal entries for the cost.
+func backwardInputs(b *testing.B, n, weights int) (mesh *sharding.Mesh, g *G.ExprGraph, an, yn *G.Node, w []float64) {
+	mesh, err := sharding.CPUMesh(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	a := diagonallyDominant(rng, n)
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	w = make([]float64, weights)
+	for i := range w {
+		w[i] = rng.NormFloat64()
+	}
+	g = G.NewGraph()
+	an = G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
+	yn = G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"),
+		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(y))))
+	return mesh, g, an, yn, w
 }
