@@ -161,15 +161,13 @@ func (hostOf[T, R]) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) e
 		return err
 	}
 	var work []T
+	var releaseWork func()
 	if v != nil {
-		var releaseWork func()
 		work, releaseWork = writable[T](v)
-		defer releaseWork()
 	} else {
-		var releaseWork func()
-		work, releaseWork = lend[T](n * n) // fully overwritten below
-		defer releaseWork()
+		work, releaseWork = lend[T](n * n) // values only: a scratch copy, fully overwritten below
 	}
+	defer releaseWork()
 	copy(work, src)
 	wr := make([]R, n)
 	if err := kernels.Syevd(n, work, n, wr, v != nil); err != nil {
