@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 
 	"github.com/mgla/mgla/kernels"
@@ -22,33 +21,36 @@ import (
 // the devices that hold it, in two round trips: n² work against the
 // factorization's n³/3 (BENCHMARKS.md has its cost).
 //
-// The check's vectors come from a pool and go back to it (release): the
-// first writes into fresh memory are page faults, which cost the check as
-// much as its products (n = 32768 on 4 H200s: 7.3–8.3 ms with fresh vectors,
-// 4.7–5.5 ms with reused ones).
+// The check's vectors are lent by the scratch pool (lend) and go back to it
+// (release): the first writes into fresh memory are page faults, which cost
+// the check as much as its products (n = 32768 on 4 H200s: 7.3–8.3 ms with
+// fresh vectors, 4.7–5.5 ms with reused ones).
 type factorCheck struct {
 	v, av, y    []complex128 // v, A·v and L·(Lᴴ·v)
 	vAbs, avAbs []float64    // |v| and |A|·|v|
 	yAbs        []float64    // |L|·(|Lᴴ|·|v|)
 	eps         float64      // machine epsilon of the dtype
+	releases    []func()     // give the vectors back
 }
-
-// factorChecks holds released checks for reuse.
-var factorChecks sync.Pool
 
 // newFactorCheck draws v and computes A·v from a, which holds the Hermitian
 // matrix A in its lower triangle (the factorization's input, before it is
 // overwritten).
 func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 	n := a.Rows()
-	c, _ := factorChecks.Get().(*factorCheck)
-	if c == nil || cap(c.v) < n {
-		c = &factorCheck{v: make([]complex128, n), av: make([]complex128, n), y: make([]complex128, n),
-			vAbs: make([]float64, n), avAbs: make([]float64, n), yAbs: make([]float64, n)}
+	c := &factorCheck{eps: 0x1p-52}
+	// Every vector is written before it is read: v and |v| below, the others
+	// by the products.
+	for _, v := range []*[]complex128{&c.v, &c.av, &c.y} {
+		var release func()
+		*v, release = lend[complex128](n)
+		c.releases = append(c.releases, release)
 	}
-	c.v, c.av, c.y = c.v[:n], c.av[:n], c.y[:n]
-	c.vAbs, c.avAbs, c.yAbs = c.vAbs[:n], c.avAbs[:n], c.yAbs[:n]
-	c.eps = 0x1p-52
+	for _, v := range []*[]float64{&c.vAbs, &c.avAbs, &c.yAbs} {
+		var release func()
+		*v, release = lend[float64](n)
+		c.releases = append(c.releases, release)
+	}
 	single := a.Dtype() == tensor.Float32 || a.Dtype() == tensor.Complex64
 	if single {
 		c.eps = 0x1p-23
@@ -75,8 +77,13 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 	return c, nil
 }
 
-// release returns c to the pool; c must not be used after.
-func (c *factorCheck) release() { factorChecks.Put(c) }
+// release gives c's vectors back to the scratch pool; c must not be used
+// after.
+func (c *factorCheck) release() {
+	for _, r := range c.releases {
+		r()
+	}
+}
 
 // verify compares L·(Lᴴ·v) with A·v, L being the lower triangle of l. Row i
 // may differ by 4(n+2)·eps·(|A|·|v| + |L|·|Lᴴ|·|v|)(i), a bound on the
