@@ -26,6 +26,12 @@
 // consumer keeps its gradient on the mesh. The LispMachine accumulates dual
 // values in place and never needs this.
 //
+// Host scratch. The host kernels of a CPU mesh of several devices work on
+// the global column-major matrix, gathered from the shards and scattered
+// back; those matrices, the backward computations' temporaries and the
+// factor check's vectors are lent by one pool (host.go, lend) and given back
+// after each call, so repeated runs do not pay for fresh memory.
+//
 // The package owns the sharded-level ops, their gradients, the choice
 // between cuSolverMg over a mesh and single-GPU cuSOLVER (dispatch.go) and
 // the checks of the ops' inputs. It may import sharding, cyclic and the
