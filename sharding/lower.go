@@ -171,8 +171,13 @@ func mulChainHost(t *Tensor, y []complex128, yAbs []float64, x []complex128, xAb
 		at = func(k int) complex128 { return s[k] }
 	}
 	n := t.Rows()
-	vecs := [3][]complex128{x, make([]complex128, n), y}
-	abss := [3][]float64{xAbs, make([]float64, n), yAbs}
+	vecs := [3][]complex128{x, nil, y}
+	abss := [3][]float64{xAbs, nil, yAbs}
+	for _, st := range steps {
+		if st.out == chainW && vecs[chainW] == nil { // an intermediate, zero at the start
+			vecs[chainW], abss[chainW] = make([]complex128, n), make([]float64, n)
+		}
+	}
 	for _, st := range steps {
 		x, xAbs, y, yAbs := vecs[st.in], abss[st.in], vecs[st.out], abss[st.out]
 		for i := range n {
