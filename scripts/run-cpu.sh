@@ -50,8 +50,9 @@
 # default) takes host when the host has an Open MPI 4 mpirun and every
 # binary's libraries then resolve, else bundle. Ranks are bound to cores
 # (to hardware threads when there are more ranks than cores; unbound and
-# oversubscribed when there are more ranks than those). OpenBLAS and OpenMP
-# use one thread per MPI rank. TINY=1 runs every step at toy sizes (to check
+# oversubscribed when there are more ranks than those); RANK_CORES=K binds
+# each rank to K cores instead where the ranks' cores fit the host (Open
+# MPI's --map-by slot:PE=K). OpenBLAS and OpenMP use one thread per MPI rank. TINY=1 runs every step at toy sizes (to check
 # a bundle, not to measure).
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
@@ -163,7 +164,10 @@ ncores=${#core_seen[@]}
 mpi() {
 	local np=$1 bind
 	shift
-	if [ "$np" -le "$ncores" ]; then
+	local pe=${RANK_CORES:-1}
+	if [ "$pe" -gt 1 ] && [ $((np * pe)) -le "$ncores" ]; then
+		bind=(--map-by "slot:PE=$pe" --bind-to core)
+	elif [ "$np" -le "$ncores" ]; then
 		bind=(--map-by core --bind-to core)
 	elif [ "$np" -le "$nthreads" ]; then
 		bind=(--use-hwthread-cpus --map-by hwthread --bind-to hwthread)
