@@ -2,7 +2,7 @@
 # default) and `make test` (everything CI runs).
 GO        ?= go
 PKGS      := ./...
-RACE_PKGS := ./cyclic/ ./sharding/ ./ops/
+RACE_PKGS := ./cyclic/ ./sharding/ ./ops/ ./collective/
 OPENBLAS_LDFLAGS := -llapacke -lopenblas
 GPU_BIN   := gpu-bin
 # Packages with mpi-tagged tests that make mpi-test runs under mpirun (append yours).
@@ -13,12 +13,12 @@ MPI_NP    := 1 2 3 4
 MPI_BIN   := mpi-bin
 MPIRUN    := timeout 300 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
 
-.PHONY: demo test fmt-check vet unit race openblas cuda-vet mpi-test deps cuda-deps mpi-deps gpu-bin bench ptx cpu-bundle cpu-bundle-check
+.PHONY: demo test fmt-check vet unit race openblas cuda-vet mpi-test mpi-race deps cuda-deps mpi-deps gpu-bin bench ptx cpu-bundle cpu-bundle-check
 
 demo:
 	$(GO) run ./examples/gp
 
-test: fmt-check vet unit race openblas cuda-vet mpi-test
+test: fmt-check vet unit race openblas cuda-vet mpi-test mpi-race
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -66,6 +66,18 @@ mpi-test:
 	  done; \
 	done; \
 	if [ -n "$$failed" ]; then echo "mpi-test failures:$$failed"; exit 1; fi
+
+# The MPI engine and the graph ops over it under the race detector, across
+# processes: collective/mpi with 2 processes (the calls, the local work beside
+# the transfer, the blocking calls on goroutines, the timeouts), collective
+# with 3.
+mpi-race: export OMPI_MCA_btl_vader_single_copy_mechanism = none
+mpi-race:
+	@mkdir -p $(MPI_BIN)
+	$(GO) test -c -race -tags mpi -o $(MPI_BIN)/race_collective_mpi.test ./collective/mpi/
+	$(GO) test -c -race -tags mpi -o $(MPI_BIN)/race_collective.test ./collective/
+	cd collective/mpi && $(MPIRUN) -n 2 $(CURDIR)/$(MPI_BIN)/race_collective_mpi.test -test.count=1
+	cd collective && $(MPIRUN) -n 3 $(CURDIR)/$(MPI_BIN)/race_collective.test -test.count=1
 
 # Benchmarks against gonum, pure Go then openblas (kernels/doc.go, "Benchmarks").
 # BenchmarkSyevd/N=2000 has its own step in each build: its gonum baseline alone
