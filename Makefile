@@ -67,17 +67,22 @@ mpi-test:
 	done; \
 	if [ -n "$$failed" ]; then echo "mpi-test failures:$$failed"; exit 1; fi
 
-# The MPI engine and the graph ops over it under the race detector, across
-# processes: collective/mpi with 2 processes (the calls, the local work beside
-# the transfer, the blocking calls on goroutines, the timeouts), collective
-# with 3.
+# The mpi-tagged tests built with -race, under mpirun: the engine's (its
+# calls, the local work beside the transfer, the blocking calls on
+# goroutines, the timeouts) with 2 processes, the graph ops' with 3, and
+# dist, distops, sparse and the data-parallel example with 2 (package:count).
+MPI_RACE_RUNS := ./collective/mpi/:2 ./collective/:3 ./dist/:2 ./dist/distops/:2 ./sparse/:2 ./examples/dataparallel/:2
 mpi-race: export OMPI_MCA_btl_vader_single_copy_mechanism = none
 mpi-race:
-	@mkdir -p $(MPI_BIN)
-	$(GO) test -c -race -tags mpi -o $(MPI_BIN)/race_collective_mpi.test ./collective/mpi/
-	$(GO) test -c -race -tags mpi -o $(MPI_BIN)/race_collective.test ./collective/
-	cd collective/mpi && $(MPIRUN) -n 2 $(CURDIR)/$(MPI_BIN)/race_collective_mpi.test -test.count=1
-	cd collective && $(MPIRUN) -n 3 $(CURDIR)/$(MPI_BIN)/race_collective.test -test.count=1
+	@mkdir -p $(MPI_BIN); failed=""; \
+	for run in $(MPI_RACE_RUNS); do p=$${run%:*}; n=$${run##*:}; \
+	  bin=$$(pwd)/$(MPI_BIN)/race$$(echo $$p | tr -c 'a-zA-Z0-9\n' _).test; \
+	  $(GO) test -c -race -tags mpi -o $$bin $$p || exit 1; \
+	  echo "== $$p: mpirun -n $$n, -race"; \
+	  if ! (cd $$p && $(MPIRUN) -n $$n $$bin -test.count=1); then \
+	    echo "FAILED: $$p under mpirun -n $$n with -race"; failed="$$failed $$p:n=$$n"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "mpi-race failures:$$failed"; exit 1; fi
 
 # Benchmarks against gonum, pure Go then openblas (kernels/doc.go, "Benchmarks").
 # BenchmarkSyevd/N=2000 has its own step in each build: its gonum baseline alone
