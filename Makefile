@@ -70,8 +70,9 @@ mpi-test:
 # The mpi-tagged tests built with -race, under mpirun: the engine's (its
 # calls, the local work beside the transfer, the blocking calls on
 # goroutines, the timeouts) with 2 processes, the graph ops' with 3, and
-# dist, distops, sparse and the data-parallel example with 2 (package:count).
-MPI_RACE_RUNS := ./collective/mpi/:2 ./collective/:3 ./dist/:2 ./dist/distops/:2 ./sparse/:2 ./examples/dataparallel/:2
+# nccl's bootstrap, dist, distops, sparse and the data-parallel example with
+# 2 (package:count).
+MPI_RACE_RUNS := ./collective/mpi/:2 ./collective/:3 ./collective/nccl/:2 ./dist/:2 ./dist/distops/:2 ./sparse/:2 ./examples/dataparallel/:2
 mpi-race: export OMPI_MCA_btl_vader_single_copy_mechanism = none
 mpi-race:
 	@mkdir -p $(MPI_BIN); failed=""; \
