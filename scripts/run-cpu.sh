@@ -52,8 +52,9 @@
 # (to hardware threads when there are more ranks than cores; unbound and
 # oversubscribed when there are more ranks than those); RANK_CORES=K binds
 # each rank to K cores instead where the ranks' cores fit the host (Open
-# MPI's --map-by slot:PE=K). OpenBLAS and OpenMP use one thread per MPI rank. TINY=1 runs every step at toy sizes (to check
-# a bundle, not to measure).
+# MPI's --map-by slot:PE=K). OpenBLAS and OpenMP use one thread per MPI
+# rank. TINY=1 runs every step at toy sizes (to check a bundle, not to
+# measure).
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
 LOG=${OUT:-$PWD/cpu-logs}
