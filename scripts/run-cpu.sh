@@ -166,7 +166,11 @@ mpi() {
 	local np=$1 bind
 	shift
 	local pe=${RANK_CORES:-1}
-	if [ "$pe" -gt 1 ] && [ $((np * pe)) -le "$ncores" ]; then
+	if [ "$pe" -gt 1 ] && [ $((np * pe)) -gt "$ncores" ]; then
+		echo "RANK_CORES=$pe: $np ranks of $pe cores do not fit $ncores cores; binding as without it"
+		pe=1
+	fi
+	if [ "$pe" -gt 1 ]; then
 		bind=(--map-by "slot:PE=$pe" --bind-to core)
 	elif [ "$np" -le "$ncores" ]; then
 		bind=(--map-by core --bind-to core)
