@@ -92,6 +92,11 @@ type Call struct {
 	Tag   int          // Send, Recv, SendRecv (≥ 0)
 	Dtype tensor.Dtype // element type of every buffer
 	Count int          // elements in one rank's block (see Kind)
+	// Shape is the shape of this rank's input (for Recv: of what it
+	// receives), optional: engines that compare calls across ranks compare
+	// it too when it is set, so that calls of one count but different
+	// shapes are an ErrMismatch. The graph ops set it.
+	Shape tensor.Shape
 	// Send and Recv hold one buffer per local rank (Send only for Send,
 	// Recv only for Recv, neither for Barrier); SendLen and RecvLen say
 	// how many elements each must hold at least.

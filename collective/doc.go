@@ -71,7 +71,10 @@
 // divide is an error when the node is built (ErrBadCall). Shapes and dtypes
 // that differ between ranks are the engine's to catch (ErrMismatch on every
 // rank; the MPI and NCCL process engines exchange and compare a Record of
-// each call, every call and not only a node's first run, see CompareRecords). Send and Recv alone are
+// each call, every call and not only a node's first run, see CompareRecords;
+// the ops give the engines their input's shape, so that blocks of one size
+// but different shapes, (2, 3) on one rank and (3, 2) on another, are caught
+// too). Send and Recv alone are
 // for process communicators; on a mesh use SendRecv, whose peers must pair up.
 //
 // # Gradients

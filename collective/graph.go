@@ -313,7 +313,7 @@ func (o *collOp) run(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gor
 	if err != nil {
 		return nil, err
 	}
-	call := &Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Name: o.name}
+	call := &Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Shape: shape.Clone(), Name: o.name}
 	return o.runMesh(call, x, outShape)
 }
 
@@ -356,7 +356,7 @@ func (o *collOp) runHost(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) 
 			return nil, err
 		}
 		*h = hostRun{shape: shape.Clone(), dtype: dt, out: out, outBytes: outBuf.Bytes(),
-			call: Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Name: o.name}}
+			call: Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Shape: shape.Clone(), Name: o.name}}
 		h.sendRecv[1] = outBuf
 		if o.kind != Send && o.kind != Barrier {
 			h.call.Recv = h.sendRecv[1:2]

@@ -302,25 +302,63 @@ func sameOnEveryRank(t *testing.T, comm *mpi.Comm, text string) {
 	}
 }
 
-// TestMPIMismatchedShapes: rank 0's block is one element shorter; every
-// rank gets the same ErrMismatch naming the op.
+// TestMPIMismatchedShapes: rank 0's block is one element shorter, or as
+// many elements in another shape (which MPI alone would not notice), in a
+// collective and in a SendRecv around the ring; every rank of the
+// collective, and both ends of each transfer with rank 0, get the same
+// ErrMismatch naming the op.
 func TestMPIMismatchedShapes(t *testing.T) {
 	comm := newComm(t)
 	if comm.Size() < 2 {
 		t.Skip("needs 2 ranks")
 	}
-	n := 4
-	if comm.Rank() == 0 {
-		n = 3
+	size, rank := comm.Size(), comm.Rank()
+	cases := []struct {
+		name               string
+		shape, rank0s      tensor.Shape
+		wantColl, wantPair string // in the messages of the collective and of SendRecv
+	}{
+		{"count", tensor.Shape{4}, tensor.Shape{3}, "rank 0 has count 3", "3 float64 (3)"},
+		{"shape", tensor.Shape{2, 3}, tensor.Shape{3, 2}, "rank 0 has shape (3, 2)", "6 float64 (3, 2)"},
 	}
-	err := runGraph(t, func(g *G.ExprGraph) error {
-		_, err := mgla.AllReduce(input(g, "x", n), comm, mgla.ReduceSum, mgla.CollectiveName("average"))
-		return err
-	})
-	if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), "average") {
-		t.Fatalf("got %v, want ErrMismatch naming average", err)
+	for _, tc := range cases {
+		shape := tc.shape
+		if rank == 0 {
+			shape = tc.rank0s
+		}
+		for _, kind := range []string{"allgather", "sendrecv"} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				err := runGraph(t, func(g *G.ExprGraph) error {
+					x := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"),
+						G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float64, shape.TotalSize())))))
+					var err error
+					if kind == "allgather" {
+						_, err = mgla.AllGather(x, comm, mgla.CollectiveName("average"))
+					} else {
+						_, err = mgla.SendRecv(x, comm, []int{(rank + 1) % size}, []int{(rank + size - 1) % size}, 0, mgla.CollectiveName("average"))
+					}
+					return err
+				})
+				if kind == "sendrecv" && rank != 0 && rank != 1 && rank != size-1 {
+					// A ring: only rank 0's two neighbours talk to it.
+					if err != nil {
+						t.Fatalf("a transfer between ranks that agree: %v", err)
+					}
+					return
+				}
+				want := tc.wantColl
+				if kind == "sendrecv" {
+					want = tc.wantPair
+				}
+				if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), "average") || !strings.Contains(err.Error(), want) {
+					t.Fatalf("got %v, want ErrMismatch naming average and %q", err, want)
+				}
+				if kind == "allgather" {
+					sameOnEveryRank(t, comm, mgla.Cause(err).Error())
+				}
+			})
+		}
 	}
-	sameOnEveryRank(t, comm, mgla.Cause(err).Error())
 }
 
 // TestMPIOrderMismatch: rank 0 builds two independent collectives in the

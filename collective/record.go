@@ -28,16 +28,24 @@ type Record struct {
 	NameHash int64  // FNV-1a of the whole Call.Name
 	Extra    int64  // Split: hash of the color and key of every rank
 	Name     string // the first RecordNameBytes bytes of Call.Name
+	// ShapeHash is the FNV-1a of Shape's whole text, Shape the first
+	// RecordShapeBytes bytes of Call.Shape as text ("(2, 3)"; "" when the
+	// call has no shape).
+	ShapeHash int64
+	Shape     string
 }
 
 const (
-	recordMagic = 0x6d676c61_0002 // "mgla", version 2 (integer dtype codes)
-	// RecordNameBytes is how much of Call.Name a Record carries.
-	RecordNameBytes = 48
+	recordMagic = 0x6d676c61_0003 // "mgla", version 3 (shapes)
+	// RecordNameBytes is how much of Call.Name a Record carries, and
+	// RecordShapeBytes how much of the text of Call.Shape.
+	RecordNameBytes  = 48
+	RecordShapeBytes = 32
 	// RecordWords and RecordBytes are the size of an encoded Record.
-	RecordWords = 10 + RecordNameBytes/8
-	RecordBytes = 8 * RecordWords
-	kindSplit   = 100 // Comm.Split, checked like a collective
+	recordHeaderWords = 12
+	RecordWords       = recordHeaderWords + RecordNameBytes/8 + RecordShapeBytes/8
+	RecordBytes       = 8 * RecordWords
+	kindSplit         = 100 // Comm.Split, checked like a collective
 )
 
 // recordDtypes are the element types a Record names, by DtypeCode. Engines
@@ -78,7 +86,7 @@ const (
 // records compares what matters. Point-to-point calls (Send, Recv, SendRecv)
 // are compared pairwise with PairMismatch; their seq is not used.
 func CallRecord(c *Call, seq int64) Record {
-	r := Record{Seq: seq, Kind: int64(c.Kind), Dtype: -1, NameHash: hashName(c.Name), Name: truncateName(c.Name)}
+	r := Record{Seq: seq, Kind: int64(c.Kind), Dtype: -1, NameHash: hashName(c.Name), Name: truncate(c.Name, RecordNameBytes)}
 	switch c.Kind {
 	case Barrier:
 		return r
@@ -90,6 +98,10 @@ func CallRecord(c *Call, seq int64) Record {
 		r.Root = int64(c.Root)
 	}
 	r.Dtype, r.Count = DtypeCode(c.Dtype), int64(c.Count)
+	if c.Shape != nil {
+		text := fmt.Sprintf("%v", c.Shape)
+		r.ShapeHash, r.Shape = hashName(text), truncate(text, RecordShapeBytes)
+	}
 	return r
 }
 
@@ -105,42 +117,55 @@ func SplitRecord(seq int64, size int, color, key func(rank int) int) Record {
 	return Record{Seq: seq, Kind: kindSplit, Dtype: -1, Extra: int64(h.Sum64())}
 }
 
-func truncateName(s string) string {
-	if len(s) > RecordNameBytes {
-		return s[:RecordNameBytes]
+// truncate is the first n bytes of s.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
 	}
 	return s
 }
 
 // Encode writes r into the first RecordWords words of w.
 func (r *Record) Encode(w []int64) {
-	copy(w, []int64{recordMagic, r.Seq, r.Kind, r.Op, r.Root, r.Dtype, r.Count, r.NameHash, r.Extra, int64(len(r.Name))})
-	var b [RecordNameBytes]byte
-	copy(b[:], r.Name)
-	for i := range RecordNameBytes / 8 {
-		var v int64
-		for j := range 8 {
-			v |= int64(b[8*i+j]) << (8 * j)
-		}
-		w[10+i] = v
-	}
+	copy(w, []int64{recordMagic, r.Seq, r.Kind, r.Op, r.Root, r.Dtype, r.Count, r.NameHash, r.Extra,
+		int64(len(r.Name)), r.ShapeHash, int64(len(r.Shape))})
+	putText(w[recordHeaderWords:], r.Name, RecordNameBytes)
+	putText(w[recordHeaderWords+RecordNameBytes/8:], r.Shape, RecordShapeBytes)
 }
 
 // DecodeRecord reads a Record that Encode wrote; ok is false for words that
 // are not one (too few, or garbled).
 func DecodeRecord(w []int64) (r Record, ok bool) {
-	if len(w) < RecordWords || w[0] != recordMagic || w[9] < 0 || w[9] > RecordNameBytes {
+	if len(w) < RecordWords || w[0] != recordMagic || w[9] < 0 || w[9] > RecordNameBytes || w[11] < 0 || w[11] > RecordShapeBytes {
 		return r, false
 	}
-	r = Record{Seq: w[1], Kind: w[2], Op: w[3], Root: w[4], Dtype: w[5], Count: w[6], NameHash: w[7], Extra: w[8]}
-	var b [RecordNameBytes]byte
-	for i := range RecordNameBytes / 8 {
-		for j := range 8 {
-			b[8*i+j] = byte(w[10+i] >> (8 * j))
-		}
-	}
-	r.Name = string(b[:w[9]])
+	r = Record{Seq: w[1], Kind: w[2], Op: w[3], Root: w[4], Dtype: w[5], Count: w[6], NameHash: w[7], Extra: w[8], ShapeHash: w[10]}
+	r.Name = getText(w[recordHeaderWords:], int(w[9]))
+	r.Shape = getText(w[recordHeaderWords+RecordNameBytes/8:], int(w[11]))
 	return r, true
+}
+
+// putText writes the bytes of s, zero-padded to n, into the first n/8
+// words of w, little-endian.
+func putText(w []int64, s string, n int) {
+	b := make([]byte, n)
+	copy(b, s)
+	for i := range n / 8 {
+		var v int64
+		for j := range 8 {
+			v |= int64(b[8*i+j]) << (8 * j)
+		}
+		w[i] = v
+	}
+}
+
+// getText reads the first n bytes that putText wrote into w.
+func getText(w []int64, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(w[i/8] >> (8 * (i % 8)))
+	}
+	return string(b)
 }
 
 // RecordsAgree reports whether the first n encoded records of words (rank
@@ -194,6 +219,7 @@ var recordFields = []struct {
 	{"name", func(r *Record) int64 { return r.NameHash }, func(r *Record) string { return strconv.Quote(r.Name) }},
 	{"dtype", func(r *Record) int64 { return r.Dtype }, func(r *Record) string { return recordDtypeName(r.Dtype) }},
 	{"count", func(r *Record) int64 { return r.Count }, func(r *Record) string { return strconv.FormatInt(r.Count, 10) }},
+	{"shape", func(r *Record) int64 { return r.ShapeHash }, func(r *Record) string { return r.Shape }},
 	{"op", func(r *Record) int64 { return r.Op }, func(r *Record) string { return ReduceOp(r.Op).String() }},
 	{"root", func(r *Record) int64 { return r.Root }, func(r *Record) string { return strconv.FormatInt(r.Root, 10) }},
 	{"colors and keys", func(r *Record) int64 { return r.Extra }, func(r *Record) string { return fmt.Sprintf("%016x", uint64(r.Extra)) }},
@@ -230,7 +256,7 @@ func CompareRecords(recs []Record) error {
 		parts = append(parts, strings.Join(g, ", "))
 	}
 	if parts == nil {
-		return nil // unreachable: every field but Name is listed, and Name's hash is
+		return nil // unreachable: every field but Name and Shape is listed, and their hashes are
 	}
 	// Title the message with the call most ranks issued.
 	common := groupRanks(recs, func(r *Record) int64 { return r.NameHash*31 + r.Kind*7 + r.Seq })
@@ -275,14 +301,14 @@ func RankList(ranks []int) string {
 }
 
 // PairMismatch describes a point-to-point transfer from rank from to rank
-// to whose sender and receiver disagree on dtype or count, or returns "".
-// Both ends hold both records and write the same text, which an engine
-// returns wrapped in ErrMismatch (joined with "; " when one call has two
-// transfers that disagree): `Send "x" rank 0 → rank 1 (tag 5): rank 0
-// sends 6 float64, rank 1 receives 5 float64`. tag < 0 leaves the tag out
-// (engines without tags).
+// to whose sender and receiver disagree on dtype, count or shape, or
+// returns "". Both ends hold both records and write the same text, which an
+// engine returns wrapped in ErrMismatch (joined with "; " when one call has
+// two transfers that disagree): `Send "x" rank 0 → rank 1 (tag 5): rank 0
+// sends 6 float64, rank 1 receives 5 float64`, with the shapes when the
+// calls give them. tag < 0 leaves the tag out (engines without tags).
 func PairMismatch(send, recv *Record, from, to, tag int) string {
-	if send.Dtype == recv.Dtype && send.Count == recv.Count {
+	if send.Dtype == recv.Dtype && send.Count == recv.Count && send.ShapeHash == recv.ShapeHash {
 		return ""
 	}
 	s := recordKindName(send.Kind)
@@ -293,6 +319,13 @@ func PairMismatch(send, recv *Record, from, to, tag int) string {
 	if tag >= 0 {
 		t = fmt.Sprintf(" (tag %d)", tag)
 	}
-	return fmt.Sprintf("%s rank %d → rank %d%s: rank %d sends %d %s, rank %d receives %d %s",
-		s, from, to, t, from, send.Count, recordDtypeName(send.Dtype), to, recv.Count, recordDtypeName(recv.Dtype))
+	side := func(r *Record) string {
+		text := fmt.Sprintf("%d %s", r.Count, recordDtypeName(r.Dtype))
+		if r.Shape != "" {
+			text += " " + r.Shape
+		}
+		return text
+	}
+	return fmt.Sprintf("%s rank %d → rank %d%s: rank %d sends %s, rank %d receives %s",
+		s, from, to, t, from, side(send), to, side(recv))
 }

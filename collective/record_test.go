@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,8 +13,9 @@ import (
 )
 
 func TestRecordRoundTrip(t *testing.T) {
-	for _, name := range []string{"", "grad", strings.Repeat("long name ", 10)} {
-		c := &Call{Kind: Reduce, Op: Max, Root: 3, Dtype: tensor.Complex64, Count: 1000, Name: name}
+	for i, name := range []string{"", "grad", strings.Repeat("long name ", 10)} {
+		shape := []tensor.Shape{nil, {10, 100}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}[i]
+		c := &Call{Kind: Reduce, Op: Max, Root: 3, Dtype: tensor.Complex64, Count: 1000, Shape: shape, Name: name}
 		r := CallRecord(c, 41)
 		w := make([]int64, RecordWords)
 		r.Encode(w)
@@ -23,6 +25,9 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 		if len(got.Name) > RecordNameBytes || !strings.HasPrefix(name, got.Name) {
 			t.Errorf("name %q from %q", got.Name, name)
+		}
+		if text := fmt.Sprintf("%v", shape); shape != nil && (len(got.Shape) > RecordShapeBytes || !strings.HasPrefix(text, got.Shape) || got.Shape == "") {
+			t.Errorf("shape %q from %q", got.Shape, text)
 		}
 	}
 	split := SplitRecord(9, 4, func(r int) int { return r % 2 }, func(r int) int { return -r })
@@ -34,7 +39,10 @@ func TestRecordRoundTrip(t *testing.T) {
 	bad := make([]int64, RecordWords)
 	split.Encode(bad)
 	bad[9] = RecordNameBytes + 1 // a name longer than a record holds
-	for what, w := range map[string][]int64{"zero words": make([]int64, RecordWords), "short": w[:RecordWords-1], "name length": bad} {
+	badShape := make([]int64, RecordWords)
+	split.Encode(badShape)
+	badShape[11] = RecordShapeBytes + 1
+	for what, w := range map[string][]int64{"zero words": make([]int64, RecordWords), "short": w[:RecordWords-1], "name length": bad, "shape length": badShape} {
 		if _, ok := DecodeRecord(w); ok {
 			t.Errorf("%s decoded as a record", what)
 		}
@@ -85,6 +93,9 @@ func TestCompareRecords(t *testing.T) {
 			nil, `AllReduce "g" #7: rank 0 has dtype complex64, ranks 1,2,3 have dtype float64`},
 		{"count", []Call{base, base, with(func(c *Call) { c.Count = 5 }), base},
 			nil, `AllReduce "g" #7: rank 2 has count 5, ranks 0,1,3 have count 6`},
+		{"shape", []Call{with(func(c *Call) { c.Shape = tensor.Shape{2, 3} }), with(func(c *Call) { c.Shape = tensor.Shape{3, 2} }), with(func(c *Call) { c.Shape = tensor.Shape{2, 3} })},
+			nil, `AllReduce "g" #7: rank 1 has shape (3, 2), ranks 0,2 have shape (2, 3)`},
+		{"same shape", []Call{with(func(c *Call) { c.Shape = tensor.Shape{6} }), with(func(c *Call) { c.Shape = tensor.Shape{6} })}, nil, ""},
 		{"op", []Call{base, with(func(c *Call) { c.Op = Max }), with(func(c *Call) { c.Op = Max })},
 			nil, `AllReduce "g" #7: rank 0 has op sum, ranks 1,2 have op max`},
 		{"root", []Call{with(func(c *Call) { c.Kind, c.Root = Bcast, 1 }), with(func(c *Call) { c.Kind, c.Root = Bcast, 0 })},
@@ -171,10 +182,16 @@ func TestPairMismatch(t *testing.T) {
 			`SendRecv "x" rank 0 → rank 1 (tag 5): rank 0 sends 6 float64, rank 1 receives 5 float64`},
 		{"no tag", Call{Kind: Recv, Dtype: tensor.Float64, Count: 5}, -1,
 			`SendRecv "x" rank 0 → rank 1: rank 0 sends 6 float64, rank 1 receives 5 float64`},
+		{"shape", Call{Kind: Recv, Dtype: tensor.Float64, Count: 6, Shape: tensor.Shape{3, 2}}, 5,
+			`SendRecv "x" rank 0 → rank 1 (tag 5): rank 0 sends 6 float64 (2, 3), rank 1 receives 6 float64 (3, 2)`},
 	}
+	shaped := CallRecord(&Call{Kind: SendRecv, Dtype: tensor.Float64, Count: 6, Shape: tensor.Shape{2, 3}, Name: "x"}, 0)
 	for _, tc := range cases {
-		other := CallRecord(&tc.recv, 0)
-		if msg := PairMismatch(&send, &other, 0, 1, tc.tag); msg != tc.want {
+		other, from := CallRecord(&tc.recv, 0), &send
+		if tc.recv.Shape != nil {
+			from = &shaped
+		}
+		if msg := PairMismatch(from, &other, 0, 1, tc.tag); msg != tc.want {
 			t.Errorf("%s: got  %q\nwant %q", tc.name, msg, tc.want)
 		}
 	}
@@ -213,7 +230,7 @@ func TestDtypeCode(t *testing.T) {
 // holds, or not at all; and hashName is hash/fnv's FNV-1a.
 func TestRecordsAgree(t *testing.T) {
 	long := strings.Repeat("n", RecordNameBytes)
-	base := &Call{Kind: Reduce, Op: Sum, Root: 1, Dtype: tensor.Float64, Count: 7, Name: long + "a"}
+	base := &Call{Kind: Reduce, Op: Sum, Root: 1, Dtype: tensor.Float64, Count: 7, Shape: append(slices.Repeat(tensor.Shape{1}, RecordShapeBytes), 8), Name: long + "a"}
 	variants := map[string]func(c *Call, seq *int64){
 		"same":      func(*Call, *int64) {},
 		"kind":      func(c *Call, _ *int64) { c.Kind = AllReduce },
@@ -224,6 +241,10 @@ func TestRecordsAgree(t *testing.T) {
 		"seq":       func(_ *Call, seq *int64) { *seq = 4 },
 		"name":      func(c *Call, _ *int64) { c.Name = "x" },
 		"name tail": func(c *Call, _ *int64) { c.Name = long + "b" }, // same stored bytes, other hash
+		"shape":     func(c *Call, _ *int64) { c.Shape = tensor.Shape{7, 1} },
+		"shape tail": func(c *Call, _ *int64) { // same stored bytes, other hash
+			c.Shape = append(slices.Repeat(tensor.Shape{1}, RecordShapeBytes), 7)
+		},
 	}
 	for what, change := range variants {
 		for _, size := range []int{1, 2, 3, 5} {
