@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -55,22 +54,29 @@ func (b *DeviceBuffer) viewOf(off, n int) Buffer {
 }
 
 // deviceMemory is one device allocation, freed once: by Free, by the
-// cleanup of its unreachable buffer, or by reclaim.
+// cleanup of its unreachable buffer, or by reclaim, whichever comes first;
+// the others wait until it is done, so that memory a caller has seen freed
+// is back on the device (reclaim may race the collector's cleanup goroutine).
 type deviceMemory struct {
-	dev   Device
-	ptr   cu.DevicePtr
-	freed atomic.Bool
+	dev  Device
+	ptr  cu.DevicePtr
+	once sync.Once
 }
 
 func (m *deviceMemory) free() {
-	if !m.freed.CompareAndSwap(false, true) {
-		return
-	}
-	liveMu.Lock()
-	delete(live, m)
-	liveMu.Unlock()
-	_ = onDevice(m.dev, func() error { return cu.MemFree(m.ptr) })
+	m.once.Do(func() {
+		if testHookFree != nil {
+			testHookFree()
+		}
+		_ = onDevice(m.dev, func() error { return cu.MemFree(m.ptr) })
+		liveMu.Lock()
+		delete(live, m)
+		liveMu.Unlock()
+	})
 }
+
+// testHookFree, when set by a test, runs at the start of every free.
+var testHookFree func()
 
 var (
 	liveMu sync.Mutex
