@@ -3,6 +3,7 @@ package collective
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mgla/mgla/sharding"
@@ -32,6 +33,49 @@ type Comm interface {
 	// Close frees the engine's resources; Do on a closed Comm returns
 	// ErrClosed. Closing twice is not an error.
 	Close() error
+}
+
+// A CloseNotifier is a Comm that runs functions when it is closed. Every
+// engine of this module implements it; the graph ops use it to close, along
+// with a communicator, those they derive from it (the reversed copy that
+// Scan's gradient runs on). Derived communicators of a Comm without it stay
+// open for the life of the process.
+type CloseNotifier interface {
+	// OnClose arranges for f to run when the communicator is closed, at
+	// once if it already is.
+	OnClose(f func())
+}
+
+// CloseHooks keeps the functions of OnClose for an engine: Add is OnClose,
+// and Close calls Run. The zero value is ready to use.
+type CloseHooks struct {
+	mu  sync.Mutex
+	fns []func()
+	ran bool
+}
+
+// Add arranges for f to run at Run, or runs it now if Run has been called.
+func (h *CloseHooks) Add(f func()) {
+	h.mu.Lock()
+	if h.ran {
+		h.mu.Unlock()
+		f()
+		return
+	}
+	h.fns = append(h.fns, f)
+	h.mu.Unlock()
+}
+
+// Run runs the functions added so far, in order, the first time it is
+// called; later calls do nothing.
+func (h *CloseHooks) Run() {
+	h.mu.Lock()
+	fns := h.fns
+	h.fns, h.ran = nil, true
+	h.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
 }
 
 // Kind names a collective.

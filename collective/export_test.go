@@ -34,3 +34,12 @@ func RandomValues(rng *rand.Rand, dt tensor.Dtype, n int) []complex128 {
 	return randomValues(rng, dt, n)
 }
 func Tolerance(dt tensor.Dtype) float64 { return tolerance(dt) }
+
+// ReversedOf is the cached reversed copy of c that Scan's gradient runs on.
+func ReversedOf(c Comm) (Comm, bool) {
+	r, ok := reversedComms.Load(c)
+	if !ok {
+		return nil, false
+	}
+	return r.(Comm), true
+}

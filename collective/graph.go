@@ -95,6 +95,9 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 	if comm == nil {
 		return nil, bad("nil communicator")
 	}
+	if x == nil && s.kind != Recv {
+		return nil, bad("nil input node")
+	}
 	op := &collOp{spec: s, comm: comm, name: o.name, recvShape: recvShape, recvDtype: recvDtype}
 	if mc, ok := comm.(MeshComm); ok {
 		op.mesh = mc.Mesh() // nil for a process communicator of a GPU engine
@@ -142,9 +145,15 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 		if err := peers("destination", s.dest, 1); err != nil {
 			return nil, err
 		}
+		if me := comm.LocalRanks()[0]; s.dest[0] == me {
+			return nil, bad("sends to its own rank %d: a Send waits for its Recv, which this process could only run after it (use SendRecv)", me)
+		}
 	case Recv:
 		if err := peers("source", s.src, 1); err != nil {
 			return nil, err
+		}
+		if me := comm.LocalRanks()[0]; s.src[0] == me {
+			return nil, bad("receives from its own rank %d: its Send would wait for this Recv, which this process could only run after it (use SendRecv)", me)
 		}
 	}
 	if s.tag < 0 {
@@ -564,7 +573,8 @@ func (o *collOp) do(call *Call) error {
 }
 
 // reversedComms caches, per communicator, the Split that numbers its ranks
-// backwards (the reverse scan of Scan's gradient).
+// backwards (the reverse scan of Scan's gradient), until the communicator
+// is closed (CloseNotifier).
 var reversedComms sync.Map
 
 func reversed(c Comm) (Comm, error) {
@@ -579,7 +589,16 @@ func reversed(c Comm) (Comm, error) {
 	if len(subs) != 1 {
 		return nil, fmt.Errorf("%w: Split of every rank gave %d communicators", ErrEngine, len(subs))
 	}
-	r, _ := reversedComms.LoadOrStore(c, subs[0])
+	r, loaded := reversedComms.LoadOrStore(c, subs[0])
+	switch n, ok := c.(CloseNotifier); {
+	case loaded:
+		_ = subs[0].Close() // another goroutine's Split came first
+	case ok:
+		n.OnClose(func() {
+			reversedComms.Delete(c)
+			_ = subs[0].Close()
+		})
+	}
 	return r.(Comm), nil
 }
 

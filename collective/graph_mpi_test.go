@@ -302,6 +302,39 @@ func sameOnEveryRank(t *testing.T, comm *mpi.Comm, text string) {
 	}
 }
 
+// TestMPIReversedCommClosed: the reversed communicator that Scan's gradient
+// runs on is closed with the communicator it was made from.
+func TestMPIReversedCommClosed(t *testing.T) {
+	comm := newComm(t)
+	g := G.NewGraph()
+	x := input(g, "x", 3)
+	y, err := mgla.Scan(x, comm, mgla.ReduceSum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := G.Grad(G.Must(G.Sum(y)), x); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	rev, ok := collective.ReversedOf(comm)
+	if !ok {
+		t.Fatal("Scan's gradient left no reversed communicator")
+	}
+	if err := comm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := collective.ReversedOf(comm); ok {
+		t.Error("the reversed communicator is still cached after Close")
+	}
+	if err := rev.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+		t.Errorf("Barrier on the reversed communicator after its parent's Close: %v, want ErrClosed", err)
+	}
+}
+
 // TestMPIMismatchedShapes: rank 0's block is one element shorter, or as
 // many elements in another shape (which MPI alone would not notice), in a
 // collective and in a SendRecv around the ring; every rank of the

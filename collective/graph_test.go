@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -379,6 +380,51 @@ func TestGraphOpsGradients(t *testing.T) {
 	}
 }
 
+// TestReversedCommClosesWithItsParent: the reversed copy of a communicator
+// that Scan's gradient runs on is made once and closed with its parent, so
+// that a program making a communicator per job keeps none of them open.
+func TestReversedCommClosesWithItsParent(t *testing.T) {
+	rng := newRand(t)
+	for _, cc := range testComms(t, 1, 3) {
+		size := cc.comm.Size()
+		var scan opCase
+		for _, oc := range opCases(rng, size) {
+			if oc.name == "Scan(sum)" {
+				scan = oc
+			}
+		}
+		gradCheck(t, rng, cc.comm, scan, tensor.Float64, tensor.Shape{size, 2}, false, cc.name)
+		rev, ok := reversedComms.Load(cc.comm)
+		if !ok {
+			t.Fatalf("%s: Scan's gradient left no reversed communicator", cc.name)
+		}
+		if err := cc.comm.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := reversedComms.Load(cc.comm); ok {
+			t.Errorf("%s: the reversed communicator is still cached after Close", cc.name)
+		}
+		if err := rev.(Comm).Do(&Call{Kind: Barrier}); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s: Barrier on the reversed communicator after its parent's Close: %v, want ErrClosed", cc.name, err)
+		}
+	}
+}
+
+// TestCloseHooks: Run runs what Add added, in order and once; Add after Run
+// runs at once.
+func TestCloseHooks(t *testing.T) {
+	var h CloseHooks
+	var got []int
+	h.Add(func() { got = append(got, 1) })
+	h.Add(func() { got = append(got, 2) })
+	h.Run()
+	h.Run()
+	h.Add(func() { got = append(got, 3) })
+	if want := []int{1, 2, 3}; !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+}
+
 // TestGraphOpsNonLinearGradient: prod/min/max reductions and Send have no
 // gradient; Grad says so.
 func TestGraphOpsNonLinearGradient(t *testing.T) {
@@ -479,6 +525,40 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestBuildErrorsSayWhat: the build errors that a mistake in the call
+// (rather than in the values) makes say what the mistake is.
+func TestBuildErrorsSayWhat(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"))
+	m, err := sharding.CPUMesh(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := Self()
+	for _, tc := range []struct {
+		name  string
+		build func() (*G.Node, error)
+		says  string
+	}{
+		{"nil input", func() (*G.Node, error) { return AllReduceNode(nil, mesh, Sum) }, "nil input node"},
+		{"nil input of Send", func() (*G.Node, error) { return SendNode(nil, self, 0, 0) }, "nil input node"},
+		{"send to itself", func() (*G.Node, error) { return SendNode(x, self, 0, 0) }, "sends to its own rank 0"},
+		{"recv from itself", func() (*G.Node, error) { return RecvNode(g, self, tensor.Shape{3}, tensor.Float64, 0, 0) }, "receives from its own rank 0"},
+	} {
+		_, err := tc.build()
+		if !errors.Is(err, ErrBadCall) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: err = %v, want ErrBadCall saying %q", tc.name, err, tc.says)
+		}
+	}
+	if err := self.Do(&Call{Kind: Send, Dest: []int{0}, Dtype: tensor.Float64, Count: 1}); !errors.Is(err, ErrBadCall) || !strings.Contains(err.Error(), "self communicator") {
+		t.Errorf("Send on Self: %v, want ErrBadCall about the self communicator", err)
 	}
 }
 

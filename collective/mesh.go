@@ -50,12 +50,18 @@ func NewMesh(m *sharding.Mesh) (MeshComm, error) {
 type hostMesh struct {
 	mesh   *sharding.Mesh
 	closed *atomic.Bool
+	hooks  CloseHooks
 }
 
 func (c *hostMesh) Size() int            { return c.mesh.Size() }
 func (c *hostMesh) Mesh() *sharding.Mesh { return c.mesh }
 func (c *hostMesh) String() string       { return fmt.Sprintf("mesh communicator of %v", c.mesh) }
-func (c *hostMesh) Close() error         { c.closed.Store(true); return nil }
+func (c *hostMesh) OnClose(f func())     { c.hooks.Add(f) }
+func (c *hostMesh) Close() error {
+	c.hooks.Run()
+	c.closed.Store(true)
+	return nil
+}
 func (c *hostMesh) LocalRanks() []int {
 	r := make([]int, c.Size())
 	for i := range r {
@@ -146,11 +152,17 @@ func Self() Comm {
 // graph ops take host values.
 type selfComm struct{ mesh *hostMesh }
 
-func (c selfComm) Size() int           { return 1 }
-func (c selfComm) LocalRanks() []int   { return []int{0} }
-func (c selfComm) Do(call *Call) error { return c.mesh.Do(call) }
-func (c selfComm) Close() error        { return c.mesh.Close() }
-func (c selfComm) String() string      { return "self communicator" }
+func (c selfComm) Size() int         { return 1 }
+func (c selfComm) LocalRanks() []int { return []int{0} }
+func (c selfComm) Do(call *Call) error {
+	if call.Kind == Send || call.Kind == Recv {
+		return fmt.Errorf("%w: %v: the self communicator has no other rank to send to or receive from (SendRecv to rank 0 copies)", ErrBadCall, call)
+	}
+	return c.mesh.Do(call)
+}
+func (c selfComm) Close() error     { return c.mesh.Close() }
+func (c selfComm) OnClose(f func()) { c.mesh.OnClose(f) }
+func (c selfComm) String() string   { return "self communicator" }
 func (c selfComm) Split(color, key func(rank int) int) ([]Comm, error) {
 	if _, err := c.mesh.Split(color, key); err != nil {
 		return nil, err

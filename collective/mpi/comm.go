@@ -26,6 +26,7 @@ type Comm struct {
 	st     *commState
 	cfg    config
 	closed atomic.Bool
+	hooks  collective.CloseHooks
 }
 
 var _ collective.Comm = (*Comm)(nil)
@@ -190,6 +191,7 @@ func (c *Comm) usable() error {
 // timeout is only closed, not freed: MPI still holds its operations.
 // Closing twice is not an error.
 func (c *Comm) Close() error {
+	c.hooks.Run()
 	s := c.st
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -250,6 +252,10 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	}
 	return []collective.Comm{&Comm{st: ns, cfg: c.cfg}}, nil
 }
+
+// OnClose arranges for f to run when c is closed (collective.CloseNotifier),
+// at once if it already is.
+func (c *Comm) OnClose(f func()) { c.hooks.Add(f) }
 
 // records is the metadata buffer as int64 words (size+3 records).
 func (s *commState) records() []int64 {

@@ -60,6 +60,7 @@ type Comm struct {
 	checks  bool // process communicators: compare the calls across ranks first
 	owned   bool // Close destroys e
 	closed  atomic.Bool
+	hooks   collective.CloseHooks
 }
 
 var _ collective.Comm = (*Comm)(nil)
@@ -79,6 +80,7 @@ func (h *Comm) LocalRanks() []int { return slices.Clone(h.e.local) }
 // communicators (NewProcess, Split), destroys them. A mesh's communicators
 // stay cached for other handles until ReleaseMesh.
 func (h *Comm) Close() error {
+	h.hooks.Run()
 	if h.closed.Swap(true) || !h.owned {
 		return nil
 	}
@@ -86,6 +88,10 @@ func (h *Comm) Close() error {
 	defer h.e.mu.Unlock()
 	return h.e.destroy(fmt.Errorf("%w: collective/nccl: %s was closed", collective.ErrClosed, h.e.what))
 }
+
+// OnClose arranges for f to run when h is closed (collective.CloseNotifier),
+// at once if it already is.
+func (h *Comm) OnClose(f func()) { h.hooks.Add(f) }
 
 // setup retains the primary context of every device and makes its stream.
 // It runs on a locked OS thread.
