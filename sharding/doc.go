@@ -4,9 +4,19 @@
 // (CPUMesh, the embedded default, always available) or NVIDIA GPUs (GPUMesh,
 // built with the mglacuda tag). A *Tensor is a sharded value: one column-major
 // shard per device of its mesh, a global shape (a matrix, or a vector held as
-// an n×1 matrix), a dtype (float32, float64, complex64 or complex128) and a
-// Layout (see package cyclic): replicated, row blocks, column blocks or the
-// 1-D column block-cyclic layout that cuSolverMg needs.
+// an n×1 matrix), a dtype and a Layout (see package cyclic): replicated, row
+// blocks, column blocks or the 1-D column block-cyclic layout that cuSolverMg
+// needs.
+//
+// Dtypes. The element types everything computes with are Dtypes: float32,
+// float64, complex64 and complex128 (CheckDtype). A tensor may also hold one
+// of IntDtypes (int, int8, int16, int32, int64 and their unsigned twins) for
+// storage and movement only (CheckStorageDtype): New, Put, Load, Gather,
+// Relayout and ExecutePlan move integers (and so do package ops' Shard and
+// Relayout and the collectives of package collective), while the kernels and
+// the arithmetic (AddScaled, the triangle and diagonal routines, the products
+// with a lower triangle) reject them. GPU meshes hold only elements of 4
+// bytes or more: no int8, uint8, int16 or uint16 (CheckGPUDtype).
 //
 // Put moves a host tensor onto a mesh, Gather brings it back as a
 // *tensor.Dense, and Relayout runs a cyclic.Plan on the shards: host copies

@@ -13,10 +13,24 @@ import (
 // Layout is how a matrix is spread over a mesh (see package cyclic).
 type Layout = cyclic.Layout
 
-// Replicated, RowBlocks, ColBlocks and Cyclic build layouts.
-func Replicated() Layout  { return Layout{Kind: cyclic.Replicated} }
-func RowBlocks() Layout   { return Layout{Kind: cyclic.RowBlocks} }
-func ColBlocks() Layout   { return Layout{Kind: cyclic.ColBlocks} }
+// Replicated is the layout in which every device holds the whole matrix
+// (cyclic.Replicated).
+func Replicated() Layout { return Layout{Kind: cyclic.Replicated} }
+
+// RowBlocks is the layout in which device d holds a contiguous band of rows,
+// the bands' heights differing by at most one, larger first
+// (cyclic.RowBlocks, cyclic.BlockStart).
+func RowBlocks() Layout { return Layout{Kind: cyclic.RowBlocks} }
+
+// ColBlocks is the layout in which device d holds a contiguous band of
+// columns, the bands' widths differing by at most one, larger first
+// (cyclic.ColBlocks, cyclic.BlockStart).
+func ColBlocks() Layout { return Layout{Kind: cyclic.ColBlocks} }
+
+// Cyclic is the 1-D column block-cyclic layout of cuSolverMg with tile width
+// t (cyclic.ColCyclic): column tile g (columns g·t … g·t+t−1, the last one
+// possibly narrower) lives on device g mod the mesh size. t must be at least
+// 1; a smaller one fails Layout.Validate, so New, Put and Relayout reject it.
 func Cyclic(t int) Layout { return cyclic.Cyclic(t) }
 
 // Buffer is the storage of one shard on one device.

@@ -38,4 +38,12 @@ func TestUnavailable(t *testing.T) {
 	blk := tr.block(t, 0, 5)
 	_, err := NewSolver(blk.Pattern)
 	require.ErrorIs(t, err, collective.ErrUnavailable)
+	// WithComm (MPI mode) fails at NewSolver, naming the tag, on a whole
+	// matrix as on a row block.
+	for _, p := range []*Pattern{a.Pattern, blk.Pattern} {
+		s, err := NewSolver(p, WithComm(0))
+		require.Nil(t, s)
+		require.ErrorIs(t, err, collective.ErrUnavailable)
+		require.ErrorContains(t, err, "-tags mpi")
+	}
 }

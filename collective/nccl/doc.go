@@ -104,8 +104,9 @@
 // every path tried and says how to install the library.
 //
 // Everything that needs CUDA is behind the mglacuda build tag; without it,
-// NewMesh and NewProcess return collective.ErrUnavailable saying so. The
+// NewMesh and NewProcess return collective.ErrUnavailable saying so, and
+// NewProcessMPI does without either of the mglacuda and mpi tags. The
 // library search and the bootstraps are plain Go and tested without a GPU.
-// The package may import collective, sharding, internal/libpath and
-// gorgonia.org/cu.
+// The package may import collective, collective/mpi (the bootstrap over
+// MPI), sharding, internal/libpath and gorgonia.org/cu.
 package nccl

@@ -60,7 +60,8 @@
 // no transposed copy of the whole matrix).
 //
 // Without the mpi build tag On still exists and every method returns an
-// error wrapping collective.ErrUnavailable.
+// error wrapping collective.ErrUnavailable; Value and Input exist too, so
+// that their documentation shows, but no grid value can be made.
 //
 // It owns the graph ops and the grid value; it may import dist and kernels (the error types).
 // The root package mgla does not import it: a program passes On(grid) to

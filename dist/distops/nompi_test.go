@@ -4,6 +4,7 @@ package distops_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mgla/mgla"
@@ -43,5 +44,37 @@ func TestWithoutTag(t *testing.T) {
 		if m := len(g.AllNodes()); m != n {
 			t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
 		}
+	}
+}
+
+// The grid value compiles in a build without the mpi tag too.
+var _ G.Value = (*distops.Value)(nil)
+
+// TestValueWithoutTag checks the grid value's stubs in a build without the
+// mpi tag: Input adds no node and returns nil, and every method of Value that
+// returns an error returns one wrapping collective.ErrUnavailable.
+func TestValueWithoutTag(t *testing.T) {
+	g := G.NewGraph()
+	v := new(distops.Value)
+	if n := distops.Input(g, v, "K"); n != nil {
+		t.Errorf("Input without the mpi tag: %v, want nil", n)
+	}
+	if m := len(g.AllNodes()); m != 0 {
+		t.Errorf("Input without the mpi tag added %d nodes to the graph", m)
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"Value.Clone", func() error { _, err := v.Clone(); return err }},
+		{"Value.CopyTo", func() error { return v.CopyTo(new(distops.Value)) }},
+	} {
+		err := c.call()
+		if !errors.Is(err, collective.ErrUnavailable) || !strings.Contains(err.Error(), "-tags mpi") {
+			t.Errorf("%s without the mpi tag: %v, want collective.ErrUnavailable naming the tag", c.name, err)
+		}
+	}
+	if v.ZeroValue() != G.Value(v) || v.Size() != 0 || v.Shape() != nil || v.Data() != nil {
+		t.Errorf("the stub Value is not empty: %v %v %v", v.Shape(), v.Size(), v.Data())
 	}
 }
