@@ -29,7 +29,8 @@ const (
 	ReduceMax  = collective.Max
 )
 
-// CollectiveOption configures a collective op (collective.WithName).
+// CollectiveOption configures a collective op (collective.WithName); nil
+// options are skipped.
 type CollectiveOption = collective.Option
 
 // CollectiveName names a collective op in its errors.

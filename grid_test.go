@@ -1,6 +1,7 @@
 package mgla_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -13,15 +14,19 @@ import (
 )
 
 // recorder is a Distributor that records the calls it gets and answers
-// each with a node of its own (the ops across processes are tested under
-// mpirun in package dist/distops).
+// each with a node of its own, or with err when that is set (the ops
+// across processes are tested under mpirun in package dist/distops).
 type recorder struct {
 	calls []string
 	node  *G.Node
+	err   error
 }
 
 func (r *recorder) note(format string, args ...any) (*G.Node, error) {
 	r.calls = append(r.calls, fmt.Sprintf(format, args...))
+	if r.err != nil {
+		return nil, r.err
+	}
 	return r.node, nil
 }
 
@@ -62,6 +67,11 @@ func TestWithGrid(t *testing.T) {
 		{func() (*G.Node, error) { return mgla.Potrs(a, b, mgla.WithTile(7), grid) }, "Potrs A b 7"},
 		{func() (*G.Node, error) { return mgla.Potri(a, grid) }, "Potri A 0"},
 		{func() (*G.Node, error) { return mgla.LogDet(a, mgla.Options(grid, mgla.WithTile(1))) }, "LogDet A 1"},
+		// Nil options are skipped, alone or inside Options.
+		{func() (*G.Node, error) { var o mgla.Option; return mgla.Potrs(a, b, o, grid, nil) }, "Potrs A b 0"},
+		{func() (*G.Node, error) {
+			return mgla.Cholesky(a, mgla.Options(nil), grid, mgla.Options(nil, mgla.WithTile(4)))
+		}, "Cholesky A 4"},
 		{func() (*G.Node, error) { w, _, err := mgla.Syevd(a, grid); return w, err }, "Syevd A 0 true"},
 		{func() (*G.Node, error) {
 			w, v, err := mgla.Syevd(a, grid, mgla.EigenvaluesOnly(), mgla.WithTile(2))
@@ -88,6 +98,7 @@ func TestWithGridErrors(t *testing.T) {
 	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("B"))
 	b5 := G.NewMatrix(g, tensor.Float64, G.WithShape(5, 2), G.WithName("B5"))
 	rect := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 3), G.WithName("rect"))
+	empty := G.NewMatrix(g, tensor.Float64, G.WithShape(0, 0), G.WithName("empty"))
 	m2, err := sharding.CPUMesh(2)
 	require.NoError(t, err)
 	sa, err := ops.Shard(a, m2, sharding.Cyclic(2))
@@ -109,6 +120,7 @@ func TestWithGridErrors(t *testing.T) {
 		{"block -3", func() error { _, err := mgla.Potri(a, grid, mgla.WithTile(-3)); return err }},
 		{"rows", func() error { _, err := mgla.Potrs(a, b5, grid); return err }},
 		{"not square", func() error { _, _, err := mgla.Syevd(rect, grid); return err }},
+		{"0×0", func() error { _, err := mgla.LogDet(empty, grid); return err }},
 	}
 	for _, c := range cases {
 		before := graphState(g)
@@ -116,5 +128,43 @@ func TestWithGridErrors(t *testing.T) {
 		require.ErrorIs(t, err, mgla.ErrBadInput, c.name)
 		require.Empty(t, d.calls, c.name)
 		require.Equal(t, before, graphState(g), "%s: the graph changed", c.name)
+	}
+}
+
+// TestWithGridDistributorErrors checks that the builders return the
+// distributor's build-time errors so that they match ErrBadInput as well
+// as the distributor's own sentinel, except ErrUnavailable (the engine is
+// not built in), which is not bad input.
+func TestWithGridDistributorErrors(t *testing.T) {
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("B"))
+	errDist := errors.New("dist: bad input")
+	d := &recorder{}
+	grid := mgla.WithGrid(d)
+	builders := []struct {
+		name  string
+		build func() error
+	}{
+		{"Cholesky", func() error { _, err := mgla.Cholesky(a, grid); return err }},
+		{"CholSolve", func() error { _, err := mgla.CholSolve(a, b, grid); return err }},
+		{"Potrs", func() error { _, err := mgla.Potrs(a, b, grid); return err }},
+		{"Potri", func() error { _, err := mgla.Potri(a, grid); return err }},
+		{"LogDet", func() error { _, err := mgla.LogDet(a, grid); return err }},
+		{"Syevd", func() error { _, _, err := mgla.Syevd(a, grid); return err }},
+		{"Syevd values", func() error { _, _, err := mgla.Syevd(a, grid, mgla.EigenvaluesOnly()); return err }},
+	}
+	for _, c := range builders {
+		d.calls, d.err = nil, fmt.Errorf("%w: distops: no grid", errDist)
+		err := c.build()
+		require.Len(t, d.calls, 1, c.name)
+		require.ErrorIs(t, err, mgla.ErrBadInput, c.name)
+		require.ErrorIs(t, err, errDist, c.name)
+		require.ErrorContains(t, err, "no grid", c.name)
+
+		d.calls, d.err = nil, fmt.Errorf("%w: no mpi tag", mgla.ErrUnavailable)
+		err = c.build()
+		require.ErrorIs(t, err, mgla.ErrUnavailable, c.name)
+		require.NotErrorIs(t, err, mgla.ErrBadInput, c.name)
 	}
 }

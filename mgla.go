@@ -65,7 +65,8 @@ var ErrWrongResult = kernels.ErrWrongResult
 // complex-valued op (complex dtypes are forward only).
 var ErrComplexGradient = ops.ErrComplexGradient
 
-// ErrMeshMismatch is returned when nodes or options name different meshes.
+// ErrMeshMismatch is returned when nodes or options name different meshes;
+// at build time the error matches ErrBadInput too.
 var ErrMeshMismatch = sharding.ErrMeshMismatch
 
 // ErrBadInput is matched by every build-time error about shapes, dtypes,
@@ -117,10 +118,16 @@ func (c *config) kernelOpts() []ops.KernelOption {
 	return []ops.KernelOption{ops.WithDispatch(c.dispatch)}
 }
 
-// Options bundles several options into one.
+// Options bundles several options into one. Nil options are skipped, here
+// and by the builders, so that an option chosen conditionally may be nil.
 func Options(opts ...Option) Option {
-	return func(c *config) {
-		for _, o := range opts {
+	return func(c *config) { c.apply(opts) }
+}
+
+// apply applies opts to c, skipping nil ones.
+func (c *config) apply(opts []Option) {
+	for _, o := range opts {
+		if o != nil {
 			o(c)
 		}
 	}
@@ -153,6 +160,11 @@ func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, tr
 // distops.On(grid) in package dist/distops, on a ScaLAPACK process grid
 // (build tag mpi; without it every method returns an error wrapping
 // collective.ErrUnavailable).
+//
+// The builders return d's errors wrapped so that they match ErrBadInput as
+// well as d's own sentinels (dist.ErrBadInput for distops), except an error
+// matching ErrUnavailable (the engine is not built in), which they return
+// as it is.
 type Distributor interface {
 	Cholesky(a *gorgonia.Node, block int) (*gorgonia.Node, error)
 	CholSolve(l, b *gorgonia.Node, block int) (*gorgonia.Node, error)
@@ -210,6 +222,21 @@ func badInput(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrBadInput}, args...)...)
 }
 
+// meshMismatch is a build-time ErrMeshMismatch, which is bad input too.
+func meshMismatch(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: "+format, append([]any{ErrBadInput, ErrMeshMismatch}, args...)...)
+}
+
+// gridErr is an error of WithGrid's distributor as the builder name
+// returns it: matching ErrBadInput too, unless it says that the engine is
+// not built in (ErrUnavailable).
+func gridErr(name string, err error) error {
+	if err == nil || errors.Is(err, ErrBadInput) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: WithGrid: %w", ErrBadInput, name, err)
+}
+
 // square checks a node holding an N×N matrix.
 func square(name string, a *gorgonia.Node) error {
 	if a == nil {
@@ -218,8 +245,11 @@ func square(name string, a *gorgonia.Node) error {
 	if a.Dims() != 2 {
 		return badInput("%s: want an N×N matrix, %v has rank %d", name, a.Name(), a.Dims())
 	}
-	if s := a.Shape(); s[0] != s[1] {
+	switch s := a.Shape(); {
+	case s[0] != s[1]:
 		return badInput("%s: want a square matrix, %v is %d×%d", name, a.Name(), s[0], s[1])
+	case s[0] < 1:
+		return badInput("%s: want an N×N matrix with N ≥ 1, %v is empty (%d×%d)", name, a.Name(), s[0], s[1])
 	}
 	if err := sharding.CheckDtype(a.Dtype()); err != nil {
 		return badInput("%s: %v", name, err)
@@ -241,6 +271,9 @@ func rhs(name string, a, b *gorgonia.Node) error {
 	if b.Shape()[0] != a.Shape()[0] {
 		return badInput("%s: the matrix has %d rows, the right-hand side %v has %d", name, a.Shape()[0], b.Name(), b.Shape()[0])
 	}
+	if s := b.Shape(); s.TotalSize() < 1 {
+		return badInput("%s: the right-hand side %v is empty (shape %v)", name, b.Name(), s)
+	}
 	if b.Dtype() != a.Dtype() {
 		return badInput("%s: dtype mismatch: %v and %v", name, a.Dtype(), b.Dtype())
 	}
@@ -250,16 +283,14 @@ func rhs(name string, a, b *gorgonia.Node) error {
 // configure resolves options against the matrix node a.
 func configure(name string, a *gorgonia.Node, opts []Option) (*config, error) {
 	c := &config{}
-	for _, o := range opts {
-		o(c)
-	}
+	c.apply(opts)
 	if c.grid != nil {
 		return c, c.checkGrid(name, a)
 	}
 	p, sharded := ops.PlacementOf(a)
 	switch {
 	case c.mesh != nil && sharded && !p.Mesh.Same(c.mesh):
-		return nil, fmt.Errorf("%w: %s: %v is on %v, WithMesh gives %v", ErrMeshMismatch, name, a.Name(), p.Mesh, c.mesh)
+		return nil, meshMismatch("%s: %v is on %v, WithMesh gives %v", name, a.Name(), p.Mesh, c.mesh)
 	case c.mesh == nil && sharded:
 		c.mesh = p.Mesh
 	case c.mesh == nil:
@@ -296,6 +327,14 @@ func (c *config) checkGrid(name string, a *gorgonia.Node) error {
 		return badInput("%s: block size (WithTile) must be at least 1, got %d", name, c.tile)
 	}
 	return hostOnly(name, a)
+}
+
+// onMesh checks that n, if it is sharded, is on the mesh the op runs on.
+func (c *config) onMesh(name string, n *gorgonia.Node) error {
+	if p, sharded := ops.PlacementOf(n); sharded && !p.Mesh.Same(c.mesh) {
+		return meshMismatch("%s: %v is on %v, the op runs on %v", name, n.Name(), p.Mesh, c.mesh)
+	}
+	return nil
 }
 
 // hostOnly checks that n is a host node, as WithGrid needs.
@@ -346,7 +385,11 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		if err := hostOnly("Potrs", b); err != nil {
 			return nil, err
 		}
-		return c.grid.Potrs(a, b, c.block())
+		n, err := c.grid.Potrs(a, b, c.block())
+		return n, gridErr("Potrs", err)
+	}
+	if err := c.onMesh("Potrs", b); err != nil {
+		return nil, err
 	}
 	ac, l, err := c.factor(a)
 	if err != nil {
@@ -374,7 +417,8 @@ func Potri(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		return nil, err
 	}
 	if c.grid != nil {
-		return c.grid.Potri(a, c.block())
+		n, err := c.grid.Potri(a, c.block())
+		return n, gridErr("Potri", err)
 	}
 	ac, l, err := c.factor(a)
 	if err != nil {
@@ -398,7 +442,8 @@ func Cholesky(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		return nil, err
 	}
 	if c.grid != nil {
-		return c.grid.Cholesky(a, c.block())
+		n, err := c.grid.Cholesky(a, c.block())
+		return n, gridErr("Cholesky", err)
 	}
 	_, l, err := c.factor(a)
 	if err != nil {
@@ -424,7 +469,11 @@ func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		if err := hostOnly("CholSolve", b); err != nil {
 			return nil, err
 		}
-		return c.grid.CholSolve(l, b, c.block())
+		n, err := c.grid.CholSolve(l, b, c.block())
+		return n, gridErr("CholSolve", err)
+	}
+	if err := c.onMesh("CholSolve", b); err != nil {
+		return nil, err
 	}
 	lc, err := c.cyclic(l)
 	if err != nil {
@@ -452,7 +501,8 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		return nil, err
 	}
 	if c.grid != nil {
-		return c.grid.LogDet(a, c.block())
+		n, err := c.grid.LogDet(a, c.block())
+		return n, gridErr("LogDet", err)
 	}
 	ac, l, err := c.factor(a)
 	if err != nil {
@@ -474,7 +524,8 @@ func Syevd(a *gorgonia.Node, opts ...Option) (w, v *gorgonia.Node, err error) {
 		return nil, nil, err
 	}
 	if c.grid != nil {
-		return c.grid.Syevd(a, c.block(), !c.valuesOnly)
+		w, v, err := c.grid.Syevd(a, c.block(), !c.valuesOnly)
+		return w, v, gridErr("Syevd", err)
 	}
 	if c.mesh.Kind() == sharding.GPU && c.tile > 1024 {
 		return nil, nil, badInput("Syevd: cuSolverMg's eigensolver needs tile ≤ 1024, got %d", c.tile)

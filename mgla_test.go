@@ -709,9 +709,15 @@ func TestBuildTimeErrors(t *testing.T) {
 	otherSq := G.NewMatrix(g2, tensor.Float64, G.WithShape(4, 4), G.WithName("otherSq"))
 	b32 := G.NewMatrix(g, tensor.Float32, G.WithShape(4, 2), G.WithName("b32"))
 	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("b"))
+	empty := G.NewMatrix(g, tensor.Float64, G.WithShape(0, 0), G.WithName("empty"))
+	noCols := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 0), G.WithName("noCols"))
 	m2, _ := sharding.CPUMesh(2)
 	m3, _ := sharding.CPUMesh(3)
 	onM2, err := ops.Shard(sq, m2, sharding.Cyclic(2))
+	require.NoError(t, err)
+	bOnM2, err := ops.Shard(b, m2, sharding.Cyclic(2))
+	require.NoError(t, err)
+	bOnM3, err := ops.Shard(b, m3, sharding.Cyclic(2))
 	require.NoError(t, err)
 	one := func(n *G.Node, err error) ([]*G.Node, error) { return []*G.Node{n}, err }
 	two := func(w, v *G.Node, err error) ([]*G.Node, error) { return []*G.Node{w, v}, err }
@@ -749,12 +755,25 @@ func TestBuildTimeErrors(t *testing.T) {
 		{"Syevd non-square", func() ([]*G.Node, error) { return two(mgla.Syevd(rect)) }, mgla.ErrBadInput},
 		{"mesh mismatch", func() ([]*G.Node, error) { return one(mgla.Potri(onM2, onMesh(m3))) }, mgla.ErrMeshMismatch},
 		{"Syevd mesh mismatch", func() ([]*G.Node, error) { return two(mgla.Syevd(onM2, onMesh(m3))) }, mgla.ErrMeshMismatch},
+		{"Potrs b on another mesh", func() ([]*G.Node, error) { return one(mgla.Potrs(onM2, bOnM3)) }, mgla.ErrMeshMismatch},
+		{"CholSolve b on another mesh", func() ([]*G.Node, error) { return one(mgla.CholSolve(onM2, bOnM3)) }, mgla.ErrMeshMismatch},
+		{"Potrs b off WithMesh", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, bOnM2, onMesh(m3))) }, mgla.ErrMeshMismatch},
+		{"CholSolve b off the default mesh", func() ([]*G.Node, error) { return one(mgla.CholSolve(sq, bOnM3)) }, mgla.ErrMeshMismatch},
+		{"Potrs 0×0", func() ([]*G.Node, error) { return one(mgla.Potrs(empty, b)) }, mgla.ErrBadInput},
+		{"Potri 0×0", func() ([]*G.Node, error) { return one(mgla.Potri(empty)) }, mgla.ErrBadInput},
+		{"Syevd 0×0", func() ([]*G.Node, error) { return two(mgla.Syevd(empty)) }, mgla.ErrBadInput},
+		{"Cholesky 0×0", func() ([]*G.Node, error) { return one(mgla.Cholesky(empty)) }, mgla.ErrBadInput},
+		{"CholSolve 0×0", func() ([]*G.Node, error) { return one(mgla.CholSolve(empty, b)) }, mgla.ErrBadInput},
+		{"LogDet 0×0", func() ([]*G.Node, error) { return one(mgla.LogDet(empty)) }, mgla.ErrBadInput},
+		{"Potrs 4×0 b", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, noCols)) }, mgla.ErrBadInput},
+		{"CholSolve 4×0 b", func() ([]*G.Node, error) { return one(mgla.CholSolve(sq, noCols)) }, mgla.ErrBadInput},
 	}
 	for _, c := range cases {
 		before, before2 := graphState(g), graphState(g2)
 		nodes, err := c.fn()
 		require.Error(t, err, c.name)
 		require.ErrorIs(t, err, c.want, c.name)
+		require.ErrorIs(t, err, mgla.ErrBadInput, "%s: every build-time error is bad input", c.name)
 		for _, nd := range nodes {
 			require.Nil(t, nd, "%s: a node with the error", c.name)
 		}
@@ -766,6 +785,36 @@ func TestBuildTimeErrors(t *testing.T) {
 	_, err = mgla.Potrs(sq, b, mgla.WithMesh(m2))
 	require.NoError(t, err)
 	require.Greater(t, len(graphState(g)), len(before))
+}
+
+// TestNilOptions checks that the builders, Options and the collective
+// builders skip nil options (as when an option is chosen conditionally)
+// and still apply the others.
+func TestNilOptions(t *testing.T) {
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	b := G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("b"))
+	var opt mgla.Option
+	_, err := mgla.Potrs(a, b, opt)
+	require.NoError(t, err)
+	_, err = mgla.Cholesky(a, mgla.Options(nil))
+	require.NoError(t, err)
+	_, _, err = mgla.Syevd(a, nil, mgla.Options(opt, nil), mgla.EigenvaluesOnly())
+	require.NoError(t, err)
+	_, err = mgla.LogDet(a, nil, mgla.Options(nil, mgla.WithTile(0)))
+	require.ErrorIs(t, err, mgla.ErrBadInput, "the option beside the nil ones applies")
+
+	m2, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	comm, err := mgla.NewMeshComm(m2)
+	require.NoError(t, err)
+	xs, err := ops.Shard(b, m2, sharding.RowBlocks())
+	require.NoError(t, err)
+	var copt mgla.CollectiveOption
+	_, err = mgla.AllReduce(xs, comm, mgla.ReduceSum, copt, mgla.CollectiveName("sum"), nil)
+	require.NoError(t, err)
+	_, err = mgla.Barrier(xs, comm, nil)
+	require.NoError(t, err)
 }
 
 func TestCauseWithoutWrapper(t *testing.T) {

@@ -84,7 +84,9 @@ var buildSeq atomic.Uint64
 func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvShape tensor.Shape, recvDtype tensor.Dtype, opts []Option) (*gorgonia.Node, error) {
 	var o nodeOptions
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil { // an option chosen conditionally may be nil
+			opt(&o)
+		}
 	}
 	if o.name == "" {
 		o.name = s.String()

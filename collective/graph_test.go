@@ -506,6 +506,7 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		{"max of complex", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Complex128), mesh, Max) }, ErrBadCall},
 		{"unknown reduction", func() (*G.Node, error) { return ScanNode(vec(3, tensor.Float64), mesh, ReduceOp(9)) }, ErrBadCall},
 		{"integers", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Int), mesh, Sum) }, nil},
+		{"nil option", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Float64), mesh, Sum, nil, WithName("s")) }, nil},
 		{"booleans", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Bool), mesh, Sum) }, ErrBadCall},
 		{"send on a mesh", func() (*G.Node, error) { return SendNode(vec(3, tensor.Float64), mesh, 1, 0) }, ErrBadCall},
 		{"recv on a mesh", func() (*G.Node, error) { return RecvNode(g, mesh, tensor.Shape{3}, tensor.Float64, 1, 0) }, ErrBadCall},

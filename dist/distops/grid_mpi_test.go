@@ -540,9 +540,11 @@ func TestGridBadInput(t *testing.T) {
 }
 
 // TestGridRunErrors checks the run-time errors on grid values: bands that
-// do not add up to the node's rows, and a matrix that is not positive
-// definite (with the order of the failing minor) or a CholSolve factor
-// with a zero on its diagonal, on every rank.
+// do not add up to the node's rows, empty matrices (which the root
+// builders reject at build time, but the ops called directly reach at run
+// time: an error on every rank, no panic), and a matrix that is not
+// positive definite (with the order of the failing minor) or a CholSolve
+// factor with a zero on its diagonal, on every rank.
 func TestGridRunErrors(t *testing.T) {
 	const n = 7
 	for _, grid := range grids(t) {
@@ -561,6 +563,9 @@ func TestGridRunErrors(t *testing.T) {
 		at := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
 		lt := tensor.New(tensor.WithShape(n, n), tensor.WithBacking(l))
 		bt := tensor.New(tensor.WithShape(n, 2), tensor.WithBacking(make([]float64, 2*n)))
+		empty := func(r, c int) *tensor.Dense {
+			return tensor.New(tensor.WithShape(r, c), tensor.WithBacking([]float64{}))
+		}
 		for _, c := range []struct {
 			name  string
 			order int
@@ -576,6 +581,19 @@ func TestGridRunErrors(t *testing.T) {
 			}},
 			{"rows", 0, func(g *G.ExprGraph) (*G.Node, error) {
 				return on.FromRowBlocks(input(g, "band", bt), n+world.Size(), 2)
+			}},
+			{"LogDet 0×0", 0, func(g *G.ExprGraph) (*G.Node, error) {
+				return on.LogDet(input(g, "A", empty(0, 0)), 2)
+			}},
+			{"Syevd 0×0", 0, func(g *G.ExprGraph) (*G.Node, error) {
+				w, _, err := on.Syevd(input(g, "A", empty(0, 0)), 0, false)
+				return w, err
+			}},
+			{"Distribute n×0", 0, func(g *G.ExprGraph) (*G.Node, error) {
+				return on.Distribute(input(g, "B", empty(n, 0)), 2)
+			}},
+			{"empty bands", 0, func(g *G.ExprGraph) (*G.Node, error) {
+				return on.FromRowBlocks(input(g, "band", empty(0, 2)), n, 2)
 			}},
 		} {
 			_, _, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
@@ -648,6 +666,62 @@ func TestGridRerun(t *testing.T) {
 			for i, v := range []G.Value{got, xg} {
 				if ok, j := near(c128(v), c128(want[0]), tolerance(tensor.Float64)); !ok {
 					t.Errorf("%s run %d: X (%s)[%d] = %v, without the grid %v", gridName(grid), pass, [...]string{"grid value read", "gathered"}[i], j, c128(v)[j], c128(want[0])[j])
+				}
+			}
+		}
+		vm.Close()
+	}
+}
+
+// TestGridEmptyBand runs FromRowBlocks with no rows on rank 0 (dist counts
+// an empty band) under LogDet and its gradient, twice on one TapeMachine:
+// each run gives every rank its band of the single-process gradient, the
+// empty one too (the second run reuses the empty output, which
+// tensor.Dense's Data cannot read).
+func TestGridEmptyBand(t *testing.T) {
+	if world.Size() < 2 {
+		t.Skip("needs a rank beside the empty one")
+	}
+	rng := rand.New(rand.NewPCG(seed(t), 47))
+	const n = 5
+	a := spd[float64](rng, n)
+	_, want, err := run(tape, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+		an := input(g, "A", a)
+		ld, err := mgla.LogDet(an)
+		return []*G.Node{ld}, []*G.Node{an}, ld, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rank 0 none, the others the block split of n rows.
+	r0, r1 := 0, 0
+	if r := world.Rank(); r > 0 {
+		per := (n + world.Size() - 2) / (world.Size() - 1)
+		r0, r1 = min((r-1)*per, n), min(r*per, n)
+	}
+	wantBand := rowsOf(want[0].(*tensor.Dense), r0, r1)
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		g := G.NewGraph()
+		band := input(g, "band", rowsOf(a, r0, r1))
+		ld := G.Must(on.LogDet(G.Must(on.FromRowBlocks(band, n, 2)), 0))
+		grads, err := G.Grad(ld, band)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g)
+		for pass := range 2 {
+			vm.Reset()
+			if err := vm.RunAll(); err != nil {
+				t.Fatalf("rank %d, %s run %d: %v", world.Rank(), gridName(grid), pass, err)
+			}
+			got := grads[0].Value()
+			switch {
+			case !got.Shape().Eq(wantBand.Shape()):
+				t.Errorf("rank %d, %s run %d: the band's gradient has shape %v, want %v", world.Rank(), gridName(grid), pass, got.Shape(), wantBand.Shape())
+			case r1 > r0:
+				if ok, j := near(c128(got), c128(wantBand), tolerance(tensor.Float64)); !ok {
+					t.Errorf("rank %d, %s run %d: band gradient[%d] = %v, without the grid %v", world.Rank(), gridName(grid), pass, j, c128(got)[j], c128(wantBand)[j])
 				}
 			}
 		}

@@ -15,9 +15,9 @@ import (
 // rows (checked at run time, the same error on every rank). This is the
 // natural output of data loading: no rank needs the whole matrix. block is
 // the block size of the 2-D block-cyclic distribution (0:
-// dist.DefaultBlock). Every rank holds at least one row (Gorgonia has no
-// empty matrices): with more ranks than rows, use Distribute. The data
-// moves by dist.FromRowBlocks, so by its rule: below 4 processes, for a
+// dist.DefaultBlock). A rank may hold no rows (a 0×cols band) as long as
+// some rank holds one; with more ranks than rows, Distribute is simpler.
+// The data moves by dist.FromRowBlocks, so by its rule: below 4 processes, for a
 // matrix up to 512 MiB, through a sum of the whole matrix on every rank;
 // otherwise through p?gemr2d, bands that are not the block split of
 // ⌈n/size⌉ rows a rank first moved into it, so that no rank holds more

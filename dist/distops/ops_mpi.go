@@ -431,7 +431,9 @@ func factorOf[T dist.Scalar](v G.Value) (*dist.Matrix[T], error) {
 
 // rowMajor is a matrix or vector value as its rows, columns (1 for a
 // vector) and row-major data (a tensor's own, not a copy: dist's row-major
-// moves read it while they build the local blocks).
+// moves read it while they build the local blocks). An empty value has no
+// data (tensor.Dense's Data panics on one): dist then rejects it with the
+// same error on every rank, or counts no rows for this rank's band.
 func rowMajor[T dist.Scalar](v G.Value) (r, c int, rm []T, err error) {
 	if e, ok := v.(*eigen); ok {
 		v = e.Dense
@@ -440,17 +442,20 @@ func rowMajor[T dist.Scalar](v G.Value) (r, c int, rm []T, err error) {
 	if !ok || d.Dims() < 1 || d.Dims() > 2 {
 		return 0, 0, nil, fmt.Errorf("%w: want a matrix or vector, got %T %v", dist.ErrBadInput, v, v)
 	}
-	if d.IsView() {
-		d = d.Materialize().(*tensor.Dense)
-	}
-	if rm, ok = d.Data().([]T); !ok {
+	if d.Dtype() != dtypeOf[T]() {
 		return 0, 0, nil, fmt.Errorf("%w: want %T data, got %v", dist.ErrBadInput, *new(T), d.Dtype())
 	}
 	r, c = d.Shape()[0], 1
 	if d.Dims() == 2 {
 		c = d.Shape()[1]
 	}
-	return r, c, rm, nil
+	if r*c == 0 {
+		return r, c, nil, nil
+	}
+	if d.IsView() {
+		d = d.Materialize().(*tensor.Dense)
+	}
+	return r, c, d.Data().([]T), nil
 }
 
 // hostValue is the row-major data rm as a value of the given shape.
@@ -461,9 +466,13 @@ func hostValue[T dist.Scalar](shape tensor.Shape, rm []T) *tensor.Dense {
 // dense is the column-major r×c data as a row-major value of the given
 // shape (r×c, or r for a vector): written into prev when it has that shape
 // and dtype (an op's output of the last run, as package ops' Gather
-// reuses its own), else new.
+// reuses its own), else new. An empty prev is returned as it is
+// (tensor.Dense's Data panics on one).
 func dense[T dist.Scalar](prev *tensor.Dense, shape tensor.Shape, r, c int, cm []T) *tensor.Dense {
 	if prev != nil && prev.Shape().Eq(shape) && prev.Dtype() == dtypeOf[T]() && !prev.IsView() {
+		if r*c == 0 {
+			return prev
+		}
 		rm := prev.Data().([]T)
 		for i := range r {
 			for j := range c {

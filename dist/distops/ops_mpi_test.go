@@ -639,3 +639,47 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRootBadInput checks that the build-time errors of the ops reached
+// through the root builders with WithGrid match mgla.ErrBadInput, as the
+// root builders' own do, as well as dist.ErrBadInput, and leave the graph
+// as it was.
+func TestRootBadInput(t *testing.T) {
+	grid := grids(t)[0]
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("B"))
+	v := gridValue(t, grid, tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16))), 2)
+	ga := distops.Input(g, v, "gridA")
+	other, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	noGrid := mgla.WithGrid(distops.On(nil))
+	for _, c := range []struct {
+		name  string
+		build func() error
+	}{
+		{"Potrs, no grid", func() error { _, err := mgla.Potrs(a, b, noGrid); return err }},
+		{"CholSolve, no grid", func() error { _, err := mgla.CholSolve(a, b, noGrid); return err }},
+		{"Cholesky, no grid", func() error { _, err := mgla.Cholesky(a, noGrid); return err }},
+		{"Potri, no grid", func() error { _, err := mgla.Potri(a, noGrid); return err }},
+		{"LogDet, no grid", func() error { _, err := mgla.LogDet(a, noGrid); return err }},
+		{"Syevd, no grid", func() error { _, _, err := mgla.Syevd(a, noGrid); return err }},
+		{"other blocks", func() error {
+			_, err := mgla.Potrs(ga, b, mgla.WithGrid(distops.On(grid)), mgla.WithTile(3))
+			return err
+		}},
+		{"other grid", func() error { _, err := mgla.LogDet(ga, mgla.WithGrid(distops.On(other))); return err }},
+	} {
+		n := len(g.AllNodes())
+		err := c.build()
+		if !errors.Is(mgla.Cause(err), mgla.ErrBadInput) || !errors.Is(err, dist.ErrBadInput) {
+			t.Errorf("%s: %v, want mgla.ErrBadInput and dist.ErrBadInput", c.name, err)
+		}
+		if m := len(g.AllNodes()); m != n {
+			t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
+		}
+	}
+}
