@@ -113,8 +113,8 @@ type ReduceOp int
 const (
 	Sum ReduceOp = iota
 	Prod
-	Min // real dtypes only (integers and floats)
-	Max // real dtypes only (integers and floats)
+	Min // real dtypes only (integers and floats; floats as Go's min: NaN wins, -0 < +0)
+	Max // real dtypes only (integers and floats; floats as Go's max: NaN wins, -0 < +0)
 )
 
 var reduceNames = [...]string{"sum", "prod", "min", "max"}

@@ -21,7 +21,11 @@
 // uint64, MPI_INT64_T and ncclInt64, on amd64 and arm64). Every reduction
 // applies to the integers (overflow wraps on the CPU mesh, is the
 // library's in MPI and NCCL: keep sums and products in range); Min and Max
-// are undefined for complex values. The NCCL engine moves the 32- and
+// are undefined for complex values. Min and Max of floats are Go's min and
+// max on every engine: a NaN on any rank gives NaN, and -0 is below +0
+// (MPI's MPI_MIN and MPI_MAX keep or drop a NaN by the order they meet it,
+// NCCL's drop it; the MPI engine reduces with its own MPI operations, the
+// NCCL engine reduces order-preserving integer keys of the floats). The NCCL engine moves the 32- and
 // 64-bit integers only (GPU meshes hold no 1- or 2-byte elements:
 // sharding.CheckGPUDtype). Buffers that hold one block per rank (the
 // output of AllGather, the input of ReduceScatter and Scatter, both sides of

@@ -16,11 +16,12 @@ import (
 )
 
 // Reduce is op over vals in complex128 arithmetic (Min and Max on the real
-// parts, for real dtypes).
+// parts, for real dtypes, with Go's min and max: a NaN wins even against an
+// infinity, where math.Min and math.Max let the infinity win).
 func Reduce(op collective.ReduceOp, vals []complex128) complex128 {
 	return fold(op, vals,
-		func(a, b complex128) complex128 { return complex(math.Min(real(a), real(b)), 0) },
-		func(a, b complex128) complex128 { return complex(math.Max(real(a), real(b)), 0) })
+		func(a, b complex128) complex128 { return complex(min(real(a), real(b)), 0) },
+		func(a, b complex128) complex128 { return complex(max(real(a), real(b)), 0) })
 }
 
 // fold is op over vals with the given Min and Max of two values.
@@ -310,4 +311,64 @@ func HostCall(c collective.Call, send, recv any) *collective.Call {
 	}
 	c.Send, c.Recv = wrap(send), wrap(recv)
 	return &c
+}
+
+// Specials is rank r's n values, of a communicator of size ranks, for the
+// check that Min and Max of floats follow Go's min and max on every engine
+// (a NaN anywhere gives NaN, -0 is less than +0). Element i, across the
+// ranks, is one of eight patterns in turn: a NaN on one rank (each rank in
+// turn), finite values only, -0 and +0 alternating from either end, NaN on
+// every rank, +Inf on one rank and -Inf on the next, a NaN beside a +Inf,
+// and a NaN on the last rank. The finite values are small integers, exact
+// in float32. Reference gives the answer; compare with SameFloat.
+func Specials(r, size, n int) []complex128 {
+	nan, inf, negZero := math.NaN(), math.Inf(1), math.Copysign(0, -1)
+	out := make([]complex128, n)
+	for i := range out {
+		k := i / 8
+		v := float64((r*7+i*3)%11) - 5
+		switch i % 8 {
+		case 0:
+			if r == k%size {
+				v = nan
+			}
+		case 2, 3:
+			v = 0
+			if (r+i)%2 == 0 {
+				v = negZero
+			}
+		case 4:
+			v = nan
+		case 5:
+			switch r {
+			case k % size:
+				v = inf
+			case (k + 1) % size:
+				v = -inf
+			}
+		case 6:
+			switch r {
+			case (k + 1) % size:
+				v = nan
+			case k % size:
+				v = inf
+			}
+		case 7:
+			if r == size-1 {
+				v = nan
+			}
+		}
+		out[i] = complex(v, 0)
+	}
+	return out
+}
+
+// SameFloat reports whether the real parts of got and want are the same
+// float: both NaN, or equal with the same sign (so that -0 is not +0).
+func SameFloat(got, want complex128) bool {
+	g, w := real(got), real(want)
+	if math.IsNaN(g) || math.IsNaN(w) {
+		return math.IsNaN(g) && math.IsNaN(w)
+	}
+	return g == w && math.Signbit(g) == math.Signbit(w)
 }

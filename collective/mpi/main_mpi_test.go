@@ -5,7 +5,6 @@ package mpi_test
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/cmplx"
 	"math/rand/v2"
 	"os"
@@ -170,9 +169,9 @@ func reduce(op collective.ReduceOp, xs []complex128) complex128 {
 		case collective.Prod:
 			acc *= x
 		case collective.Min:
-			acc = complex(math.Min(real(acc), real(x)), 0)
+			acc = complex(min(real(acc), real(x)), 0)
 		case collective.Max:
-			acc = complex(math.Max(real(acc), real(x)), 0)
+			acc = complex(max(real(acc), real(x)), 0)
 		}
 	}
 	return acc

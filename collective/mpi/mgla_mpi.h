@@ -5,12 +5,19 @@
 // package (mpi build tag).
 #ifndef MGLA_MPI_H
 #define MGLA_MPI_H
+#include <math.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+// mgla_go_min and mgla_go_max are Go's min and max of floats (a NaN wins,
+// -0 < +0) as MPI operations, made by mgla_create_ops (mgla_mpi.c) when MPI
+// is initialised.
+extern MPI_Op mgla_go_min, mgla_go_max;
+int mgla_create_ops(void);
 
 static inline MPI_Comm mgla_comm_world(void) { return MPI_COMM_WORLD; }
 static inline MPI_Comm mgla_comm_null(void) { return MPI_COMM_NULL; }
@@ -32,7 +39,9 @@ static inline int mgla_init(int required, int *provided) {
 	}
 	if (rc != MPI_SUCCESS) return rc;
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	return MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+	rc = MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+	if (rc != MPI_SUCCESS) return rc;
+	return mgla_create_ops();
 }
 
 static inline int mgla_finalize(void) {
@@ -76,11 +85,15 @@ static inline MPI_Datatype mgla_dtype(int code) {
 	return MPI_BYTE;
 }
 
-static inline MPI_Op mgla_op(int code) {
+// mgla_op is the MPI operation of a reduction code (collective.ReduceOp) on
+// a dtype code: min and max of floats are Go's, so that every engine agrees
+// (MPI_MIN and MPI_MAX keep or drop a NaN depending on the order they meet it).
+static inline MPI_Op mgla_op(int code, int dtype) {
+	int isFloat = dtype == 0 || dtype == 1;
 	switch (code) {
 	case 1: return MPI_PROD;
-	case 2: return MPI_MIN;
-	case 3: return MPI_MAX;
+	case 2: return isFloat ? mgla_go_min : MPI_MIN;
+	case 3: return isFloat ? mgla_go_max : MPI_MAX;
 	}
 	return MPI_SUM;
 }
@@ -91,7 +104,7 @@ static inline MPI_Op mgla_op(int code) {
 static inline int mgla_start(int kind, const void *send, void *recv, int count, int dtype, int op, int root,
 		MPI_Comm comm, MPI_Request *req) {
 	MPI_Datatype dt = mgla_dtype(dtype);
-	MPI_Op o = mgla_op(op);
+	MPI_Op o = mgla_op(op, dtype);
 	switch (kind) {
 	case 0: return MPI_Iallreduce(send, recv, count, dt, o, comm, req);
 	case 1: return MPI_Iallgather(send, count, dt, recv, count, dt, comm, req);
@@ -115,7 +128,7 @@ static inline int mgla_start(int kind, const void *send, void *recv, int count, 
 // blocking call, as mgla_start describes for the nonblocking ones.
 static inline int mgla_block(int kind, const void *send, void *recv, int count, int dtype, int op, int root, MPI_Comm comm) {
 	MPI_Datatype dt = mgla_dtype(dtype);
-	MPI_Op o = mgla_op(op);
+	MPI_Op o = mgla_op(op, dtype);
 	switch (kind) {
 	case 0: return MPI_Allreduce(send, recv, count, dt, o, comm);
 	case 1: return MPI_Allgather(send, count, dt, recv, count, dt, comm);

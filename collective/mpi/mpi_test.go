@@ -775,3 +775,35 @@ func TestIreduceAlgorithm(t *testing.T) {
 		t.Errorf("MPI uses ireduce algorithm %d, the environment says %d", got, want)
 	}
 }
+
+// TestMinMaxFollowGo: Min and Max of floats follow Go's min and max, as on
+// the CPU mesh: a NaN on any rank gives NaN (MPI_MIN and MPI_MAX drop it or
+// keep it by the order they meet it), and -0 is below +0; with counts that
+// take the blocking and the nonblocking paths.
+func TestMinMaxFollowGo(t *testing.T) {
+	c := newComm(t)
+	size, me := c.Size(), c.Rank()
+	for _, count := range []int{16, 1 << 16} {
+		for _, kind := range []collective.Kind{collective.AllReduce, collective.ReduceScatter, collective.Reduce, collective.Scan} {
+			for _, op := range []collective.ReduceOp{collective.Min, collective.Max} {
+				for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+					call := collective.Call{Kind: kind, Op: op, Dtype: dt, Count: count, Root: size - 1}
+					send := make([][]complex128, size)
+					for r := range size {
+						send[r] = collectivetest.Specials(r, size, call.SendLen(size))
+					}
+					recv := typed(dt, make([]complex128, call.RecvLen(size)))
+					if err := c.Do(hostCall(call, typed(dt, send[me]), recv)); err != nil {
+						t.Fatal(err)
+					}
+					got, want := collectivetest.Values(recv), collectivetest.Reference(&call, size, send)[me]
+					for i, w := range want {
+						if !collectivetest.SameFloat(got[i], w) {
+							t.Fatalf("%v %v %v n=%d: element %d (pattern %d) = %v, want %v", kind, op, dt, count, i, i%8, real(got[i]), real(w))
+						}
+					}
+				}
+			}
+		}
+	}
+}
