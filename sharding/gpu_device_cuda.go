@@ -874,3 +874,44 @@ func (gpuBackend) diagonalSuspect(t *Tensor) (bool, error) {
 	}
 	return false, err
 }
+
+// MinMaxKeys enqueues on stream, on GPU id, the kernel that writes to keys
+// the n unsigned keys (uint32 for float32, uint64 for float64) of the
+// floats of type dt at src: keys in the floats' order, -0 below +0, and a
+// NaN mapped to the key that wins the reduction (the smallest for min, the
+// largest for max). An unsigned min or max of keys, mapped back by
+// MinMaxValues, is Go's min or max of the floats; package collective/nccl
+// runs Min and Max so, since NCCL's own drop NaNs. The calling thread's
+// current context must be id's primary context.
+func MinMaxKeys(id int, stream cu.Stream, keys, src cu.DevicePtr, n int, dt tensor.Dtype, forMax bool) error {
+	g, size, err := minMaxKernels(id, n, dt)
+	if err != nil || n == 0 {
+		return err
+	}
+	flag := uint64(0)
+	if forMax {
+		flag = 1
+	}
+	return g.launchOn(stream, ptx.MinMaxKeys[size], min(ceilDiv(n, 256), 4096), 1, 256, 1, uint64(keys), uint64(src), uint64(n), flag)
+}
+
+// MinMaxValues enqueues on stream, on GPU id, the kernel that maps the n
+// keys of MinMaxKeys at a back to floats of type dt in place.
+func MinMaxValues(id int, stream cu.Stream, a cu.DevicePtr, n int, dt tensor.Dtype) error {
+	g, size, err := minMaxKernels(id, n, dt)
+	if err != nil || n == 0 {
+		return err
+	}
+	return g.launchOn(stream, ptx.MinMaxValues[size], min(ceilDiv(n, 256), 4096), 1, 256, 1, uint64(a), uint64(n))
+}
+
+func minMaxKernels(id, n int, dt tensor.Dtype) (*gpuDevice, int, error) {
+	if dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, 0, fmt.Errorf("sharding: min and max keys of %v: float32 and float64 only", dt)
+	}
+	if n < 0 {
+		return nil, 0, fmt.Errorf("sharding: min and max keys of %d elements", n)
+	}
+	g, err := deviceState(id)
+	return g, int(dt.Size()), err
+}

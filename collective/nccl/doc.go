@@ -86,7 +86,13 @@
 // they are issued, and Call.Tag is not used. Complex values are reduced as
 // interleaved real and imaginary parts, which is right for Sum only: a
 // complex Prod is collective.ErrUnavailable (Min and Max are undefined for
-// complex values and rejected by Call.Check). The engine moves the 32- and
+// complex values and rejected by Call.Check). Min and Max of floats are Go's
+// (a NaN wins, -0 < +0), which NCCL's float min and max are not (they drop
+// NaNs): the engine maps the floats to order-preserving unsigned keys of
+// their width on each rank's stream (sharding.MinMaxKeys, a NaN to the key
+// that wins), reduces the keys with NCCL's unsigned Min or Max and maps the
+// result back; it costs a key buffer and two passes over the data on the
+// GPU. The engine moves the 32- and
 // 64-bit integers (Go's int and uint as ncclInt64 and ncclUint64): NCCL has
 // no 16-bit ones (collective.ErrBadCall), and GPU buffers do not hold 1- or
 // 2-byte elements (sharding.CheckGPUDtype), so int8 and uint8 stay on the

@@ -363,7 +363,14 @@ func (h *Comm) Do(c *collective.Call) error {
 	} else {
 		send, recv = addresses(c.Send, c.SendLen(e.size)), addresses(c.Recv, c.RecvLen(e.size))
 	}
-	free, err := e.enqueue(c, send, recv)
+	run, freeKeys := c, func() {}
+	if goMinMax(c) {
+		var err error
+		if run, send, freeKeys, err = e.toKeys(c, send); err != nil {
+			return err
+		}
+	}
+	free, err := e.enqueue(run, send, recv)
 	werr := e.wait(c, deadline, h.timeout)
 	if err != nil && werr == nil {
 		// NCCL refused the call: abort if that left a communicator in error.
@@ -372,8 +379,12 @@ func (h *Comm) Do(c *collective.Call) error {
 		}
 	}
 	free()
+	freeKeys()
 	if err == nil {
 		err = werr
+	}
+	if err == nil && run != c {
+		err = e.fromKeys(c, recv)
 	}
 	if err == nil && host {
 		err = e.stageOut(c)
@@ -382,6 +393,78 @@ func (h *Comm) Do(c *collective.Call) error {
 		err = mismatch
 	}
 	return err
+}
+
+// goMinMax reports whether c is a Min or Max of floats, which the engine
+// runs as NCCL's unsigned Min or Max of order-preserving keys
+// (sharding.MinMaxKeys) so that, as with Go's min and max and the other
+// engines, a NaN on any rank gives NaN and -0 is below +0: NCCL's own float
+// min and max drop NaNs.
+func goMinMax(c *collective.Call) bool {
+	return reduces(c.Kind) && (c.Op == collective.Min || c.Op == collective.Max) &&
+		(c.Dtype == tensor.Float32 || c.Dtype == tensor.Float64)
+}
+
+// toKeys allocates the keys of every local rank's send buffer on its device
+// and enqueues their computation on its stream. It returns the call to run
+// on them (an unsigned dtype of the floats' width), their addresses and
+// what frees them once the streams are done.
+func (e *engine) toKeys(c *collective.Call, send []uintptr) (*collective.Call, []uintptr, func(), error) {
+	run := *c
+	run.Dtype = map[uintptr]tensor.Dtype{4: tensor.Uint32, 8: tensor.Uint64}[c.Dtype.Size()]
+	n := c.SendLen(e.size)
+	keys := make([]uintptr, len(e.local))
+	free := func() {
+		for i, p := range keys {
+			if p != 0 {
+				_ = cu.SetCurrentContext(e.ctxs[i])
+				_ = cu.MemFree(cu.DevicePtr(p))
+			}
+		}
+	}
+	for i := range e.local {
+		err := cu.SetCurrentContext(e.ctxs[i])
+		var p cu.DevicePtr
+		if err == nil {
+			p, err = cu.MemAlloc(int64(n) * int64(c.Dtype.Size()))
+			keys[i] = uintptr(p)
+		}
+		if err == nil {
+			err = sharding.MinMaxKeys(e.devices[i], e.streams[i], p, cu.DevicePtr(send[i]), n, c.Dtype, c.Op == collective.Max)
+		}
+		if err != nil {
+			free()
+			return nil, nil, nil, fmt.Errorf("%w: collective/nccl: %v on %s: the keys of Go's %v on gpu:%d: %v",
+				collective.ErrEngine, c, e.what, c.Op, e.devices[i], err)
+		}
+	}
+	return &run, keys, free, nil
+}
+
+// fromKeys maps the keys in every local rank's receive buffer back to
+// floats, where c leaves a result (not in the zeros of Reduce off the
+// root), and waits for it.
+func (e *engine) fromKeys(c *collective.Call, recv []uintptr) error {
+	fail := func(i int, err error) error {
+		return fmt.Errorf("%w: collective/nccl: %v on %s: the result of Go's %v on gpu:%d: %v",
+			collective.ErrEngine, c, e.what, c.Op, e.devices[i], err)
+	}
+	for i, rank := range e.local {
+		if c.Kind == collective.Reduce && rank != c.Root {
+			continue
+		}
+		err := cu.SetCurrentContext(e.ctxs[i])
+		if err == nil {
+			err = sharding.MinMaxValues(e.devices[i], e.streams[i], cu.DevicePtr(recv[i]), c.RecvLen(e.size), c.Dtype)
+		}
+		if err == nil {
+			err = e.streams[i].Synchronize()
+		}
+		if err != nil {
+			return fail(i, err)
+		}
+	}
+	return nil
 }
 
 // agreeing is the part of a point-to-point call whose ends agree (the

@@ -156,6 +156,44 @@ extern "C" __global__ void mgla_axpy_d(long long n, double alpha, const double *
     y[i] += alpha * x[i];
 }
 
+// Go's min and max of floats through NCCL's unsigned min and max (whose
+// float min and max drop NaNs): minmax_keys maps each float to an unsigned
+// key of its width in the same order, -0 below +0 (the sign bit's
+// complement for positive numbers, every bit's for negative ones), and a
+// NaN to the smallest key for min (0) or the largest for max (all ones), so
+// that a NaN wins either reduction; minmax_values maps keys back in place
+// (those two keys give NaNs).
+template <typename F, typename U>
+__device__ void minmax_keys(U *out, const F *in, long long n, long long forMax) {
+  const U sign = (U)1 << (8 * sizeof(U) - 1);
+  const U inf = sizeof(U) == 4 ? (U)0x7f800000u : (U)0x7ff0000000000000ull;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    U b = *(const U *)&in[i];
+    U k = (b & sign) ? ~b : (b | sign);
+    if ((b & ~sign) > inf) k = forMax ? ~(U)0 : (U)0;
+    out[i] = k;
+  }
+}
+template <typename U>
+__device__ void minmax_values(U *a, long long n) {
+  const U sign = (U)1 << (8 * sizeof(U) - 1);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    U k = a[i];
+    a[i] = (k & sign) ? (k ^ sign) : ~k;
+  }
+}
+extern "C" __global__ void mgla_minmax_keys_s(unsigned int *out, const float *in, long long n, long long forMax) {
+  minmax_keys(out, in, n, forMax);
+}
+extern "C" __global__ void mgla_minmax_keys_d(unsigned long long *out, const double *in, long long n,
+                                              long long forMax) {
+  minmax_keys(out, in, n, forMax);
+}
+extern "C" __global__ void mgla_minmax_values_s(unsigned int *a, long long n) { minmax_values(a, n); }
+extern "C" __global__ void mgla_minmax_values_d(unsigned long long *a, long long n) { minmax_values(a, n); }
+
 // nonFinite sets *flag to 1 if a rows×cols block (leading dimension ld, in
 // reals) holds NaN or ±Inf. Complex data is passed as reals with pairs = 2
 // (element row = real row / pairs). With lower != 0 only the elements on or

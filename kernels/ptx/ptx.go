@@ -4,8 +4,8 @@
 // sharding loads the PTX into each GPU's primary context, where the driver
 // compiles it for the GPU at hand, and launches the kernels: the transposes
 // of host transfers, the zeroing of a factor's upper triangle, the mirroring
-// of a Hermitian result's lower triangle, axpy, the checks for NaN, Inf
-// and zero pivots, and the products with a lower triangle that check a
+// of a Hermitian result's lower triangle, axpy, the keys that run Go's min
+// and max of floats through NCCL, the checks for NaN, Inf and zero pivots, and the products with a lower triangle that check a
 // factor computed on a mesh.
 package ptx
 
@@ -39,6 +39,14 @@ var Mirror = map[byte]string{'s': "mgla_mirror_lower_s", 'd': "mgla_mirror_lower
 // as twice as many reals).
 var Axpy = map[int]string{4: "mgla_axpy_s", 8: "mgla_axpy_d"}
 
+// MinMaxKeys and MinMaxValues name the kernels that run Go's min and max of
+// floats as NCCL's unsigned min and max, by real element size: floats to
+// order-preserving keys (a NaN to the winning key) and keys back to floats.
+var (
+	MinMaxKeys   = map[int]string{4: "mgla_minmax_keys_s", 8: "mgla_minmax_keys_d"}
+	MinMaxValues = map[int]string{4: "mgla_minmax_values_s", 8: "mgla_minmax_values_d"}
+)
+
 // NonFinite names the kernels that flag NaN or Inf, by real element size.
 var NonFinite = map[int]string{4: "mgla_nonfinite_s", 8: "mgla_nonfinite_d"}
 
@@ -57,7 +65,7 @@ var (
 // Names lists every kernel the PTX must define.
 func Names() []string {
 	var out []string
-	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, NonFinite, DiagCheck, ScatterRows, GatherRows} {
+	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows} {
 		for _, n := range m {
 			out = append(out, n)
 		}
