@@ -29,7 +29,10 @@
 //
 // The engine code needs the mpi build tag (Open MPI and Debian's
 // libscalapack-openmpi-dev); without it NewGrid returns an error wrapping
-// collective.ErrUnavailable.
+// collective.ErrUnavailable. go doc and pkg.go.dev read the build without
+// tags, which has only Grid, NewGrid and Close: the rest of the API is
+// documented in the mpi-tagged files (grid_mpi.go, matrix_mpi.go,
+// moves_mpi.go, rowblock_mpi.go, ops_mpi.go and grad_mpi.go).
 //
 // The package owns the process grid, the distributed matrix and the
 // ScaLAPACK calls. It may import cyclic (the layout), collective and
