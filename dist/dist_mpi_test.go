@@ -42,7 +42,7 @@ func TestLayoutMatchesScaLAPACK(t *testing.T) {
 
 // shapes are the sizes and block sizes: odd, not multiples of the block,
 // smaller than the grid.
-var shapes = []struct{ n, nb int }{{1, 1}, {5, 2}, {6, 4}, {7, 3}, {13, 4}, {24, 5}}
+var shapes = []struct{ n, nb int }{{1, 1}, {5, 2}, {6, 4}, {7, 3}, {13, 4}, {24, 5}, {3, 64}, {9, 64}, {33, 64}}
 
 func TestOps(t *testing.T) {
 	eachDtype(t, "", testOps[float32], testOps[float64], testOps[complex64], testOps[complex128])

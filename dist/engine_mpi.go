@@ -124,18 +124,23 @@ func trsm[T Scalar](side, transA byte, l, b *Matrix[T]) {
 }
 
 // workspace turns this rank's workspace query of p?syevd / p?heevd into
-// the sizes to allocate: the largest query of any rank plus NB·(2N+NB)+N
-// (ScaLAPACK 2.2's query underestimates what PxORMTR checks on processes
-// that own little or nothing, and PxORMTR's complaint does not reach INFO),
-// and at least 7N+8Q+2 integers. If the ranks cannot agree, every size is
-// the local one plus the margin.
+// the sizes to allocate: the largest query of any rank plus a margin of
+// what PxORMTR (PxUNMTR) itself asks for, and at least 7N+8Q+2 integers.
+// ScaLAPACK 2.2's query underestimates what PxORMTR checks, on processes
+// that own little or nothing and wherever NB is large against N (N = 9 in
+// blocks of 64), and PxORMTR's complaint ("parameter number 16 had an
+// illegal value") does not reach INFO: the eigenvectors come back wrong
+// with INFO = 0. PxORMTR needs max(NB(NB−1)/2, (MpC0+NqC0)·NB) + NB² past
+// the 5N that p?syevd keeps before it, MpC0 and NqC0 (local rows and
+// columns) at most N+NB each. If the ranks cannot agree, every size is the
+// local one plus the margin.
 func (m *Matrix[T]) workspace(work, rwork float64, iwork int) (lwork, lrwork, liwork int) {
 	n, nb := m.Layout.Rows, m.Layout.MB
 	got, err := allReduce(m.Grid.comm, collective.Max, []float64{work, rwork, float64(iwork)})
 	if err != nil {
 		got = []float64{work, rwork, float64(iwork)}
 	}
-	margin := nb*(2*n+nb) + n
+	margin := 5*n + max(nb*(nb-1)/2, 2*(n+nb)*nb) + nb*nb
 	return int(got[0]) + margin, int(got[1]) + margin, max(int(got[2]), 7*n+8*m.Grid.q+2) + 1
 }
 
