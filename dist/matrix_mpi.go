@@ -106,7 +106,10 @@ func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
 // FromReplicated distributes a rows×cols column-major matrix (leading
 // dimension rows) that every rank holds: each rank copies its own blocks,
 // no data moves between processes. NaN or Inf in it is an error wrapping
-// ErrNonFinite, found in the same pass. Collective.
+// ErrNonFinite on every rank, found in the same pass. The copies must be
+// the same on every rank: each rank reads only the blocks it owns, so a
+// difference (a NaN in one rank's copy only, say) outside them goes
+// unnoticed. Collective.
 func FromReplicated[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
 	return fromReplicated("FromReplicated", g, rows, cols, nb, full, colMajor)
 }
