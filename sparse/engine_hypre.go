@@ -31,9 +31,10 @@ var hypreMu sync.Mutex
 // hypreEngine is a hypre IJ/ParCSR matrix on this rank's row block, with
 // BoomerAMG hierarchies and Krylov solvers for A and Aᵀ (hypre_shim.c).
 type hypreEngine struct {
-	p   *Pattern
-	e   *C.mh_engine
-	tol float64
+	p       *Pattern
+	e       *C.mh_engine
+	tol     float64
+	maxIter int
 }
 
 func hypreErr(what string, rc C.int, buf []C.char) error {
@@ -104,7 +105,7 @@ func newEngine(p *Pattern, cfg *config) (engine, error) {
 		}
 		return nil, hypreErr("creating the matrix", rc, buf)
 	}
-	return &hypreEngine{p: p, e: e, tol: cfg.tol}, nil
+	return &hypreEngine{p: p, e: e, tol: cfg.tol, maxIter: cfg.maxIter}, nil
 }
 
 func (h *hypreEngine) load(vals []float64) error {
@@ -135,10 +136,7 @@ func (h *hypreEngine) solve(trans bool, b, x []float64) (Info, error) {
 	var res C.double
 	rc := C.mh_solve(h.e, cbool(trans), (*C.double)(ptrOf(b)), (*C.double)(ptrOf(x)), &iters, &res, &status, &buf[0], errLen)
 	info := Info{Iterations: int(iters), Residual: float64(res)}
-	info.Status = statusOf(info.Residual, h.tol, status == 0)
-	if status != 0 && info.Status == Success {
-		info.Status = NotConverged
-	}
+	info.Status = finalStatus(info, h.tol, h.maxIter, status == 0)
 	if rc != 0 {
 		info.Status = Failed
 		return info, hypreErr("solve", rc, buf)

@@ -169,24 +169,34 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 	}
 	e->counts = calloc(e->size, sizeof(int));
 	e->displs = calloc(e->size, sizeof(int));
-	int mine[2] = {ilower, nrows};
-	int *all = calloc(2 * e->size, sizeof(int));
-	rc = MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, e->comm);
+	// Every rank's first row, row count and order N, so that every rank
+	// finds the same fault in the same data (-2: the same message on every
+	// rank) instead of some ranks going on into hypre and waiting there.
+	int mine[3] = {ilower, nrows, n};
+	int *all = calloc(3 * e->size, sizeof(int));
+	rc = MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, e->comm);
 	if (rc != MPI_SUCCESS) {
 		free(all);
 		snprintf(err, errlen, "MPI_Allgather failed (%d)", rc);
 		return rc;
 	}
+	for (int r = 1; r < e->size; r++) {
+		if (all[3 * r + 2] != all[2]) {
+			snprintf(err, errlen, "the ranks disagree on the order of the matrix: rank %d has %d rows in all, rank 0 has %d", r, all[3 * r + 2], all[2]);
+			free(all);
+			return -2;
+		}
+	}
 	int next = 0;
 	for (int r = 0; r < e->size; r++) {
-		if (all[2 * r] != next) {
-			snprintf(err, errlen, "the row blocks do not tile the rows: rank %d starts at row %d, want %d", r, all[2 * r], next);
+		if (all[3 * r] != next) {
+			snprintf(err, errlen, "the row blocks do not tile the rows: rank %d starts at row %d, want %d", r, all[3 * r], next);
 			free(all);
-			return -2; // the same on every rank
+			return -2;
 		}
-		e->displs[r] = all[2 * r];
-		e->counts[r] = all[2 * r + 1];
-		next += all[2 * r + 1];
+		e->displs[r] = all[3 * r];
+		e->counts[r] = all[3 * r + 1];
+		next += all[3 * r + 1];
 	}
 	free(all);
 	if (next != n) {

@@ -3,6 +3,7 @@
 package sparse
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -174,8 +175,9 @@ func TestSymmetryOption(t *testing.T) {
 }
 
 // TestDiverged: BoomerAMG alone, cycled with the kept hierarchy of A on −A
-// (error propagation ≈ 2I), blows up; the status says Diverged (an error by
-// default, the status alone on request).
+// with the ℓ1 smoother (which kept A's row norms: error propagation ≈ 2I),
+// blows up; the status says Diverged (an error by default, the status alone
+// on request).
 func TestDiverged(t *testing.T) {
 	rng := testRNG(t, 900)
 	tr := laplace2D(rng, 12, 11, 0)
@@ -186,7 +188,7 @@ func TestDiverged(t *testing.T) {
 	}
 	b := randVec(rng, tr.n)
 	for _, statusOnly := range []bool{false, true} {
-		opts := []Option{WithMethod(AMG), WithMaxIterations(400), WithKeepHierarchy()}
+		opts := []Option{WithMethod(AMG), WithMaxIterations(400), WithKeepHierarchy(), WithSmoother(L1GaussSeidel)}
 		if statusOnly {
 			opts = append(opts, WithStatusOnly())
 		}
@@ -208,5 +210,97 @@ func TestDiverged(t *testing.T) {
 		}
 		require.Equal(t, 1, s.Stats().Setups)
 		s.Close()
+	}
+}
+
+// TestSingularSystemIsNotSuccess: the Neumann Laplacian of a path (singular)
+// with a right-hand side outside its range has no solution; no method may
+// call its last iterate a Success (hypre's GMRES stopped early without its
+// convergence flag and was taken at its word, with a relative residual of
+// 49). With WithStatusOnly the status says so instead of an error.
+func TestSingularSystemIsNotSuccess(t *testing.T) {
+	const n = 21
+	tr := triplets{n: n}
+	for i := range n {
+		d := 2.0
+		if i == 0 || i == n-1 {
+			d = 1
+		}
+		tr.rows, tr.cols, tr.vals = append(tr.rows, i), append(tr.cols, i), append(tr.vals, d)
+		if i > 0 {
+			tr.rows, tr.cols, tr.vals = append(tr.rows, i, i-1), append(tr.cols, i-1, i), append(tr.vals, -1, -1)
+		}
+	}
+	a := tr.whole(t)
+	b := make([]float64, n)
+	b[0] = 1 // Σb ≠ 0: outside the range
+	for _, m := range []Method{PCG, AMG, BiCGStab, GMRES} {
+		for _, statusOnly := range []bool{false, true} {
+			opts := []Option{WithMethod(m)}
+			if statusOnly {
+				opts = append(opts, WithStatusOnly())
+			}
+			s, err := NewSolver(a.Pattern, opts...)
+			require.NoError(t, err)
+			_, info, err := s.SolveValues(a.Values, b, false)
+			t.Logf("%v, status only %v: %v; %v", m, statusOnly, info, err)
+			require.NotEqual(t, Success, info.Status, "%v", m)
+			switch {
+			case errors.Is(err, ErrHypre): // hypre's own error (BiCGStab's breakdown)
+				require.Equal(t, Failed, info.Status)
+			case statusOnly:
+				require.NoError(t, err)
+			default:
+				require.ErrorIs(t, err, ErrNotConverged, "%v", m)
+			}
+			s.Close()
+		}
+	}
+}
+
+// TestKeepHierarchyAfterDoubledDiagonal: PCG on a kept hierarchy after the
+// diagonal doubles converges to the new matrix's solution (the default
+// smoother with WithKeepHierarchy reads the current values; the ℓ1 one kept
+// the old row norms and PCG stopped on it after 5 iterations).
+func TestKeepHierarchyAfterDoubledDiagonal(t *testing.T) {
+	rng := testRNG(t, 950)
+	tr := laplace2D(rng, 13, 12, 0)
+	a := tr.whole(t)
+	b := randVec(rng, tr.n)
+	s, err := NewSolver(a.Pattern, WithKeepHierarchy(), WithTolerance(1e-10))
+	require.NoError(t, err)
+	defer s.Close()
+	_, _, err = s.SolveValues(a.Values, b, false)
+	require.NoError(t, err)
+	for k := range tr.vals {
+		if tr.rows[k] == tr.cols[k] {
+			tr.vals[k] *= 2
+		}
+	}
+	x, info, err := s.SolveValues(tr.whole(t).Values, b, false)
+	t.Logf("after the change: %v", info)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Stats().Setups)
+	require.Less(t, relErr(x, denseSolve(tr.n, tr.dense(), b, false)), 1e-8)
+}
+
+// TestInfoAfterBadInput: a run that ends on bad input reports Failed, not
+// the Success of the run before it.
+func TestInfoAfterBadInput(t *testing.T) {
+	rng := testRNG(t, 960)
+	tr := laplace2D(rng, 6, 5, 0)
+	a := tr.whole(t)
+	b := randVec(rng, tr.n)
+	s, err := NewSolver(a.Pattern)
+	require.NoError(t, err)
+	defer s.Close()
+	_, info, err := s.SolveValues(a.Values, b, false)
+	require.NoError(t, err)
+	require.Equal(t, Success, info.Status)
+	for name, bad := range map[string][]float64{"NaN": append([]float64{math.NaN()}, b[1:]...), "short": b[1:]} {
+		_, info, err = s.SolveValues(a.Values, bad, false)
+		require.Error(t, err, name)
+		require.Equal(t, Failed, info.Status, name)
+		require.Equal(t, Failed, s.Info().Status, name)
 	}
 }

@@ -208,13 +208,35 @@ func bicgstab(sp space, trans bool, precond func(r, z []float64) error, b, x []f
 // divergedAbove is the relative residual past which a solve has diverged.
 const divergedAbove = 1e8
 
-// statusOf is the Status of a relative residual at the end of a solve.
-func statusOf(res, tol float64, converged bool) Status {
+// statusOf is the Status of a relative residual: Diverged, Success when it
+// reached the tolerance, else NotConverged.
+func statusOf(res, tol float64) Status {
 	switch {
 	case math.IsNaN(res) || math.IsInf(res, 0) || res > divergedAbove:
 		return Diverged
-	case converged || res <= tol:
+	case res <= tol:
 		return Success
+	}
+	return NotConverged
+}
+
+// finalStatus is the Status of a solve that an engine ended after
+// info.Iterations of at most maxIter, with the relative residual
+// info.Residual and its own verdict, converged (hypre's convergence flag).
+// The verdict alone is not enough: hypre's GMRES stops early without
+// raising the flag when it breaks down or stagnates (a singular system, say),
+// so Success needs the residual at the tolerance (up to rounding where the
+// engine says so itself), and a solve that stops short of the limit without
+// reaching it Failed.
+func finalStatus(info Info, tol float64, maxIter int, converged bool) Status {
+	s := statusOf(info.Residual, tol)
+	switch {
+	case s != NotConverged:
+		return s
+	case converged && info.Residual <= tol*(1+1e-6):
+		return Success
+	case info.Iterations < maxIter:
+		return Failed
 	}
 	return NotConverged
 }
@@ -222,7 +244,7 @@ func statusOf(res, tol float64, converged bool) Status {
 // progressStatus says whether an iteration with this relative residual ends
 // the solve, and how.
 func progressStatus(res, tol float64) (Status, bool) {
-	s := statusOf(res, tol, false)
+	s := statusOf(res, tol)
 	return s, s != NotConverged
 }
 

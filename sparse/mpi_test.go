@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
 )
 
 // The MPI tests run on every rank of MPI_COMM_WORLD (one rank under go
@@ -30,6 +31,61 @@ func TestMPIRowBlocks(t *testing.T) {
 	eachCase(t, func(t *testing.T, i int, c solverCase, nonSym bool) {
 		rng, h := worldRNG(t, uint64(500+10*i+btoi(nonSym)))
 		tr := laplace2D(rng, 6+rng.IntN(8), 5+rng.IntN(8), float64(btoi(nonSym))*0.8)
+		compareRowBlocks(t, rng, h, c, tr)
+	})
+}
+
+// TestMPIEmptyRowBlock: a matrix of fewer rows than ranks, so that the last
+// rank holds none (BlockRows gives it an empty block; from 2 ranks on): the
+// graph ops run on it and give the one-process answer, forward and adjoint.
+// (The gradient through a graph is not taken here: Gorgonia's own
+// arithmetic, HadamardProd or Inner, panics on an empty vector.)
+func TestMPIEmptyRowBlock(t *testing.T) {
+	for i, c := range solverCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rng, h := worldRNG(t, uint64(800+i))
+			tr := laplace2D(rng, max(1, h.size-1), 1, 0)
+			b := randVec(rng, tr.n)
+			lo, rows := BlockRows(tr.n, h.rank, h.size)
+			blk := tr.block(t, lo, lo+rows)
+			whole := tr.whole(t)
+			dist, err := NewSolver(blk.Pattern, append([]Option{WithTolerance(1e-13), WithComm(worldFortran())}, c.opts...)...)
+			require.NoError(t, err)
+			defer dist.Close()
+			one, err := NewSolver(whole.Pattern, append([]Option{WithTolerance(1e-13)}, c.opts...)...)
+			require.NoError(t, err)
+			defer one.Close()
+			g := G.NewGraph()
+			x, err := c.op(dist, vecNode(g, "values", blk.Values), vecNode(g, "b", b[lo:lo+rows]))
+			require.NoError(t, err)
+			var xv G.Value
+			G.Read(x, &xv)
+			m := G.NewTapeMachine(g)
+			defer m.Close()
+			require.NoError(t, m.RunAll())
+			for _, adjoint := range []bool{false, true} {
+				want, err := one.run(c.kind, adjoint, whole.Values, b)
+				require.NoError(t, err)
+				got := nodeFloats(t, xv)
+				if adjoint {
+					got, err = dist.run(c.kind, true, blk.Values, b[lo:lo+rows])
+					require.NoError(t, err)
+				}
+				require.Len(t, got, rows)
+				if rows > 0 {
+					require.Less(t, relErr(got, want[lo:lo+rows]), 1e-9, "adjoint %v", adjoint)
+				}
+			}
+		})
+	}
+}
+
+// compareRowBlocks runs the graph op of c and its gradients on this rank's
+// row block of tr (BlockRows) and on the whole matrix in this process, and
+// compares this rank's blocks of the solution and the gradients.
+func compareRowBlocks(t *testing.T, rng *rand.Rand, h *commHandle, c solverCase, tr triplets) {
+	t.Helper()
+	{
 		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
 		lo, rows := BlockRows(tr.n, h.rank, h.size)
 		blk := tr.block(t, lo, lo+rows)
@@ -55,7 +111,7 @@ func TestMPIRowBlocks(t *testing.T) {
 				}
 			}
 		}
-	})
+	}
 }
 
 // TestMPIBadInputOnOneRank: NaN in the last rank's block of b fails the run
@@ -96,6 +152,50 @@ func TestMPIBadPartition(t *testing.T) {
 	_, err := NewSolver(tr.block(t, lo, lo+rows).Pattern, WithComm(worldFortran()))
 	t.Log(err)
 	require.ErrorIs(t, err, ErrBadMatrix)
+}
+
+// TestMPIBadInputOnOneRankOnly: a right-hand side of the wrong length on
+// the last rank only, and a last rank that gives the matrix another order:
+// every rank returns an error, none waits for the others.
+func TestMPIBadInputOnOneRankOnly(t *testing.T) {
+	rng, h := worldRNG(t, 650)
+	tr := laplace2D(rng, 7, 6, 0)
+	b := randVec(rng, tr.n)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	last := h.rank == h.size-1
+	blk := tr.block(t, lo, lo+rows)
+	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()))
+	require.NoError(t, err)
+	defer s.Close()
+	bl := b[lo : lo+rows]
+	if last {
+		bl = bl[:rows-1]
+	}
+	_, info, err := s.SolveValues(blk.Values, bl, false)
+	t.Logf("wrong length on the last rank: %v; %v", err, info)
+	require.ErrorIs(t, err, ErrBadInput)
+	require.Equal(t, Failed, info.Status)
+
+	// The last rank's block is of a matrix of two more rows, its last rows
+	// those of the others (no rank's block alone is wrong).
+	n := tr.n
+	if last {
+		n += 2
+	}
+	var r, c []int
+	var v []float64
+	for k, i := range tr.rows {
+		if i >= lo && i < lo+rows {
+			r, c, v = append(r, i), append(c, tr.cols[k]), append(v, tr.vals[k])
+		}
+	}
+	other, err := RowBlockFromTriplets(n, lo, rows, r, c, v)
+	require.NoError(t, err)
+	_, err = NewSolver(other.Pattern, WithComm(worldFortran()))
+	t.Log("another order on the last rank:", err)
+	if h.size > 1 || last {
+		require.ErrorIs(t, err, ErrBadMatrix)
+	}
 }
 
 // TestMPIValuesChangeOnOneRank: new values on the last rank's block only:

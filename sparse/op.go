@@ -236,6 +236,11 @@ func floats(op string, v gorgonia.Value) ([]float64, error) {
 	if !ok || d.Dtype() != tensor.Float64 {
 		return nil, fmt.Errorf("%w: %s: got %T, want a float64 vector", ErrBadInput, op, v)
 	}
+	if d.Size() == 0 {
+		// A rank's block of no rows (BlockRows gives one when N < ranks);
+		// tensor.Dense's Data panics on an empty tensor.
+		return []float64{}, nil
+	}
 	if !d.IsMaterializable() {
 		if f, ok := d.Data().([]float64); ok {
 			return f, nil

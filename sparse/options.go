@@ -44,7 +44,9 @@ const (
 	// Diverged: the residual became NaN or Inf, or grew past the right-hand
 	// side by a large factor.
 	Diverged
-	// Failed: the solver broke down or reported an error.
+	// Failed: the solver broke down (or stopped short of the iteration
+	// limit without reaching the tolerance), reported an error, or the
+	// run ended on bad input before solving (Iterations 0).
 	Failed
 )
 
@@ -347,7 +349,12 @@ func WithStatusOnly() Option {
 // the new values) instead of a new setup. Call Free to force a new setup.
 // Use it with a Krylov method: BoomerAMG alone, cycled on a hierarchy that
 // no longer matches A, may diverge. The hierarchy of Aᵀ (gradients of
-// non-symmetric systems) is always rebuilt.
+// non-symmetric systems) is always rebuilt. With it the default smoother is
+// SymGaussSeidel, which reads the current values in every sweep: the ℓ1
+// smoothers (the default L1GaussSeidel, L1GaussSeidelForward, L1Jacobi) and
+// Chebyshev keep what they computed from the values at setup, so that after
+// a change, a doubled diagonal say, PCG preconditioned by them can stop on a
+// preconditioner that is no longer positive definite (Status Failed).
 func WithKeepHierarchy() Option {
 	return func(c *config) error { c.keepOld = true; return nil }
 }

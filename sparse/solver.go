@@ -81,6 +81,11 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 			return nil, err
 		}
 	}
+	if cfg.keepOld && !cfg.hasSmoothers {
+		// The default ℓ1 smoother keeps the row norms of the values it was
+		// set up with; symmetric Gauss–Seidel reads the loaded values.
+		cfg.smoother = SymGaussSeidel
+	}
 	eng, err := newEngine(p, &cfg)
 	if err != nil {
 		return nil, err
@@ -165,11 +170,22 @@ func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, 
 	if s.closed {
 		return nil, fmt.Errorf("%w: sparse: %s on a closed solver", ErrBadInput, name)
 	}
-	p := s.pat
-	if len(vals) != p.NNZ() || len(b) != p.Rows() {
-		return nil, fmt.Errorf("%w: %s: %d values and a vector of %d for %v", ErrBadInput, name, len(vals), len(b), p)
+	// Until this run's solve reports, its Info says that it failed: a run
+	// that ends on bad input leaves no Success of an earlier run behind.
+	// (A V-cycle, Preconditioner, reports no Info.)
+	side := 0
+	if adjoint {
+		side = 1
 	}
-	if err := s.checkInputs(name, vals, b, kind); err != nil {
+	if kind != runPrecond {
+		s.info[side] = Info{Status: Failed}
+	}
+	p := s.pat
+	var badLength error // checked with the other inputs, on every rank alike
+	if len(vals) != p.NNZ() || len(b) != p.Rows() {
+		badLength = fmt.Errorf("%w: %s: %d values and a vector of %d for %v", ErrBadInput, name, len(vals), len(b), p)
+	}
+	if err := s.checkInputs(name, vals, b, kind, badLength); err != nil {
 		return nil, err
 	}
 	trans := adjoint
@@ -223,11 +239,7 @@ func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, 
 	if err != nil {
 		return nil, fmt.Errorf("sparse: %s: %w", name, err)
 	}
-	if adjoint {
-		s.info[1] = info
-	} else {
-		s.info[0] = info
-	}
+	s.info[side] = info
 	if s.cfg.progress != nil {
 		s.cfg.progress(info)
 	}
@@ -247,14 +259,17 @@ func (s *Solver) methodName(kind runKind) string {
 	return "V-cycle"
 }
 
-// checkInputs rejects non-finite values or right-hand sides and zero
-// diagonals where the run divides by the diagonal, on every rank alike, and
-// loads the values if they changed.
-func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind) error {
+// checkInputs rejects inputs of the wrong length (badLength, found by the
+// caller), non-finite values or right-hand sides and zero diagonals where
+// the run divides by the diagonal, on every rank alike, and loads the
+// values if they changed.
+func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind, badLength error) error {
 	var errLocal error
 	changed := !slices.Equal(vals, s.loaded)
 	diagBad := s.diagBad
 	switch {
+	case badLength != nil:
+		errLocal = badLength
 	case changed && checkFinite("values", vals) != nil:
 		errLocal = fmt.Errorf("%w: %s: %w", ErrBadMatrix, name, checkFinite("values", vals))
 	case checkFinite("b", b) != nil:
@@ -275,7 +290,7 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind) error
 		return errLocal
 	}
 	if !ok {
-		return fmt.Errorf("%w: sparse: %s: bad input on another rank", ErrBadInput, name)
+		return fmt.Errorf("%w: %s: bad input on another rank", ErrBadInput, name)
 	}
 	// Loading is collective: when the values changed on any rank, every
 	// rank loads (its own, possibly unchanged, values).
