@@ -10,6 +10,7 @@ import (
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -714,6 +715,98 @@ func TestComplexGradientsAreRejected(t *testing.T) {
 			m = G.NewLispMachine(g, G.ExecuteFwdOnly())
 			require.NoError(t, m.RunAll(), "%s %v forward", name, dt)
 			m.Close()
+		}
+	}
+}
+
+// TestSyevdRepeatedEigenvalues: at repeated eigenvalues a cost that leaves
+// the eigenvectors unused (multiplied by 0) gets its gradient, and one that
+// uses them gets ErrRepeatedEigenvalues, not Inf or NaN — sum(V), and
+// sum(V·diag(w)·Vᵀ) = sum(A) too, whose gradient exists but is not what the
+// backward pass can compute from w̄ and V̄; on meshes of 1 and 3 devices,
+// with the TapeMachine and the LispMachine, for the identity and a matrix
+// with one double eigenvalue.
+func TestSyevdRepeatedEigenvalues(t *testing.T) {
+	const n = 5
+	identity := make([]float64, n*n)
+	double := make([]float64, n*n) // diag(1, 2, 2, 3, 4) turned by a rotation in the plane of e0, e3
+	for i := range n {
+		identity[i*n+i] = 1
+		double[i*n+i] = []float64{1, 2, 2, 3, 4}[i]
+	}
+	c, s := math.Cos(0.3), math.Sin(0.3)
+	double[0*n+0], double[3*n+3] = c*c*1+s*s*3, s*s*1+c*c*3
+	double[0*n+3], double[3*n+0] = c*s*(3-1), c*s*(3-1)
+	costs := []struct {
+		name string
+		cost func(w, v *G.Node) (*G.Node, error)
+		want func(i, j int) float64 // nil: ErrRepeatedEigenvalues
+	}{
+		{"sum(V·diag(w)·Vᵀ)", func(w, v *G.Node) (*G.Node, error) {
+			ones := G.NewConstant(tensor.New(tensor.WithShape(n), tensor.WithBacking([]float64{1, 1, 1, 1, 1})))
+			vw, err := G.HadamardProd(v, G.Must(G.OuterProd(ones, w)))
+			if err != nil {
+				return nil, err
+			}
+			return G.Sum(G.Must(G.Mul(vw, G.Must(G.Transpose(v)))))
+		}, nil},
+		{"sum(w∘w) + 0·sum(V)", func(w, v *G.Node) (*G.Node, error) {
+			return G.Add(G.Must(G.Sum(G.Must(G.Square(w)))), G.Must(G.Mul(G.NewConstant(0.0), G.Must(G.Sum(v)))))
+		}, nil},
+		{"sum(V) + 0·sum(w)", func(w, v *G.Node) (*G.Node, error) {
+			// (w in the cost too: the LispMachine takes an unused output for a root)
+			return G.Add(G.Must(G.Sum(v)), G.Must(G.Mul(G.NewConstant(0.0), G.Must(G.Sum(w)))))
+		}, nil},
+	}
+	for _, a := range []struct {
+		name string
+		vals []float64
+	}{{"identity", identity}, {"double eigenvalue", double}} {
+		for _, devices := range []int{1, 3} {
+			for _, cc := range costs {
+				for _, lisp := range []bool{false, true} {
+					if lisp && cc.name == "sum(V·diag(w)·Vᵀ)" {
+						continue // Gorgonia's LispMachine fails on OuterProd's gradient itself
+					}
+					name := fmt.Sprintf("%s/%d devices/%s/lisp=%v", a.name, devices, cc.name, lisp)
+					g := G.NewGraph()
+					an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+						G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]float64(nil), a.vals...)))))
+					mesh, err := sharding.CPUMesh(devices)
+					require.NoError(t, err)
+					w, v, err := mgla.Syevd(an, mgla.WithMesh(mesh), mgla.WithTile(2))
+					require.NoError(t, err, name)
+					cost, err := cc.cost(w, v)
+					require.NoError(t, err, name)
+					var vm G.VM
+					if lisp {
+						vm = G.NewLispMachine(g)
+					} else {
+						_, err := G.Grad(cost, an)
+						require.NoError(t, err, name)
+						vm = G.NewTapeMachine(g)
+					}
+					err = vm.RunAll()
+					vm.Close()
+					want := cc.want
+					if cc.name == "sum(w∘w) + 0·sum(V)" {
+						want = func(i, j int) float64 { return 2 * a.vals[i*n+j] } // d sum(w²)/dA = 2A
+					}
+					if want == nil {
+						require.ErrorIs(t, mgla.Cause(err), mgla.ErrRepeatedEigenvalues, name)
+						continue
+					}
+					require.NoError(t, err, name)
+					gv, err := an.Grad()
+					require.NoError(t, err, name)
+					got := grValue(t, gv)
+					for i := range n {
+						for j := range n {
+							require.InDelta(t, want(i, j), got[i*n+j], 1e-9, "%s: element (%d,%d) of %v", name, i, j, got)
+						}
+					}
+				}
+			}
 		}
 	}
 }

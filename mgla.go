@@ -65,6 +65,14 @@ var ErrWrongResult = kernels.ErrWrongResult
 // complex-valued op (complex dtypes are forward only).
 var ErrComplexGradient = ops.ErrComplexGradient
 
+// ErrRepeatedEigenvalues is matched by the run-time error of Syevd's
+// eigenvector gradient at repeated eigenvalues (equal to rounding) when the
+// cost uses their eigenvectors: the backward pass cannot compute it there
+// (JAX and PyTorch give Inf or NaN), even for costs whose gradient exists,
+// such as sum(V·diag(w)·Vᵀ) = sum(A). Costs of the eigenvalues alone, or
+// that leave those eigenvectors unused, get their gradient.
+var ErrRepeatedEigenvalues = ops.ErrRepeatedEigenvalues
+
 // ErrMeshMismatch is returned when nodes or options name different meshes;
 // at build time the error matches ErrBadInput too.
 var ErrMeshMismatch = sharding.ErrMeshMismatch
@@ -514,7 +522,9 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 // Syevd is the eigen-decomposition of a symmetric (Hermitian) A: w holds the N
 // eigenvalues in ascending order (float32 for float32 and complex64 input,
 // float64 otherwise) and v the orthonormal eigenvectors in its columns. With
-// EigenvaluesOnly, v is nil and no vectors are computed.
+// EigenvaluesOnly, v is nil and no vectors are computed. The gradient
+// through v at repeated eigenvalues is ErrRepeatedEigenvalues where the
+// cost uses their eigenvectors.
 func Syevd(a *gorgonia.Node, opts ...Option) (w, v *gorgonia.Node, err error) {
 	if err := square("Syevd", a); err != nil {
 		return nil, nil, err

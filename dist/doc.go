@@ -69,6 +69,10 @@ var (
 	// asked for: as on one process (ops.ErrComplexGradient), gradients are
 	// real only.
 	ErrComplexGradient = kernels.ErrComplexGradient
+	// ErrRepeatedEigenvalues is matched when SyevdGrad meets eigenvalues
+	// equal to rounding whose eigenvectors the cost uses (as on one
+	// process, ops).
+	ErrRepeatedEigenvalues = kernels.ErrRepeatedEigenvalues
 )
 
 // DefaultBlock is the block size (rows and columns) when none is given.

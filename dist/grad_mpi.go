@@ -4,8 +4,11 @@ package dist
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
 )
 
 // Gradients of the distributed ops, with the formulas of the single-process
@@ -202,19 +205,42 @@ func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix
 	if err != nil {
 		return nil, err
 	}
+	var mt *Matrix[T] // Mᵀ: each entry's mirror, for eigenvalues equal to rounding
 	if vbar != nil {
 		gemm('T', 'N', 1, v, vbar, 0, m)
+		mt = m.Clone()
+		tran(1, m, 0, mt)
 	}
+	eps := 0x1p-53
+	if _, single := any(*new(T)).(float32); single {
+		eps = 0x1p-24
+	}
+	gap := kernels.EigenGapTolerance(w, eps)
+	firstBad := math.Inf(1) // the first pair (column-major index) whose term is undefined
 	forEachLocal(m, func(r, c, i int) {
 		switch {
-		case r != c:
-			m.Local[i] *= fromFloat[T](1 / (w[c] - w[r]))
-		case wbar != nil:
+		case r != c && mt != nil:
+			t, ok := kernels.EigenvectorTerm(realPart(m.Local[i]), realPart(mt.Local[i]), w[r], w[c], gap)
+			if !ok {
+				firstBad = min(firstBad, float64(min(r, c)+max(r, c)*n))
+			}
+			m.Local[i] = fromFloat[T](t)
+		case wbar != nil && r == c:
 			m.Local[i] = fromFloat[T](wbar[r])
 		default:
 			m.Local[i] = 0
 		}
 	})
+	if mt != nil {
+		got, err := allReduce(v.Grid.comm, collective.Min, []float64{firstBad})
+		if err != nil {
+			return nil, err
+		}
+		if k := got[0]; !math.IsInf(k, 1) {
+			i, j := int(k)%n, int(k)/n
+			return nil, fmt.Errorf("%w: dist: SyevdGrad: eigenvalues %d and %d are %v and %v", ErrRepeatedEigenvalues, i, j, w[i], w[j])
+		}
+	}
 	t := m.Clone()
 	gemm('N', 'N', 1, v, m, 0, t)
 	gemm('N', 'T', 1, t, v, 0, m)

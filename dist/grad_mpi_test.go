@@ -253,3 +253,58 @@ func dot(a, b []float64) float64 {
 	}
 	return s
 }
+
+// TestSyevdGradRepeatedEigenvalues: at repeated eigenvalues (the identity,
+// in blocks of 2) SyevdGrad gives the eigenvalue gradient (V·diag(w̄)·Vᵀ)
+// with V̄ absent or zero, and ErrRepeatedEigenvalues on every rank, not NaN,
+// when V̄ uses the eigenvectors; on every grid of the world.
+func TestSyevdGradRepeatedEigenvalues(t *testing.T) {
+	const n = 5
+	eye, ones := make([]float64, n*n), make([]float64, n*n)
+	for i := range eye {
+		ones[i] = 1
+	}
+	for i := range n {
+		eye[i+i*n] = 1
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		a, err := dist.FromReplicated(g, n, n, 2, eye)
+		must(err)
+		w, v, err := dist.Syevd(a, true)
+		must(err)
+		wbar := []float64{1, 2, 3, 4, 5}
+		zero, err := dist.NewMatrix[float64](g, n, n, 2)
+		must(err)
+		one, err := dist.FromReplicated(g, n, n, 2, ones)
+		must(err)
+		gathered := func(vbar *dist.Matrix[float64]) []float64 {
+			t.Helper()
+			abar, err := dist.SyevdGrad(w, v, wbar, vbar)
+			must(err)
+			full, err := abar.Gather(-1)
+			must(err)
+			for _, x := range full {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					t.Fatalf("%dx%d: V̄ %v: %v", pq[0], pq[1], vbar != nil, full)
+				}
+			}
+			return full
+		}
+		values, withZero := gathered(nil), gathered(zero)
+		for i := range values {
+			if values[i] != withZero[i] {
+				t.Fatalf("%dx%d: with V̄ = 0 %v, without %v", pq[0], pq[1], withZero, values)
+			}
+		}
+		if _, err := dist.SyevdGrad(w, v, wbar, one); !errors.Is(err, dist.ErrRepeatedEigenvalues) {
+			t.Fatalf("%dx%d: V̄ of ones: %v, want ErrRepeatedEigenvalues", pq[0], pq[1], err)
+		}
+	}
+}

@@ -61,3 +61,8 @@ var ErrNoConvergence = errors.New("eigenvalue algorithm did not converge")
 // mgla's check of it found wrong, again when the call was repeated (the
 // error says which call, how often, and by how much).
 var ErrWrongResult = errors.New("solver returned a wrong result")
+
+// ErrRepeatedEigenvalues reports an eigenvector gradient asked where the
+// backward pass cannot compute it: two eigenvalues are equal (to rounding)
+// and the cost uses their eigenvectors (see EigenvectorTerm).
+var ErrRepeatedEigenvalues = errors.New("eigenvector gradient at repeated eigenvalues: the cost uses their eigenvectors")

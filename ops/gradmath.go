@@ -259,6 +259,14 @@ const symOuterDirect = 8
 // gradReal is the element type of the backward computations.
 type gradReal interface{ float32 | float64 }
 
+// unitRoundoff is T's unit roundoff.
+func unitRoundoff[T gradReal]() float64 {
+	if _, ok := any(T(0)).(float32); ok {
+		return 0x1p-24
+	}
+	return 0x1p-53
+}
+
 // gradCompute writes the n×n column-major result of the backward
 // computation kind into dst, which no operand aliases.
 func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
@@ -394,14 +402,20 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		m, releaseM := lend[T](n * n) // written by the gemm
 		defer releaseM()
 		kernels.Gemm(true, false, n, n, n, 1, v, n, vbar, n, 0, m, n)
+		// F∘M, a pair i < j at a time (each entry needs its mirror): at
+		// eigenvalues equal to rounding 0 where the cost does not use
+		// their eigenvectors, else ErrRepeatedEigenvalues (kernels).
+		gap := kernels.EigenGapTolerance(e.w, unitRoundoff[T]())
 		for j := range n {
-			for i := range n {
-				if i == j {
-					m[i+j*n] = 0
-				} else {
-					// F_ij = 1/(w_j − w_i): unbounded as eigenvalues meet.
-					m[i+j*n] = T(float64(m[i+j*n]) / (e.w[j] - e.w[i]))
+			m[j+j*n] = 0
+			for i := range j {
+				ij, ji := float64(m[i+j*n]), float64(m[j+i*n])
+				a, okA := kernels.EigenvectorTerm(ij, ji, e.w[i], e.w[j], gap)
+				b, okB := kernels.EigenvectorTerm(ji, ij, e.w[j], e.w[i], gap)
+				if !okA || !okB {
+					return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
 				}
+				m[i+j*n], m[j+i*n] = T(a), T(b)
 			}
 		}
 		t, releaseT := lend[T](n * n) // written by the gemm

@@ -41,11 +41,12 @@ import (
 //	           matrix) contributes sym(V·(F∘(VᵀV̄))·Vᵀ).
 //
 // Repeated eigenvalues: F is unbounded as two eigenvalues approach each other
-// and infinite (giving Inf or NaN gradients) when they are equal. The
-// eigenvector gradient is only meaningful for well separated eigenvalues, or
-// for costs invariant to rotations within each eigenspace (for which the
-// exact result is finite but the formula above still divides by zero). The
-// eigenvalue gradient has no such problem.
+// and infinite when they are equal (to rounding: kernels.EigenGapTolerance).
+// There a pair whose entries of VᵀV̄ are both zero (the cost leaves those
+// eigenvectors unused) contributes 0, and any other pair is
+// ErrRepeatedEigenvalues instead of Inf or NaN: its limit depends on how
+// VᵀV̄ varies with w, which the backward pass does not see
+// (kernels.EigenvectorTerm). The eigenvalue gradient has no such problem.
 //
 // Inputs that are not differentiated: the factor L of Potrs, Potri and LogDet
 // (the gradient goes to A directly) and the Eigen node E of EigenValues and
@@ -57,6 +58,11 @@ import (
 // ErrComplexGradient is returned when a gradient of a complex-valued kernel is
 // requested (kernels.ErrComplexGradient, which package dist returns too).
 var ErrComplexGradient = kernels.ErrComplexGradient
+
+// ErrRepeatedEigenvalues is returned by the eigenvector gradient at repeated
+// eigenvalues whose eigenvectors the cost uses (kernels.ErrRepeatedEigenvalues,
+// which package dist returns too).
+var ErrRepeatedEigenvalues = kernels.ErrRepeatedEigenvalues
 
 func (o *kernelOp) checkGrad() error {
 	if isComplex(o.dt) {

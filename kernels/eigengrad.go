@@ -1,0 +1,36 @@
+package kernels
+
+import "math"
+
+// The eigenvector part of Syevd's gradient, shared by the gradients on one
+// process (package ops) and across processes (package dist): for
+// A = V·diag(w)·Vᵀ and M = VᵀV̄, the gradient of A is
+// sym(V·(F∘M)·Vᵀ) with F_ij = 1/(w_j − w_i) for i ≠ j. For eigenvalues
+// equal to rounding F_ij is infinite. Where M_ij and M_ji are both exactly
+// zero (the cost does not use those eigenvectors: V unused, or multiplied
+// by 0) the term is 0. Anywhere else it is undefined as computed from w̄ and
+// V̄, even for costs whose gradient exists (sum(V·diag(w)·Vᵀ), which is
+// sum(A)): the limit of F_ij·M_ij depends on how M varies with w, which the
+// backward pass does not see. That is ErrRepeatedEigenvalues, not Inf or
+// NaN.
+
+// EigenGapTolerance is the gap below which two of the eigenvalues w count as
+// equal, for a dtype of unit roundoff eps: n·eps·max|w|, the rounding of
+// eigenvalues computed backward stably.
+func EigenGapTolerance(w []float64, eps float64) float64 {
+	var top float64
+	for _, x := range w {
+		top = max(top, math.Abs(x))
+	}
+	return float64(len(w)) * eps * top
+}
+
+// EigenvectorTerm is (F∘M)_ij for i ≠ j from m = M_ij and mt = M_ji:
+// m/(wj − wi) when |wj − wi| > gap, else 0 if m and mt are both zero and
+// ok = false if not (ErrRepeatedEigenvalues).
+func EigenvectorTerm(m, mt, wi, wj, gap float64) (term float64, ok bool) {
+	if math.Abs(wj-wi) > gap {
+		return m / (wj - wi), true
+	}
+	return 0, m == 0 && mt == 0
+}
