@@ -138,11 +138,12 @@ func consumers(n *gorgonia.Node) int {
 	return n.Graph().To(n.ID()).Len()
 }
 
-// gradFor adapts a gradient node computed for input in: when in is a sharded
-// node with several consumers, the gradient is gathered so that Gorgonia's Add
-// can sum it (see the package doc).
+// gradFor adapts a gradient node computed for input in: a sharded gradient
+// is gathered when in is a host node (its gradient is a host value, as
+// Gorgonia's other ops and its Add expect) and when in is a sharded node with
+// several consumers (so that Gorgonia's Add can sum it; see the package doc).
 func gradFor(in, grad *gorgonia.Node) (*gorgonia.Node, error) {
-	if grad == nil || !IsSharded(in) || !IsSharded(grad) || consumers(in) < 2 {
+	if grad == nil || !IsSharded(grad) || IsSharded(in) && consumers(in) < 2 {
 		return grad, nil
 	}
 	return Gather(grad)
@@ -168,7 +169,8 @@ func gradOf(n *gorgonia.Node) (gorgonia.Value, error) {
 
 // GradFor is gradFor for ops of other packages (package collective): the
 // gradient node an op's SymDiff returns for input in, gathered to the host
-// when in is a sharded node with several consumers (see the package doc).
+// when in is a host node or a sharded node with several consumers (see the
+// package doc).
 func GradFor(in, grad *gorgonia.Node) (*gorgonia.Node, error) { return gradFor(in, grad) }
 
 // Accumulate adds src into the gradient accumulator dst in place (an op's
