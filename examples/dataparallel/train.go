@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 
@@ -60,10 +61,16 @@ func data(cfg Config, lo, hi int) (x, y []float64) {
 // the same parameters (weights, then bias).
 func Train(comm collective.Comm, cfg Config) ([]float64, error) {
 	size, rank := comm.Size(), comm.LocalRanks()[0]
-	lo, hi := cyclic.BlockStart(cfg.Samples, size, rank), cyclic.BlockStart(cfg.Samples, size, rank+1)
-	if hi <= lo {
-		return nil, fmt.Errorf("rank %d has no samples (%d samples on %d ranks)", rank, cfg.Samples, size)
+	// Checks that every rank makes alike, before any collective.
+	switch {
+	case cfg.Steps < 0:
+		return nil, fmt.Errorf("%d steps: want 0 or more", cfg.Steps)
+	case !(cfg.Rate > 0) || math.IsInf(cfg.Rate, 0):
+		return nil, fmt.Errorf("learning rate %v: want a positive number", cfg.Rate)
+	case cfg.Samples < size:
+		return nil, fmt.Errorf("%d samples on %d ranks: every rank needs at least one", cfg.Samples, size)
 	}
+	lo, hi := cyclic.BlockStart(cfg.Samples, size, rank), cyclic.BlockStart(cfg.Samples, size, rank+1)
 	xs, ys := data(cfg, lo, hi)
 	d := len(trueWeights) + 1
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,11 +27,26 @@ func TestTrainRecoversTruth(t *testing.T) {
 	}
 }
 
-// TestTrainTooManyRanks: a rank without samples is an error, not a NaN.
-func TestTrainTooManyRanks(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.Samples, cfg.Progress = 0, nil
-	if _, err := Train(collective.Self(), cfg); err == nil {
-		t.Fatal("no error for an empty data set")
+// TestTrainBadConfig: a configuration no rank can train with (no samples
+// for some rank, negative steps, a learning rate that is not positive) is an
+// error, the same on every rank, before any collective — not a NaN, a
+// hang, or parameters that were never trained.
+func TestTrainBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		says string
+	}{
+		{"no samples", func(c *Config) { c.Samples = 0 }, "samples"},
+		{"negative steps", func(c *Config) { c.Steps = -1 }, "steps"},
+		{"zero rate", func(c *Config) { c.Rate = 0 }, "learning rate"},
+		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "learning rate"},
+	} {
+		cfg := defaultConfig()
+		cfg.Progress = nil
+		tc.edit(&cfg)
+		if _, err := Train(collective.Self(), cfg); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an error about the %s", tc.name, err, tc.says)
+		}
 	}
 }
