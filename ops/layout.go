@@ -36,8 +36,12 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 	if err := sharding.CheckStorageDtype(x.Dtype()); err != nil {
 		return nil, err
 	}
-	if p, ok := PlacementOf(x); ok && p.Mesh.Same(mesh) && p.Layout == layout {
+	p, sharded := PlacementOf(x)
+	if sharded && p.Mesh.Same(mesh) && p.Layout == layout {
 		return x, nil
+	}
+	if sharded && !p.Mesh.Same(mesh) {
+		return nil, fmt.Errorf("%w: Shard moves %v within its mesh %v, not to %v (Gather it first)", sharding.ErrMeshMismatch, x.Name(), p.Mesh, mesh)
 	}
 	name := "Shard"
 	if IsSharded(x) {
@@ -69,6 +73,7 @@ func (o *moveOp) WriteHash(h hash.Hash) {
 func (o *moveOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	vals[0] = unwrapEigen(vals[0]) // an Eigen node's value moves as its vectors
 	out, err := sharding.Reuse(o.out, o.to.Mesh, vals[0].Shape(), vals[0].Dtype(), o.to.Layout)
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 	if len(s) != 2 || s[0] != s[1] {
 		return nil, fmt.Errorf("ops: %s needs a square matrix, got shape %v", kernelNames[kind], s)
 	}
-	for _, n := range ins[1:] {
+	for i, n := range ins[1:] {
 		q, ok := PlacementOf(n)
 		if !ok || q.Layout.Kind != cyclic.ColCyclic {
 			return nil, fmt.Errorf("%w: %s got %v", ErrNotCyclic, kernelNames[kind], n)
@@ -79,6 +79,11 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 		}
 		if n.Shape()[0] != s[0] {
 			return nil, fmt.Errorf("ops: %s: %v has %d rows, the matrix has %d", kernelNames[kind], n, n.Shape()[0], s[0])
+		}
+		rhs := (kind == kCholSolve || kind == kPotrs) && i+1 == len(ins)-1
+		if !rhs && !n.Shape().Eq(s) {
+			// A factor, an inverse or an Eigen node of A: A's shape.
+			return nil, fmt.Errorf("ops: %s: %v has shape %v, want the matrix's %v", kernelNames[kind], n, n.Shape(), s)
 		}
 	}
 	o := &kernelOp{base: base{name: kernelNames[kind]}, kind: kind, dt: a.Dtype(), pl: p, arity: len(ins)}
@@ -143,12 +148,33 @@ func EigenValues(a, e *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, err
 	if e == nil {
 		return apply(kEigValues, opts, a)
 	}
+	if err := checkEigenOf(a, e); err != nil {
+		return nil, err
+	}
 	return apply(kEigValues, opts, a, e)
 }
 
 // EigenVectors are the eigenvectors of e = Eigen(a), in the columns.
 func EigenVectors(a, e *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	if err := checkEigenOf(a, e); err != nil {
+		return nil, err
+	}
 	return apply(kEigVectors, opts, a, e)
+}
+
+// checkEigenOf checks that e is the node Eigen(a).
+func checkEigenOf(a, e *gorgonia.Node) error {
+	if a == nil || e == nil {
+		return fmt.Errorf("ops: EigenValues/EigenVectors need A and Eigen(A), got %v and %v", a, e)
+	}
+	if o, ok := e.Op().(*kernelOp); ok && o.kind == kEigen && e.Graph() == a.Graph() {
+		for children := e.Graph().From(e.ID()); children.Next(); {
+			if children.Node().ID() == a.ID() {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("ops: %v is not Eigen(%v)", e, a)
 }
 
 func (o *kernelOp) Placement() (Placement, bool) {

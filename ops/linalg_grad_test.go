@@ -336,3 +336,69 @@ func TestIsZeroGrad(t *testing.T) {
 	require.True(t, isZeroGrad(G.NewF32(0)))
 	require.False(t, isZeroGrad(G.NewF64(2)))
 }
+
+// TestKernelBuildErrors: operands that do not fit the op are build errors,
+// not run-time panics or silent results: a factor or an Eigen node of
+// another shape, an Eigen node of another matrix, a sharded node moved to
+// another mesh.
+func TestKernelBuildErrors(t *testing.T) {
+	const n = 4
+	mesh, _ := sharding.CPUMesh(2)
+	other, _ := sharding.CPUMesh(3)
+	g := G.NewGraph()
+	shard := func(name string, rows, cols int) *G.Node {
+		node, err := Shard(lgMatNode(g, name, rows, cols, make([]float64, rows*cols)), mesh, sharding.Cyclic(2))
+		require.NoError(t, err)
+		return node
+	}
+	a, b := shard("A", n, n), shard("A2", n, n)
+	narrow, rhs := shard("L43", n, 3), shard("B", n, 2)
+	eb, err := Eigen(b)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		build func() (*G.Node, error)
+		want  error
+	}{
+		{"Potrs with a 4×3 factor", func() (*G.Node, error) { return Potrs(a, narrow, rhs) }, nil},
+		{"Potri with a 4×3 factor", func() (*G.Node, error) { return Potri(a, narrow) }, nil},
+		{"EigenVectors of a 4×3 node", func() (*G.Node, error) { return EigenVectors(a, narrow) }, nil},
+		{"EigenVectors of Eigen(another A)", func() (*G.Node, error) { return EigenVectors(a, eb) }, nil},
+		{"EigenValues of Eigen(another A)", func() (*G.Node, error) { return EigenValues(a, eb) }, nil},
+		{"Shard to another mesh", func() (*G.Node, error) { return Shard(a, other, sharding.Cyclic(2)) }, sharding.ErrMeshMismatch},
+	} {
+		nodes := len(g.AllNodes())
+		n, err := tc.build()
+		require.Error(t, err, tc.name)
+		require.Nil(t, n, tc.name)
+		if tc.want != nil {
+			require.ErrorIs(t, err, tc.want, tc.name)
+		}
+		require.Len(t, g.AllNodes(), nodes, "%s: nodes added", tc.name)
+	}
+}
+
+// TestRelayoutEigen: an Eigen node's value moves (Relayout, Gather) as its
+// eigenvectors.
+func TestRelayoutEigen(t *testing.T) {
+	rng := lgRNG(t, 40)
+	const n = 6
+	mesh, _ := sharding.CPUMesh(2)
+	g := G.NewGraph()
+	a, err := Shard(lgMatNode(g, "A", n, n, lgSPD(rng, n)), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	e, err := Eigen(a)
+	require.NoError(t, err)
+	moved, err := Relayout(e, sharding.RowBlocks())
+	require.NoError(t, err)
+	vs, err := EigenVectors(a, e)
+	require.NoError(t, err)
+	got, err := Gather(moved)
+	require.NoError(t, err)
+	want, err := Gather(vs)
+	require.NoError(t, err)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+	require.Equal(t, want.Value().Data(), got.Value().Data())
+}
