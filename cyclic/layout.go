@@ -10,9 +10,9 @@ type Kind int
 const (
 	// Replicated: every device holds the whole matrix.
 	Replicated Kind = iota
-	// RowBlocks: device d holds rows [RowBlockStart(d), RowBlockStart(d+1)).
+	// RowBlocks: device d holds rows [BlockStart(n, ndev, d), BlockStart(n, ndev, d+1)).
 	RowBlocks
-	// ColBlocks: device d holds columns [start(d), start(d+1)).
+	// ColBlocks: device d holds columns [BlockStart(n, ndev, d), BlockStart(n, ndev, d+1)).
 	ColBlocks
 	// ColCyclic: 1-D column block-cyclic with tile width Layout.Tile.
 	ColCyclic

@@ -105,17 +105,18 @@ func run(n int, rhsSpec, meshSpec string, tile int, seed uint64, svg string) err
 	}
 	w, v := p.Values.Value().(*tensor.Dense), p.Vectors.Value().(*tensor.Dense)
 	wv := w.Data().([]float64)
-	ends := uniq([]int{0, 1, 2, n - 3, n - 2, n - 1})
+	ends := uniq(n, []int{0, 1, 2, n - 3, n - 2, n - 1})
 	fmt.Printf("  Syevd      eigenvalues %.4g … %.4g; for the 3 smallest and 3 largest:\n", wv[0], wv[n-1])
 	fmt.Printf("             ‖A·v − λ·v‖/|λ|max = %.1e, max |VᵀV − I| = %.1e\n", builders.EigenResidual(a, w, v, ends), builders.Orthogonality(v, ends))
 	return nil
 }
 
-func uniq(xs []int) []int {
+// uniq is xs without repeats and without indices outside [0, n).
+func uniq(n int, xs []int) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, x := range xs {
-		if x >= 0 && !seen[x] {
+		if x >= 0 && x < n && !seen[x] {
 			seen[x] = true
 			out = append(out, x)
 		}
