@@ -12,6 +12,9 @@ func (t *Tensor) AddScaled(alpha float64, src *Tensor) error {
 	if err := t.checkArith("AddScaled"); err != nil {
 		return err
 	}
+	if err := src.usable(); err != nil {
+		return fmt.Errorf("%w (the source of AddScaled)", err)
+	}
 	if !t.mesh.Same(src.mesh) {
 		return fmt.Errorf("%w: %v and %v", ErrMeshMismatch, t.mesh, src.mesh)
 	}

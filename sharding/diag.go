@@ -21,9 +21,13 @@ func (t *Tensor) Diagonal() (any, error) {
 	return t.mesh.mem.diagonal(t)
 }
 
-// checkArith rejects the dtypes that sharded tensors only store
-// (IntDtypes) in the routines that compute with elements.
+// checkArith rejects a freed (or nil or zero) tensor (usable) and the
+// dtypes that sharded tensors only store (IntDtypes) in the routines that
+// compute with elements.
 func (t *Tensor) checkArith(what string) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if err := CheckDtype(t.dtype); err != nil {
 		return fmt.Errorf("sharding: %s: %w", what, err)
 	}
@@ -89,6 +93,9 @@ func (hostBackend) diagonal(t *Tensor) (any, error) {
 
 // SetIdentity overwrites a square sharded matrix with the identity.
 func (t *Tensor) SetIdentity() error {
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if len(t.shape) != 2 || t.Rows() != t.Cols() {
 		return fmt.Errorf("sharding: SetIdentity of non-square %v", t.shape)
 	}

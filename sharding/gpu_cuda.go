@@ -385,6 +385,9 @@ func (t *Tensor) ToDense(pos int) (*DeviceBuffer, error) {
 	if err := t.checkWholeColumns(); err != nil {
 		return nil, err
 	}
+	if pos < 0 || pos >= t.mesh.Size() {
+		return nil, fmt.Errorf("sharding: ToDense on device position %d of %v", pos, t.mesh)
+	}
 	buf, err := gpuBackend{}.alloc(t.mesh.devices[pos], t.dtype, t.Rows()*t.Cols(), true)
 	if err != nil {
 		return nil, err
@@ -402,6 +405,9 @@ func (t *Tensor) IntoDense(b *DeviceBuffer) error {
 	if err := t.checkWholeColumns(); err != nil {
 		return err
 	}
+	if b == nil {
+		return fmt.Errorf("sharding: IntoDense of %v into a nil buffer", t)
+	}
 	if b.n != t.Rows()*t.Cols() || b.dt != t.dtype {
 		return fmt.Errorf("sharding: IntoDense of %v into %d %v elements", t, b.n, b.dt)
 	}
@@ -413,6 +419,9 @@ func (t *Tensor) IntoDense(b *DeviceBuffer) error {
 func (t *Tensor) FromDense(b *DeviceBuffer) error {
 	if err := t.checkWholeColumns(); err != nil {
 		return err
+	}
+	if b == nil {
+		return fmt.Errorf("sharding: FromDense of a nil buffer into %v", t)
 	}
 	if b.n != t.Rows()*t.Cols() || b.dt != t.dtype {
 		return fmt.Errorf("sharding: FromDense of %d %v elements into %v", b.n, b.dt, t)
@@ -434,6 +443,9 @@ func copyBytes(dst *DeviceBuffer, dstOff int64, src *DeviceBuffer, srcOff, bytes
 func (b *DeviceBuffer) Release() { gpuBackend{}.free(b) }
 
 func (t *Tensor) checkWholeColumns() error {
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if t.mesh.Kind() != GPU {
 		return fmt.Errorf("sharding: %v is not on GPUs", t)
 	}

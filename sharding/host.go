@@ -86,8 +86,16 @@ func sliceMemory(data any) (unsafe.Pointer, int) {
 
 // HostShards returns the typed shard slices of a tensor on a CPU mesh.
 func HostShards[T any](t *Tensor) ([][]T, error) {
-	out := make([][]T, len(t.shards))
-	for i, b := range t.shards {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	return hostSlices[T](t.shards)
+}
+
+// hostSlices returns the typed slices of host buffers.
+func hostSlices[T any](shards []Buffer) ([][]T, error) {
+	out := make([][]T, len(shards))
+	for i, b := range shards {
 		hb, ok := b.(*HostBuffer)
 		if !ok {
 			return nil, fmt.Errorf("sharding: shard %d is in %v memory, not host memory", i, b.Device().Kind)
@@ -103,7 +111,7 @@ func HostShards[T any](t *Tensor) ([][]T, error) {
 type hostType interface {
 	put(t *Tensor, host any) error    // row-major host slice → shards
 	gather(t *Tensor, host any) error // shards → row-major host slice
-	execute(p *cyclic.Plan, src, dst *Tensor) error
+	execute(p *cyclic.Plan, src, dst []Buffer) error
 }
 
 // hostOf is the hostType of element type T.
@@ -132,12 +140,12 @@ func (hostOf[T]) gather(t *Tensor, host any) error {
 	})
 }
 
-func (hostOf[T]) execute(p *cyclic.Plan, src, dst *Tensor) error {
-	s, err := HostShards[T](src)
+func (hostOf[T]) execute(p *cyclic.Plan, src, dst []Buffer) error {
+	s, err := hostSlices[T](src)
 	if err != nil {
 		return err
 	}
-	d, err := HostShards[T](dst)
+	d, err := hostSlices[T](dst)
 	if err != nil {
 		return err
 	}
@@ -204,7 +212,7 @@ func (hostBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) e
 	if err != nil {
 		return err
 	}
-	return h.execute(p, &Tensor{shards: src}, &Tensor{shards: dst})
+	return h.execute(p, src, dst)
 }
 
 // NewHostBuffer wraps a typed host slice of one of Dtypes or IntDtypes
@@ -220,7 +228,19 @@ func NewHostBuffer(data any) (*HostBuffer, error) {
 }
 
 func (b *HostBuffer) viewOf(off, n int) Buffer {
+	if b.data == nil { // a zero HostBuffer: its only view is empty
+		return &HostBuffer{dev: b.dev}
+	}
 	return &HostBuffer{dev: b.dev, data: reflect.ValueOf(b.data).Slice(off, off+n).Interface()}
+}
+
+// isNil reports whether b is nil or a nil pointer in the interface.
+func isNil(b Buffer) bool {
+	if b == nil {
+		return true
+	}
+	v := reflect.ValueOf(b)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // gpuMemory is the GPU backend (set by the mglacuda build), for ExecutePlan
@@ -230,8 +250,11 @@ var gpuMemory backend
 // View is elements off … off+n of b, sharing its memory (a host slice or
 // device memory); freeing a view frees nothing.
 func View(b Buffer, off, n int) (Buffer, error) {
+	if isNil(b) {
+		return nil, fmt.Errorf("sharding: View of a nil buffer")
+	}
 	v, ok := b.(interface{ viewOf(off, n int) Buffer })
-	if !ok || off < 0 || n < 0 || off+n > b.Len() {
+	if !ok || off < 0 || n < 0 || off > b.Len() || n > b.Len()-off {
 		return nil, fmt.Errorf("sharding: no view of %d elements at %d of a %T of %d", n, off, b, b.Len())
 	}
 	return v.viewOf(off, n), nil
@@ -243,12 +266,21 @@ func View(b Buffer, off, n int) (Buffer, error) {
 // the host, device buffers by device (and peer) copies. Buffers may be views
 // (View), so a plan's "devices" can be the blocks of one buffer.
 func ExecutePlan(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
+	if p == nil || p.NDev < 1 {
+		return fmt.Errorf("sharding: ExecutePlan of a nil or empty plan")
+	}
 	if len(src) != p.NDev || len(dst) != p.NDev {
 		return fmt.Errorf("sharding: plan for %d devices got %d source and %d destination buffers", p.NDev, len(src), len(dst))
 	}
+	bufs := append(append([]Buffer(nil), src...), dst...)
+	for _, b := range bufs {
+		if isNil(b) {
+			return fmt.Errorf("sharding: ExecutePlan got a nil buffer")
+		}
+	}
 	kind := src[0].Device().Kind
-	for _, b := range append(append([]Buffer(nil), src...), dst...) {
-		if b == nil || b.Device().Kind != kind {
+	for _, b := range bufs {
+		if b.Device().Kind != kind {
 			return fmt.Errorf("sharding: ExecutePlan needs buffers of one device kind")
 		}
 	}

@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -51,6 +52,25 @@ type Tensor struct {
 
 var _ gorgonia.Value = (*Tensor)(nil)
 
+// ErrFreed is returned by the methods (and HostShards) that would read or
+// write the shards of a tensor after its Free.
+var ErrFreed = errors.New("sharding: tensor was freed")
+
+// usable reports why t's shards cannot be read or written: a nil or zero
+// *Tensor (not made by New, Put, Relayout or Clone), or a freed one
+// (ErrFreed).
+func (t *Tensor) usable() error {
+	switch {
+	case t == nil:
+		return errors.New("sharding: nil *Tensor")
+	case t.mesh == nil:
+		return errors.New("sharding: zero Tensor (make one with New or Put)")
+	case t.shards == nil:
+		return ErrFreed
+	}
+	return nil
+}
+
 func matrixShape(shape tensor.Shape) (rows, cols int, err error) {
 	switch len(shape) {
 	case 1:
@@ -77,6 +97,9 @@ func newTensor(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout, z
 	if mesh == nil {
 		return nil, fmt.Errorf("sharding: nil mesh")
 	}
+	if mesh.Size() == 0 || mesh.mem == nil {
+		return nil, fmt.Errorf("sharding: zero Mesh (make one with CPUMesh or GPUMesh)")
+	}
 	if err := mesh.CheckStorage(dt); err != nil {
 		return nil, err
 	}
@@ -100,8 +123,9 @@ func newTensor(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout, z
 	return t, nil
 }
 
-// Reuse returns prev when it matches mesh, shape, dtype and layout (so an op
-// can write its output into last run's buffers), and a new tensor otherwise.
+// Reuse returns prev when it matches mesh, shape, dtype and layout and has
+// not been freed (so an op can write its output into last run's buffers),
+// and a new tensor otherwise.
 func Reuse(prev *Tensor, mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tensor, error) {
 	if prev != nil && prev.mesh == mesh && prev.shape.Eq(shape) && prev.dtype == dt && prev.layout == layout && prev.shards != nil {
 		return prev, nil
@@ -111,6 +135,9 @@ func Reuse(prev *Tensor, mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout
 
 // Put copies a host tensor onto mesh in the given layout.
 func Put(host tensor.Tensor, mesh *Mesh, layout Layout) (*Tensor, error) {
+	if d, ok := host.(*tensor.Dense); ok && d == nil {
+		return nil, fmt.Errorf("sharding: Put of a nil *tensor.Dense")
+	}
 	d, ok := tensor.Materialize(host).(*tensor.Dense)
 	if !ok {
 		return nil, fmt.Errorf("sharding: Put needs a *tensor.Dense, got %T", host)
@@ -128,8 +155,18 @@ func Put(host tensor.Tensor, mesh *Mesh, layout Layout) (*Tensor, error) {
 }
 
 // Load overwrites t's shards with the row-major host tensor d of the same
-// shape and dtype.
+// shape and dtype. A view (Slice) or a lazily transposed d (T without
+// Transpose) is read as it appears, through a materialized copy.
 func (t *Tensor) Load(d *tensor.Dense) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if d == nil {
+		return fmt.Errorf("sharding: Load of a nil *tensor.Dense")
+	}
+	if d.IsMaterializable() {
+		d = d.Materialize().(*tensor.Dense)
+	}
 	if !d.Shape().Eq(t.shape) || d.Dtype() != t.dtype {
 		return fmt.Errorf("sharding: cannot load %v %v into %v %v", d.Shape(), d.Dtype(), t.shape, t.dtype)
 	}
@@ -141,6 +178,9 @@ func (t *Tensor) Load(d *tensor.Dense) error {
 
 // Gather copies the sharded tensor into a new row-major host tensor.
 func (t *Tensor) Gather() (*tensor.Dense, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
 	out := tensor.New(tensor.Of(t.dtype), tensor.WithShape(t.shape.Clone()...))
 	if err := t.mesh.mem.gather(t, out.Data()); err != nil {
 		return nil, err
@@ -150,8 +190,19 @@ func (t *Tensor) Gather() (*tensor.Dense, error) {
 
 // GatherInto copies the sharded tensor into the row-major host tensor d of
 // the same shape and dtype (reusing d's memory: no allocation, no first-touch
-// page faults).
+// page faults). d must own its contiguous memory: a view (Slice) or a lazily
+// transposed d (T without Transpose) is refused; Gather into a new tensor
+// instead.
 func (t *Tensor) GatherInto(d *tensor.Dense) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if d == nil {
+		return fmt.Errorf("sharding: GatherInto a nil *tensor.Dense")
+	}
+	if d.IsMaterializable() {
+		return fmt.Errorf("sharding: GatherInto a view or a lazily transposed tensor, which does not own contiguous memory: use Gather")
+	}
 	if !d.Shape().Eq(t.shape) || d.Dtype() != t.dtype {
 		return fmt.Errorf("sharding: cannot gather %v %v into %v %v", t.shape, t.dtype, d.Shape(), d.Dtype())
 	}
@@ -163,6 +214,9 @@ func (t *Tensor) GatherInto(d *tensor.Dense) error {
 
 // Relayout returns a new tensor with the same values in layout to.
 func (t *Tensor) Relayout(to Layout) (*Tensor, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
 	out, err := newTensor(t.mesh, t.shape, t.dtype, to, false) // the plan writes every element
 	if err != nil {
 		return nil, err
@@ -177,6 +231,12 @@ func (t *Tensor) Relayout(to Layout) (*Tensor, error) {
 // RelayoutInto copies t's values into dst, which must have the same mesh,
 // shape and dtype and may have another layout.
 func (t *Tensor) RelayoutInto(dst *Tensor) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := dst.usable(); err != nil {
+		return fmt.Errorf("%w (the destination of RelayoutInto)", err)
+	}
 	if !t.mesh.Same(dst.mesh) {
 		return fmt.Errorf("%w: %v and %v", ErrMeshMismatch, t.mesh, dst.mesh)
 	}
@@ -190,15 +250,20 @@ func (t *Tensor) RelayoutInto(dst *Tensor) error {
 	return t.mesh.mem.execute(p, t.dtype, t.shards, dst.shards)
 }
 
-// Free releases device memory now (GPU meshes); the tensor must not be used
-// afterwards. Host shards are left to the garbage collector.
+// Free releases device memory now (GPU meshes); host shards are left to the
+// garbage collector. Afterwards the tensor holds no shards: the methods that
+// would read or write them return ErrFreed (Zero does nothing, Shard returns
+// nil) and Reuse does not hand it back. Freeing again does nothing.
 func (t *Tensor) Free() {
-	for i, b := range t.shards {
+	if t == nil {
+		return
+	}
+	for _, b := range t.shards {
 		if b != nil {
 			t.mesh.mem.free(b)
-			t.shards[i] = nil
 		}
 	}
+	t.shards = nil
 }
 
 // Mesh is the mesh the tensor lives on.
@@ -216,11 +281,16 @@ func (t *Tensor) LocalShape(d int) (rows, cols int) {
 	return cyclic.LocalShape(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), d)
 }
 
-// Shard is device d's buffer.
-func (t *Tensor) Shard(d int) Buffer { return t.shards[d] }
+// Shard is device d's buffer (nil once the tensor is freed).
+func (t *Tensor) Shard(d int) Buffer {
+	if t.usable() != nil {
+		return nil
+	}
+	return t.shards[d]
+}
 
 // Shape, Size, Dtype and Data make *Tensor a gorgonia.Value. Data returns the
-// shard buffers.
+// shard buffers (nil once the tensor is freed).
 func (t *Tensor) Shape() tensor.Shape { return t.shape.Clone() }
 func (t *Tensor) Size() int           { return t.shape.TotalSize() }
 func (t *Tensor) Dtype() tensor.Dtype { return t.dtype }
@@ -238,6 +308,9 @@ func (t *Tensor) Type() hm.Type { return gorgonia.TensorType{Dims: len(t.shape),
 
 // Clone returns a deep copy on the same mesh and layout.
 func (t *Tensor) Clone() (interface{}, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
 	out, err := t.Relayout(t.layout)
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -245,8 +318,12 @@ func (t *Tensor) Clone() (interface{}, error) {
 	return out, nil
 }
 
-// Zero sets every element to zero.
+// Zero sets every element to zero. It cannot return an error
+// (gorgonia.Zeroer), so on a freed (or nil or zero) tensor it does nothing.
 func (t *Tensor) Zero() {
+	if t.usable() != nil {
+		return
+	}
 	for _, b := range t.shards {
 		t.mesh.mem.zero(b)
 	}
