@@ -154,7 +154,12 @@ sparse-example:
 	$(GO) build -tags mpi -o poisson-mpi ./examples/poisson
 	$(MPIRUN) -n 4 ./poisson-mpi -quiet -steps 20; rc=$$?; rm -f poisson-mpi; exit $$rc
 
-# BENCHMARKS.md, "Sparse: hypre BoomerAMG": CSV, table and plots.
+# BENCHMARKS.md, "Sparse: hypre BoomerAMG": CSV, log (the command and its
+# output), table and plots, into SPARSE_BENCH_OUT.
+SPARSE_BENCH_ARGS ?= -sizes 32,48,64,96,128 -reps 4
+SPARSE_BENCH_OUT  ?= docs/bench
 sparse-bench:
-	$(GO) run -tags mpi ./cmd/sparsebench -sizes 32,48,64,96,128 -reps 4 \
-		-csv docs/bench/sparse.csv -svg docs/bench -md docs/bench/sparse.md
+	@mkdir -p $(SPARSE_BENCH_OUT)
+	@cmd='$(GO) run -tags mpi ./cmd/sparsebench $(SPARSE_BENCH_ARGS) -csv $(SPARSE_BENCH_OUT)/sparse.csv -svg $(SPARSE_BENCH_OUT) -md $(SPARSE_BENCH_OUT)/sparse.md'; \
+	echo "$$cmd" | tee $(SPARSE_BENCH_OUT)/sparse.log; \
+	bash -o pipefail -c "$$cmd 2>&1 | tee -a $(SPARSE_BENCH_OUT)/sparse.log"

@@ -27,6 +27,9 @@
 # side, default 3), MPIRUN (default: mpirun --allow-run-as-root
 # --oversubscribe --bind-to core --mca btl self,vader), STEP_TIMEOUT
 # (seconds per run, default 300). OpenBLAS runs one thread per process.
+#
+# The table holds this call's runs only; the exit status is 1 when any run
+# failed, 2 for an unknown step.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${DIST_TEST:-}
@@ -41,14 +44,27 @@ export OPENBLAS_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(potrs moves)
+for step in "${steps[@]}"; do
+	case $step in
+	potrs | moves | reuse | bands) ;;
+	*)
+		echo "dist-bench.sh: unknown step $step (potrs, moves, reuse, bands)" >&2
+		exit 2
+		;;
+	esac
+done
+# This call's logs (for the table) and whether a run failed.
+logs=()
+failed=0
 # run NAME REGEX N P: one mpirun of the benchmarks matching REGEX.
 run() {
 	local name=$1 regex=$2 n=$3 p=$4 f="$log/$1-N$3-P$4.log" start=$SECONDS
+	logs+=("$f")
 	MGLA_DIST_BENCH_N=$n timeout "${STEP_TIMEOUT:-300}" $mpirun -x OPENBLAS_NUM_THREADS -x MGLA_DIST_BENCH_N -n "$p" \
 		"$bin" -test.run '^$' -test.bench "$regex" -test.benchtime "${ITERS:-3}x" >"$f" 2>&1
 	local rc=$?
 	echo "# $name N=$n P=$p rc=$rc $((SECONDS - start)) s"
-	[ $rc -eq 0 ] || grep -E '^(--- FAIL|FAIL|panic)' "$f" | head -5
+	[ $rc -eq 0 ] || { failed=1; grep -E '^(--- FAIL|FAIL|panic)' "$f" | head -5; }
 }
 # sweep NAME REGEX: run the benchmarks REGEX as step NAME for every N of
 # MOVES_NS and process count of MOVES_PS.
@@ -68,14 +84,15 @@ for step in "${steps[@]}"; do
 	moves) sweep moves '^Benchmark(Gather|Scatter)$' ;;
 	reuse) sweep reuse '^Benchmark(RowMajor|InverseFromFactor)$' ;;
 	bands) sweep bands '^BenchmarkRowBands$' ;;
-	*) echo "dist-bench.sh: unknown step $step (potrs, moves, reuse, bands)" >&2 ;;
 	esac
 done
 echo "# the rows (a_ms, b_ms: medians; a/b: median of the per-iteration ratios)"
-rows=$(cat "$log"/*.log | grep '^distbench' | sed 's/^distbench //')
+[ ${#logs[@]} -gt 0 ] || logs=(/dev/null)
+rows=$(cat "${logs[@]}" | grep '^distbench' | sed 's/^distbench //')
 if command -v column >/dev/null; then echo "$rows" | column -t; else echo "$rows"; fi
-mem=$(cat "$log"/*.log | grep '^distmem' | sed 's/^distmem //')
+mem=$(cat "${logs[@]}" | grep '^distmem' | sed 's/^distmem //')
 if [ -n "$mem" ]; then
 	echo "# peak memory per path (MB, the largest over the ranks)"
 	if command -v column >/dev/null; then echo "$mem" | column -t; else echo "$mem"; fi
 fi
+exit $failed

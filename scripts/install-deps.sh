@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
 # install-deps.sh [openblas] [cuda] [mpi] — installs the Debian packages the build
-# tags need, only when they are missing. Runs as root (CI) or through sudo.
+# tags need, and make, only when they are missing. Runs as root (CI) or through sudo.
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 updated=""
 apt_update() { [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }; }
+# with_nonfree FILE prints FILE (one-line "deb ..." sources or deb822
+# .sources) with the components contrib and non-free added where missing to
+# every deb line and Components field that has main; the components are
+# compared as whole words (non-free-firmware is not non-free).
+with_nonfree() {
+  awk '{ first = 0 }
+    /^[ \t]*deb[ \t]/ { first = 3 }
+    /^Components:/ { first = 2 }
+    first {
+      m = c = n = 0
+      for (i = first; i <= NF; i++) { m += $i == "main"; c += $i == "contrib"; n += $i == "non-free" }
+      if (m) { if (!c) $0 = $0 " contrib"; if (!n) $0 = $0 " non-free" }
+    }
+    { print }' "$1"
+}
 for what in "$@"; do
   case "$what" in
   openblas)
@@ -16,14 +31,15 @@ for what in "$@"; do
     fi ;;
   cuda)
     if [ ! -e /usr/include/cuda.h ]; then
-      src=/etc/apt/sources.list.d/debian.sources
-      if [ -f "$src" ] && ! grep -q 'non-free' "$src"; then
-        $SUDO sed -i 's/^Components: main$/Components: main contrib non-free non-free-firmware/' "$src"
-        updated=""
-      elif [ -f /etc/apt/sources.list ] && ! grep -q 'non-free' /etc/apt/sources.list; then
-        $SUDO sed -i 's/ main$/ main contrib non-free non-free-firmware/' /etc/apt/sources.list
-        updated=""
-      fi
+      # nvidia-cuda-dev is in non-free (its dependencies in contrib).
+      for src in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+        [ -f "$src" ] || continue
+        fixed=$(with_nonfree "$src")
+        if [ "$fixed" != "$(cat "$src")" ]; then
+          printf '%s\n' "$fixed" | $SUDO tee "$src" >/dev/null
+          updated=""
+        fi
+      done
       apt_update
       $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nvidia-cuda-dev >/dev/null
     fi ;;
@@ -39,3 +55,8 @@ for what in "$@"; do
   *) echo "install-deps.sh: unknown component $what" >&2; exit 2 ;;
   esac
 done
+# make runs the build and the tests (make test).
+if ! command -v make >/dev/null; then
+  apt_update
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends make >/dev/null
+fi

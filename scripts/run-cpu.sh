@@ -151,16 +151,21 @@ brun() { env LD_LIBRARY_PATH="$LD" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@";
 # ---- the machine: cores and hardware threads this process may use ----
 cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status | tr ',' ' ')
 nthreads=0
-declare -A core_seen
+topology=1 # 0: a CPU's topology could not be read, so count hardware threads as cores
+declare -A core_seen=()
 for r in $cpus; do
 	for ((c = ${r%-*}; c <= ${r#*-}; c++)); do
 		nthreads=$((nthreads + 1))
 		t=/sys/devices/system/cpu/cpu$c/topology
-		core_seen["$(cat $t/physical_package_id 2>/dev/null)/$(cat $t/core_id 2>/dev/null)"]=1
+		if pkg=$(cat $t/physical_package_id 2>/dev/null) && core=$(cat $t/core_id 2>/dev/null) && [ -n "$pkg" ] && [ -n "$core" ]; then
+			core_seen["$pkg/$core"]=1
+		else
+			topology=0
+		fi
 	done
 done
 ncores=${#core_seen[@]}
-[ "$ncores" -gt 0 ] || ncores=$nthreads
+[ "$ncores" -gt 0 ] && [ $topology = 1 ] || ncores=$nthreads
 # mpi NP CMD...: CMD on NP ranks, bound to cores when there are enough.
 mpi() {
 	local np=$1 bind

@@ -12,11 +12,16 @@
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
 #                               shim sharding ops graph-gpu shared-mesh shared-auto
 #                               shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs
-#                               graph-flat; shared-3gpu, a mesh of an odd number of
-#                               GPUs, is skipped on machines with fewer than 3)
+#                               graph-flat; shared-1gpu/2gpu/3gpu run on the first
+#                               1/2/3 GPUs of CUDA_VISIBLE_DEVICES, else on 0, 0,1 and
+#                               0,1,2; shared-2gpu and shared-3gpu, a mesh of an odd
+#                               number of GPUs, are skipped where fewer are visible)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
 #   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB, and
 #                               a process communicator with its checks against without
+#
+# The summary lists the steps of this call only; the exit status is 1 when
+# any of them failed, 2 for an unknown mode or step.
 set -u
 BIN=$(cd "$(dirname "$0")" && pwd)
 LOG=${OUT:-./gpu-logs}
@@ -25,7 +30,11 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 # step NAME CMD...: runs CMD under STEP_TIMEOUT, its output in $LOG/NAME.log
 # and its result line in $LOG/NAME.result; with PARALLEL=1 in the background
 # (the test steps only check correctness, and each has its own process).
+# ran lists the steps of this call, for the summary.
+ran=()
 step() {
+	ran+=("$1")
+	rm -f "$LOG/$1.result"
 	if [ "${PARALLEL:-0}" = 1 ]; then
 		run_step "$@" &
 	else
@@ -40,6 +49,22 @@ run_step() {
 	printf '%-10s %-28s %4d s\n' "$r" "$name" $((SECONDS - start)) >"$LOG/$name.result"
 	grep -E '^(--- FAIL|FAIL|panic|capacity:)' "$LOG/$name.log" | head -20
 }
+# alone NAME CMD...: step NAME in the foreground, whatever PARALLEL says.
+alone() { PARALLEL=0 step "$@"; }
+# skip NAME WHY: step NAME's result is SKIP (WHY).
+skip() {
+	ran+=("$1")
+	printf '%-10s %-28s %4d s\n' "SKIP" "$1 ($2)" 0 >"$LOG/$1.result"
+}
+# gpus K: the first K GPUs visible to the caller (CUDA_VISIBLE_DEVICES when
+# set, else 0 to K-1), as a CUDA_VISIBLE_DEVICES list.
+gpus() {
+	if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+		echo "$CUDA_VISIBLE_DEVICES" | cut -d, -f"1-$1"
+	else
+		seq -s, 0 $(($1 - 1))
+	fi
+}
 # wanted reports whether step $1 was asked for (all steps when none were).
 wanted() {
 	[ ${#only[@]} -eq 0 ] && return 0
@@ -52,6 +77,15 @@ tests)
 	# run-gpu.sh tests [STEP...]: all steps, or only those named.
 	shift
 	only=("$@")
+	for w in "${only[@]}"; do
+		case $w in
+		shim | sharding | ops | graph-gpu | shared-mesh | shared-auto | shared-1gpu | shared-2gpu | shared-3gpu | nccl | nccl-procs | graph-flat) ;;
+		*)
+			echo "run-gpu.sh: unknown step $w (shim sharding ops graph-gpu shared-mesh shared-auto shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs graph-flat)" >&2
+			exit 2
+			;;
+		esac
+	done
 	flat='^TestGPUManyPotrsFlat$'
 	oom='^TestDroppedTensorsFreeDeviceMemory$'
 	nvidia-smi -L >"$LOG/gpus.log" 2>&1
@@ -67,15 +101,14 @@ tests)
 	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU' -test.skip "$flat"
 	wanted shared-mesh && step shared-mesh "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 	wanted shared-auto && step shared-auto "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=auto -test.skip GPU
-	wanted shared-1gpu && step shared-1gpu env CUDA_VISIBLE_DEVICES=0 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
-	wanted shared-2gpu && step shared-2gpu env CUDA_VISIBLE_DEVICES=0,1 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
-	if wanted shared-3gpu; then
-		if [ "$ngpu" -ge 3 ]; then
-			step shared-3gpu env CUDA_VISIBLE_DEVICES=0,1,2 "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
+	for k in 1 2 3; do
+		wanted shared-${k}gpu || continue
+		if [ "$ngpu" -ge $k ]; then
+			step shared-${k}gpu env CUDA_VISIBLE_DEVICES="$(gpus $k)" "$BIN/mgla.test" -test.v -test.count=1 -mgla.mesh=gpu -mgla.dispatch=mesh -test.skip GPU
 		else
-			printf '%-10s %-28s %4d s\n' "SKIP" "shared-3gpu ($ngpu GPUs)" 0 >"$LOG/shared-3gpu.result"
+			skip shared-${k}gpu "$ngpu GPUs"
 		fi
-	fi
+	done
 	# The NCCL engine (collective/nccl): every collective on the GPU meshes
 	# and a one-rank process communicator; NCCL_NVLS_ENABLE=0 keeps NVLink
 	# multicast off on shared hosts.
@@ -95,8 +128,8 @@ tests)
 	# beside either. (The shim's own flat-memory tests count its allocations
 	# and run in parallel.)
 	wait
-	wanted sharding && run_step sharding-oom "$BIN/sharding.test" -test.v -test.count=1 -test.run "$oom"
-	wanted graph-flat && run_step graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
+	wanted sharding && alone sharding-oom "$BIN/sharding.test" -test.v -test.count=1 -test.run "$oom"
+	wanted graph-flat && alone graph-flat "$BIN/mgla.test" -test.v -test.count=1 -test.run "$flat"
 	;;
 nccl-bench)
 	step nccl-bench env NCCL_NVLS_ENABLE=0 "$BIN/nccl.test" -test.run '^$' -test.bench 'Collectives|CollectivePaths|ProcessChecks' -test.benchtime 0.5s
@@ -105,10 +138,25 @@ nccl-bench)
 	;;
 bench)
 	shift
-	step "bench-$(date +%s)" "$BIN/mgbench" -csv "$LOG/mgbench.csv" "$@"
-	tail -n 200 "$LOG"/bench-*.log
+	name=bench-$(date +%s)
+	step "$name" "$BIN/mgbench" -csv "$LOG/mgbench.csv" "$@"
+	wait
+	tail -n 200 "$LOG/$name.log"
+	;;
+*)
+	echo "run-gpu.sh: unknown mode $1 (tests, bench, nccl-bench)" >&2
+	exit 2
 	;;
 esac
 wait
 echo "== summary =="
-cat "$LOG"/*.result 2>/dev/null
+failed=0
+for name in "${ran[@]}"; do
+	if [ -f "$LOG/$name.result" ]; then
+		cat "$LOG/$name.result"
+	else
+		printf '%-10s %-28s %4s s\n' "FAIL(none)" "$name" "?"
+	fi
+	grep -q '^SKIP\|^PASS' "$LOG/$name.result" 2>/dev/null || failed=1
+done
+exit $failed

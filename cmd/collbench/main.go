@@ -119,18 +119,6 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// kinds are the collectives timed, by the names of the table.
-var kinds = []struct {
-	name string
-	kind collective.Kind
-}{
-	{"allreduce", collective.AllReduce}, {"allgather", collective.AllGather},
-	{"reducescatter", collective.ReduceScatter}, {"alltoall", collective.AllToAll},
-	{"bcast", collective.Bcast}, {"reduce", collective.Reduce}, {"gather", collective.Gather},
-	{"scatter", collective.Scatter}, {"scan", collective.Scan}, {"sendrecv", collective.SendRecv},
-	{"barrier", collective.Barrier},
-}
-
 // A bench is one collective at one size on this rank: its buffers and
 // communicators, which the paths make their calls from.
 type bench struct {
@@ -366,6 +354,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to this file name with .rank appended")
 	flag.Parse()
 	lo, hi := parseBytes(*minBytes), parseBytes(*maxBytes)
+	check(checkSizes(lo, hi))
+	check(checkKinds(*only))
 	choosePaths(*onlyPaths)
 
 	checked, err := mpi.World()

@@ -51,8 +51,8 @@ var (
 	gpuList  = flag.String("gpus", "1,2,4", "GPU counts (meshes over the first k GPUs)")
 	dtList   = flag.String("dtype", "float64", "float64,float32")
 	tileList = flag.String("tile", "1024", "tile widths")
-	opList   = flag.String("ops", "transfer,potrf,potrs1,potrs256,potri,syevd-values,syevd-vectors", "what to measure")
-	pathList = flag.String("paths", "mg,mgla,auto,single,dn,graph", "solver paths: mg (raw cuSolverMg), mgla (op, DispatchMesh), auto (op, DispatchAuto), single (op, DispatchSingle), dn (raw cuSOLVER on GPU 0), graph (host to host)")
+	opList   = flag.String("ops", strings.Join(opNames, ","), "what to measure")
+	pathList = flag.String("paths", strings.Join(pathNames, ","), "solver paths: mg (raw cuSolverMg), mgla (op, DispatchMesh), auto (op, DispatchAuto), single (op, DispatchSingle), dn (raw cuSOLVER on GPU 0), graph (host to host)")
 	reps     = flag.Int("reps", 3, "timed repetitions (median) after one warm-up")
 	maxSyevd = flag.Int("max-syevd", 16384, "largest N for syevd")
 	maxMgEig = flag.Int("max-syevd-mg", 8192, "largest N for syevd through cuSolverMg (paths mg, mgla), 5-8x slower than cuSOLVER")
@@ -223,6 +223,9 @@ func must[T any](v T, err error) T {
 
 func main() {
 	flag.Parse()
+	if err := checkFlags(*reps, *opList, *pathList); err != nil {
+		log.Fatal(err)
+	}
 	out := newWriter(*csvPath)
 	defer out.Close()
 	if *capacityJob != "" {
@@ -240,6 +243,10 @@ func main() {
 		return
 	}
 	opsOn, paths := words(*opList), words(*pathList)
+	gpuCounts, skipped := splitGPUCounts(ints(*gpuList), ngpu)
+	for _, k := range skipped {
+		fmt.Printf("mgbench: gpus=%d: skipped, %d GPUs visible\n", k, ngpu)
+	}
 	for _, dtName := range strings.Split(*dtList, ",") {
 		dt, ok := map[string]tensor.Dtype{"float64": tensor.Float64, "float32": tensor.Float32}[dtName]
 		if !ok {
@@ -247,10 +254,7 @@ func main() {
 		}
 		for _, n := range ints(*nList) {
 			host := spd(dt, n)
-			for _, ndev := range ints(*gpuList) {
-				if ndev > ngpu {
-					continue
-				}
+			for _, ndev := range gpuCounts {
 				mesh := meshOf(ndev)
 				for _, tile := range ints(*tileList) {
 					b := bench{out: out, dt: dt, dtName: dtName, n: n, ndev: ndev, tile: tile, mesh: mesh, host: host, paths: paths}

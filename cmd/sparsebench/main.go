@@ -63,6 +63,12 @@ func main() {
 		}
 		ns = append(ns, n)
 	}
+	if *reps < 1 {
+		fail(fmt.Errorf("-reps %d: want at least 1", *reps))
+	}
+	if err := prepareOutputs(*svgDir, *csvOut, *mdOut); err != nil {
+		fail(err)
+	}
 	var all []result
 	for _, n := range ns {
 		rs, err := measure(n, *reps, n <= *cgMax)
@@ -102,6 +108,36 @@ func fail(err error) {
 	fmt.Fprintln(os.Stderr, "sparsebench:", err)
 	finish()
 	os.Exit(1)
+}
+
+// prepareOutputs makes dir (when not "") and the folders of files (those
+// not "") and checks that each file can be written, so that a bad path
+// fails before the measurements rather than after them. A file that did not
+// exist is not left behind.
+func prepareOutputs(dir string, files ...string) error {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, file := range files {
+		if file == "" {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return err
+		}
+		_, statErr := os.Stat(file)
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if statErr != nil {
+			os.Remove(file)
+		}
+	}
+	return nil
 }
 
 func writeCSV(file string, rs []result) error {

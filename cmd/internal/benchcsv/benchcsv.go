@@ -61,15 +61,19 @@ type Writer struct {
 }
 
 // Append opens path for appending, writing Header first when the file is
-// new.
+// new or empty.
 func Append(path string) (*Writer, error) {
-	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	w := &Writer{f: f, w: csv.NewWriter(f)}
-	if statErr != nil {
+	if st.Size() == 0 {
 		if err := w.write(Columns); err != nil {
 			f.Close()
 			return nil, err
