@@ -189,6 +189,9 @@ func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
 	}
+	if nrhs == 0 {
+		return nil // (the native solver takes the address of b's first element)
+	}
 	if cpubackend.ZpotrsNative(n, nrhs, l, ldl, b, ldb) {
 		return nil
 	}
@@ -319,10 +322,11 @@ func strictUpperZero[S lapack.Complex](n int, a []S, lda int) bool {
 // Syevd computes all eigenvalues, and optionally the eigenvectors, of the n×n
 // Hermitian (real: symmetric) matrix given by the lower triangle of the
 // column-major a (leading dimension lda; the strict upper triangle is not
-// read, imaginary parts of the diagonal are ignored). The eigenvalues are
-// returned in ascending order in w[:n]. With vectors, a is overwritten by the
-// orthonormal eigenvectors, column j belonging to w[j]; otherwise the content
-// of a is unspecified on return.
+// read; finite imaginary parts of the diagonal are ignored, while a NaN or Inf
+// anywhere in the lower triangle, imaginary parts included, is ErrNonFinite).
+// The eigenvalues are returned in ascending order in w[:n]. With vectors, a
+// is overwritten by the orthonormal eigenvectors, column j belonging to w[j];
+// otherwise the content of a is unspecified on return.
 //
 // R must be the real type of T: float32 for float32 and complex64, float64 for
 // float64 and complex128; a mismatch panics. NaN or ±Inf in the lower

@@ -179,3 +179,24 @@ func TestCheckFinite(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPotrsNoRightHandSides: Potrs with nrhs = 0 and an empty b checks the
+// factor's diagonal and returns, for every dtype and in every build (the
+// openblas build's complex128 solver took &b[0]).
+func TestPotrsNoRightHandSides(t *testing.T) {
+	t.Run("float64", func(t *testing.T) { potrsNoRHS[float64](t) })
+	t.Run("float32", func(t *testing.T) { potrsNoRHS[float32](t) })
+	t.Run("complex128", func(t *testing.T) { potrsNoRHS[complex128](t) })
+	t.Run("complex64", func(t *testing.T) { potrsNoRHS[complex64](t) })
+}
+
+func potrsNoRHS[T Scalar](t *testing.T) {
+	l := []T{2, 0, 1, 3} // column-major 2×2 lower factor
+	if err := Potrs(2, 0, l, 2, nil, 2); err != nil {
+		t.Fatalf("nrhs = 0: %v", err)
+	}
+	zero := []T{2, 0, 1, 0} // a zero on the diagonal is still found
+	if err := Potrs(2, 0, zero, 2, nil, 2); !errors.Is(err, ErrNotPositiveDefinite) {
+		t.Fatalf("nrhs = 0, zero pivot: %v, want ErrNotPositiveDefinite", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/blas"
+	gonumlapack "gonum.org/v1/gonum/lapack"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
 	"github.com/mgla/mgla/kernels/lapack"
@@ -14,15 +15,27 @@ import (
 // column-major matrix: float64 (syevdF64) and complex128 (heevdC128). Each
 // scales the matrix into a safe range, then runs LAPACK's dsyevd/zheevd with
 // the openblas tag, or else the reduction to a real tridiagonal matrix
-// (lapack.Dsytrd, lapack.Zhetrd), gonum's dsterf for the eigenvalues only or
+// (lapack.Dsytrd, lapack.Zhetrd), dsteqr without vectors for the eigenvalues only or
 // the divide and conquer lapack.Dstedc and the back-transformation with the
 // reflectors (dormlq on the row-major view, lapack.Zunmtr).
+
+// tridiagonalValues overwrites d with the eigenvalues (ascending) of the
+// symmetric tridiagonal matrix of diagonal d and off-diagonal e (which it
+// destroys), by the implicit QL/QR iteration of dsteqr without vectors.
+// Not gonum's dsterf: its scaling of a block whose norm is below
+// √safmin/ε² (about 1e-122) hands Dlascl the leading dimension n for a
+// vector and panics ("insufficient length of a") for every such block of
+// two or more rows, which a matrix of entries near 1e-130 gives.
+func tridiagonalValues(n int, d, e []float64) bool {
+	z, work := make([]float64, 1), make([]float64, max(1, 2*n-2)) // not referenced without vectors
+	return cpubackend.LAPACK.Dsteqr(gonumlapack.EVCompNone, n, d, e, z, 1, work)
+}
 
 // dlamchE is the relative machine precision of float64 (LAPACK dlamch('E')).
 const dlamchE = 0x1p-53
 
 // syevdF64 is the float64 symmetric eigensolver on the lower triangle of the
-// column-major a: tridiagonal reduction (dsytrd), then dsterf for values only
+// column-major a: tridiagonal reduction (dsytrd), then dsteqr for values only
 // or the divide and conquer tridiagonal solver (dstedc) and the blocked
 // back-transformation (dormqr). With the openblas tag the whole computation is
 // LAPACK's dsyevd instead.
@@ -78,7 +91,7 @@ func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) erro
 	tau := make([]float64, n-1)
 	lapack.Dsytrd(n, a, lda, d, e, tau)
 	if !vectors {
-		if !cpubackend.LAPACK.Dsterf(n, d, e) {
+		if !tridiagonalValues(n, d, e) {
 			return ErrNoConvergence
 		}
 		copy(w, d)
@@ -147,7 +160,7 @@ func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error 
 	lapack.Zhetrd(n, a, lda, d, e, tau)
 	var err error
 	if !vectors {
-		if !cpubackend.LAPACK.Dsterf(n, d, e) {
+		if !tridiagonalValues(n, d, e) {
 			err = ErrNoConvergence
 		}
 	} else {

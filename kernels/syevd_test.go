@@ -287,38 +287,65 @@ func TestSyevdExtremeScaling(t *testing.T) {
 			}
 		}
 		ref := refEigenvalues(h, cplx)
-		for _, s := range []float64{1e300, 1e-300, 1e-310} {
-			hs := newDense(n, n)
-			for i, v := range h.v {
-				hs.v[i] = v * complex(s, 0)
-			}
-			w := make([]float64, n)
-			var err error
-			var V dense
-			if cplx {
-				a := store[complex128](hs, n, nil)
-				err = Syevd(n, a, n, w, true)
-				V = denseOf(n, n, a, n)
-			} else {
-				a := store[float64](hs, n, nil)
-				err = Syevd(n, a, n, w, true)
-				V = denseOf(n, n, a, n)
-			}
-			if err != nil {
-				t.Fatalf("scale %g: %v", s, err)
-			}
-			tol := 1e-13
-			if s < 1e-300 {
-				tol = 1e-6 // subnormal inputs carry fewer digits
-			}
-			for i := range w {
-				if math.Abs(w[i]/s-ref[i]) > tol*math.Abs(ref[n-1]) {
-					t.Fatalf("seed %d complex=%v scale %g: λ[%d]/s = %v, want %v", testSeed, cplx, s, i, w[i]/s, ref[i])
+		// 1e-130 and 1e-200: below gonum dsterf's scaling threshold (≈1e-122),
+		// where the values-only path used to panic.
+		for _, s := range []float64{1e300, 1e-130, 1e-200, 1e-300, 1e-310} {
+			for _, vectors := range []bool{true, false} {
+				hs := newDense(n, n)
+				for i, v := range h.v {
+					hs.v[i] = v * complex(s, 0)
+				}
+				w := make([]float64, n)
+				var err error
+				var V dense
+				if cplx {
+					a := store[complex128](hs, n, nil)
+					err = Syevd(n, a, n, w, vectors)
+					V = denseOf(n, n, a, n)
+				} else {
+					a := store[float64](hs, n, nil)
+					err = Syevd(n, a, n, w, vectors)
+					V = denseOf(n, n, a, n)
+				}
+				if err != nil {
+					t.Fatalf("scale %g vectors %v: %v", s, vectors, err)
+				}
+				tol := 1e-13
+				if s < 1e-300 {
+					tol = 1e-6 // subnormal inputs carry fewer digits
+				}
+				for i := range w {
+					if math.Abs(w[i]/s-ref[i]) > tol*math.Abs(ref[n-1]) {
+						t.Fatalf("seed %d complex=%v scale %g vectors %v: λ[%d]/s = %v, want %v", testSeed, cplx, s, vectors, i, w[i]/s, ref[i])
+					}
+				}
+				if !vectors {
+					continue
+				}
+				if orth := fnorm(sub(mul(adjoint(V), V), eye(n))); !(orth < 1e-12) {
+					t.Fatalf("seed %d complex=%v scale %g: ‖VᴴV−I‖ = %g", testSeed, cplx, s, orth)
 				}
 			}
-			if orth := fnorm(sub(mul(adjoint(V), V), eye(n))); !(orth < 1e-12) {
-				t.Fatalf("seed %d complex=%v scale %g: ‖VᴴV−I‖ = %g", testSeed, cplx, s, orth)
-			}
+		}
+	}
+}
+
+// TestSyevdTinyBlock: a matrix of ordinary scale with a decoupled 2×2 block
+// of entries near 1e-130, eigenvalues only (the block alone is below gonum
+// dsterf's scaling threshold, where the values-only path used to panic).
+func TestSyevdTinyBlock(t *testing.T) {
+	const n = 3
+	a := []float64{1, 0, 0, 0, 1e-130, 1e-131, 0, 1e-131, 2e-130} // column-major, lower triangle read
+	w := make([]float64, n)
+	if err := Syevd(n, a, n, w, false); err != nil {
+		t.Fatal(err)
+	}
+	// The block's eigenvalues: (3 ± √(1 + 4·0.01))/2 · 1e-130.
+	r := math.Sqrt(1 + 4*0.01)
+	want := []float64{(3 - r) / 2 * 1e-130, (3 + r) / 2 * 1e-130, 1}
+	for i := range w {
+		if math.Abs(w[i]-want[i]) > 1e-14*math.Abs(want[i]) {
+			t.Fatalf("w = %v, want %v", w, want)
 		}
 	}
 }
