@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	gonumlapack "gonum.org/v1/gonum/lapack"
+	gonumimpl "gonum.org/v1/gonum/lapack/gonum"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
 	"github.com/mgla/mgla/kernels/lapack"
@@ -26,9 +27,12 @@ import (
 // √safmin/ε² (about 1e-122) hands Dlascl the leading dimension n for a
 // vector and panics ("insufficient length of a") for every such block of
 // two or more rows, which a matrix of entries near 1e-130 gives.
+//
+// It is gonum's pure-Go dsteqr in every build: the openblas build reaches
+// it only from tests (its Syevd is LAPACK's dsyevd and zheevd).
 func tridiagonalValues(n int, d, e []float64) bool {
 	z, work := make([]float64, 1), make([]float64, max(1, 2*n-2)) // not referenced without vectors
-	return cpubackend.LAPACK.Dsteqr(gonumlapack.EVCompNone, n, d, e, z, 1, work)
+	return gonumimpl.Implementation{}.Dsteqr(gonumlapack.EVCompNone, n, d, e, z, 1, work)
 }
 
 // dlamchE is the relative machine precision of float64 (LAPACK dlamch('E')).
