@@ -211,11 +211,8 @@ func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix
 		mt = m.Clone()
 		tran(1, m, 0, mt)
 	}
-	eps := 0x1p-53
-	if _, single := any(*new(T)).(float32); single {
-		eps = 0x1p-24
-	}
-	gap := kernels.EigenGapTolerance(w, eps)
+	_, single := any(*new(T)).(float32)
+	gap := kernels.EigenGapTolerance(w, single)
 	firstBad := math.Inf(1) // the first pair (column-major index) whose term is undefined
 	forEachLocal(m, func(r, c, i int) {
 		switch {

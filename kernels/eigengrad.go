@@ -15,9 +15,13 @@ import "math"
 // NaN.
 
 // EigenGapTolerance is the gap below which two of the eigenvalues w count as
-// equal, for a dtype of unit roundoff eps: n·eps·max|w|, the rounding of
-// eigenvalues computed backward stably.
-func EigenGapTolerance(w []float64, eps float64) float64 {
+// equal: n·ε·max|w|, the rounding of eigenvalues computed backward stably,
+// ε the unit roundoff of single precision (single) or of double.
+func EigenGapTolerance(w []float64, single bool) float64 {
+	eps := dlamchE
+	if single {
+		eps = 0x1p-24
+	}
 	var top float64
 	for _, x := range w {
 		top = max(top, math.Abs(x))

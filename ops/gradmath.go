@@ -259,14 +259,6 @@ const symOuterDirect = 8
 // gradReal is the element type of the backward computations.
 type gradReal interface{ float32 | float64 }
 
-// unitRoundoff is T's unit roundoff.
-func unitRoundoff[T gradReal]() float64 {
-	if _, ok := any(T(0)).(float32); ok {
-		return 0x1p-24
-	}
-	return 0x1p-53
-}
-
 // gradCompute writes the n×n column-major result of the backward
 // computation kind into dst, which no operand aliases.
 func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
@@ -405,7 +397,8 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		// F∘M, a pair i < j at a time (each entry needs its mirror): at
 		// eigenvalues equal to rounding 0 where the cost does not use
 		// their eigenvectors, else ErrRepeatedEigenvalues (kernels).
-		gap := kernels.EigenGapTolerance(e.w, unitRoundoff[T]())
+		_, single := any(T(0)).(float32)
+		gap := kernels.EigenGapTolerance(e.w, single)
 		for j := range n {
 			m[j+j*n] = 0
 			for i := range j {
