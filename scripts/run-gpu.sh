@@ -10,12 +10,14 @@
 # step), which fills every GPU's memory on purpose.
 #
 #   run-gpu.sh tests [STEP...]  the GPU test suite (or only the steps named:
-#                               shim sharding ops graph-gpu shared-mesh shared-auto
+#                               shim shim-large sharding ops graph-gpu shared-mesh shared-auto
 #                               shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs
 #                               graph-flat; shared-1gpu/2gpu/3gpu run on the first
 #                               1/2/3 GPUs of CUDA_VISIBLE_DEVICES, else on 0, 0,1 and
 #                               0,1,2; shared-2gpu and shared-3gpu, a mesh of an odd
-#                               number of GPUs, are skipped where fewer are visible)
+#                               number of GPUs, are skipped where fewer are visible;
+#                               shim-large is the shim's two longest tests, split off
+#                               so that with PARALLEL=1 the 4-GPU suite fits in 600 s)
 #   run-gpu.sh bench ARGS...    mgbench with ARGS (CSV into the log folder)
 #   run-gpu.sh nccl-bench       the NCCL engine against raw NCCL calls, 1 MiB to 1 GiB, and
 #                               a process communicator with its checks against without
@@ -79,9 +81,9 @@ tests)
 	only=("$@")
 	for w in "${only[@]}"; do
 		case $w in
-		shim | sharding | ops | graph-gpu | shared-mesh | shared-auto | shared-1gpu | shared-2gpu | shared-3gpu | nccl | nccl-procs | graph-flat) ;;
+		shim | shim-large | sharding | ops | graph-gpu | shared-mesh | shared-auto | shared-1gpu | shared-2gpu | shared-3gpu | nccl | nccl-procs | graph-flat) ;;
 		*)
-			echo "run-gpu.sh: unknown step $w (shim sharding ops graph-gpu shared-mesh shared-auto shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs graph-flat)" >&2
+			echo "run-gpu.sh: unknown step $w (shim shim-large sharding ops graph-gpu shared-mesh shared-auto shared-1gpu shared-2gpu shared-3gpu nccl nccl-procs graph-flat)" >&2
 			exit 2
 			;;
 		esac
@@ -95,7 +97,11 @@ tests)
 		ngpu=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
 	fi
 	[ "$ngpu" -ge 1 ] || ngpu=1
-	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1
+	# The shim's two longest tests (about 200 and 40 s on 4 GPUs) are a step
+	# of their own, beside the rest of it (about 250 s).
+	large='^(TestMgInverseLarge|TestMgPotrfPotrsRepeat)$'
+	wanted shim && step shim "$BIN/cusolver.test" -test.v -test.count=1 -test.skip "$large"
+	wanted shim-large && step shim-large "$BIN/cusolver.test" -test.v -test.count=1 -test.run "$large"
 	wanted sharding && step sharding "$BIN/sharding.test" -test.v -test.count=1 -test.skip "$oom"
 	wanted ops && step ops "$BIN/ops.test" -test.v -test.count=1
 	wanted graph-gpu && step graph-gpu "$BIN/mgla.test" -test.v -test.count=1 -test.run 'GPU' -test.skip "$flat"
