@@ -44,3 +44,28 @@ func TestInputNode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, data, back.Data())
 }
+
+// Input panics with a message on a nil tensor or graph, like Gorgonia's
+// own constructors; a freed tensor builds, and the op reading it returns
+// sharding.ErrFreed.
+func TestInputNilAndFreed(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	require.PanicsWithValue(t, `ops.Input("A"): nil graph or tensor`, func() { Input(gorgonia.NewGraph(), nil, "A") })
+	a, err := sharding.Put(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{4, 0, 0, 9})), mesh, sharding.Cyclic(1))
+	require.NoError(t, err)
+	require.PanicsWithValue(t, `ops.Input("A"): nil graph or tensor`, func() { Input(nil, a, "A") })
+	a.Free()
+	g := gorgonia.NewGraph()
+	l, err := Cholesky(Input(g, a, "A"))
+	require.NoError(t, err)
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	err = m.RunAll()
+	require.Error(t, err)
+	for e, ok := err.(interface{ Err() error }); ok; e, ok = err.(interface{ Err() error }) {
+		err = e.Err() // TapeMachine's wrapper has no Unwrap (mgla.Cause)
+	}
+	require.ErrorIs(t, err, sharding.ErrFreed, "%v", err)
+	require.Nil(t, l.Value())
+}
