@@ -308,6 +308,9 @@ func configure(name string, a *gorgonia.Node, opts []Option) (*config, error) {
 		}
 		c.mesh = m
 	}
+	if err := c.mesh.Validate(); err != nil {
+		return nil, badInput("%s: %v", name, err)
+	}
 	if c.dispatch < DispatchAuto || c.dispatch > DispatchSingle {
 		return nil, badInput("%s: unknown dispatch %d", name, int(c.dispatch))
 	}

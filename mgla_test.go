@@ -181,6 +181,7 @@ func opCases() []opCase {
 		for _, dt := range sharding.Dtypes {
 			cs = append(cs, opCase{n: 37, k: 3, tile: 8, ndev: ndev, dt: dt})  // 37 is not a multiple of 8
 			cs = append(cs, opCase{n: 20, k: 1, tile: 64, ndev: ndev, dt: dt}) // devices with no tile
+			cs = append(cs, opCase{n: 6, k: 2, tile: math.MaxInt, ndev: ndev, dt: dt})
 		}
 	}
 	return cs
@@ -767,6 +768,10 @@ func TestBuildTimeErrors(t *testing.T) {
 		{"LogDet 0×0", func() ([]*G.Node, error) { return one(mgla.LogDet(empty)) }, mgla.ErrBadInput},
 		{"Potrs 4×0 b", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, noCols)) }, mgla.ErrBadInput},
 		{"CholSolve 4×0 b", func() ([]*G.Node, error) { return one(mgla.CholSolve(sq, noCols)) }, mgla.ErrBadInput},
+		{"zero Mesh", func() ([]*G.Node, error) { return one(mgla.Potri(sq, mgla.WithMesh(&sharding.Mesh{}))) }, mgla.ErrBadInput},
+		{"zero Mesh with a tile", func() ([]*G.Node, error) {
+			return one(mgla.Potrs(sq, b, mgla.WithMesh(&sharding.Mesh{}), mgla.WithTile(2)))
+		}, mgla.ErrBadInput},
 	}
 	for _, c := range cases {
 		before, before2 := graphState(g), graphState(g2)

@@ -1,6 +1,9 @@
 package cyclic
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // This file is the 2-D block-cyclic distribution of ScaLAPACK: a P×Q grid of
 // processes, row blocks of MB rows dealt round-robin over the P process
@@ -54,6 +57,8 @@ func (d BlockCyclic2D) Validate() error {
 		return fmt.Errorf("cyclic: block size %d×%d must be at least 1×1", d.MB, d.NB)
 	case d.P < 1 || d.Q < 1:
 		return fmt.Errorf("cyclic: process grid %d×%d must be at least 1×1", d.P, d.Q)
+	case d.MB > math.MaxInt/d.P || d.NB > math.MaxInt/d.Q:
+		return fmt.Errorf("cyclic: blocks of %d×%d dealt over a %d×%d grid overflow an int", d.MB, d.NB, d.P, d.Q)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cyclic
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -130,6 +131,8 @@ func TestBlockCyclic2DValidate(t *testing.T) {
 		{Rows: 3, Cols: 3, MB: 0, NB: 1, P: 1, Q: 1},
 		{Rows: 3, Cols: 3, MB: 1, NB: 1, P: 0, Q: 1},
 		{Rows: 3, Cols: 3, MB: 1, NB: 1, P: 1, Q: -2},
+		{Rows: 10, Cols: 10, MB: 1 << 62, NB: 1, P: 4, Q: 1}, // MB·P overflows
+		{Rows: 10, Cols: 10, MB: 1, NB: math.MaxInt, P: 1, Q: 2},
 	} {
 		if d.Validate() == nil {
 			t.Errorf("%+v: no error", d)

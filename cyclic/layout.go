@@ -71,8 +71,14 @@ func BlockStart(n, ndev, d int) int {
 	return d*q + min(d, r)
 }
 
-// NumTiles is the number of column tiles of width t that cover n columns.
-func NumTiles(n, t int) int { return (n + t - 1) / t }
+// NumTiles is the number of column tiles of width t that cover n columns
+// (any t ≥ 1, up to math.MaxInt).
+func NumTiles(n, t int) int {
+	if n <= 0 {
+		return 0
+	}
+	return (n-1)/t + 1
+}
 
 // Owner is the device that holds column tile g.
 func Owner(g, ndev int) int { return g % ndev }

@@ -1,6 +1,9 @@
 package cyclic
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Piece is a rectangle of the global matrix held by one device: global rows
 // [Row, Row+Rows) and columns [Col, Col+Cols), stored in that device's shard
@@ -57,7 +60,9 @@ type Move struct {
 }
 
 // Plan is the list of moves that turns one layout of a matrix into another.
-// Every element of every destination shard is written by exactly one move.
+// In a plan of NewPlan every element of every destination shard is written
+// by exactly one move; StackRowsPlan's writes device 0's only. Plans may be
+// built or edited by hand: the executors check them first (Check).
 type Plan struct {
 	Rows, Cols, NDev int
 	From, To         Layout
@@ -67,19 +72,10 @@ type Plan struct {
 // NewPlan computes the moves that redistribute a rows×cols matrix over ndev
 // devices from layout from to layout to.
 func NewPlan(rows, cols, ndev int, from, to Layout) (*Plan, error) {
-	if rows < 1 || cols < 1 {
-		return nil, fmt.Errorf("cyclic: matrix shape %d×%d must be at least 1×1", rows, cols)
-	}
-	if ndev < 1 {
-		return nil, fmt.Errorf("cyclic: need at least one device, got %d", ndev)
-	}
-	if err := from.Validate(); err != nil {
-		return nil, err
-	}
-	if err := to.Validate(); err != nil {
-		return nil, err
-	}
 	p := &Plan{Rows: rows, Cols: cols, NDev: ndev, From: from, To: to}
+	if err := p.checkShape(); err != nil {
+		return nil, err
+	}
 	src := Pieces(from, rows, cols, ndev)
 	for _, dp := range Pieces(to, rows, cols, ndev) {
 		for _, sp := range src {
@@ -122,6 +118,52 @@ func mergeColumns(ms []Move) []Move {
 	return out
 }
 
+// checkShape checks the plan's matrix, device count and layouts.
+func (p *Plan) checkShape() error {
+	if p.Rows < 1 || p.Cols < 1 {
+		return fmt.Errorf("cyclic: matrix shape %d×%d must be at least 1×1", p.Rows, p.Cols)
+	}
+	if p.Rows > math.MaxInt/p.Cols {
+		return fmt.Errorf("cyclic: a %d×%d matrix has more elements than an int counts", p.Rows, p.Cols)
+	}
+	if p.NDev < 1 {
+		return fmt.Errorf("cyclic: need at least one device, got %d", p.NDev)
+	}
+	if err := p.From.Validate(); err != nil {
+		return err
+	}
+	return p.To.Validate()
+}
+
+// Check reports a plan its executors cannot run: a nil plan, a bad shape,
+// device count or layout, or a move that leaves its source or destination
+// shard (devices out of range, empty or negative extents, rectangles past
+// the local shapes). It does not check that the moves make a relayout.
+func (p *Plan) Check() error {
+	if p == nil {
+		return fmt.Errorf("cyclic: nil plan")
+	}
+	if err := p.checkShape(); err != nil {
+		return err
+	}
+	inside := func(dev, row, col, rows, cols int, to bool) bool {
+		if dev < 0 || dev >= p.NDev || row < 0 || col < 0 {
+			return false
+		}
+		lr, lc := p.LocalShape(dev, to)
+		return rows <= lr-row && cols <= lc-col
+	}
+	for i, m := range p.Moves {
+		if m.Rows < 1 || m.Cols < 1 ||
+			!inside(m.SrcDev, m.SrcRow, m.SrcCol, m.Rows, m.Cols, false) ||
+			!inside(m.DstDev, m.DstRow, m.DstCol, m.Rows, m.Cols, true) {
+			return fmt.Errorf("cyclic: move %d of the plan (%+v) is empty or leaves its shards (%d×%d, %v to %v over %d devices)",
+				i, m, p.Rows, p.Cols, p.From, p.To, p.NDev)
+		}
+	}
+	return nil
+}
+
 // LocalShape is the shape of device d's shard in the plan's source (to=false)
 // or destination (to=true) layout.
 func (p *Plan) LocalShape(d int, to bool) (int, int) {
@@ -135,8 +177,12 @@ func (p *Plan) LocalShape(d int, to bool) (int, int) {
 // ExecuteHost runs the plan on host memory: src[d] and dst[d] are device d's
 // shards, column-major with leading dimension equal to their local row count.
 // Each move is one copy when it is contiguous on both sides (whole local
-// columns), one copy per column otherwise.
+// columns), one copy per column otherwise. A plan that fails Check, or
+// shards shorter than its local shapes, are an error before any copy.
 func ExecuteHost[T any](p *Plan, src, dst [][]T) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
 	if len(src) != p.NDev || len(dst) != p.NDev {
 		return fmt.Errorf("cyclic: plan for %d devices got %d source and %d destination shards", p.NDev, len(src), len(dst))
 	}

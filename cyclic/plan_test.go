@@ -2,6 +2,7 @@ package cyclic
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -186,6 +187,77 @@ func TestPlanExhaustive(t *testing.T) {
 	}
 }
 
+// Tiles wider than any matrix, up to math.MaxInt, hold the whole matrix on
+// device 0 (the tile count used to overflow and leave every device empty).
+func TestPlanHugeTiles(t *testing.T) {
+	for _, c := range []struct{ n, tile, want int }{
+		{0, 1, 0}, {1, 1, 1}, {7, 3, 3}, {3, math.MaxInt, 1}, {3, math.MaxInt - 2, 1},
+		{math.MaxInt, math.MaxInt, 1}, {math.MaxInt, 1, math.MaxInt}, {math.MaxInt, 2, math.MaxInt/2 + 1},
+	} {
+		if got := NumTiles(c.n, c.tile); got != c.want {
+			t.Errorf("NumTiles(%d, %d) = %d, want %d", c.n, c.tile, got, c.want)
+		}
+	}
+	for _, tile := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 6, 1 << 62} {
+		for _, n := range []int{1, 3, 7} {
+			for ndev := 1; ndev <= 3; ndev++ {
+				if w := LocalWidth(n, tile, ndev, 0); w != n {
+					t.Fatalf("N=%d T=%d ndev=%d: device 0 holds %d columns", n, tile, ndev, w)
+				}
+				for _, from := range allLayouts(tile) {
+					for _, to := range allLayouts(tile) {
+						if err := checkPlan(n, n+1, ndev, from, to); err != nil {
+							t.Fatalf("N=%d T=%d ndev=%d: %v", n, tile, ndev, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// ExecuteHost refuses a plan built or edited by hand that would copy out of
+// its shards, before copying anything.
+func TestExecuteHostChecksPlan(t *testing.T) {
+	good := func() *Plan {
+		p, err := NewPlan(2, 2, 2, Layout{Kind: RowBlocks}, Layout{Kind: ColBlocks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		edit func(p *Plan) *Plan
+	}{
+		{"nil", func(*Plan) *Plan { return nil }},
+		{"zero tile", func(p *Plan) *Plan { p.From = Cyclic(0); return p }},
+		{"no devices", func(p *Plan) *Plan { p.NDev = 0; return p }},
+		{"elements overflow", func(p *Plan) *Plan { p.Rows, p.Cols = 1<<40, 1<<40; return p }},
+		{"source device", func(p *Plan) *Plan { p.Moves[1].SrcDev = 3; return p }},
+		{"negative destination device", func(p *Plan) *Plan { p.Moves[1].DstDev = -1; return p }},
+		{"past the destination", func(p *Plan) *Plan { p.Moves[1].DstCol = 1; return p }},
+		{"past the source", func(p *Plan) *Plan { p.Moves[1].Cols = 2; return p }},
+		{"negative row", func(p *Plan) *Plan { p.Moves[1].SrcRow = -1; return p }},
+		{"empty move", func(p *Plan) *Plan { p.Moves[1].Rows = 0; return p }},
+		{"huge extent", func(p *Plan) *Plan { p.Moves[1].Rows = math.MaxInt; return p }},
+	}
+	for _, c := range cases {
+		p := c.edit(good())
+		src := [][]int{{1, 2}, {3, 4}}
+		dst := [][]int{{0, 0}, {0, 0}}
+		if err := ExecuteHost(p, src, dst); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+		if dst[0][0]|dst[0][1]|dst[1][0]|dst[1][1] != 0 {
+			t.Errorf("%s: destination written: %v", c.name, dst)
+		}
+	}
+	if err := good().Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPlanRandomLarge(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -220,6 +292,7 @@ func TestPlanErrors(t *testing.T) {
 		{3, 3, 0, Cyclic(1), Cyclic(2)},
 		{3, 3, 2, Cyclic(0), Cyclic(2)},
 		{3, 3, 2, Cyclic(2), Layout{Kind: Kind(9)}},
+		{1 << 40, 1 << 40, 2, Cyclic(2), Cyclic(3)},
 	}
 	for _, c := range cases {
 		if _, err := NewPlan(c.rows, c.cols, c.ndev, c.from, c.to); err == nil {

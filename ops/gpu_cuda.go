@@ -76,6 +76,11 @@ func devicePtrs(t *sharding.Tensor) ([]uintptr, error) {
 	return ps, nil
 }
 
+// mgTile is the tile width cuSolverMg gets for t's column block-cyclic
+// layout: a tile wider than the matrix (up to math.MaxInt) is one tile of
+// all its columns, the same layout as a tile of exactly its width.
+func mgTile(t *sharding.Tensor) int { return min(t.Layout().Tile, t.Cols()) }
+
 // single reports whether kernel k on a (the n×n operand) runs on one GPU.
 func (s gpuSolver) single(k solverKernel, a *sharding.Tensor, operands int) bool {
 	ndev := a.Mesh().Size()
@@ -84,7 +89,7 @@ func (s gpuSolver) single(k solverKernel, a *sharding.Tensor, operands int) bool
 		return false
 	case ndev == 1:
 		return true
-	case k == solvePotrf && a.Layout().Tile < mgPotrfMinTile:
+	case k == solvePotrf && mgTile(a) < mgPotrfMinTile:
 		return true // whatever the dispatch: cuSolverMg gets these wrong
 	case s.dispatch == DispatchMesh:
 		return false
@@ -225,7 +230,7 @@ func (s gpuSolver) meshPotrf(a, l *sharding.Tensor) error {
 	defer check.release()
 	for attempt := 1; ; attempt++ {
 		if err := mgCall(l, func(h *cusolver.Mg, p []uintptr) error {
-			return notPD(h.Potrf(a.Dtype(), a.Rows(), l.Layout().Tile, p), a, l)
+			return notPD(h.Potrf(a.Dtype(), a.Rows(), mgTile(l), p), a, l)
 		}); err != nil {
 			return err
 		}
@@ -281,7 +286,7 @@ func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
 			return dn.Potrs(l.Dtype(), n, k, p[1], n, p[0], n)
 		})
 	}
-	if k > x.Layout().Tile { // B would span several devices: wrong (solveByBlocks)
+	if k > mgTile(x) { // B would span several devices: wrong (solveByBlocks)
 		return solveByBlocks(l, x, func(block *sharding.Tensor, c0 int) error {
 			return block.CopyColumns(0, x, c0, block.Cols())
 		})
@@ -291,7 +296,7 @@ func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
 		return err
 	}
 	return mgCall(x, func(h *cusolver.Mg, p []uintptr) error {
-		return h.PotrsBlock(l.Dtype(), n, k, l.Layout().Tile, x.Layout().Tile, lp, p)
+		return h.PotrsBlock(l.Dtype(), n, k, mgTile(l), mgTile(x), lp, p)
 	})
 }
 
@@ -323,7 +328,7 @@ func (s gpuSolver) potri(l, c *sharding.Tensor) error {
 // solves whose right-hand sides sit on the first device are right.
 func solveByBlocks(l, x *sharding.Tensor, fill func(block *sharding.Tensor, c0 int) error) error {
 	n, k := l.Rows(), x.Cols()
-	w := min(x.Layout().Tile, k)
+	w := min(mgTile(x), k)
 	lp, err := devicePtrs(l)
 	if err != nil {
 		return err
@@ -348,7 +353,7 @@ func solveByBlocks(l, x *sharding.Tensor, fill func(block *sharding.Tensor, c0 i
 			return err
 		}
 		if err := mgCall(block, func(h *cusolver.Mg, p []uintptr) error {
-			return h.PotrsBlock(l.Dtype(), n, bw, l.Layout().Tile, bw, lp, p)
+			return h.PotrsBlock(l.Dtype(), n, bw, mgTile(l), bw, lp, p)
 		}); err != nil {
 			return err
 		}
@@ -382,7 +387,7 @@ func (s gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) er
 	}
 	if !s.single(solveSyevd, a, 1) {
 		return mgCall(work, func(h *cusolver.Mg, p []uintptr) error {
-			return h.Syevd(a.Dtype(), a.Rows(), a.Layout().Tile, p, w, v != nil)
+			return h.Syevd(a.Dtype(), a.Rows(), mgTile(a), p, w, v != nil)
 		})
 	}
 	out := v

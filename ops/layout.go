@@ -23,8 +23,8 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 	if x == nil {
 		return nil, fmt.Errorf("ops: Shard of a nil node")
 	}
-	if mesh == nil {
-		return nil, fmt.Errorf("ops: Shard onto a nil mesh")
+	if err := mesh.Validate(); err != nil {
+		return nil, fmt.Errorf("ops: Shard: %w", err)
 	}
 	if err := layout.Validate(); err != nil {
 		return nil, err

@@ -366,6 +366,8 @@ func TestKernelBuildErrors(t *testing.T) {
 		{"EigenVectors of Eigen(another A)", func() (*G.Node, error) { return EigenVectors(a, eb) }, nil},
 		{"EigenValues of Eigen(another A)", func() (*G.Node, error) { return EigenValues(a, eb) }, nil},
 		{"Shard to another mesh", func() (*G.Node, error) { return Shard(a, other, sharding.Cyclic(2)) }, sharding.ErrMeshMismatch},
+		{"Shard to a zero Mesh", func() (*G.Node, error) { return Shard(a, &sharding.Mesh{}, sharding.Cyclic(2)) }, nil},
+		{"Shard to a nil mesh", func() (*G.Node, error) { return Shard(a, nil, sharding.Cyclic(2)) }, nil},
 	} {
 		nodes := len(g.AllNodes())
 		n, err := tc.build()

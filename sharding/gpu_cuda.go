@@ -310,10 +310,23 @@ func hostBytes(host any) (unsafe.Pointer, int, error) {
 func (g gpuBackend) put(t *Tensor, host any) error    { return g.transfer(t, host, true) }
 func (g gpuBackend) gather(t *Tensor, host any) error { return g.transfer(t, host, false) }
 
+// describeBuffer names b's type and, for device buffers, their dtype.
+func describeBuffer(b Buffer) string {
+	if d, ok := b.(*DeviceBuffer); ok {
+		return fmt.Sprintf("a %v device buffer", d.dt)
+	}
+	return fmt.Sprintf("a %T", b)
+}
+
 // execute runs the plan as peer copies: one copy per move when it is
 // contiguous on both sides, one per column otherwise; destination devices
 // work concurrently.
 func (gpuBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
+	for _, b := range append(append([]Buffer(nil), src...), dst...) {
+		if b, ok := b.(*DeviceBuffer); !ok || b.dt != dt {
+			return fmt.Errorf("sharding: ExecutePlan of %v needs %v device buffers, got %v", dt, dt, describeBuffer(b))
+		}
+	}
 	elem := int64(dt.Size())
 	return perDevice(p.NDev, func(d int) error {
 		ddst := dst[d].(*DeviceBuffer)

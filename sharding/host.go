@@ -180,10 +180,17 @@ func typeOf(dt tensor.Dtype) (hostType, error) {
 
 type hostBackend struct{}
 
-func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int, _ bool) (Buffer, error) {
+func (hostBackend) alloc(dev Device, dt tensor.Dtype, n int, _ bool) (b Buffer, err error) {
 	if err := CheckStorageDtype(dt); err != nil {
 		return nil, err
 	}
+	defer func() {
+		// Go's allocator panics (recoverably) on a size it can never
+		// serve; in the goroutines of perDevice that would end the process.
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("sharding: cannot allocate %d elements of %v on %v: %v", n, dt, dev, r)
+		}
+	}()
 	return &HostBuffer{dev: dev, data: reflect.MakeSlice(reflect.SliceOf(dt.Type), n, n).Interface()}, nil
 }
 
@@ -264,10 +271,12 @@ func View(b Buffer, off, n int) (Buffer, error) {
 // src[d] and dst[d] stand for device d of the plan, column-major with the
 // plan's local row counts as leading dimensions. Host buffers are copied by
 // the host, device buffers by device (and peer) copies. Buffers may be views
-// (View), so a plan's "devices" can be the blocks of one buffer.
+// (View), so a plan's "devices" can be the blocks of one buffer. A plan
+// that fails its Check, buffers shorter than its local shapes or of another
+// dtype than dt are an error before anything is copied.
 func ExecutePlan(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
-	if p == nil || p.NDev < 1 {
-		return fmt.Errorf("sharding: ExecutePlan of a nil or empty plan")
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("sharding: ExecutePlan: %w", err)
 	}
 	if len(src) != p.NDev || len(dst) != p.NDev {
 		return fmt.Errorf("sharding: plan for %d devices got %d source and %d destination buffers", p.NDev, len(src), len(dst))
@@ -276,6 +285,14 @@ func ExecutePlan(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
 	for _, b := range bufs {
 		if isNil(b) {
 			return fmt.Errorf("sharding: ExecutePlan got a nil buffer")
+		}
+	}
+	for d := range p.NDev {
+		sr, sc := p.LocalShape(d, false)
+		dr, dc := p.LocalShape(d, true)
+		if src[d].Len() < sr*sc || dst[d].Len() < dr*dc {
+			return fmt.Errorf("sharding: ExecutePlan: buffers of device %d too small: have %d and %d elements, need %d and %d",
+				d, src[d].Len(), dst[d].Len(), sr*sc, dr*dc)
 		}
 	}
 	kind := src[0].Device().Kind

@@ -97,8 +97,26 @@ func DefaultMesh() (*Mesh, error) {
 // Size is the number of devices.
 func (m *Mesh) Size() int { return len(m.devices) }
 
-// Kind is the kind of the mesh's devices.
-func (m *Mesh) Kind() DeviceKind { return m.devices[0].Kind }
+// Validate reports a mesh that holds nothing: nil, or a zero Mesh (not made
+// by CPUMesh, GPUMesh or New).
+func (m *Mesh) Validate() error {
+	if m == nil {
+		return fmt.Errorf("sharding: nil mesh")
+	}
+	if m.Size() == 0 || m.mem == nil {
+		return fmt.Errorf("sharding: zero Mesh (make one with CPUMesh or GPUMesh)")
+	}
+	return nil
+}
+
+// Kind is the kind of the mesh's devices (CPU for a zero Mesh, which has
+// none).
+func (m *Mesh) Kind() DeviceKind {
+	if len(m.devices) == 0 {
+		return CPU
+	}
+	return m.devices[0].Kind
+}
 
 // Devices returns a copy of the device list.
 func (m *Mesh) Devices() []Device { return append([]Device(nil), m.devices...) }

@@ -278,6 +278,41 @@ func TestBadArguments(t *testing.T) {
 		{"Put(nil host)", func() error { _, err := Put(nil, mesh, RowBlocks()); return err }},
 		{"Put(nil *Dense)", func() error { _, err := Put((*tensor.Dense)(nil), mesh, RowBlocks()); return err }},
 		{"New(zero mesh)", func() error { _, err := New(&Mesh{}, tensor.Shape{2, 2}, tensor.Float64, RowBlocks()); return err }},
+		// Shapes whose element count overflows, or that no allocator serves
+		// (the latter used to panic in the allocating goroutine).
+		{"New(2³²×2³²)", func() error {
+			_, err := New(mesh, tensor.Shape{1 << 32, 1 << 32}, tensor.Float64, RowBlocks())
+			return err
+		}},
+		{"New(3×2⁶²)", func() error { _, err := New(mesh, tensor.Shape{3, 1 << 62}, tensor.Float64, RowBlocks()); return err }},
+		{"New(2²⁴×2²⁴)", func() error {
+			_, err := New(mesh, tensor.Shape{1 << 24, 1 << 24}, tensor.Float64, RowBlocks())
+			return err
+		}},
+		// Plans that would copy out of their buffers, before any copy.
+		{"ExecutePlan(short src)", func() error {
+			return ExecutePlan(plan, tensor.Float64, []Buffer{&HostBuffer{data: make([]float64, 3)}}, []Buffer{hb})
+		}},
+		{"ExecutePlan(short dst view)", func() error {
+			v, err := View(hb, 0, 3)
+			require.NoError(t, err)
+			return ExecutePlan(plan, tensor.Float64, []Buffer{hb}, []Buffer{v})
+		}},
+		{"ExecutePlan(move out of range)", func() error {
+			bad := *plan
+			bad.Moves = []cyclic.Move{{Rows: 2, Cols: 1}, {SrcCol: 1, DstCol: 1, Rows: 2, Cols: 2}}
+			return ExecutePlan(&bad, tensor.Float64, []Buffer{hb}, []Buffer{hb})
+		}},
+		{"ExecutePlan(device out of range)", func() error {
+			bad := *plan
+			bad.Moves = []cyclic.Move{{SrcDev: 3, Rows: 2, Cols: 2}}
+			return ExecutePlan(&bad, tensor.Float64, []Buffer{hb}, []Buffer{hb})
+		}},
+		{"ExecutePlan(zero tile)", func() error {
+			bad := *plan
+			bad.From = cyclic.Cyclic(0)
+			return ExecutePlan(&bad, tensor.Float64, []Buffer{hb}, []Buffer{hb})
+		}},
 	}
 	for _, c := range cases {
 		assert.Error(t, call(t, c.name, c.fn), c.name)
@@ -295,4 +330,21 @@ func TestBadArguments(t *testing.T) {
 		}
 	}
 	require.NoError(t, ExecutePlan(plan, tensor.Float64, []Buffer{hb}, []Buffer{&HostBuffer{data: make([]float64, 4)}}))
+	assert.Equal(t, []float64{0, 0, 0, 0}, hb.data, "a refused plan copied into its buffer")
+
+	// Small answers on nil, zero and freed values.
+	var none *Tensor
+	assert.True(t, none.Same(nil))
+	assert.False(t, x.Same(nil))
+	assert.Equal(t, CPU, (&Mesh{}).Kind())
+	assert.Error(t, (&Mesh{}).Validate())
+	assert.Error(t, (*Mesh)(nil).Validate())
+	assert.NoError(t, mesh.Validate())
+	for _, d := range []int{-1, 2, 5} {
+		r, c := x.LocalShape(d)
+		assert.Equal(t, [2]int{0, 0}, [2]int{r, c}, "LocalShape(%d)", d)
+	}
+	assert.NotNil(t, x.Data())
+	x.Free()
+	assert.Nil(t, x.Data(), "Data of a freed tensor")
 }

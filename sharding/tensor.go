@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/chewxy/hm"
@@ -71,6 +72,10 @@ func (t *Tensor) usable() error {
 	return nil
 }
 
+// maxElementSize is the largest element of a storage dtype (complex128): a
+// shape of more elements than math.MaxInt/maxElementSize cannot be held.
+const maxElementSize = 16
+
 func matrixShape(shape tensor.Shape) (rows, cols int, err error) {
 	switch len(shape) {
 	case 1:
@@ -83,6 +88,9 @@ func matrixShape(shape tensor.Shape) (rows, cols int, err error) {
 	if rows < 1 || cols < 1 {
 		return 0, 0, fmt.Errorf("sharding: empty shape %v", shape)
 	}
+	if rows > math.MaxInt/maxElementSize/cols {
+		return 0, 0, fmt.Errorf("sharding: shape %v has more elements than memory can hold", shape)
+	}
 	return rows, cols, nil
 }
 
@@ -94,11 +102,8 @@ func New(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tenso
 // newTensor allocates a sharded tensor on every device at once, zeroed or,
 // for a caller that overwrites every element, not.
 func newTensor(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout, zero bool) (*Tensor, error) {
-	if mesh == nil {
-		return nil, fmt.Errorf("sharding: nil mesh")
-	}
-	if mesh.Size() == 0 || mesh.mem == nil {
-		return nil, fmt.Errorf("sharding: zero Mesh (make one with CPUMesh or GPUMesh)")
+	if err := mesh.Validate(); err != nil {
+		return nil, err
 	}
 	if err := mesh.CheckStorage(dt); err != nil {
 		return nil, err
@@ -276,8 +281,12 @@ func (t *Tensor) Layout() Layout { return t.layout }
 func (t *Tensor) Rows() int { r, _, _ := matrixShape(t.shape); return r }
 func (t *Tensor) Cols() int { _, c, _ := matrixShape(t.shape); return c }
 
-// LocalShape is the shape of device d's shard.
+// LocalShape is the shape of device d's shard (0×0 for a device not in
+// the mesh).
 func (t *Tensor) LocalShape(d int) (rows, cols int) {
+	if d < 0 || d >= t.mesh.Size() {
+		return 0, 0
+	}
 	return cyclic.LocalShape(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), d)
 }
 
@@ -290,11 +299,16 @@ func (t *Tensor) Shard(d int) Buffer {
 }
 
 // Shape, Size, Dtype and Data make *Tensor a gorgonia.Value. Data returns the
-// shard buffers (nil once the tensor is freed).
+// shard buffers, a []Buffer (nil once the tensor is freed).
 func (t *Tensor) Shape() tensor.Shape { return t.shape.Clone() }
 func (t *Tensor) Size() int           { return t.shape.TotalSize() }
 func (t *Tensor) Dtype() tensor.Dtype { return t.dtype }
-func (t *Tensor) Data() interface{}   { return t.shards }
+func (t *Tensor) Data() interface{} {
+	if t.shards == nil {
+		return nil
+	}
+	return t.shards
+}
 
 // Uintptr, MemSize and Pointer identify the value (they do not point at
 // element memory, which is spread over devices).
@@ -349,6 +363,9 @@ func (t *Tensor) Format(s fmt.State, c rune) {
 
 // Same reports whether two sharded tensors share mesh, shape, dtype and layout.
 func (t *Tensor) Same(o *Tensor) bool {
+	if t == nil || o == nil {
+		return t == o
+	}
 	return t.mesh.Same(o.mesh) && t.shape.Eq(o.shape) && t.dtype == o.dtype && t.layout == o.layout
 }
 

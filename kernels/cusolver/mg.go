@@ -29,7 +29,7 @@ func LocalCols(cols, tile, ndev, d int) int {
 	if cols <= 0 || tile <= 0 || ndev <= 0 || d < 0 || d >= ndev {
 		return 0
 	}
-	ntiles := (cols + tile - 1) / tile
+	ntiles := (cols-1)/tile + 1 // (cols+tile-1)/tile overflows for tiles near math.MaxInt
 	c := 0
 	for g := d; g < ntiles; g += ndev {
 		w := tile
