@@ -96,10 +96,7 @@ func potrfC128(n int, a []complex128, lda int, src []complex128, lds int) error 
 		info = lapack.Zpotrf(n, a, lda)
 	}
 	if info > 0 {
-		if d := a[info-1+(info-1)*lda]; !isFinite128(d) {
-			return &NonFiniteError{Row: info - 1, Col: info - 1}
-		}
-		return &NotPositiveDefiniteError{Order: info}
+		return cholFailure(info, a[info-1+(info-1)*lda])
 	}
 	if !native {
 		// The pure-Go Zpotrf uses the strict upper triangle as scratch;
@@ -117,7 +114,9 @@ func potrfC128(n int, a []complex128, lda int, src []complex128, lds int) error 
 // from Potrf (n×n, leading dimension ldl; only its lower triangle is read).
 // B is n×nrhs with leading dimension ldb and is overwritten by X. A zero or
 // non-finite diagonal entry of L gives a *NotPositiveDefiniteError with
-// Order = its 1-based index, and b is left unchanged.
+// Order = its 1-based index, and b is left unchanged. A solution that is not
+// finite (NaN or Inf in B, or beyond the dtype's range) is an error matching
+// ErrNonFinite, with b overwritten.
 //
 // float32 and complex64 are solved in float64/complex128 and rounded.
 func Potrs[T Scalar](n, nrhs int, l []T, ldl int, b []T, ldb int) error {
@@ -192,20 +191,22 @@ func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error
 	if nrhs == 0 {
 		return nil // (the native solver takes the address of b's first element)
 	}
-	if cpubackend.ZpotrsNative(n, nrhs, l, ldl, b, ldb) {
-		return nil
-	}
-	// The solver reads full diagonal blocks of L: use a clean copy when the
-	// strict upper triangle is not zero.
-	if !strictUpperZero(n, l, ldl) {
-		lw := make([]complex128, n*n)
-		for j := 0; j < n; j++ {
-			copy(lw[j*n+j:(j+1)*n], l[j*ldl+j:j*ldl+n])
+	if !cpubackend.ZpotrsNative(n, nrhs, l, ldl, b, ldb) {
+		// The solver reads full diagonal blocks of L: use a clean copy when
+		// the strict upper triangle is not zero.
+		if !strictUpperZero(n, l, ldl) {
+			lw := make([]complex128, n*n)
+			for j := 0; j < n; j++ {
+				copy(lw[j*n+j:(j+1)*n], l[j*ldl+j:j*ldl+n])
+			}
+			l, ldl = lw, n
 		}
-		l, ldl = lw, n
+		lapack.Ztrsm(false, n, nrhs, l, ldl, b, ldb)
+		lapack.Ztrsm(true, n, nrhs, l, ldl, b, ldb)
 	}
-	lapack.Ztrsm(false, n, nrhs, l, ldl, b, ldb)
-	lapack.Ztrsm(true, n, nrhs, l, ldl, b, ldb)
+	if !resultFinite(n, nrhs, b, ldb) {
+		return errResultNonFinite
+	}
 	return nil
 }
 
@@ -214,7 +215,8 @@ func potrsC(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) error
 // A⁻¹ = (L·Lᴴ)⁻¹: both triangles are filled and the result is exactly
 // Hermitian (a[j,i] == conj(a[i,j]) bitwise, real diagonal). A zero or
 // non-finite diagonal entry of L gives a *NotPositiveDefiniteError and leaves
-// l unchanged.
+// l unchanged. An inverse beyond the dtype's range (a nearly singular A) is
+// an error matching ErrNonFinite, with l overwritten.
 //
 // float32 and complex64 are computed in float64/complex128 and rounded.
 func Potri[T Scalar](n int, l []T, ldl int) error {
@@ -276,6 +278,17 @@ func PotriTo[T Scalar](n int, l []T, ldl int, c []T, ldc int) error {
 	return Potri(n, c, ldc)
 }
 
+// eigenvaluesFinite is err, or when the solve succeeded an error for an
+// eigenvalue beyond float64's range: unscaling a matrix of entries near
+// math.MaxFloat64 can overflow, as rounding to float32 can for single
+// precision.
+func eigenvaluesFinite(err error, w []float64) error {
+	if err == nil && !resultFinite(len(w), 1, w, len(w)) {
+		return errResultNonFinite
+	}
+	return err
+}
+
 func potriC128(n int, l []complex128, ldl int) error {
 	if err := checkCholDiagC(n, l, ldl); err != nil {
 		return err
@@ -284,7 +297,9 @@ func potriC128(n int, l []complex128, ldl int) error {
 		if info > 0 { // a zero diagonal entry: excluded above
 			return &NotPositiveDefiniteError{Order: info}
 		}
-		hermitianFromLower(n, l, ldl)
+		if !hermitianFromLower(n, l, ldl) {
+			return errResultNonFinite
+		}
 		return nil
 	}
 	for j := 1; j < n; j++ {
@@ -293,19 +308,33 @@ func potriC128(n int, l []complex128, ldl int) error {
 	tmp := make([]complex128, (n/2+1)*(n/2+1))
 	lapack.Ztrtri(n, l, ldl, tmp)
 	lapack.Zlauum(n, l, ldl)
+	if !resultFinite(n, n, l, ldl) {
+		return errResultNonFinite
+	}
 	return nil
 }
 
 // hermitianFromLower makes a exactly Hermitian from its lower triangle: the
 // diagonal's imaginary parts are cleared and the strict upper triangle becomes
-// the conjugate transpose of the strict lower one.
-func hermitianFromLower(n int, a []complex128, lda int) {
+// the conjugate transpose of the strict lower one. It reports whether the
+// lower triangle (the diagonal's real parts included) is finite.
+func hermitianFromLower(n int, a []complex128, lda int) bool {
+	finite := true
 	for j := 0; j < n; j++ {
-		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
+		d := real(a[j+j*lda])
+		if d-d != 0 {
+			finite = false
+		}
+		a[j+j*lda] = complex(d, 0)
 		for i := j + 1; i < n; i++ {
-			a[j+i*lda] = conj(a[i+j*lda])
+			v := a[i+j*lda]
+			if v-v != 0 {
+				finite = false
+			}
+			a[j+i*lda] = conj(v)
 		}
 	}
+	return finite
 }
 
 func strictUpperZero[S lapack.Complex](n int, a []S, lda int) bool {
@@ -330,7 +359,8 @@ func strictUpperZero[S lapack.Complex](n int, a []S, lda int) bool {
 //
 // R must be the real type of T: float32 for float32 and complex64, float64 for
 // float64 and complex128; a mismatch panics. NaN or ±Inf in the lower
-// triangle gives an error matching ErrNonFinite.
+// triangle gives an error matching ErrNonFinite, and so does an eigenvalue
+// beyond the dtype's range (of entries near its largest value).
 //
 // float32 and complex64 are computed in float64/complex128 and rounded.
 func Syevd[T Scalar, R Float](n int, a []T, lda int, w []R, vectors bool) error {
@@ -352,9 +382,9 @@ func Syevd[T Scalar, R Float](n int, a []T, lda int, w []R, vectors bool) error 
 	}
 	switch dt {
 	case dtFloat64:
-		return syevdF64(n, cast[float64](a), lda, cast[float64](w), vectors)
+		return eigenvaluesFinite(syevdF64(n, cast[float64](a), lda, cast[float64](w), vectors), cast[float64](w[:n]))
 	case dtComplex128:
-		return heevdC128(n, cast[complex128](a), lda, cast[float64](w), vectors)
+		return eigenvaluesFinite(heevdC128(n, cast[complex128](a), lda, cast[float64](w), vectors), cast[float64](w[:n]))
 	case dtFloat32:
 		af := cast[float32](a)
 		if err := checkFiniteF32(n, n, af, lda, true); err != nil {

@@ -187,6 +187,14 @@ func testNotPD[T Scalar](t *testing.T) {
 		a := store[T](A, c.n+1, &junk)
 		check("random", Potrf(c.n, a, c.n+1), c.k)
 	}
+	// A finite indefinite matrix whose second pivot overflows to −Inf,
+	// 1 − (1e10/√1e-300)², is not positive definite, as in every dtype (the
+	// complex path used to call it non-finite). Single precision widens and
+	// cannot reach the overflow: its pivot is merely very negative.
+	if !isSingleT[T]() {
+		a := store[T](dense{2, 2, []complex128{1e-300, 1e10, 1e10, 1}}, 2, nil)
+		check("overflowing pivot", Potrf(2, a, 2), 2)
+	}
 	// Indefinite matrix with the failing minor found only after updates.
 	A := randHPD[T](rnd, 100)
 	for i := 0; i < 100; i++ {
@@ -267,6 +275,50 @@ func testNonFinite[T Scalar](t *testing.T) {
 		ov := store[T](dense{2, 2, []complex128{1e-300, 1e300, 1e300, 1}}, 2, nil)
 		if err := Potrf(2, ov, 2); err == nil {
 			t.Errorf("overflowing 2×2: no error, L = %v", ov)
+		}
+	}
+}
+
+// TestResultOverflow: results beyond the dtype's range (and solutions of
+// NaN right-hand sides) are ErrNonFinite in every dtype, double precision
+// included (which used to return ±Inf with no error, where single precision
+// reported the overflow of its rounding).
+func TestResultOverflow(t *testing.T) {
+	forAllTypes(t, testResultOverflow[float32], testResultOverflow[float64], testResultOverflow[complex64], testResultOverflow[complex128])
+}
+
+func testResultOverflow[T Scalar](t *testing.T) {
+	tiny, huge := 1e-200, 1.7e308
+	if isSingleT[T]() {
+		tiny, huge = 1e-30, 3e38
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Potri of diag(tiny, 1)", func() error {
+			l := store[T](dense{2, 2, []complex128{complex(tiny, 0), 0, 0, 1}}, 2, nil)
+			return Potri(2, l, 2)
+		}},
+		{"PotriTo of diag(tiny, 1)", func() error {
+			l := store[T](dense{2, 2, []complex128{complex(tiny, 0), 0, 0, 1}}, 2, nil)
+			return PotriTo(2, l, 2, make([]T, 4), 2)
+		}},
+		{"Potrs with diag(tiny, 1)", func() error {
+			l := store[T](dense{2, 2, []complex128{complex(tiny, 0), 0, 0, 1}}, 2, nil)
+			return Potrs(2, 1, l, 2, store[T](dense{2, 1, []complex128{1, 1}}, 2, nil), 2)
+		}},
+		{"Potrs of a NaN right-hand side", func() error {
+			l := store[T](eye(2), 2, nil)
+			return Potrs(2, 1, l, 2, store[T](dense{2, 1, []complex128{1, complex(math.NaN(), 0)}}, 2, nil), 2)
+		}},
+		{"Syevd of entries near the largest", func() error {
+			a := store[T](dense{2, 2, []complex128{complex(huge, 0), complex(huge, 0), complex(huge, 0), complex(huge, 0)}}, 2, nil)
+			return syevdAny[T](2, a, 2, false)
+		}},
+	} {
+		if err := c.run(); !errors.Is(err, ErrNonFinite) {
+			t.Errorf("%s: err = %v, want ErrNonFinite", c.name, err)
 		}
 	}
 }

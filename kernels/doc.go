@@ -64,14 +64,16 @@
 // Real symmetric eigenproblems use a blocked Householder tridiagonalization
 // written for column-major storage (dsytrd/dlatrd, with a parallel one-pass
 // symmetric matrix–vector product and gemm-based rank-2k updates), then
-//   - eigenvalues only: the Pal–Walker–Kahan QL/QR iteration (dsterf);
+//   - eigenvalues only: the implicit QL/QR iteration without vectors
+//     (gonum's dsteqr; its dsterf mis-scales entries below about 1e-122);
 //   - with eigenvectors: a divide-and-conquer tridiagonal solver (Cuppen's
 //     method as in LAPACK's dstedc/dlaed0–4, with deflation of small
 //     components and close poles, a safeguarded two-pole rational secular
 //     equation solver and Gu–Eisenstat recomputed vectors, which keep the
 //     vectors orthogonal for clustered or repeated eigenvalues), followed by
-//     the blocked back-transformation with the reflectors (dormlq on the
-//     row-major view).
+//     the blocked back-transformation with the reflectors (Dormtr of
+//     kernels/lapack; gonum's blocked dormlq built wrong block reflectors
+//     for reflectors that end in zeros).
 //
 // Complex Hermitian matrices have no gonum LAPACK, so kernels/lapack
 // implements them in pure Go: a pure-Go complex gemm (packed blocks, 2×2 register

@@ -140,3 +140,16 @@ func sum8[F float32 | float64](b []F) F {
 func firstNonFinite64(s []float64) int { return firstNonFinite(s) }
 
 func firstNonFinite32(s []float32) int { return firstNonFinite(s) }
+
+// resultFinite reports whether the rows×cols block of a is finite (v−v is
+// NaN exactly for an infinite or NaN v, in either part of a complex v).
+func resultFinite[T float64 | complex128](rows, cols int, a []T, lda int) bool {
+	for j := 0; j < cols; j++ {
+		for _, v := range a[j*lda : j*lda+rows] {
+			if v-v != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}

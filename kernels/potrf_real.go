@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"sync/atomic"
+
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
@@ -61,8 +63,9 @@ func potrfFailure(n int, a []float64, lda int) error {
 
 // cholFailure is the error for a LAPACK ?potrf that stopped at the 1-based
 // order info with pivot d on the diagonal: NaN there means the input (or an
-// update) was not finite, anything else that the minor is not positive definite.
-func cholFailure(info int, d float64) error {
+// update) was not finite, anything else (a negative, zero or infinite pivot
+// of a finite input) that the minor is not positive definite.
+func cholFailure[T float64 | complex128](info int, d T) error {
 	if d != d {
 		return &NonFiniteError{Row: info - 1, Col: info - 1}
 	}
@@ -88,11 +91,13 @@ func potrsF64(n, nrhs int, l []float64, ldl int, b []float64, ldb int) error {
 	if n == 0 || nrhs == 0 {
 		return nil
 	}
-	if cpubackend.DpotrsNative(n, nrhs, l, ldl, b, ldb) {
-		return nil
+	if !cpubackend.DpotrsNative(n, nrhs, l, ldl, b, ldb) {
+		trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
+		trsmLowerLeftF64(true, n, nrhs, l, ldl, b, ldb)
 	}
-	trsmLowerLeftF64(false, n, nrhs, l, ldl, b, ldb)
-	trsmLowerLeftF64(true, n, nrhs, l, ldl, b, ldb)
+	if !resultFinite(n, nrhs, b, ldb) {
+		return errResultNonFinite
+	}
 	return nil
 }
 
@@ -152,23 +157,41 @@ func potriF64(n int, l []float64, ldl int) error {
 		// keep the contract if the backend disagrees.
 		return checkCholDiagF64(n, l, ldl)
 	}
-	mirrorLowerF64(n, l, ldl)
+	if !mirrorLowerF64(n, l, ldl) {
+		return errResultNonFinite
+	}
 	return nil
 }
 
 // mirrorLowerF64 copies the strict lower triangle into the strict upper one,
 // by square blocks that stay in cache; within a block each destination column
 // is written contiguously (row i of the lower triangle into column i). The
-// destination's column blocks go to columnBlocks.
-func mirrorLowerF64(n int, a []float64, lda int) {
+// destination's column blocks go to columnBlocks. It reports whether the
+// lower triangle, diagonal included, is finite (in the same pass).
+func mirrorLowerF64(n int, a []float64, lda int) bool {
+	var nonFinite atomic.Bool
 	columnBlocks(n, func(i0, i1 int) {
+		bad := false
 		for jb := 0; jb < i1; jb += blockWidth {
 			for i := i0; i < i1; i++ {
 				dst := a[i*lda : i*lda+i]
 				for j := jb; j < min(jb+blockWidth, i); j++ {
-					dst[j] = a[i+j*lda]
+					v := a[i+j*lda]
+					if v-v != 0 { // NaN exactly for ±Inf and NaN
+						bad = true
+					}
+					dst[j] = v
 				}
 			}
 		}
+		for i := i0; i < i1; i++ {
+			if d := a[i+i*lda]; d-d != 0 {
+				bad = true
+			}
+		}
+		if bad {
+			nonFinite.Store(true)
+		}
 	})
+	return !nonFinite.Load()
 }

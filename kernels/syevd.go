@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/blas"
 	gonumlapack "gonum.org/v1/gonum/lapack"
 	gonumimpl "gonum.org/v1/gonum/lapack/gonum"
 
@@ -41,7 +40,7 @@ const dlamchE = 0x1p-53
 // syevdF64 is the float64 symmetric eigensolver on the lower triangle of the
 // column-major a: tridiagonal reduction (dsytrd), then dsteqr for values only
 // or the divide and conquer tridiagonal solver (dstedc) and the blocked
-// back-transformation (dormqr). With the openblas tag the whole computation is
+// back-transformation (dormtr). With the openblas tag the whole computation is
 // LAPACK's dsyevd instead.
 func syevdF64(n int, a []float64, lda int, w []float64, vectors bool) error {
 	if n == 0 {
@@ -105,14 +104,10 @@ func syevdF64Scaled(n int, a []float64, lda int, w []float64, vectors bool) erro
 	if !lapack.Dstedc(n, d, e, z, n) {
 		return ErrNoConvergence
 	}
-	// V = Q·Z. In the row-major view z is Zᵀ and the reflectors stored in the
-	// columns of a are rows, the layout of an LQ factorization, whose
-	// Q_lq = H(n-2)···H(0) = Qᵀ. So Vᵀ = Zᵀ·Qᵀ = Zᵀ·Q_lq (dormlq, right side)
-	// acting on columns 1..n-1.
-	work := make([]float64, 1)
-	cpubackend.LAPACK.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, -1)
-	work = make([]float64, max(1, int(work[0])))
-	cpubackend.LAPACK.Dormlq(blas.Right, blas.NoTrans, n, n-1, n-1, a[1:], lda, tau, z[1:], n, work, len(work))
+	// V = Q·Z (not gonum's blocked dormlq on the row-major view: its dlarft
+	// builds wrong block reflectors when a reflector ends in zeros, which
+	// gave non-orthogonal eigenvectors of the all-ones matrix).
+	lapack.Dormtr(n, n, a, lda, tau, z, n)
 	for j := 0; j < n; j++ {
 		copy(a[j*lda:j*lda+n], z[j*n:(j+1)*n])
 	}
@@ -135,8 +130,12 @@ func heevdC128(n int, a []complex128, lda int, w []float64, vectors bool) error 
 		}
 		return nil
 	}
+	// The scale is that of the matrix zheevd reads: the diagonal's
+	// imaginary parts, which it ignores (as zlanhe), are cleared first and
+	// take no part in it (large ones used to scale the rest into underflow).
 	anrm := 0.0
 	for j := 0; j < n; j++ {
+		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
 		for _, v := range a[j*lda+j : j*lda+n] {
 			anrm = max(anrm, cabs(v))
 		}

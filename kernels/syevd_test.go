@@ -78,6 +78,18 @@ func eigCases[T Scalar](rnd *rand.Rand) []eigCase {
 		}
 		cases = append(cases, eigCase{"wilkinson", wk})
 	}
+	// All ones (rank one): reflectors of the reduction end in zeros, which
+	// gonum's blocked dormlq turned into non-orthogonal eigenvectors
+	// (n = 39, 100).
+	for _, n := range []int{39, 100} {
+		ones := newDense(n, n)
+		for j := 0; j < n; j++ {
+			for i := 0; i < n; i++ {
+				ones.set(i, j, 1)
+			}
+		}
+		cases = append(cases, eigCase{"ones", ones})
+	}
 	// One case large enough for several divide and conquer levels and the
 	// blocked reduction.
 	m := randDense(rnd, 300, 300, cplx)
@@ -324,6 +336,34 @@ func TestSyevdExtremeScaling(t *testing.T) {
 				}
 				if orth := fnorm(sub(mul(adjoint(V), V), eye(n))); !(orth < 1e-12) {
 					t.Fatalf("seed %d complex=%v scale %g: ‖VᴴV−I‖ = %g", testSeed, cplx, s, orth)
+				}
+			}
+		}
+	}
+}
+
+// TestSyevdImaginaryDiagonal: the imaginary parts of the diagonal are
+// ignored, large ones included (they used to set the scaling, which pushed
+// entries of 1e-170 into underflow: eigenvalues 0).
+func TestSyevdImaginaryDiagonal(t *testing.T) {
+	for _, s := range []float64{1, 1e-170, 1e-10, 1e200} {
+		for _, vectors := range []bool{false, true} {
+			solve := func(imagDiag float64) []float64 {
+				a := []complex128{complex(2*s, imagDiag), complex(s, s), 0, complex(3*s, -imagDiag)}
+				w := make([]float64, 2)
+				if err := Syevd(2, a, 2, w, vectors); err != nil {
+					t.Fatalf("scale %g, imaginary diagonal %g: %v", s, imagDiag, err)
+				}
+				return w
+			}
+			want := solve(0)
+			for _, im := range []float64{1e300, 1e-300, math.MaxFloat64} {
+				got := solve(im)
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > 1e-14*math.Abs(want[i]) {
+						t.Errorf("scale %g vectors %v, imaginary diagonal %g: w = %v, want %v", s, vectors, im, got, want)
+						break
+					}
 				}
 			}
 		}

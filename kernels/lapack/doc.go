@@ -26,7 +26,8 @@
 //     and dsytd2 (zlatrd, zhetd2), the reflector generators dlarfg.go and
 //     zlarfg.go, the one-pass parallel matrix–vector products dsymv.go and
 //     zhemv.go and the level-1 helpers in blas1.go.
-//   - Zunmtr (zunmtr.go): Q·C with the reflectors of Zhetrd, blocked.
+//   - Zunmtr (zunmtr.go) and Dormtr (dormtr.go): Q·C with the reflectors
+//     of Zhetrd and Dsytrd, blocked (one algorithm for both types).
 //   - Dstedc (dstedc.go): tridiagonal divide and conquer, with its recursion
 //     and merge (dlaed0–dlaed3, dlaed.go) and the secular equation solver
 //     (dlaed4, dlaed4.go).
