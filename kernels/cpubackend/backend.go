@@ -27,7 +27,6 @@ import (
 type Lapack64 interface {
 	Dpotrf(ul blas.Uplo, n int, a []float64, lda int) bool
 	Dpotri(ul blas.Uplo, n int, a []float64, lda int) bool
-	Dormlq(side blas.Side, trans blas.Transpose, m, n, k int, a []float64, lda int, tau, c []float64, ldc int, work []float64, lwork int)
 	Dsteqr(compz lapack.EVComp, n int, d, e, z []float64, ldz int, work []float64) bool
 }
 
