@@ -827,3 +827,70 @@ func TestCauseWithoutWrapper(t *testing.T) {
 	require.Equal(t, e, mgla.Cause(e))
 	require.Nil(t, mgla.Cause(nil))
 }
+
+// TestResultsBeyondRange: a finite input whose result leaves the dtype's
+// range is ErrNonFinite on every engine, never a silent Inf: a solve of a
+// right-hand side near the largest value, the inverse of a matrix with a
+// subnormal pivot (float64 and complex128: the GPUs keep float64 subnormals),
+// the eigenvalues of a matrix of entries near the largest value.
+func TestResultsBeyondRange(t *testing.T) {
+	for _, ndev := range []int{1, 2} {
+		for _, dt := range sharding.Dtypes {
+			t.Run(fmt.Sprintf("dev%d_%v", ndev, dt), func(t *testing.T) {
+				mesh, err := testMesh(t, ndev)
+				require.NoError(t, err)
+				huge := 1.7e308
+				if dt == tensor.Float32 || dt == tensor.Complex64 {
+					huge = 3e38
+				}
+				const n = 3
+				diag := func(d ...complex128) []complex128 {
+					a := make([]complex128, n*n)
+					for i, v := range d {
+						a[i*n+i] = v
+					}
+					return a
+				}
+				full := make([]complex128, n*n)
+				for i := range full {
+					full[i] = complex(huge, 0)
+				}
+				cases := []struct {
+					name  string
+					a     []complex128
+					build func(a *G.Node) (*G.Node, error)
+				}{
+					{"Potrs", diag(0.5, 1, 1), func(a *G.Node) (*G.Node, error) {
+						b := G.NewMatrix(a.Graph(), dt, G.WithShape(n, 1), G.WithName("b"),
+							G.WithValue(toDense(dt, []complex128{complex(huge, 0), 1, 1}, n, 1)))
+						return mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(2))
+					}},
+					{"Syevd", full, func(a *G.Node) (*G.Node, error) {
+						w, _, err := mgla.Syevd(a, onMesh(mesh), mgla.WithTile(2), mgla.EigenvaluesOnly())
+						return w, err
+					}},
+				}
+				if dt == tensor.Float64 || dt == tensor.Complex128 {
+					cases = append(cases, struct {
+						name  string
+						a     []complex128
+						build func(a *G.Node) (*G.Node, error)
+					}{"Potri", diag(1e-310, 1, 1), func(a *G.Node) (*G.Node, error) {
+						return mgla.Potri(a, onMesh(mesh), mgla.WithTile(2))
+					}})
+				}
+				for _, c := range cases {
+					g := G.NewGraph()
+					a := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(toDense(dt, c.a, n, n)))
+					_, err := c.build(a)
+					require.NoError(t, err, c.name)
+					m := G.NewTapeMachine(g)
+					err = m.RunAll()
+					m.Close()
+					require.Error(t, err, c.name)
+					require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", c.name, err)
+				}
+			})
+		}
+	}
+}

@@ -281,23 +281,38 @@ func (s gpuSolver) potrs(l, b, x *sharding.Tensor) error {
 		return err
 	}
 	n, k := l.Rows(), x.Cols()
-	if s.single(solvePotrs, l, 2) {
-		return onFirst(x, []*sharding.Tensor{x, l}, func(dn *cusolver.Dn, p []uintptr) error {
+	var err error
+	switch {
+	case s.single(solvePotrs, l, 2):
+		err = onFirst(x, []*sharding.Tensor{x, l}, func(dn *cusolver.Dn, p []uintptr) error {
 			return dn.Potrs(l.Dtype(), n, k, p[1], n, p[0], n)
 		})
-	}
-	if k > mgTile(x) { // B would span several devices: wrong (solveByBlocks)
-		return solveByBlocks(l, x, func(block *sharding.Tensor, c0 int) error {
+	case k > mgTile(x): // B would span several devices: wrong (solveByBlocks)
+		err = solveByBlocks(l, x, func(block *sharding.Tensor, c0 int) error {
 			return block.CopyColumns(0, x, c0, block.Cols())
 		})
+	default:
+		var lp []uintptr
+		if lp, err = devicePtrs(l); err == nil {
+			err = mgCall(x, func(h *cusolver.Mg, p []uintptr) error {
+				return h.PotrsBlock(l.Dtype(), n, k, mgTile(l), mgTile(x), lp, p)
+			})
+		}
 	}
-	lp, err := devicePtrs(l)
 	if err != nil {
 		return err
 	}
-	return mgCall(x, func(h *cusolver.Mg, p []uintptr) error {
-		return h.PotrsBlock(l.Dtype(), n, k, mgTile(l), mgTile(x), lp, p)
-	})
+	return resultFinite(x.CheckFinite(false))
+}
+
+// resultFinite words the error of a result's finiteness check: the inputs
+// were checked, so a NaN or Inf there is beyond the dtype's range (as the
+// CPU kernels report it).
+func resultFinite(err error) error {
+	if err != nil {
+		return fmt.Errorf("result beyond the dtype's range: %w", err)
+	}
+	return nil
 }
 
 func (s gpuSolver) potri(l, c *sharding.Tensor) error {
@@ -312,6 +327,9 @@ func (s gpuSolver) potri(l, c *sharding.Tensor) error {
 			return err
 		}
 	} else if err := s.inverseByBlocks(l, c); err != nil {
+		return err
+	}
+	if err := resultFinite(c.CheckFinite(true)); err != nil {
 		return err
 	}
 	// An exactly Hermitian result, from its lower triangle.
@@ -385,15 +403,25 @@ func (s gpuSolver) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) er
 	if err := a.RelayoutInto(work); err != nil {
 		return err
 	}
+	var err error
 	if !s.single(solveSyevd, a, 1) {
-		return mgCall(work, func(h *cusolver.Mg, p []uintptr) error {
+		err = mgCall(work, func(h *cusolver.Mg, p []uintptr) error {
 			return h.Syevd(a.Dtype(), a.Rows(), mgTile(a), p, w, v != nil)
 		})
+	} else {
+		err = onFirst(v, []*sharding.Tensor{work}, func(dn *cusolver.Dn, p []uintptr) error {
+			return dnSyevd(dn, a.Dtype(), a.Rows(), p[0], w, v != nil)
+		})
 	}
-	out := v
-	return onFirst(out, []*sharding.Tensor{work}, func(dn *cusolver.Dn, p []uintptr) error {
-		return dnSyevd(dn, a.Dtype(), a.Rows(), p[0], w, v != nil)
-	})
+	if err != nil {
+		return err
+	}
+	for i, x := range w {
+		if x-x != 0 { // ±Inf or NaN
+			return resultFinite(fmt.Errorf("eigenvalue %d is %v: %w", i, x, kernels.ErrNonFinite))
+		}
+	}
+	return nil
 }
 
 // dnSyevd runs single-GPU syevd with the eigenvalues in a device array and
