@@ -860,3 +860,74 @@ func lastHolder[T dist.Scalar](t *testing.T, m *dist.Matrix[T]) int {
 func sameBits[T dist.Scalar](xs, ys []T) bool {
 	return slices.EqualFunc(xs, ys, func(x, y T) bool { return x == y || (x != x && y != y) })
 }
+
+// TestResultsBeyondRange: finite inputs whose result leaves the dtype's
+// range (a solution of a right-hand side near the largest value, the
+// inverse of a matrix with a subnormal pivot, eigenvalues of entries near
+// the largest value) fail with ErrNonFinite on every rank, never a silent Inf.
+func TestResultsBeyondRange(t *testing.T) {
+	eachDtype(t, "", testResultsBeyondRange[float32], testResultsBeyondRange[float64], testResultsBeyondRange[complex64], testResultsBeyondRange[complex128])
+}
+
+func testResultsBeyondRange[T dist.Scalar](t *testing.T) {
+	const n, nb = 5, 2
+	huge := 1.7e308
+	var zero T
+	single := false
+	switch any(zero).(type) {
+	case float32, complex64:
+		huge, single = 3e38, true
+	}
+	diag := func(d0 complex128) []complex128 {
+		a := make([]complex128, n*n)
+		for i := range n {
+			a[i*n+i] = 1
+		}
+		a[0] = d0
+		return a
+	}
+	full := make([]complex128, n*n)
+	for i := range full {
+		full[i] = complex(huge, 0)
+	}
+	rhs := make([]complex128, n)
+	rhs[0] = complex(huge, 0)
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		matrix := func(rows, cols int, xs []complex128) *dist.Matrix[T] {
+			m, err := dist.FromReplicated(g, rows, cols, nb, conv[T](xs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		cases := []struct {
+			op  string
+			run func() error
+		}{
+			{"Potrs", func() error { _, err := dist.Potrs(matrix(n, n, diag(0.5)), matrix(n, 1, rhs)); return err }},
+			{"CholSolve", func() error {
+				l, err := dist.Cholesky(matrix(n, n, diag(0.25)))
+				if err != nil {
+					return err
+				}
+				_, err = dist.CholSolve(l, matrix(n, 1, rhs))
+				return err
+			}},
+			{"Syevd", func() error { _, _, err := dist.Syevd(matrix(n, n, full), false); return err }},
+		}
+		if !single {
+			cases = append(cases, struct {
+				op  string
+				run func() error
+			}{"Potri", func() error { _, err := dist.Potri(matrix(n, n, diag(1e-310))); return err }})
+		}
+		for _, c := range cases {
+			err := c.run()
+			errorsAgree(t, err)
+			if !errors.Is(err, dist.ErrNonFinite) {
+				t.Errorf("%dx%d %s: %v, want ErrNonFinite", pq[0], pq[1], c.op, err)
+			}
+		}
+	}
+}

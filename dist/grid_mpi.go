@@ -202,6 +202,7 @@ const (
 	okCode = iota
 	notSPDCode
 	nonFiniteCode
+	resultNonFiniteCode // a result beyond the dtype's range (finite inputs)
 	engineCode
 	mismatchCode
 	badInputCode
@@ -250,6 +251,8 @@ func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...int) error {
 		return fmt.Errorf("dist: %s: %w", op, &kernels.NotPositiveDefiniteError{Order: int(-got[1])})
 	case nonFiniteCode:
 		return fmt.Errorf("%w: dist: %s: the input holds NaN or Inf", ErrNonFinite, op)
+	case resultNonFiniteCode:
+		return fmt.Errorf("%w: dist: %s: a result is beyond the dtype's range", ErrNonFinite, op)
 	case engineCode:
 		return fmt.Errorf("%w: dist: %s: ScaLAPACK failed on some rank", ErrEngine, op)
 	case mismatchCode:

@@ -238,6 +238,8 @@ func solve[T Scalar](op string, l, x *Matrix[T]) error {
 	f := failure{}
 	if info := potrs(l, x); info != 0 {
 		f.code = engineCode
+	} else if !finite(x.Local) { // the inputs were finite: beyond the range
+		f.code = resultNonFiniteCode
 	}
 	return l.Grid.agree(op, f)
 }
@@ -322,11 +324,15 @@ func firstZeroDiagonal[T Scalar](m *Matrix[T]) int {
 // inverse is (L·Lᴴ)⁻¹, both triangles, for the lower Cholesky factor x in
 // the grid's scratch array (after the checks; x is overwritten).
 func inverse[T Scalar](op string, x *Matrix[T]) (*Matrix[T], error) {
-	if err := x.Grid.agree(op, outcome(potri(x))); err != nil {
-		return nil, err
-	}
+	f := outcome(potri(x))
 	// Keep the lower triangle with half the diagonal, then add its adjoint.
 	zeroStrictUpper(x)
+	if f.code == okCode && !finite(x.Local) { // finite inputs: beyond the range
+		f.code = resultNonFiniteCode
+	}
+	if err := x.Grid.agree(op, f); err != nil {
+		return nil, err
+	}
 	halveDiagonal(x)
 	inv := x.Clone()
 	addAdjoint(x, inv)
@@ -354,6 +360,8 @@ func Syevd[T Scalar](a *Matrix[T], vectors bool) ([]float64, *Matrix[T], error) 
 	f = failure{}
 	if info != 0 {
 		f.code = engineCode
+	} else if !finite(w) { // finite input: an eigenvalue beyond the range
+		f.code = resultNonFiniteCode
 	}
 	if err := a.Grid.agree("Syevd", f); err != nil {
 		return nil, nil, err
