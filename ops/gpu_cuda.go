@@ -316,6 +316,11 @@ func resultFinite(err error) error {
 }
 
 func (s gpuSolver) potri(l, c *sharding.Tensor) error {
+	// As for potrs: a zero or NaN on the factor's diagonal is not positive
+	// definite, as the CPU kernels report it, not cuSOLVER's status or Inf.
+	if err := l.CheckDiagonal(); err != nil {
+		return fmt.Errorf("factor: %w", err)
+	}
 	n := l.Rows()
 	if s.single(solvePotri, l, 1) {
 		if err := l.RelayoutInto(c); err != nil {

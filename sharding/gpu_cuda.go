@@ -118,6 +118,18 @@ func memAlloc(ctx cu.CUContext, bytes int64) (cu.DevicePtr, error) {
 	return p, err
 }
 
+// Freed reports whether b's memory was freed (Tensor.Free, Release): for a
+// view, its parent's. A freed buffer still reports its length; mgla's
+// copies and collectives refuse it with an error matching ErrFreed, where
+// its old address might by now belong to another allocation.
+func (b *DeviceBuffer) Freed() bool {
+	r := b
+	for r.parent != nil {
+		r = r.parent
+	}
+	return r.n > 0 && r.mem == nil
+}
+
 func (b *DeviceBuffer) Device() Device { return b.dev }
 func (b *DeviceBuffer) Len() int       { return b.n }
 
@@ -323,7 +335,7 @@ func describeBuffer(b Buffer) string {
 // work concurrently.
 func (gpuBackend) execute(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
 	for _, b := range append(append([]Buffer(nil), src...), dst...) {
-		if b, ok := b.(*DeviceBuffer); !ok || b.dt != dt {
+		if db, ok := b.(*DeviceBuffer); !ok || db.dt != dt {
 			return fmt.Errorf("sharding: ExecutePlan of %v needs %v device buffers, got %v", dt, dt, describeBuffer(b))
 		}
 	}
@@ -421,6 +433,9 @@ func (t *Tensor) IntoDense(b *DeviceBuffer) error {
 	if b == nil {
 		return fmt.Errorf("sharding: IntoDense of %v into a nil buffer", t)
 	}
+	if b.Freed() {
+		return fmt.Errorf("%w: IntoDense into a freed buffer", ErrFreed)
+	}
 	if b.n != t.Rows()*t.Cols() || b.dt != t.dtype {
 		return fmt.Errorf("sharding: IntoDense of %v into %d %v elements", t, b.n, b.dt)
 	}
@@ -435,6 +450,9 @@ func (t *Tensor) FromDense(b *DeviceBuffer) error {
 	}
 	if b == nil {
 		return fmt.Errorf("sharding: FromDense of a nil buffer into %v", t)
+	}
+	if b.Freed() {
+		return fmt.Errorf("%w: FromDense of a freed buffer", ErrFreed)
 	}
 	if b.n != t.Rows()*t.Cols() || b.dt != t.dtype {
 		return fmt.Errorf("sharding: FromDense of %d %v elements into %v", b.n, b.dt, t)
@@ -499,7 +517,8 @@ func (t *Tensor) copyDense(b *DeviceBuffer, toDense bool) error {
 // dstCol … dstCol+cols−1 of t: GPU tensors of one mesh with the same rows
 // and dtype, in layouts that keep whole columns on one device. Each run of
 // columns that is contiguous on both sides is one device or peer copy; the
-// destination devices work concurrently.
+// destination devices work concurrently, so overlapping columns of one
+// tensor are an error.
 func (t *Tensor) CopyColumns(dstCol int, src *Tensor, srcCol, cols int) error {
 	if err := t.checkWholeColumns(); err != nil {
 		return err
@@ -512,6 +531,10 @@ func (t *Tensor) CopyColumns(dstCol int, src *Tensor, srcCol, cols int) error {
 	}
 	if cols < 0 || srcCol < 0 || dstCol < 0 || srcCol+cols > src.Cols() || dstCol+cols > t.Cols() {
 		return fmt.Errorf("sharding: CopyColumns of %d columns from %d of %v into %d of %v", cols, srcCol, src, dstCol, t)
+	}
+	if t == src && srcCol != dstCol && srcCol < dstCol+cols && dstCol < srcCol+cols {
+		// The devices copy concurrently, in no order.
+		return fmt.Errorf("sharding: CopyColumns within %v between overlapping columns %d and %d (%d of them)", t, srcCol, dstCol, cols)
 	}
 	const mask = 1<<40 - 1
 	rows, ndev := t.Rows(), t.mesh.Size()

@@ -67,12 +67,23 @@ func (s *scratch) reserve(bytes int) (cu.DevicePtr, error) {
 		}
 		s.ptr, s.bytes = 0, 0
 	}
-	p, err := cu.MemAlloc(int64(bytes))
+	p, err := allocHere(bytes)
 	if err != nil {
 		return 0, err
 	}
 	s.ptr, s.bytes = p, bytes
 	return p, nil
+}
+
+// allocHere allocates bytes in the calling thread's current context through
+// memAlloc, so that device memory of dropped tensors is reclaimed when the
+// device is full, as for tensors.
+func allocHere(bytes int) (cu.DevicePtr, error) {
+	ctx, err := cu.CurrentContext()
+	if err != nil {
+		return 0, err
+	}
+	return memAlloc(ctx, int64(bytes))
 }
 
 type stageSlot struct {
@@ -100,29 +111,60 @@ func deviceState(id int) (*gpuDevice, error) {
 		return nil, fmt.Errorf("sharding: loading mgla's PTX kernels on gpu:%d: %w", id, err)
 	}
 	g := &gpuDevice{id: id, fns: fns}
-	for s := range g.slots {
-		slot := &g.slots[s]
-		if slot.host, err = cusolver.HostAlloc(stageBytes); err != nil {
-			return nil, err
-		}
-		if slot.dev, err = cu.MemAlloc(stageBytes); err != nil {
-			return nil, fmt.Errorf("sharding: staging buffer on gpu:%d: %w", id, err)
-		}
-		if slot.done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
-			return nil, err
-		}
-		if slot.moved, err = cu.MakeEvent(cu.DisableTiming); err != nil {
-			return nil, err
-		}
-	}
-	if g.copies, err = cu.MakeStream(cu.NonBlocking); err != nil {
-		return nil, err
-	}
-	if g.kernels, err = cu.MakeStream(cu.NonBlocking); err != nil {
-		return nil, err
+	if err := g.setUp(); err != nil {
+		g.release() // a later call tries again from nothing
+		return nil, fmt.Errorf("sharding: staging buffers and streams on gpu:%d: %w", id, err)
 	}
 	gpuDevs[id] = g
 	return g, nil
+}
+
+// setUp makes the staging slots and the streams of a new device state.
+func (g *gpuDevice) setUp() (err error) {
+	for s := range g.slots {
+		slot := &g.slots[s]
+		if slot.host, err = cusolver.HostAlloc(stageBytes); err != nil {
+			return err
+		}
+		if slot.dev, err = allocHere(stageBytes); err != nil {
+			return err
+		}
+		if slot.done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return err
+		}
+		if slot.moved, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return err
+		}
+	}
+	if g.copies, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return err
+	}
+	g.kernels, err = cu.MakeStream(cu.NonBlocking)
+	return err
+}
+
+// release frees what setUp made before it failed.
+func (g *gpuDevice) release() {
+	for s := range g.slots {
+		slot := &g.slots[s]
+		if slot.host != nil {
+			_ = cusolver.FreeHost(slot.host)
+		}
+		if slot.dev != 0 {
+			_ = cu.MemFree(slot.dev)
+		}
+		if slot.done != (cu.Event{}) {
+			_ = cu.DestroyEvent(&slot.done)
+		}
+		if slot.moved != (cu.Event{}) {
+			_ = cu.DestroyEvent(&slot.moved)
+		}
+	}
+	for _, st := range []*cu.Stream{&g.copies, &g.kernels} {
+		if *st != (cu.Stream{}) {
+			_ = st.Destroy()
+		}
+	}
 }
 
 // launch runs kernel name on the device's stream; args are 64-bit words.
@@ -144,14 +186,33 @@ func (g *gpuDevice) launchOn(stream cu.Stream, name string, gridX, gridY, blockX
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// maxGridY is CUDA's limit on a grid's y dimension.
+const maxGridY = 65535
+
+// yChunks calls fn for the ranges [c0, c1) that split cols columns into
+// launches of at most maxGridY blocks of per columns along y: the kernels
+// index columns by blockIdx.y, so a wider launch fails (a 1×3,000,000
+// transfer or a finiteness check of a row wider than 524,280).
+func yChunks(cols, per int, fn func(c0, c1 int) error) error {
+	step := maxGridY * per
+	for c0 := 0; c0 < cols; c0 += step {
+		if err := fn(c0, min(c0+step, cols)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // transpose enqueues out(i, j) = in(j, i) for i < rows, j < cols (column-major
 // with leading dimensions ldo and ldi).
 func (g *gpuDevice) transpose(elem int, out cu.DevicePtr, ldo int, in cu.DevicePtr, ldi, rows, cols int) error {
 	if rows == 0 || cols == 0 {
 		return nil
 	}
-	return g.launch(ptx.Transpose[elem], ceilDiv(rows, 32), ceilDiv(cols, 32), 32, 8,
-		uint64(out), uint64(ldo), uint64(in), uint64(ldi), uint64(rows), uint64(cols))
+	return yChunks(cols, 32, func(c0, c1 int) error {
+		return g.launch(ptx.Transpose[elem], ceilDiv(rows, 32), ceilDiv(c1-c0, 32), 32, 8,
+			uint64(out)+uint64(c0*ldo*elem), uint64(ldo), uint64(in)+uint64(c0*elem), uint64(ldi), uint64(rows), uint64(c1-c0))
+	})
 }
 
 // band is the part of a piece that one staging slot carries: rows
@@ -367,7 +428,7 @@ func eachRowBands(t *Tensor, hostPtr unsafe.Pointer, direct bool, workers int, m
 			}
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			dtable, err := cu.MemAlloc(int64(8 * len(table)))
+			dtable, err := allocHere(8 * len(table))
 			if err != nil {
 				return err
 			}
@@ -685,7 +746,7 @@ func (gpuBackend) mirrorLower(t *Tensor) error {
 	}
 	name := ptx.Mirror[typeLetter(t.dtype)]
 	return eachColumnDevice(t, func(d, lcols int, _ *DeviceBuffer, g *gpuDevice) error {
-		table, err := cu.MemAlloc(int64(8 * ndev))
+		table, err := allocHere(8 * ndev)
 		if err != nil {
 			return err
 		}
@@ -790,9 +851,12 @@ func (gpuBackend) nonFinite(t *Tensor, pieces []cyclic.Piece, lower bool) (int, 
 				p := pieces[i]
 				off := (p.LocalRow + p.LocalCol*ld) * db.elem
 				rows := p.Rows * pairs
-				if err := g.launch(ptx.NonFinite[real], ceilDiv(rows, 32), ceilDiv(p.Cols, 8), 32, 8,
-					uint64(db.ptr)+uint64(off), uint64(ld*pairs), uint64(rows), uint64(p.Cols),
-					uint64(int64(p.Row-p.Col)), lo, uint64(pairs), uint64(flags)+uint64(4*k)); err != nil {
+				err := yChunks(p.Cols, 8, func(c0, c1 int) error {
+					return g.launch(ptx.NonFinite[real], ceilDiv(rows, 32), ceilDiv(c1-c0, 8), 32, 8,
+						uint64(db.ptr)+uint64(off+c0*ld*db.elem), uint64(ld*pairs), uint64(rows), uint64(c1-c0),
+						uint64(int64(p.Row-p.Col-c0)), lo, uint64(pairs), uint64(flags)+uint64(4*k))
+				})
+				if err != nil {
 					return err
 				}
 			}

@@ -286,6 +286,9 @@ func ExecutePlan(p *cyclic.Plan, dt tensor.Dtype, src, dst []Buffer) error {
 		if isNil(b) {
 			return fmt.Errorf("sharding: ExecutePlan got a nil buffer")
 		}
+		if f, ok := b.(interface{ Freed() bool }); ok && f.Freed() {
+			return fmt.Errorf("%w: ExecutePlan got a freed buffer (or a view of one)", ErrFreed)
+		}
 	}
 	for d := range p.NDev {
 		sr, sc := p.LocalShape(d, false)

@@ -254,6 +254,9 @@ func (e *engine) checkCall(c *collective.Call) error {
 			if want := (sharding.Device{Kind: sharding.GPU, ID: e.devices[i]}); db.Device() != want {
 				return bad(collective.ErrBadCall, "%s buffer of rank %d is on %v, want %v", what, e.local[i], db.Device(), want)
 			}
+			if db.Freed() {
+				return fmt.Errorf("%w: %w", bad(collective.ErrBadCall, "%s buffer of rank %d was freed", what, e.local[i]), sharding.ErrFreed)
+			}
 			if db.Dtype() != c.Dtype {
 				return bad(collective.ErrBadCall, "%s buffer of rank %d holds %v, the call moves %v", what, e.local[i], db.Dtype(), c.Dtype)
 			}

@@ -184,6 +184,11 @@ func Memcpy2DDtoH(device int, dst unsafe.Pointer, dpitch int, src uintptr, spitc
 // integers: the host memory may be a Go slice that the DMA reads after the
 // call returns.
 func Memcpy2DAsync(dst uintptr, dpitch int, src uintptr, spitch, width, height int, up bool, stream uintptr) error {
+	// It keeps the caller's device (no onDevice), so it loads the runtime
+	// itself: it may be a process's first call into it.
+	if err := Load(); err != nil {
+		return err
+	}
 	u := C.int(0)
 	if up {
 		u = 1
