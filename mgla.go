@@ -540,7 +540,8 @@ func Syevd(a *gorgonia.Node, opts ...Option) (w, v *gorgonia.Node, err error) {
 		w, v, err := c.grid.Syevd(a, c.block(), !c.valuesOnly)
 		return w, v, gridErr("Syevd", err)
 	}
-	if c.mesh.Kind() == sharding.GPU && c.tile > 1024 {
+	// A tile wider than the matrix is one tile of its width.
+	if c.mesh.Kind() == sharding.GPU && min(c.tile, a.Shape()[0]) > 1024 {
 		return nil, nil, badInput("Syevd: cuSolverMg's eigensolver needs tile ≤ 1024, got %d", c.tile)
 	}
 	ac, err := c.cyclic(a)
