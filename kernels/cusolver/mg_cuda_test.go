@@ -685,7 +685,7 @@ func TestMgInverseLarge(t *testing.T) {
 					}
 					t.Logf("%s: cusolverMgPotrf WRONG in rows %s (attempt %d)", what, tileRanges(rows, tile), attempt)
 					da.free()
-					if attempt == 5 {
+					if attempt == 10 { // 4 in a row seen beside the whole suite on 4 H100s
 						t.Fatalf("%s: cusolverMgPotrf wrong %d times in a row", what, attempt)
 					}
 				}
