@@ -342,6 +342,57 @@ func TestSyevdExtremeScaling(t *testing.T) {
 	}
 }
 
+// TestSyevdSubnormalEntries: off-diagonal entries below 1/MaxFloat64, given
+// or made by Syevd's own scaling, leave the eigenvalues as LAPACK's (the
+// reductions' 2-norm took their reciprocal, which overflowed: no
+// convergence, or Inf vectors).
+func TestSyevdSubnormalEntries(t *testing.T) {
+	cases := []struct {
+		a    []complex128 // 3×3, column-major, lower triangle read
+		want []float64
+	}{
+		{[]complex128{1, 0, 1e-310, 0, 2, 0, 0, 0, 3}, []float64{1, 2, 3}},
+		{[]complex128{1, 0, 5e-324, 0, 2, 0, 0, 0, 3}, []float64{1, 2, 3}},
+		{[]complex128{1, 0, 1e-310i, 0, 2, 0, 0, 0, 3}, []float64{1, 2, 3}},
+		{[]complex128{1e300, 0, 1e-160, 0, 1, 0, 0, 0, 2}, []float64{1, 2, 1e300}}, // scaled into subnormals
+		{[]complex128{1e300, 0, 1e-160i, 0, 1, 0, 0, 0, 2}, []float64{1, 2, 1e300}},
+	}
+	for _, c := range cases {
+		for _, vectors := range []bool{false, true} {
+			w := make([]float64, 3)
+			var err error
+			if cplx := imag(c.a[2]) != 0; cplx {
+				a := append([]complex128(nil), c.a...)
+				err = Syevd(3, a, 3, w, vectors)
+			} else {
+				a := make([]float64, 9)
+				for i, v := range c.a {
+					a[i] = real(v)
+				}
+				err = Syevd(3, a, 3, w, vectors)
+				if err == nil && vectors {
+					for _, v := range a {
+						if v-v != 0 {
+							t.Errorf("%v: eigenvectors %v", c.a, a)
+							break
+						}
+					}
+				}
+			}
+			if err != nil {
+				t.Errorf("%v vectors %v: %v", c.a, vectors, err)
+				continue
+			}
+			for i := range w {
+				if math.Abs(w[i]-c.want[i]) > 1e-15*c.want[i] {
+					t.Errorf("%v vectors %v: w = %v, want %v", c.a, vectors, w, c.want)
+					break
+				}
+			}
+		}
+	}
+}
+
 // TestSyevdImaginaryDiagonal: the imaginary parts of the diagonal are
 // ignored, large ones included (they used to set the scaling, which pushed
 // entries of 1e-170 into underflow: eigenvalues 0).

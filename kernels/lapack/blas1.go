@@ -17,6 +17,13 @@ func nrm2(x []float64) float64 {
 	}
 	var s float64
 	inv := 1 / scale
+	if math.IsInf(inv, 0) { // scale below 1/MaxFloat64 (subnormal): divide
+		for _, v := range x {
+			t := v / scale
+			s += t * t
+		}
+		return scale * math.Sqrt(s)
+	}
 	for _, v := range x {
 		t := v * inv
 		s += t * t
