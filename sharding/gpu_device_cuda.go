@@ -378,7 +378,7 @@ func (gpuBackend) transfer(t *Tensor, host any, up bool) (err error) {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			bs := bands(mine, cols, ld, elem)
-			if direct {
+			if direct && cols*elem <= maxPitch { // else staged: the host rows are too far apart for a 2-D copy
 				return g.inPlace(bs, db, hostPtr, cols, ld, elem, up)
 			}
 			return g.pipeline(bs, db, hostPtr, cols, ld, elem, up, workers)
@@ -696,8 +696,10 @@ func (gpuBackend) zeroUpper(b Buffer, off, ld, rows, cols, shift int) error {
 		if err != nil {
 			return err
 		}
-		err = g.launch(ptx.ZeroUpper[db.elem], ceilDiv(rows, 32), ceilDiv(cols, 8), 32, 8,
-			uint64(db.ptr)+uint64(off*db.elem), uint64(ld), uint64(rows), uint64(cols), uint64(int64(shift)))
+		err = yChunks(cols, 8, func(c0, c1 int) error {
+			return g.launch(ptx.ZeroUpper[db.elem], ceilDiv(rows, 32), ceilDiv(c1-c0, 8), 32, 8,
+				uint64(db.ptr)+uint64((off+c0*ld)*db.elem), uint64(ld), uint64(rows), uint64(c1-c0), uint64(int64(shift-c0)))
+		})
 		if err != nil {
 			return err
 		}
@@ -736,7 +738,8 @@ func (gpuBackend) axpy(alpha float64, x, y Buffer) error {
 // tensor from its lower triangle with one kernel per device, which reads the
 // mirrored tiles of the other devices through peer access.
 func (gpuBackend) mirrorLower(t *Tensor) error {
-	if t.layout.Kind != cyclic.ColCyclic {
+	// The kernel reads the other devices' shards through peer access.
+	if t.layout.Kind != cyclic.ColCyclic || t.mesh.Size() > 1 && !allPeers(t.mesh) {
 		return mirrorLowerHost(t)
 	}
 	n, ndev := t.Rows(), t.mesh.Size()
@@ -891,14 +894,30 @@ func (gpuBackend) setDiagonalOnes(t *Tensor, r diagonalRun) error {
 		return err
 	}
 	defer runtime.KeepAlive(ones)
+	dst := uintptr(db.ptr) + uintptr(r.off*db.elem)
+	pitch := (r.ld + 1) * db.elem
+	if r.count == 1 {
+		pitch = db.elem // one row: the pitch is never stepped, but must be valid
+	}
 	return onDevice(db.dev, func() error {
-		if err := cusolver.Memcpy2DAsync(uintptr(db.ptr)+uintptr(r.off*db.elem), (r.ld+1)*db.elem, uintptr(src), db.elem,
-			db.elem, r.count, true, 0); err != nil {
+		if pitch > maxPitch { // a shard of more than 2³¹ bytes a column: one copy an element
+			for k := range r.count {
+				if err := cu.MemcpyHtoD(cu.DevicePtr(dst+uintptr(k*(r.ld+1)*db.elem)), unsafe.Add(src, k*db.elem), int64(db.elem)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := cusolver.Memcpy2DAsync(dst, pitch, uintptr(src), db.elem, db.elem, r.count, true, 0); err != nil {
 			return err
 		}
 		return cu.Synchronize()
 	})
 }
+
+// maxPitch is the largest row pitch cudaMemcpy2D takes (the devices'
+// cudaDevAttrMaxPitch on the GPUs mgla runs on).
+const maxPitch = 1<<31 - 1
 
 // diagonalSuspect checks the diagonal's runs with a kernel per run, the
 // devices concurrently.

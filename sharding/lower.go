@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/cmplx"
 	"unsafe"
+
+	"gorgonia.org/tensor"
 )
 
 // MulLower returns y = op(tril(t))·x and yAbs = |op(tril(t))|·xAbs for the
@@ -15,7 +17,7 @@ import (
 // product of magnitudes, bounds the rounding error of y; an xAbs that
 // bounds x's own error carries that bound through. x and y are host
 // vectors of complex128 whatever t's dtype (x is rounded to it on the
-// devices, which accumulate in it); every device multiplies by its own
+// devices, which accumulate in it; for a real t, x must be real); every device multiplies by its own
 // columns and the shares are summed on the host. MulHermitian and
 // MulCholesky chain two such products with one round trip to the devices:
 // checks of a distributed factorization that read the matrix, not factor
@@ -111,6 +113,13 @@ func (t *Tensor) mulChain(what string, y []complex128, yAbs []float64, x []compl
 	}
 	if len(x) != t.Rows() {
 		return fmt.Errorf("sharding: %s of order %d by a vector of %d", what, t.Rows(), len(x))
+	}
+	if t.dtype == tensor.Float32 || t.dtype == tensor.Float64 {
+		for i, v := range x {
+			if imag(v) != 0 {
+				return fmt.Errorf("sharding: %s of a real %v matrix by a complex vector (entry %d is %v): the devices hold x in the matrix's dtype", what, t.dtype, i, v)
+			}
+		}
 	}
 	if xAbs == nil {
 		xAbs = make([]float64, len(x))

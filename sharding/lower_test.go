@@ -102,6 +102,33 @@ func TestMulLower(t *testing.T) {
 			}
 		}
 	}
+	// Magnitudes of zero (an exact x) still give y: the GPU kernel used to
+	// add a row's share only where its magnitude sum was not zero.
+	for _, mesh := range testMeshes(t) {
+		const n = 8
+		ones := make([]float64, n*n)
+		for i := range ones {
+			ones[i] = 1
+		}
+		st, err := Put(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(ones)), mesh, Cyclic(3))
+		require.NoError(t, err)
+		x := make([]complex128, n)
+		for i := range x {
+			x[i] = 1
+		}
+		y, yAbs, err := st.MulLower(x, make([]float64, n), false, false)
+		require.NoError(t, err)
+		for i := range n {
+			require.Equal(t, complex(float64(i+1), 0), y[i], "%v: y[%d] with zero magnitudes", mesh, i)
+			require.Zero(t, yAbs[i])
+		}
+		// A real matrix by a complex vector is an error on every mesh (the
+		// GPUs hold x in the matrix's dtype and would drop its imaginary part).
+		x[3] = complex(1, 1)
+		_, _, err = st.MulLower(x, nil, false, false)
+		require.ErrorContains(t, err, "by a complex vector (entry 3")
+		st.Free()
+	}
 	m, err := CPUMesh(2)
 	require.NoError(t, err)
 	sq, err := New(m, tensor.Shape{4, 4}, tensor.Float64, Cyclic(2))

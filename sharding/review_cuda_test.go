@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/stretchr/testify/require"
+	"gorgonia.org/cu"
 	"gorgonia.org/tensor"
 )
 
@@ -146,4 +148,102 @@ func TestCopyColumnsOverlap(t *testing.T) {
 	require.Error(t, x.CopyColumns(0, x, 1, 3))
 	require.NoError(t, x.CopyColumns(0, x, 2, 2))
 	require.NoError(t, x.CopyColumns(1, x, 1, 3))
+}
+
+// SetIdentityColumns of a shard with more than 2³¹ bytes a column: the
+// strided copy's pitch would pass CUDA's limit.
+func TestSetIdentityColumnsTall(t *testing.T) {
+	mesh, err := GPUMesh(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	const rows = 1 << 28
+	for _, cols := range []int{1, 2} {
+		st, err := New(mesh, tensor.Shape{rows, cols}, tensor.Float64, RowBlocks())
+		require.NoError(t, err)
+		require.NoError(t, st.SetIdentityColumns(0), "%d columns", cols)
+		db := st.shards[0].(*DeviceBuffer)
+		at := func(i, j int) float64 {
+			var v float64
+			require.NoError(t, onDevice(db.dev, func() error {
+				return cu.MemcpyDtoH(unsafe.Pointer(&v), db.ptr+cu.DevicePtr(8*(i+j*rows)), 8)
+			}))
+			return v
+		}
+		for j := range cols {
+			require.Equal(t, 1.0, at(j, j), "%d columns: (%d, %d)", cols, j, j)
+			require.Equal(t, 0.0, at(j+1, j), "%d columns: (%d, %d)", cols, j+1, j)
+		}
+		st.Free()
+	}
+}
+
+// A registered (in-place) Put of a row wider than 2³¹ bytes goes staged:
+// the host rows are too far apart for a 2-D copy.
+func TestRegisteredPutWideRow(t *testing.T) {
+	mesh, err := GPUMesh(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer SetHostTransfer(SetHostTransfer(HostTransferRegistered))
+	const cols = 1 << 28
+	data := make([]float64, cols)
+	data[0], data[cols-1] = 1, 2
+	st, err := Put(tensor.New(tensor.WithShape(1, cols), tensor.WithBacking(data)), mesh, Cyclic(1<<27))
+	require.NoError(t, err)
+	defer st.Free()
+	got, err := st.Gather()
+	require.NoError(t, err)
+	g := got.Data().([]float64)
+	require.Equal(t, 1.0, g[0])
+	require.Equal(t, 2.0, g[cols-1])
+}
+
+// MirrorLower on a mesh without peer access (GPUMesh accepts such GPUs)
+// mirrors through the host instead of a kernel that reads the other
+// devices' shards, which would fault.
+func TestMirrorLowerWithoutPeerAccess(t *testing.T) {
+	ngpu, err := cu.NumDevices()
+	require.NoError(t, err)
+	if ngpu < 2 {
+		t.Skip("needs 2 GPUs")
+	}
+	mesh, err := GPUMesh(0, 1)
+	require.NoError(t, err)
+	pairs := [][2]int{{0, 1}, {1, 0}}
+	for _, p := range pairs { // as on a host without P2P
+		require.NoError(t, onDevice(Device{Kind: GPU, ID: p[0]}, func() error { return primaryCtxs[p[1]].DisablePeerAccess() }))
+		primaryMu.Lock()
+		peerAccess[p] = false
+		primaryMu.Unlock()
+	}
+	defer func() {
+		for _, p := range pairs {
+			require.NoError(t, onDevice(Device{Kind: GPU, ID: p[0]}, func() error { return primaryCtxs[p[1]].EnablePeerAccess(0) }))
+			primaryMu.Lock()
+			peerAccess[p] = true
+			primaryMu.Unlock()
+		}
+	}()
+	const n = 40
+	data := make([]float64, n*n)
+	for i := range data {
+		data[i] = float64(i)
+	}
+	st, err := Put(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(data)), mesh, Cyclic(8))
+	require.NoError(t, err)
+	defer st.Free()
+	require.NoError(t, st.MirrorLower())
+	got, err := st.Gather()
+	require.NoError(t, err)
+	g := got.Data().([]float64)
+	for i := range n {
+		for j := range n {
+			want := data[i*n+j]
+			if j > i {
+				want = data[j*n+i]
+			}
+			require.Equal(t, want, g[i*n+j], "(%d, %d)", i, j)
+		}
+	}
 }

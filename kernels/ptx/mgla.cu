@@ -384,12 +384,14 @@ __device__ void lowerMv(const T *a, long long n, long long tile, long long ndev,
   typename RealOf<T>::type accAbs = 0;
   long long lcEnd = min(lc + MV_COLS, lcols);
   long long last = strict ? i - 1 : i; // the last global column of row i's triangle
+  bool any = false; // whether row i has a column here (its sums may be 0 even so)
   while (lc < lcEnd) {
     long long k = lc % tile; // column lc is column k of its tile, global column j0
     long long j0 = ((lc / tile) * ndev + dev) * tile + k;
     if (j0 > last) break; // later runs lie further right
     long long run = min(tile - k, lcEnd - lc);
     int m = (int)min(run, last - j0 + 1);
+    any = true;
     const T *ai = a + i + lc * n;
 #pragma unroll 8
     for (int t = 0; t < m; t++) {
@@ -401,7 +403,7 @@ __device__ void lowerMv(const T *a, long long n, long long tile, long long ndev,
     }
     lc += run;
   }
-  if (accAbs != 0) {
+  if (any) {
     atomicAddTo(&y[i], acc);
     atomicAdd(&yabs[i], accAbs);
   }
