@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/kernels"
 )
 
 func TestLayoutMatchesScaLAPACK(t *testing.T) {
@@ -259,6 +261,11 @@ func testDataInOut[T dist.Scalar](t *testing.T) {
 		for _, s := range append(shapes, struct{ n, nb int }{70, 40}) {
 			rows, cols := s.n+size, s.n
 			cm := conv[T](randomDense[T](rng, rows, cols))
+			// Negative zeros, which a float sum of the parts turned into +0.
+			negZero := conv[T]([]complex128{complex(math.Copysign(0, -1), math.Copysign(0, -1))})[0]
+			for i := 0; i < len(cm); i += 5 {
+				cm[i] = negZero
+			}
 			ref, err := dist.FromReplicated(g, rows, cols, s.nb, cm)
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +279,7 @@ func testDataInOut[T dist.Scalar](t *testing.T) {
 				same := func(what string, m *dist.Matrix[T]) {
 					t.Helper()
 					for i := range ref.Local {
-						if m.Local[i] != ref.Local[i] {
+						if !identical(m.Local[i], ref.Local[i]) {
 							t.Fatalf("%s %s: local element %d = %v, want %v", name, what, i, m.Local[i], ref.Local[i])
 						}
 					}
@@ -308,7 +315,7 @@ func testDataInOut[T dist.Scalar](t *testing.T) {
 					if err != nil {
 						t.Fatal(name, err)
 					}
-					if want := io.band(full, rows, cols, r0, r1); !slices.Equal(back, want) {
+					if want := io.band(full, rows, cols, r0, r1); !slices.EqualFunc(back, want, identical[T]) {
 						t.Fatalf("%s: RowBlock, %s: rank %d got %v, want %v", name, bands.what, me, back, want)
 					}
 				}
@@ -321,7 +328,7 @@ func testDataInOut[T dist.Scalar](t *testing.T) {
 						t.Fatalf("%s: Gather(%d) on rank %d returned %d elements", name, root, me, len(back))
 					}
 					for i := range back {
-						if back[i] != full[i] {
+						if !identical(back[i], full[i]) {
 							t.Fatalf("%s: Gather(%d) element %d = %v, want %v", name, root, i, back[i], full[i])
 						}
 					}
@@ -857,6 +864,13 @@ func lastHolder[T dist.Scalar](t *testing.T, m *dist.Matrix[T]) int {
 }
 
 // sameBits reports whether xs and ys hold the same values, NaN matching NaN.
+// identical reports whether x and y have the same bits (−0 is not +0).
+func identical[T dist.Scalar](x, y T) bool {
+	bx := unsafe.Slice((*byte)(unsafe.Pointer(&x)), unsafe.Sizeof(x))
+	by := unsafe.Slice((*byte)(unsafe.Pointer(&y)), unsafe.Sizeof(y))
+	return string(bx) == string(by)
+}
+
 func sameBits[T dist.Scalar](xs, ys []T) bool {
 	return slices.EqualFunc(xs, ys, func(x, y T) bool { return x == y || (x != x && y != y) })
 }
@@ -928,6 +942,35 @@ func testResultsBeyondRange[T dist.Scalar](t *testing.T) {
 			if !errors.Is(err, dist.ErrNonFinite) {
 				t.Errorf("%dx%d %s: %v, want ErrNonFinite", pq[0], pq[1], c.op, err)
 			}
+		}
+	}
+}
+
+// TestCholSolveSingularFactor: a zero on a given factor's diagonal is not
+// positive definite with its order on every rank, as InverseFromFactor says
+// (the solve used to run and report its Inf result as beyond the range).
+func TestCholSolveSingularFactor(t *testing.T) {
+	g := newGrid(t, 0, 0)
+	l, err := dist.FromReplicated(g, 3, 3, 1, []float64{1, 0, 0, 0, 0, 0, 0, 0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dist.FromReplicated(g, 3, 1, 1, []float64{1, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct { // in the same order on every rank
+		name string
+		run  func() error
+	}{
+		{"CholSolve", func() error { _, err := dist.CholSolve(l, b); return err }},
+		{"PotrsFromFactor", func() error { _, err := dist.PotrsFromFactor(l, b); return err }},
+	} {
+		name, err := c.name, c.run()
+		errorsAgree(t, err)
+		var npd *kernels.NotPositiveDefiniteError
+		if !errors.As(err, &npd) || npd.Order != 2 {
+			t.Errorf("%s: %v, want not positive definite at order 2", name, err)
 		}
 	}
 }

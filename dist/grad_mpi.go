@@ -17,17 +17,47 @@ import (
 // the grid (PBLAS p?gemm, p?tran), the solves through p?potrs. Real dtypes
 // only, as on one process.
 
-// checkGrad is the agreed verdict on the operands of a gradient: real
-// dtype, the same grid and block size, the given shapes.
-func checkGrad[T Scalar](op string, g *Grid, ms ...*Matrix[T]) error {
+// gradOperands are the operands of a gradient: mats (those from optional
+// on may be nil, as a gradient input that is zero), the rule their shapes
+// must follow (called when every operand given is on one grid with one row
+// count and block size), and numbers every rank must agree on besides the
+// shapes (such as the lengths of eigenvalue vectors).
+type gradOperands[T Scalar] struct {
+	mats     []*Matrix[T]
+	optional int
+	shapes   func() bool
+	nums     []int
+}
+
+// checkGrad is the agreed verdict on the operands of a gradient: present,
+// a real dtype, one grid and block size, one row count, and their own shape
+// rule. A bad operand on one rank is the same error on every rank; with
+// no operand at all there is no grid to agree on (errNil).
+func checkGrad[T Scalar](op string, o gradOperands[T]) error {
+	var ref *Matrix[T]
+	for _, m := range o.mats {
+		if m != nil {
+			ref = m
+			break
+		}
+	}
+	if ref == nil {
+		return errNil(op)
+	}
+	g := ref.Grid
 	f := failure{}
 	if dtypeCode[T]() > 2 {
 		f.code = badInputCode
 	}
-	nums := []int{dtypeCode[T]()}
-	for _, m := range ms {
-		if m == nil || m.Grid != g || m.Layout.MB != ms[0].Layout.MB || m.Layout.Rows != ms[0].Layout.Rows {
-			f.code = badInputCode
+	nums := append([]int{dtypeCode[T]()}, o.nums...)
+	consistent := true
+	for i, m := range o.mats {
+		switch {
+		case m == nil && i >= o.optional:
+			nums = append(nums, -2, -2)
+			continue
+		case m == nil || m.Grid != g || m.Layout.MB != ref.Layout.MB || m.Layout.Rows != ref.Layout.Rows:
+			f.code, consistent = badInputCode, false
 			nums = append(nums, -1, -1)
 			continue
 		}
@@ -35,6 +65,9 @@ func checkGrad[T Scalar](op string, g *Grid, ms ...*Matrix[T]) error {
 			f.code = max(f.code, nonFiniteCode)
 		}
 		nums = append(nums, m.Layout.Rows, m.Layout.Cols)
+	}
+	if consistent && o.shapes != nil && !o.shapes() {
+		f.code = badInputCode
 	}
 	if err := g.agree(op, f, nums...); err != nil {
 		if dtypeCode[T]() > 2 {
@@ -45,10 +78,26 @@ func checkGrad[T Scalar](op string, g *Grid, ms ...*Matrix[T]) error {
 	return nil
 }
 
+// square reports whether m is square.
+func square[T Scalar](m *Matrix[T]) bool { return m.Layout.Rows == m.Layout.Cols }
+
+// solveGradOperands are those of PotrsGrad and CholSolveGrad: a square
+// factor, and the forward result and its gradient of one shape.
+func solveGradOperands[T Scalar](l, x, xbar *Matrix[T]) gradOperands[T] {
+	return gradOperands[T]{mats: []*Matrix[T]{l, x, xbar}, optional: 3,
+		shapes: func() bool { return square(l) && x.Layout.Cols == xbar.Layout.Cols }}
+}
+
+// sameSquareOperands are a square forward result and its gradient.
+func sameSquareOperands[T Scalar](m, mbar *Matrix[T]) gradOperands[T] {
+	return gradOperands[T]{mats: []*Matrix[T]{m, mbar}, optional: 2,
+		shapes: func() bool { return square(m) && square(mbar) }}
+}
+
 // PotrsGrad is the gradient of X = A⁻¹B: B̄ = CholSolve(L, X̄) and
 // Ā = −½(B̄Xᵀ + XB̄ᵀ), with L = Cholesky(A) and X the forward result.
 func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err error) {
-	if err := checkGrad("PotrsGrad", l.Grid, l, x, xbar); err != nil {
+	if err := checkGrad("PotrsGrad", solveGradOperands(l, x, xbar)); err != nil {
 		return nil, nil, err
 	}
 	if bbar, err = CholSolve(l, xbar); err != nil {
@@ -67,7 +116,7 @@ func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err erro
 // and L̄ = −tril((B̄Xᵀ + XB̄ᵀ)·tril(L)) (L's strict upper triangle is not
 // read, so its gradient is zero), with X the forward result.
 func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err error) {
-	if err := checkGrad("CholSolveGrad", l.Grid, l, x, xbar); err != nil {
+	if err := checkGrad("CholSolveGrad", solveGradOperands(l, x, xbar)); err != nil {
 		return nil, nil, err
 	}
 	if bbar, err = CholSolve(l, xbar); err != nil {
@@ -98,7 +147,7 @@ func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err 
 // decomposition"); l is the forward result and lbar its gradient (its
 // strict upper triangle is ignored).
 func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
-	if err := checkGrad("CholeskyGrad", l.Grid, l, lbar); err != nil {
+	if err := checkGrad("CholeskyGrad", sameSquareOperands(l, lbar)); err != nil {
 		return nil, err
 	}
 	lo := lowerCopy(l)
@@ -141,7 +190,7 @@ func halveDiagonal[T Scalar](m *Matrix[T]) {
 
 // PotriGrad is the gradient of C = A⁻¹: Ā = −C·sym(C̄)·C.
 func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
-	if err := checkGrad("PotriGrad", c.Grid, c, cbar); err != nil {
+	if err := checkGrad("PotriGrad", sameSquareOperands(c, cbar)); err != nil {
 		return nil, err
 	}
 	s := cbar.Clone()
@@ -168,10 +217,7 @@ func LogDetGradFromFactor[T Scalar](l *Matrix[T], gbar float64) (*Matrix[T], err
 
 // logDetGrad is ḡ·inv(m) after the checks of a gradient.
 func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matrix[T]) (*Matrix[T], error)) (*Matrix[T], error) {
-	if m == nil {
-		return nil, errNil(op)
-	}
-	if err := checkGrad(op, m.Grid, m); err != nil {
+	if err := checkGrad(op, gradOperands[T]{mats: []*Matrix[T]{m}, optional: 1, shapes: func() bool { return square(m) }}); err != nil {
 		return nil, err
 	}
 	abar, err := inv(m)
@@ -190,17 +236,22 @@ func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matri
 // and 0 on it. wbar (nil: zero) is the eigenvalues' gradient, vbar (nil:
 // zero) the eigenvectors'; w and v come from Syevd.
 func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix[T]) (*Matrix[T], error) {
-	ms := []*Matrix[T]{v}
-	if vbar != nil {
-		ms = append(ms, vbar)
+	// The lengths of w and wbar (−1: nil) are agreed with the shapes: a
+	// rank that alone got them wrong used to return while the others
+	// entered PBLAS and waited for it.
+	wbarLen := -1
+	if wbar != nil {
+		wbarLen = len(wbar)
 	}
-	if err := checkGrad("SyevdGrad", v.Grid, ms...); err != nil {
+	o := gradOperands[T]{mats: []*Matrix[T]{v, vbar}, optional: 1, nums: []int{len(w), wbarLen},
+		shapes: func() bool {
+			n := v.Layout.Rows
+			return square(v) && (vbar == nil || square(vbar)) && len(w) == n && (wbar == nil || len(wbar) == n)
+		}}
+	if err := checkGrad("SyevdGrad", o); err != nil {
 		return nil, err
 	}
 	n := v.Layout.Rows
-	if len(w) != n || (wbar != nil && len(wbar) != n) {
-		return nil, fmt.Errorf("%w: dist: SyevdGrad: %d eigenvalues and %d gradients for order %d", ErrBadInput, len(w), len(wbar), n)
-	}
 	m, err := newMatrix[T](v.Grid, n, n, v.Layout.MB)
 	if err != nil {
 		return nil, err

@@ -308,3 +308,77 @@ func TestSyevdGradRepeatedEigenvalues(t *testing.T) {
 		}
 	}
 }
+
+// TestGradientOperandErrors: operands of the wrong shape, on every rank or
+// on one, are the same error on every rank before any PBLAS call (a column
+// count mismatch used to abort the job in p?gemm, an eigenvalue gradient of
+// the wrong length on one rank to leave the others waiting in PBLAS), and
+// a nil factor is an error, not a panic.
+func TestGradientOperandErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 61))
+	me, size := world.Rank(), world.Size()
+	const n, nb = 6, 2
+	g := newGrid(t, 0, 0) // near square
+	mat := func(rows, cols int, xs []complex128) *dist.Matrix[float64] {
+		m, err := dist.FromReplicated(g, rows, cols, nb, conv[float64](xs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a := mat(n, n, randomHPD[float64](rng, n))
+	l, err := dist.Cholesky(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x2, x3 := mat(n, 2, randomDense[float64](rng, n, 2)), mat(n, 3, randomDense[float64](rng, n, 3))
+	rect := mat(n, n-1, randomDense[float64](rng, n, n-1))
+	w, v, err := dist.Syevd(a, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wbar := make([]float64, n)
+	if me == size-1 {
+		wbar = wbar[:n-1] // one rank only
+	}
+	var vbarOnSome *dist.Matrix[float64]
+	if me == 0 && size > 1 {
+		vbarOnSome = v
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"PotrsGrad x n×2, x̄ n×3", func() error { _, _, err := dist.PotrsGrad(l, x2, x3); return err }},
+		{"CholSolveGrad x n×3, x̄ n×2", func() error { _, _, err := dist.CholSolveGrad(l, x3, x2); return err }},
+		{"PotrsGrad rectangular factor", func() error { _, _, err := dist.PotrsGrad(rect, x2, x2); return err }},
+		{"CholeskyGrad rectangular L̄", func() error { _, err := dist.CholeskyGrad(l, rect); return err }},
+		{"PotriGrad rectangular C̄", func() error { _, err := dist.PotriGrad(a, rect); return err }},
+		{"LogDetGrad rectangular", func() error { _, err := dist.LogDetGrad(rect, 1); return err }},
+		{"SyevdGrad w̄ short on one rank", func() error { _, err := dist.SyevdGrad(w, v, wbar, nil); return err }},
+		{"SyevdGrad w short", func() error { _, err := dist.SyevdGrad(w[:n-1], v, nil, v); return err }},
+		{"SyevdGrad rectangular V̄", func() error { _, err := dist.SyevdGrad(w, v, nil, rect); return err }},
+		{"PotrsGrad nil factor", func() error { _, _, err := dist.PotrsGrad(nil, x2, x2); return err }},
+		{"CholeskyGrad nil", func() error { _, err := dist.CholeskyGrad[float64](nil, nil); return err }},
+	} {
+		err := c.run()
+		errorsAgree(t, err)
+		if !errors.Is(err, dist.ErrBadInput) && !errors.Is(err, dist.ErrMismatch) {
+			t.Errorf("%s: %v, want ErrBadInput or ErrMismatch", c.name, err)
+		}
+	}
+	if size > 1 { // V̄ on one rank only
+		_, err := dist.SyevdGrad(w, v, nil, vbarOnSome)
+		errorsAgree(t, err)
+		if !errors.Is(err, dist.ErrMismatch) {
+			t.Errorf("SyevdGrad with V̄ on one rank: %v, want ErrMismatch", err)
+		}
+	}
+	// The rules still let good operands through.
+	if _, _, err := dist.PotrsGrad(l, x2, x2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dist.SyevdGrad(w, v, make([]float64, n), v); err != nil {
+		t.Fatal(err)
+	}
+}

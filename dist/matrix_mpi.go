@@ -403,6 +403,9 @@ func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 // messages (a Send of send to rank root, a Recv into recv from it), over
 // the grid's ranks.
 func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) error {
+	if kind == collective.AllReduce || kind == collective.Reduce {
+		return assemble(g, kind, root, send, recv)
+	}
 	sb, err := sharding.NewHostBuffer(send)
 	if err != nil {
 		return err
@@ -420,6 +423,49 @@ func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) 
 		call.Src, call.Tag, call.Send = []int{root}, rebandTag, nil
 	}
 	return g.comm.Do(call)
+}
+
+// assemble is collect's sum for matrices put together from disjoint parts
+// (every element is one rank's, the others send zeros): it adds the bit
+// patterns as integers, so that every value arrives as its owner sent it.
+// A float sum gives the same numbers but for −0, which (−0) + (+0) turns
+// into +0.
+func assemble[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) error {
+	var zero T
+	switch any(zero).(type) {
+	case float32, complex64:
+		return collectBits(g, kind, root, bitsOf[int32](send), bitsOf[int32](recv))
+	}
+	return collectBits(g, kind, root, bitsOf[int64](send), bitsOf[int64](recv))
+}
+
+// bitsOf is xs as the integers of its element size (two per complex value).
+func bitsOf[I int32 | int64, T Scalar](xs []T) []I {
+	if len(xs) == 0 {
+		return nil
+	}
+	var x T
+	var i I
+	return unsafe.Slice((*I)(unsafe.Pointer(unsafe.SliceData(xs))), len(xs)*int(unsafe.Sizeof(x)/unsafe.Sizeof(i)))
+}
+
+// collectBits is the integer sum of assemble.
+func collectBits[I int32 | int64](g *Grid, kind collective.Kind, root int, send, recv []I) error {
+	sb, err := sharding.NewHostBuffer(send)
+	if err != nil {
+		return err
+	}
+	rb, err := sharding.NewHostBuffer(recv)
+	if err != nil {
+		return err
+	}
+	var i I
+	dt := tensor.Int64
+	if unsafe.Sizeof(i) == 4 {
+		dt = tensor.Int32
+	}
+	return g.comm.Do(&collective.Call{Kind: kind, Op: collective.Sum, Root: root, Dtype: dt, Count: max(len(send), len(recv)),
+		Send: []sharding.Buffer{sb}, Recv: []sharding.Buffer{rb}, Name: "dist." + kind.String()})
 }
 
 // Clone is a copy of m on the same grid (local, no communication).

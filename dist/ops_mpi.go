@@ -205,7 +205,8 @@ func potrsCopies[T Scalar](a, b *Matrix[T]) (l, x *Matrix[T], err error) {
 }
 
 // CholSolve solves L·Lᴴ·X = B for the lower Cholesky factor l (from
-// Cholesky).
+// Cholesky). A zero on l's diagonal is an error wrapping
+// ErrNotPositiveDefinite with the order of the first one.
 func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
 	return cholSolve("CholSolve", l, b, true)
 }
@@ -224,8 +225,19 @@ func cholSolve[T Scalar](op string, l, b *Matrix[T], scan bool) (*Matrix[T], err
 		return nil, errNil(op)
 	}
 	fl := squareFailure(l, !scan || finite(l.Local))
+	if fl.code == okCode {
+		// A zero pivot: L·Lᴴ is singular, not positive definite (as for
+		// InverseFromFactor and on one process), which the solve itself
+		// would only show as Inf.
+		if k := firstZeroDiagonal(l); k > 0 {
+			fl = failure{code: notSPDCode, minor: k}
+		}
+	}
 	x, fb := copyRHS(l, b)
-	f := failure{code: max(fl.code, fb.code)}
+	f := fl
+	if fb.code > f.code {
+		f = fb
+	}
 	if err := l.Grid.agree(op, f, append(squareNums(l), rhsCols(b))...); err != nil {
 		return nil, err
 	}
