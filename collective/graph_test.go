@@ -612,6 +612,39 @@ func TestHostRunNewShape(t *testing.T) {
 				}
 			}
 		}
+		// Column-major inputs (tensor.AsFortran), 2-D and 3-D, in their
+		// logical order: they used to arrive with the backing array's order.
+		for _, shape := range []tensor.Shape{{2, 3}, {2, 3, 2}} {
+			n := shape.TotalSize()
+			logical := make([]float64, n) // row-major values 0, 1, …
+			backing := make([]float64, n)
+			for i := range n {
+				logical[i] = float64(i)
+				// the column-major position of row-major index i
+				rem, pos, stride := i, 0, 1
+				idx := make([]int, len(shape))
+				for d := len(shape) - 1; d >= 0; d-- {
+					idx[d] = rem % shape[d]
+					rem /= shape[d]
+				}
+				for d := range shape {
+					pos += idx[d] * stride
+					stride *= shape[d]
+				}
+				backing[pos] = logical[i]
+			}
+			in := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing), tensor.AsFortran(nil))
+			out, err := op.Do(in)
+			if err != nil {
+				t.Fatalf("%s: column-major %v: %v", oc.name, shape, err)
+			}
+			want := expectedBlocks(oc, 1, [][]complex128{realsToComplex(logical)})[0]
+			for i, v := range denseValues(t, out) {
+				if cmplx.Abs(v-want[i]) > 1e-12*(1+cmplx.Abs(want[i])) {
+					t.Fatalf("%s: column-major %v: element %d = %v, want %v", oc.name, shape, i, v, want[i])
+				}
+			}
+		}
 		if _, err := op.Do(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(1, 0))); !errors.Is(err, ErrBadCall) {
 			t.Errorf("%s: an empty input: %v, want ErrBadCall", oc.name, err)
 		}
@@ -711,4 +744,12 @@ func TestHostInputGradient(t *testing.T) {
 			}
 		}
 	}
+}
+
+func realsToComplex(xs []float64) []complex128 {
+	out := make([]complex128, len(xs))
+	for i, x := range xs {
+		out[i] = complex(x, 0)
+	}
+	return out
 }

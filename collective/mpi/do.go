@@ -78,6 +78,12 @@ func (c *Comm) Do(call *collective.Call) error {
 		return fmt.Errorf("%w: %v: the send and receive buffers overlap", collective.ErrBadCall, call)
 	}
 	isPair := call.Kind == collective.Send || call.Kind == collective.Recv || call.Kind == collective.SendRecv
+	if c.cfg.checks && (call.Kind == collective.Send && call.Dest[0] == s.rank || call.Kind == collective.Recv && call.Src[0] == s.rank) {
+		// A checked Send waits for its Recv (and a Recv for its Send), which
+		// this process could only post after it: the call would wait out
+		// the timeout and break the communicator.
+		return fmt.Errorf("%w: %v: a Send to (or Recv from) its own rank %d on a checked communicator never completes; use SendRecv", collective.ErrBadCall, call, s.rank)
+	}
 	if isPair {
 		if limit := c.maxTag(); call.Tag > limit {
 			return fmt.Errorf("%w: %v: tag %d above %d (MPI_TAG_UB %d)", collective.ErrBadCall, call, call.Tag, limit, engine.tagUB)

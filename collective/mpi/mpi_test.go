@@ -454,6 +454,9 @@ func TestBadCall(t *testing.T) {
 		{"negative tag", collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 1, Src: []int{0}, Tag: -1}, nil, f64(1)},
 		{"tag too large", collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 1, Src: []int{0}, Tag: 1 << 30}, nil, f64(1)},
 		{"overlapping buffers", collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float64, Count: 4}, overlap[:4], overlap[2:6]},
+		// (rank 0 makes the calls)
+		{"send to its own rank", collective.Call{Kind: collective.Send, Dtype: tensor.Float64, Count: 1, Dest: []int{0}}, f64(1), nil},
+		{"receive from its own rank", collective.Call{Kind: collective.Recv, Dtype: tensor.Float64, Count: 1, Src: []int{0}}, nil, f64(1)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
