@@ -410,54 +410,9 @@ func hostDense(v gorgonia.Value) (*tensor.Dense, error) {
 	case *sharding.Tensor:
 		return x.Gather()
 	case *tensor.Dense:
-		if x.DataOrder().IsColMajor() {
-			return rowMajorOf(x)
-		}
-		if x.IsView() {
-			c := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape()...))
-			if err := tensor.Copy(c, tensor.Materialize(x)); err != nil {
-				return nil, err
-			}
-			return c, nil
-		}
-		return x, nil
+		return sharding.RowMajorDense(x)
 	}
 	return nil, fmt.Errorf("unsupported value %T (want a host tensor)", v)
-}
-
-// rowMajorOf is a row-major copy of the column-major x: its backing array
-// read row-major is x with its axes reversed, which a transpose of every
-// axis puts back in order (tensor.Copy alone copies the backing array as it
-// is, which scrambled the elements).
-func rowMajorOf(x *tensor.Dense) (*tensor.Dense, error) {
-	if x.IsView() {
-		return nil, fmt.Errorf("a column-major view (materialize it first)")
-	}
-	shape := x.Shape()
-	if len(shape) < 2 {
-		return tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(shape...), tensor.WithBacking(reflectCopy(denseSlice(x)))), nil
-	}
-	rev := make([]int, len(shape))
-	for i, d := range shape {
-		rev[len(shape)-1-i] = d
-	}
-	rm := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(rev...), tensor.WithBacking(denseSlice(x)))
-	if err := rm.T(); err != nil {
-		return nil, err
-	}
-	c := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(shape...))
-	if err := tensor.Copy(c, tensor.Materialize(rm)); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// reflectCopy is a copy of the slice s.
-func reflectCopy(s any) any {
-	v := reflect.ValueOf(s)
-	c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-	reflect.Copy(c, v)
-	return c.Interface()
 }
 
 // runMesh runs call on a mesh: x (sharded, or a host tensor to place) in

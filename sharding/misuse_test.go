@@ -3,6 +3,7 @@ package sharding
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/mgla/mgla/cyclic"
@@ -347,4 +348,51 @@ func TestBadArguments(t *testing.T) {
 	assert.NotNil(t, x.Data())
 	x.Free()
 	assert.Nil(t, x.Data(), "Data of a freed tensor")
+}
+
+// A column-major host tensor (tensor.AsFortran) and a view go in and come out
+// in their logical order (RowMajorDense; Put used to refuse column-major).
+func TestColumnMajorHostTensors(t *testing.T) {
+	// [[0 1 2 3] [4 5 6 7] [8 9 10 11]] stored column-major.
+	colMajor := tensor.New(tensor.WithShape(3, 4), tensor.WithBacking([]float64{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}), tensor.AsFortran(nil))
+	want := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	rm, err := RowMajorDense(colMajor)
+	require.NoError(t, err)
+	require.Equal(t, want, rm.Data())
+	require.False(t, rm.DataOrder().IsColMajor())
+	// Three axes: element (i, j, k) of a 2×3×2 tensor holds 6i+2j+k.
+	backing := make([]float64, 12)
+	for i := range 2 {
+		for j := range 3 {
+			for k := range 2 {
+				backing[i+2*j+6*k] = float64(6*i + 2*j + k)
+			}
+		}
+	}
+	rm3, err := RowMajorDense(tensor.New(tensor.WithShape(2, 3, 2), tensor.WithBacking(backing), tensor.AsFortran(nil)))
+	require.NoError(t, err)
+	require.Equal(t, want, rm3.Data())
+	// A row-major tensor is returned as it is.
+	plain := tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, 3, 4}))
+	same, err := RowMajorDense(plain)
+	require.NoError(t, err)
+	require.Same(t, plain, same)
+	for _, ndev := range []int{1, 3} {
+		mesh, err := CPUMesh(ndev)
+		require.NoError(t, err)
+		for _, l := range []Layout{RowBlocks(), ColBlocks(), Cyclic(3), Replicated()} {
+			x, err := Put(colMajor, mesh, l)
+			require.NoError(t, err, "%v", l)
+			got, err := x.Gather()
+			require.NoError(t, err)
+			require.Equal(t, want, got.Data(), "%d devices %v", ndev, l)
+		}
+	}
+	// A view: the middle two columns of the row-major matrix.
+	full := tensor.New(tensor.WithShape(3, 4), tensor.WithBacking(slices.Clone(want)))
+	view, err := full.Slice(nil, tensor.S(1, 3))
+	require.NoError(t, err)
+	rv, err := RowMajorDense(view.(*tensor.Dense))
+	require.NoError(t, err)
+	require.Equal(t, []float64{1, 2, 5, 6, 9, 10}, rv.Data())
 }

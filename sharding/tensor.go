@@ -169,16 +169,54 @@ func (t *Tensor) Load(d *tensor.Dense) error {
 	if d == nil {
 		return fmt.Errorf("sharding: Load of a nil *tensor.Dense")
 	}
-	if d.IsMaterializable() {
-		d = d.Materialize().(*tensor.Dense)
-	}
 	if !d.Shape().Eq(t.shape) || d.Dtype() != t.dtype {
 		return fmt.Errorf("sharding: cannot load %v %v into %v %v", d.Shape(), d.Dtype(), t.shape, t.dtype)
 	}
-	if d.DataOrder().IsColMajor() {
-		return fmt.Errorf("sharding: column-major host tensors are not supported")
+	d, err := RowMajorDense(d)
+	if err != nil {
+		return err
 	}
 	return t.mesh.mem.put(t, d.Data())
+}
+
+// RowMajorDense returns d as a contiguous row-major tensor: d itself when
+// it is one, else a copy in d's logical order (a view materialized, a
+// column-major tensor — tensor.AsFortran — reordered: its backing array
+// read row-major is d with its axes reversed, which a transpose of every
+// axis puts back in order).
+func RowMajorDense(d *tensor.Dense) (*tensor.Dense, error) {
+	if d == nil {
+		return nil, fmt.Errorf("sharding: a nil *tensor.Dense")
+	}
+	if d.IsMaterializable() {
+		m, ok := d.Materialize().(*tensor.Dense)
+		if !ok {
+			return nil, fmt.Errorf("sharding: cannot materialize %v", d.Shape())
+		}
+		d = m
+	}
+	if !d.DataOrder().IsColMajor() {
+		return d, nil
+	}
+	shape := d.Shape()
+	rev := make([]int, len(shape))
+	for i, n := range shape {
+		rev[len(shape)-1-i] = n
+	}
+	out := tensor.New(tensor.Of(d.Dtype()), tensor.WithShape(shape...))
+	if shape.TotalSize() == 0 {
+		return out, nil
+	}
+	backing := tensor.New(tensor.Of(d.Dtype()), tensor.WithShape(rev...), tensor.WithBacking(d.Data()))
+	if len(shape) > 1 {
+		if err := backing.T(); err != nil {
+			return nil, err
+		}
+	}
+	if err := tensor.Copy(out, tensor.Materialize(backing)); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Gather copies the sharded tensor into a new row-major host tensor.

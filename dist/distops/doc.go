@@ -63,7 +63,8 @@
 // error wrapping collective.ErrUnavailable; Value and Input exist too, so
 // that their documentation shows, but no grid value can be made.
 //
-// It owns the graph ops and the grid value; it may import dist and kernels (the error types).
+// It owns the graph ops and the grid value; it may import dist, kernels (the error types)
+// and sharding (host tensors in row-major order).
 // The root package mgla does not import it: a program passes On(grid) to
 // mgla.WithGrid, which keeps MPI out of the root package's build.
 package distops

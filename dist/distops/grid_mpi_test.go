@@ -634,17 +634,29 @@ func TestGridRerun(t *testing.T) {
 		on := distops.On(grid)
 		g := G.NewGraph()
 		a0, _, b := operands[float64](rng, n, k)
-		an := input(g, "A", a0)
-		x := G.Must(on.Potrs(G.Must(on.Distribute(an, nb)), input(g, "B", b), 0))
+		an, bn := input(g, "A", a0), input(g, "B", b)
+		x := G.Must(on.Potrs(G.Must(on.Distribute(an, nb)), bn, 0))
 		var xv, xg G.Value
 		G.Read(x, &xv)
 		G.Read(G.Must(on.Gather(x, -1)), &xg)
 		vm := G.NewTapeMachine(g)
-		for pass := range 2 {
+		for pass := range 3 {
 			a := a0
-			if pass == 1 {
+			if pass >= 1 {
 				a = spd[float64](rng, n)
 				if err := G.Let(an, a.Clone()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if pass == 2 { // B bound column-major (tensor.AsFortran): read in its logical order
+				bd := b.Data().([]float64)
+				cm := make([]float64, n*k)
+				for i := range n {
+					for j := range k {
+						cm[i+j*n] = bd[i*k+j]
+					}
+				}
+				if err := G.Let(bn, tensor.New(tensor.WithShape(n, k), tensor.WithBacking(cm), tensor.AsFortran(nil))); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -452,8 +453,8 @@ func rowMajor[T dist.Scalar](v G.Value) (r, c int, rm []T, err error) {
 	if r*c == 0 {
 		return r, c, nil, nil
 	}
-	if d.IsView() {
-		d = d.Materialize().(*tensor.Dense)
+	if d, err = sharding.RowMajorDense(d); err != nil { // views, column-major tensors
+		return 0, 0, nil, fmt.Errorf("%w: %v", dist.ErrBadInput, err)
 	}
 	return r, c, d.Data().([]T), nil
 }
