@@ -58,7 +58,9 @@
 // order tile the rows, right-hand sides and solutions are the rank's block,
 // and the values vector holds the rank's entries. Every rank builds the same
 // graph and runs it together (SPMD); the answer equals one process's. Bad
-// input found on one rank fails the run on every rank, and new values on
+// input found on one rank fails the run on every rank with the same
+// sentinel (ErrBadInput, ErrBadMatrix, ErrNonFinite or ErrZeroDiagonal: the
+// first kind any rank found), and new values on
 // any rank make every rank load and set up again. Gradients come back by
 // blocks too: each rank gets the gradient of its own values and its own
 // block of b. A parameter shared by all ranks (a scalar coefficient every

@@ -223,7 +223,11 @@ int mh_load(mh_engine *e, const double *vals, char *err, int errlen) {
 		CHECK(HYPRE_IJMatrixSetRowSizes(e->ij, e->ncols), "IJMatrixSetRowSizes");
 		CHECK(HYPRE_IJMatrixInitialize(e->ij), "IJMatrixInitialize");
 	}
-	CHECK(HYPRE_IJMatrixSetValues(e->ij, e->nrows, e->ncols, e->rows, e->cols, vals), "IJMatrixSetValues");
+	// A rank whose rows hold no entries passes no values (hypre refuses a
+	// NULL array), but still assembles: Assemble is collective.
+	if (vals != NULL) {
+		CHECK(HYPRE_IJMatrixSetValues(e->ij, e->nrows, e->ncols, e->rows, e->cols, vals), "IJMatrixSetValues");
+	}
 	CHECK(HYPRE_IJMatrixAssemble(e->ij), "IJMatrixAssemble");
 	void *obj;
 	CHECK(HYPRE_IJMatrixGetObject(e->ij, &obj), "IJMatrixGetObject");

@@ -37,7 +37,9 @@ var errNoHypre = fmt.Errorf("%w: sparse: hypre (BoomerAMG and its Krylov solvers
 type Status int
 
 const (
-	// Success: the relative residual reached the tolerance.
+	// Success: the relative residual reached the tolerance, checked once
+	// more on the true residual ‖b − A·x‖/‖b‖ after the method stopped (the
+	// recurrences' residuals drift from it on nearly singular systems).
 	Success Status = iota
 	// NotConverged: the iteration limit was reached first.
 	NotConverged

@@ -486,3 +486,69 @@ func TestPoisson3D(t *testing.T) {
 	_, err = Poisson3D(3, 20, 10)
 	require.ErrorIs(t, err, ErrBadInput)
 }
+
+// TestReviewedEdges (every build, the Go Krylov runs):
+//   - a transpose solve with one huge row detects the asymmetry (the test
+//     of A·r against Aᵀ·r used to call the matrix symmetric and solve with A);
+//   - a nearly singular system that CG's recurrence calls converged is
+//     NotConverged by its true residual;
+//   - a pattern without entries is a zero-diagonal error, not a panic.
+func TestReviewedEdges(t *testing.T) {
+	// [[1e14 0 0] [0 1 1] [0 0 1]]: Aᵀ·x = (0, 1, 1) has x = (0, 1, 0).
+	a, err := FromTriplets(3, []int{0, 1, 1, 2}, []int{0, 1, 2, 2}, []float64{1e14, 1, 1, 1})
+	require.NoError(t, err)
+	for _, kind := range []runKind{runBiCGStab} {
+		s, err := NewSolver(a.Pattern, WithPrecond(Jacobi))
+		require.NoError(t, err)
+		x, err := s.run(kind, true, a.Values, []float64{0, 1, 1})
+		require.NoError(t, err)
+		require.InDeltaSlice(t, []float64{0, 1, 0}, x, 1e-12)
+		s.Close()
+	}
+	// 1-D Neumann Laplacian plus 1e-12·I, n = 40: CG's recurrence reaches
+	// 1e-8 while the true residual stays near 1e-4.
+	const n = 40
+	tr := triplets{n: n}
+	for i := range n {
+		d := 2.0 + 1e-12
+		if i == 0 || i == n-1 {
+			d = 1 + 1e-12
+		}
+		tr.rows, tr.cols, tr.vals = append(tr.rows, i), append(tr.cols, i), append(tr.vals, d)
+		if i > 0 {
+			tr.rows, tr.cols, tr.vals = append(tr.rows, i, i-1), append(tr.cols, i-1, i), append(tr.vals, -1, -1)
+		}
+	}
+	lap := tr.whole(t)
+	b := randVec(testRNG(t, 71), n)
+	for _, p := range []Precond{Jacobi, NoPrecond} {
+		s, err := NewSolver(lap.Pattern, WithPrecond(p), WithTolerance(1e-8))
+		require.NoError(t, err)
+		x, err := s.run(runCG, false, lap.Values, b)
+		info := s.lastInfo(false)
+		if err == nil { // then the true residual met the tolerance
+			r := make([]float64, n)
+			for k, i := range tr.rows {
+				r[i] += tr.vals[k] * x[tr.cols[k]]
+			}
+			num, den := 0.0, 0.0
+			for i := range r {
+				num += (b[i] - r[i]) * (b[i] - r[i])
+				den += b[i] * b[i]
+			}
+			require.LessOrEqual(t, math.Sqrt(num/den), 1e-8*(1+1e-6), "%v: Success with the true residual above the tolerance", p)
+		} else {
+			require.ErrorIs(t, err, ErrNotConverged, "%v", p)
+			require.Equal(t, NotConverged, info.Status)
+		}
+		s.Close()
+	}
+	// A 2×2 pattern without entries.
+	empty, err := NewCSR[float64](2, []int{0, 0, 0}, nil, nil)
+	require.NoError(t, err)
+	s, err := NewSolver(empty.Pattern, WithPrecond(Jacobi))
+	require.NoError(t, err)
+	_, err = s.run(runCG, false, empty.Values, []float64{1, 1})
+	require.ErrorIs(t, err, ErrZeroDiagonal)
+	s.Close()
+}
