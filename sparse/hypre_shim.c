@@ -305,6 +305,9 @@ int mh_setup(mh_engine *e, int t, char *err, int errlen) {
 		e->krylov[t] = k;
 		CHECK(HYPRE_PCGSetTwoNorm(k, 1), "PCGSetTwoNorm");
 		CHECK(HYPRE_PCGSetTol(k, c->tol), "PCGSetTol");
+		// The recurrence's residual drifts from the true one on nearly
+		// singular systems: hypre checks the true residual before it stops.
+		CHECK(HYPRE_PCGSetRecomputeResidual(k, 1), "PCGSetRecomputeResidual");
 		CHECK(HYPRE_PCGSetMaxIter(k, c->max_iter), "PCGSetMaxIter");
 		CHECK(HYPRE_PCGSetLogging(k, 1), "PCGSetLogging");
 		CHECK(HYPRE_PCGSetPrintLevel(k, (c->print_level & 2) ? 2 : 0), "PCGSetPrintLevel");
