@@ -674,7 +674,12 @@ func (e *engine) identities(c *collective.Call) ([]cu.DevicePtr, error) {
 			if host == nil {
 				err = cu.MemsetD8Async(out[i], 0, int64(bytes), e.streams[i])
 			} else {
-				err = cu.MemcpyHtoD(out[i], unsafe.Pointer(&host[0]), int64(bytes))
+				// On the rank's stream, ordered before the reductions that read
+				// it: a synchronous copy from pageable memory may return before
+				// its DMA lands, and the non-blocking stream does not wait for
+				// it (Scan min read an earlier call's identities, 1s of a
+				// product, at the same address: call 16).
+				err = cu.MemcpyHtoDAsync(out[i], unsafe.Pointer(&host[0]), int64(bytes), e.streams[i])
 			}
 		}
 		if err != nil {
