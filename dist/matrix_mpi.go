@@ -406,16 +406,10 @@ func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) 
 	if kind == collective.AllReduce || kind == collective.Reduce {
 		return assemble(g, kind, root, send, recv)
 	}
-	sb, err := sharding.NewHostBuffer(send)
+	call, err := hostCall(kind, root, dtypeOf[T](), send, recv)
 	if err != nil {
 		return err
 	}
-	rb, err := sharding.NewHostBuffer(recv)
-	if err != nil {
-		return err
-	}
-	call := &collective.Call{Kind: kind, Op: collective.Sum, Root: root, Dtype: dtypeOf[T](), Count: max(len(send), len(recv)),
-		Send: []sharding.Buffer{sb}, Recv: []sharding.Buffer{rb}, Name: "dist." + kind.String()}
 	switch kind {
 	case collective.Send:
 		call.Dest, call.Tag, call.Recv = []int{root}, rebandTag, nil
@@ -451,21 +445,31 @@ func bitsOf[I int32 | int64, T Scalar](xs []T) []I {
 
 // collectBits is the integer sum of assemble.
 func collectBits[I int32 | int64](g *Grid, kind collective.Kind, root int, send, recv []I) error {
-	sb, err := sharding.NewHostBuffer(send)
-	if err != nil {
-		return err
-	}
-	rb, err := sharding.NewHostBuffer(recv)
-	if err != nil {
-		return err
-	}
 	var i I
 	dt := tensor.Int64
 	if unsafe.Sizeof(i) == 4 {
 		dt = tensor.Int32
 	}
-	return g.comm.Do(&collective.Call{Kind: kind, Op: collective.Sum, Root: root, Dtype: dt, Count: max(len(send), len(recv)),
-		Send: []sharding.Buffer{sb}, Recv: []sharding.Buffer{rb}, Name: "dist." + kind.String()})
+	call, err := hostCall(kind, root, dt, send, recv)
+	if err != nil {
+		return err
+	}
+	return g.comm.Do(call)
+}
+
+// hostCall is the call of kind (a sum where it reduces) on the host slices
+// send and recv of dtype dt.
+func hostCall[E any](kind collective.Kind, root int, dt tensor.Dtype, send, recv []E) (*collective.Call, error) {
+	sb, err := sharding.NewHostBuffer(send)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := sharding.NewHostBuffer(recv)
+	if err != nil {
+		return nil, err
+	}
+	return &collective.Call{Kind: kind, Op: collective.Sum, Root: root, Dtype: dt, Count: max(len(send), len(recv)),
+		Send: []sharding.Buffer{sb}, Recv: []sharding.Buffer{rb}, Name: "dist." + kind.String()}, nil
 }
 
 // Clone is a copy of m on the same grid (local, no communication).

@@ -151,3 +151,34 @@ func nodeFloats(t testing.TB, v G.Value) []float64 {
 	require.NoError(t, err)
 	return slices.Clone(f)
 }
+
+// neumann1D is the 1-D Laplacian of order n with Neumann ends (singular:
+// constants are its null space) plus shift·I.
+func neumann1D(n int, shift float64) triplets {
+	tr := triplets{n: n}
+	for i := range n {
+		d := 2 + shift
+		if i == 0 || i == n-1 {
+			d = 1 + shift
+		}
+		tr.rows, tr.cols, tr.vals = append(tr.rows, i), append(tr.cols, i), append(tr.vals, d)
+		if i > 0 {
+			tr.rows, tr.cols, tr.vals = append(tr.rows, i, i-1), append(tr.cols, i-1, i), append(tr.vals, -1, -1)
+		}
+	}
+	return tr
+}
+
+// residual is the true relative residual ‖b − A·x‖/‖b‖.
+func (t triplets) residual(x, b []float64) float64 {
+	r := slices.Clone(b)
+	for k, i := range t.rows {
+		r[i] -= t.vals[k] * x[t.cols[k]]
+	}
+	num, den := 0.0, 0.0
+	for i := range r {
+		num += r[i] * r[i]
+		den += b[i] * b[i]
+	}
+	return math.Sqrt(num / den)
+}
