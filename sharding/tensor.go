@@ -233,9 +233,9 @@ func (t *Tensor) Gather() (*tensor.Dense, error) {
 
 // GatherInto copies the sharded tensor into the row-major host tensor d of
 // the same shape and dtype (reusing d's memory: no allocation, no first-touch
-// page faults). d must own its contiguous memory: a view (Slice) or a lazily
-// transposed d (T without Transpose) is refused; Gather into a new tensor
-// instead.
+// page faults). d must own its contiguous memory in row-major order: a view
+// (Slice), a lazily transposed d (T without Transpose) or a column-major d
+// (tensor.AsFortran) is refused; Gather into a new tensor instead.
 func (t *Tensor) GatherInto(d *tensor.Dense) error {
 	if err := t.usable(); err != nil {
 		return err
