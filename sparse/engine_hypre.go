@@ -190,6 +190,17 @@ func (h *hypreEngine) gather(local []float64) ([]float64, error) {
 	return global, nil
 }
 
+func (h *hypreEngine) maxAll(x float64) (float64, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	buf := make([]C.char, errLen)
+	v := C.double(x)
+	if rc := C.mh_allreduce_max(h.e, &v, &buf[0], errLen); rc != 0 {
+		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	}
+	return float64(v), nil
+}
+
 func (h *hypreEngine) agree(ok bool) (bool, error) {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()

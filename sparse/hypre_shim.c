@@ -437,6 +437,16 @@ int mh_allreduce_sum(mh_engine *e, double *v, char *err, int errlen) {
 	return 0;
 }
 
+int mh_allreduce_max(mh_engine *e, double *v, char *err, int errlen) {
+	double in = *v;
+	int rc = MPI_Allreduce(&in, v, 1, MPI_DOUBLE, MPI_MAX, e->comm);
+	if (rc != MPI_SUCCESS) {
+		snprintf(err, errlen, "MPI_Allreduce failed (%d)", rc);
+		return rc;
+	}
+	return 0;
+}
+
 int mh_agree(mh_engine *e, int ok, int *all, char *err, int errlen) {
 	int rc = MPI_Allreduce(&ok, all, 1, MPI_INT, MPI_LAND, e->comm);
 	if (rc != MPI_SUCCESS) {

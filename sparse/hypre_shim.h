@@ -29,6 +29,7 @@ int mh_solve(mh_engine *e, int trans, const double *b, double *x, int *iters, do
 int mh_vcycle(mh_engine *e, int trans, const double *r, double *z, char *err, int errlen);
 int mh_matvec(mh_engine *e, int trans, const double *x, double *y, char *err, int errlen);
 int mh_allreduce_sum(mh_engine *e, double *v, char *err, int errlen);
+int mh_allreduce_max(mh_engine *e, double *v, char *err, int errlen);
 int mh_agree(mh_engine *e, int ok, int *all, char *err, int errlen);
 int mh_gather(mh_engine *e, const double *local, double *global, char *err, int errlen);
 void mh_free_hierarchies(mh_engine *e);

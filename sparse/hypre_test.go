@@ -336,3 +336,32 @@ func TestTrueResidualDecides(t *testing.T) {
 		require.LessOrEqual(t, res, 1e-8*(1+1e-6))
 	}
 }
+
+// TestExtremeRightHandSidesHypre: hypre's methods on right-hand sides near
+// 1e200 (hypre's own norms overflowed: "INFs and/or NaNs detected in input")
+// and below 1e-300.
+func TestExtremeRightHandSidesHypre(t *testing.T) {
+	rng := testRNG(t, 85)
+	tr := laplace2D(rng, 6, 5, 0)
+	a := tr.whole(t)
+	b := randVec(rng, tr.n)
+	for _, f := range []float64{1e200, 1e-305} {
+		bf := make([]float64, len(b))
+		for i, v := range b {
+			bf[i] = v * f
+		}
+		for _, m := range []Method{PCG, AMG, BiCGStab, GMRES} {
+			s, err := NewSolver(a.Pattern, WithMethod(m))
+			require.NoError(t, err)
+			x, info, err := s.SolveValues(a.Values, bf, false)
+			require.NoError(t, err, "%v ×%g", m, f)
+			require.Equal(t, Success, info.Status)
+			ref, _, err := s.SolveValues(a.Values, b, false)
+			require.NoError(t, err)
+			for i := range x {
+				require.InDelta(t, ref[i], x[i]/f, 1e-6*(1+math.Abs(ref[i])), "%v ×%g: x[%d]", m, f, i)
+			}
+			s.Close()
+		}
+	}
+}

@@ -29,6 +29,8 @@ type engine interface {
 	gather(local []float64) ([]float64, error)
 	// agree is true on every rank when ok is true on every rank.
 	agree(ok bool) (bool, error)
+	// maxAll is the largest x of the ranks.
+	maxAll(x float64) (float64, error)
 	// free drops the hierarchies (the matrix stays); close releases all.
 	free()
 	close()
@@ -204,6 +206,12 @@ func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, 
 	x := make([]float64, p.Rows())
 	var info Info
 	var err error
+	shift := 0 // b was scaled by 2^shift
+	if kind != runPrecond {
+		if b, shift, err = s.scaled(b); err != nil {
+			return nil, fmt.Errorf("sparse: %s: %w", name, err)
+		}
+	}
 	start := time.Now()
 	switch kind {
 	case runSolve:
@@ -264,7 +272,36 @@ func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, 
 	if info.Status != Success && !s.cfg.statusOnly {
 		return nil, &StatusError{Op: fmt.Sprintf("%s (%v)", name, s.methodName(kind)), Info: info}
 	}
+	if shift != 0 {
+		for i := range x {
+			x[i] = math.Ldexp(x[i], -shift)
+		}
+	}
 	return x, nil
+}
+
+// scaled returns b times 2^shift, the power of two that brings its largest
+// entry (over the ranks) to [½, 1) when that entry is beyond 2^±500, and
+// shift; else b and 0. The methods' norms square b's entries, which then
+// overflowed (b near 1e200: hypre's generic error, Diverged with a NaN
+// residual in the Go runs) or underflowed; the solve is linear and the
+// residuals relative, so x is the solution for b·2^shift times 2^-shift,
+// exactly but for x's own range.
+func (s *Solver) scaled(b []float64) ([]float64, int, error) {
+	local := 0.0
+	for _, v := range b {
+		local = max(local, math.Abs(v))
+	}
+	top, err := s.eng.maxAll(local)
+	if err != nil || top == 0 || (top < 0x1p500 && top > 0x1p-500) {
+		return b, 0, err
+	}
+	_, e := math.Frexp(top)
+	bs := make([]float64, len(b))
+	for i, v := range b {
+		bs[i] = math.Ldexp(v, -e)
+	}
+	return bs, -e, nil
 }
 
 func (s *Solver) methodName(kind runKind) string {

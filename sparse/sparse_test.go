@@ -533,3 +533,29 @@ func TestReviewedEdges(t *testing.T) {
 	require.ErrorIs(t, err, ErrZeroDiagonal)
 	s.Close()
 }
+
+// TestExtremeRightHandSides: right-hand sides near 1e200 and below 1e-300
+// are solved, not lost to ‖b‖² overflowing or underflowing (Diverged with a
+// NaN residual before); the solve runs on b scaled by a power of two.
+func TestExtremeRightHandSides(t *testing.T) {
+	a, err := FromTriplets(3, []int{0, 1, 2}, []int{0, 1, 2}, []float64{2, 4, 8})
+	require.NoError(t, err)
+	for _, c := range []struct{ b, want []float64 }{
+		{[]float64{1e200, 2e200, 4e200}, []float64{5e199, 5e199, 5e199}},
+		{[]float64{-1e300, 4e300, 8e300}, []float64{-5e299, 1e300, 1e300}},
+		{[]float64{2e-310, 0, 0}, []float64{1e-310, 0, 0}},
+	} {
+		for _, kind := range []runKind{runCG, runBiCGStab} {
+			for _, p := range []Precond{Jacobi, NoPrecond} {
+				s, err := NewSolver(a.Pattern, WithPrecond(p))
+				require.NoError(t, err)
+				x, err := s.run(kind, false, a.Values, c.b)
+				require.NoError(t, err, "%v %v b=%v", kind, p, c.b)
+				for i := range x {
+					require.InDelta(t, c.want[i], x[i], 1e-12*math.Abs(c.want[i]), "%v %v b=%v", kind, p, c.b)
+				}
+				s.Close()
+			}
+		}
+	}
+}
