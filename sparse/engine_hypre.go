@@ -171,9 +171,14 @@ func (h *hypreEngine) dot(a, b []float64) (float64, error) {
 	for i, x := range a {
 		s += x * b[i]
 	}
+	return h.allreduce(s, false)
+}
+
+// allreduce is x summed over the ranks, or their maximum.
+func (h *hypreEngine) allreduce(x float64, takeMax bool) (float64, error) {
 	buf := make([]C.char, errLen)
-	v := C.double(s)
-	if rc := C.mh_allreduce_sum(h.e, &v, &buf[0], errLen); rc != 0 {
+	v := C.double(x)
+	if rc := C.mh_allreduce(h.e, &v, cbool(takeMax), &buf[0], errLen); rc != 0 {
 		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
 	}
 	return float64(v), nil
@@ -193,12 +198,7 @@ func (h *hypreEngine) gather(local []float64) ([]float64, error) {
 func (h *hypreEngine) maxAll(x float64) (float64, error) {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()
-	buf := make([]C.char, errLen)
-	v := C.double(x)
-	if rc := C.mh_allreduce_max(h.e, &v, &buf[0], errLen); rc != 0 {
-		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
-	}
-	return float64(v), nil
+	return h.allreduce(x, true)
 }
 
 func (h *hypreEngine) agree(ok bool) (bool, error) {
