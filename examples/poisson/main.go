@@ -2,9 +2,11 @@
 // (7-point finite differences, zero boundary values, n³ unknowns) with
 // BoomerAMG-preconditioned conjugate gradients from package sparse, printing
 // hypre's convergence history, the iterations, the setup and solve times and
-// the true residual; then it learns two PDE coefficients by gradient descent
-// through the solve: (D, κ) of −D·Δu + κ·u = 1 on a small grid, from a
-// solution observed at the true (D, κ).
+// (on one process) the true residual recomputed from the solution; then it
+// learns two PDE coefficients with Adam through the solve: the diffusion
+// coefficients (D₁, D₂) of −∇·(D∇u) = 1, D₁ on the half x < ½ of the cube and
+// D₂ on the other, on a small grid, from a solution observed at the true
+// (D₁, D₂).
 //
 //	go run -tags mpi ./examples/poisson            # 64³, hypre BoomerAMG + PCG
 //	go run -tags mpi ./examples/poisson -n 96
