@@ -810,3 +810,99 @@ func TestSyevdRepeatedEigenvalues(t *testing.T) {
 		}
 	}
 }
+
+// TestSyevdRepeatedEigenvaluesRotated: A = Q·diag(1, 2, 2, 3, …)·Qᵀ for a
+// random orthogonal Q, rounded to the dtype. Its computed copies of the
+// double eigenvalue differ by several ulps of max|w| (up to about 10 at
+// n = 3), so the eigenvector gradient of a cost that uses every eigenvector
+// must still be ErrRepeatedEigenvalues, not a value of order 1/ulp.
+func TestSyevdRepeatedEigenvaluesRotated(t *testing.T) {
+	rng := grRNG(t, 3)
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		for _, n := range []int{3, 4, 5, 8} {
+			for trial := range 25 {
+				name := fmt.Sprintf("%v/n=%d/trial %d", dt, n, trial)
+				q := randomOrthogonal(rng, n)
+				a := make([]float64, n*n)
+				for i := range n {
+					for j := range n {
+						for k := range n {
+							lambda := float64(k)
+							if k > 1 {
+								lambda = float64(k - 1) // 0, 1, 1, 2, …: 1 is double
+							}
+							a[i*n+j] += q[i*n+k] * (lambda + 1) * q[j*n+k]
+						}
+					}
+				}
+				for i := range n { // exactly symmetric
+					for j := range i {
+						a[j*n+i] = a[i*n+j]
+					}
+				}
+				var backing any = a
+				if dt == tensor.Float32 {
+					a32 := make([]float32, n*n)
+					for i, x := range a {
+						a32[i] = float32(x)
+					}
+					backing = a32
+				}
+				weights := make([]float64, n*n)
+				weights32 := make([]float32, n*n)
+				for i := range weights {
+					weights[i] = rng.NormFloat64()
+					weights32[i] = float32(weights[i])
+				}
+				var weightBacking any = weights
+				if dt == tensor.Float32 {
+					weightBacking = weights32
+				}
+				g := G.NewGraph()
+				an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"),
+					G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(backing))))
+				_, v, err := mgla.Syevd(an)
+				require.NoError(t, err, name)
+				wn := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("W"),
+					G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(weightBacking))))
+				cost := G.Must(G.Sum(G.Must(G.HadamardProd(G.Must(G.HadamardProd(v, v)), wn))))
+				_, err = G.Grad(cost, an)
+				require.NoError(t, err, name)
+				m := G.NewTapeMachine(g)
+				err = m.RunAll()
+				m.Close()
+				if !errors.Is(mgla.Cause(err), mgla.ErrRepeatedEigenvalues) {
+					gv, _ := an.Grad()
+					t.Fatalf("%s: err = %v, want ErrRepeatedEigenvalues (gradient %v)", name, err, gv)
+				}
+			}
+		}
+	}
+}
+
+// randomOrthogonal is a random n×n orthogonal matrix, row-major: the product
+// of n Householder reflections with Gaussian vectors.
+func randomOrthogonal(rng *rand.Rand, n int) []float64 {
+	q := make([]float64, n*n)
+	for i := range n {
+		q[i*n+i] = 1
+	}
+	u := make([]float64, n)
+	for range n {
+		var uu float64
+		for i := range u {
+			u[i] = rng.NormFloat64()
+			uu += u[i] * u[i]
+		}
+		for r := range n { // q ← q·(I − 2uuᵀ/uᵀu)
+			var qu float64
+			for i := range n {
+				qu += q[r*n+i] * u[i]
+			}
+			for i := range n {
+				q[r*n+i] -= 2 * qu / uu * u[i]
+			}
+		}
+	}
+	return q
+}

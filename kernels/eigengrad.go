@@ -15,8 +15,9 @@ import "math"
 // NaN.
 
 // EigenGapTolerance is the gap below which two of the eigenvalues w count as
-// equal: n·ε·max|w|, the rounding of eigenvalues computed backward stably,
-// ε the unit roundoff of single precision (single) or of double.
+// equal: max(n, minGapUlps)·ε·max|w|, the rounding of eigenvalues computed
+// backward stably, ε the unit roundoff of single precision (single) or of
+// double.
 func EigenGapTolerance(w []float64, single bool) float64 {
 	eps := dlamchE
 	if single {
@@ -26,8 +27,16 @@ func EigenGapTolerance(w []float64, single bool) float64 {
 	for _, x := range w {
 		top = max(top, math.Abs(x))
 	}
-	return float64(len(w)) * eps * top
+	return float64(max(len(w), minGapUlps)) * eps * top
 }
+
+// minGapUlps is the smallest tolerance of EigenGapTolerance in units of
+// ε·max|w|. n·ε alone is below the rounding of small matrices: the computed
+// copies of a double eigenvalue of Q·diag(1, 2, 2)·Qᵀ (Q random orthogonal,
+// A rounded to float64) differ by up to about 10·ε·max|w| at n = 3 and
+// 7·ε·max|w| at n = 5, and a gap of that size taken as distinct makes an
+// eigenvector gradient of order 1/ε instead of ErrRepeatedEigenvalues.
+const minGapUlps = 64
 
 // EigenvectorTerm is (F∘M)_ij for i ≠ j from m = M_ij and mt = M_ji:
 // m/(wj − wi) when |wj − wi| > gap, else 0 if m and mt are both zero and
