@@ -906,3 +906,59 @@ func randomOrthogonal(rng *rand.Rand, n int) []float64 {
 	}
 	return q
 }
+
+// TestGradientBeyondRange: forward results in range whose gradient is not
+// (its products overflow) give ErrNonFinite, on both machines, as the
+// forward ops do, not a silent NaN or Inf.
+func TestGradientBeyondRange(t *testing.T) {
+	cases := []struct {
+		name string
+		dt   tensor.Dtype
+		a    []float64
+		k    int // right-hand sides of Potrs; 0: Potri
+	}{
+		{"Potrs float64 diag(1e-160, 1), 2 columns", tensor.Float64, []float64{1e-160, 0, 0, 1}, 2},
+		{"Potrs float64 diag(1e-160, 1), 1 column", tensor.Float64, []float64{1e-160, 0, 0, 1}, 1},
+		{"Potri float32 diag(1e-20, 1)", tensor.Float32, []float64{1e-20, 0, 0, 1}, 0},
+	}
+	for _, c := range cases {
+		for _, lisp := range []bool{false, true} {
+			name := fmt.Sprintf("%s/lisp=%v", c.name, lisp)
+			g := G.NewGraph()
+			a := G.NewMatrix(g, c.dt, G.WithShape(2, 2), G.WithName("A"), G.WithValue(grTensor(c.dt, []int{2, 2}, c.a)))
+			var out *G.Node
+			var err error
+			if c.k == 0 {
+				out, err = mgla.Potri(a)
+			} else {
+				b := G.NewMatrix(g, c.dt, G.WithShape(2, c.k), G.WithName("B"), G.WithValue(grTensor(c.dt, []int{2, c.k}, []float64{1, 1, 1, 1}[:2*c.k])))
+				out, err = mgla.Potrs(a, b)
+			}
+			require.NoError(t, err, name)
+			cost := G.Must(G.Sum(out))
+			var m G.VM
+			if lisp {
+				m = G.NewLispMachine(g)
+			} else {
+				_, err := G.Grad(cost, a)
+				require.NoError(t, err, name)
+				m = G.NewTapeMachine(g)
+			}
+			err = m.RunAll()
+			m.Close()
+			require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", name, err)
+		}
+	}
+}
+
+// grTensor is a host tensor of dtype dt (float32 or float64) holding v.
+func grTensor(dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
+	if dt == tensor.Float32 {
+		v32 := make([]float32, len(v))
+		for i, x := range v {
+			v32[i] = float32(x)
+		}
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v32))
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), v...)))
+}

@@ -109,6 +109,9 @@ func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err erro
 	}
 	gemm('N', 'T', T(-0.5), bbar, x, 0, abar)
 	gemm('N', 'T', T(-0.5), x, bbar, 1, abar)
+	if err := finiteGradient("PotrsGrad", abar); err != nil {
+		return nil, nil, err
+	}
 	return abar, bbar, nil
 }
 
@@ -138,6 +141,9 @@ func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err 
 	gemm('N', 'T', -1, bbar, u, 0, lbar)
 	gemm('N', 'T', -1, x, w, 1, lbar)
 	zeroStrictUpper(lbar)
+	if err := finiteGradient("CholSolveGrad", lbar); err != nil {
+		return nil, nil, err
+	}
 	return lbar, bbar, nil
 }
 
@@ -159,7 +165,7 @@ func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
 	trsm('R', 'N', lo, p) // ·L⁻¹
 	abar := p.Clone()
 	tran(0.5, p, 0.5, abar)
-	return abar, nil
+	return abar, finiteGradient("CholeskyGrad", abar)
 }
 
 // lowerCopy is tril(m).
@@ -199,7 +205,7 @@ func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
 	gemm('N', 'N', 1, c, s, 0, t)
 	abar := s
 	gemm('N', 'N', -1, t, c, 0, abar)
-	return abar, nil
+	return abar, finiteGradient("PotriGrad", abar)
 }
 
 // LogDetGrad is the gradient of log det A: Ā = ḡ·A⁻¹.
@@ -228,7 +234,7 @@ func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matri
 	for i := range abar.Local {
 		abar.Local[i] *= f
 	}
-	return abar, nil
+	return abar, finiteGradient(op, abar)
 }
 
 // SyevdGrad is the gradient of A = V·diag(w)·Vᵀ:
@@ -294,7 +300,19 @@ func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix
 	gemm('N', 'T', 1, t, v, 0, m)
 	abar := m.Clone()
 	tran(0.5, m, 0.5, abar)
-	return abar, nil
+	return abar, finiteGradient("SyevdGrad", abar)
+}
+
+// finiteGradient checks a gradient's result as the forward results are
+// checked: finite operands whose gradient leaves the dtype's range (or a
+// NaN or Inf ḡ of LogDet) are ErrNonFinite on every rank, not a silent Inf
+// or NaN. One AllReduce of the verdict.
+func finiteGradient[T Scalar](op string, abar *Matrix[T]) error {
+	f := failure{}
+	if !finite(abar.Local) {
+		f.code = resultNonFiniteCode
+	}
+	return abar.Grid.agree(op, f)
 }
 
 // fromFloat is x as a T.

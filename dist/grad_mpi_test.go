@@ -382,3 +382,75 @@ func TestGradientOperandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGradientsBeyondRange: finite operands whose gradient leaves the
+// dtype's range are ErrNonFinite on every rank, as the forward results are
+// (they came back as Inf or NaN with no error).
+func TestGradientsBeyondRange(t *testing.T) {
+	t.Run("float32", testGradientsBeyondRange[float32])
+	t.Run("float64", testGradientsBeyondRange[float64])
+}
+
+func testGradientsBeyondRange[T float32 | float64](t *testing.T) {
+	const n, nb = 5, 2
+	tiny := 1e-160 // its reciprocal squared overflows
+	if _, single := any(T(0)).(float32); single {
+		tiny = 1e-20
+	}
+	diag := func(d0 float64) []complex128 {
+		a := make([]complex128, n*n)
+		for i := range n {
+			a[i*n+i] = 1
+		}
+		a[0] = complex(d0, 0)
+		return a
+	}
+	ones := make([]complex128, n*n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		mat := func(xs []complex128) *dist.Matrix[T] {
+			m, err := dist.FromReplicated(g, n, n, nb, conv[T](xs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		a := mat(diag(tiny * tiny)) // L = diag(tiny, 1, …), A⁻¹ in range
+		l, err := dist.Cholesky(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			run  func() error
+		}{
+			{"PotrsGrad", func() error {
+				x, err := dist.Potrs(mat(diag(1/tiny)), mat(ones)) // x = diag(tiny, 1, …)·ones
+				if err != nil {
+					return err
+				}
+				_, _, err = dist.PotrsGrad(l, x, mat(ones))
+				return err
+			}},
+			{"CholeskyGrad", func() error {
+				big := make([]complex128, n*n) // L̄ = ones/tiny: Ā ≈ L̄/tiny off the first diagonal entry
+				for i := range big {
+					big[i] = complex(1/tiny, 0)
+				}
+				_, err := dist.CholeskyGrad(l, mat(big))
+				return err
+			}},
+			{"PotriGrad", func() error { _, err := dist.PotriGrad(mat(diag(1/tiny)), mat(ones)); return err }},
+			{"LogDetGrad of ḡ = Inf", func() error { _, err := dist.LogDetGrad(mat(diag(2)), math.Inf(1)); return err }},
+		} {
+			err := c.run()
+			errorsAgree(t, err)
+			if !errors.Is(err, dist.ErrNonFinite) {
+				t.Errorf("%dx%d %s: %v, want ErrNonFinite", pq[0], pq[1], c.name, err)
+			}
+		}
+	}
+}

@@ -420,6 +420,11 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	default:
 		return fmt.Errorf("unknown backward computation %d", kind)
 	}
+	// As the forward results: a gradient beyond the dtype's range (or from a
+	// NaN or Inf upstream gradient) is ErrNonFinite, not a silent Inf or NaN.
+	if err := kernels.CheckFinite(n, n, dst, n, false); err != nil {
+		return fmt.Errorf("gradient beyond the dtype's range, or from a NaN or Inf upstream gradient: %w", err)
+	}
 	return nil
 }
 
