@@ -14,7 +14,11 @@
 // sub-graphs are merged by Gorgonia: Potrs(A, b) and LogDet(A) on the same A
 // share one Cholesky factorisation, and their gradients reuse it.
 //
-// The ops read the lower triangle of A only (LAPACK's uplo = L). Errors are Go
+// The ops read the lower triangle of A only (LAPACK's uplo = L). The
+// gradient of A is symmetric: the Ā with dcost = ⟨Ā, dA⟩ for every symmetric
+// dA (the convention of JAX and PyTorch), the exact derivative through an A
+// built symmetric; an A that fills only its lower triangle would need
+// 2·Ā_ij below the diagonal, so build A symmetric. Errors are Go
 // errors: builders reject bad shapes, dtypes and options at graph build time;
 // at run time a matrix that is not positive definite gives an error for which
 // errors.Is(mgla.Cause(err), mgla.ErrNotPositiveDefinite) holds.
