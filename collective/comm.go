@@ -148,6 +148,13 @@ type Call struct {
 	// Name is what the error messages call this call (the graph op and
 	// node, say); empty is fine.
 	Name string
+	// Differentiated says that the graph built this call's gradient
+	// (gorgonia.Grad reached its node from the rank's cost). Engines that
+	// compare calls compare it too: a rank whose cost does not depend on a
+	// collective that other ranks differentiate would skip the gradient
+	// collective they wait in, so that is an ErrMismatch at the forward
+	// call, on every rank that takes part in it.
+	Differentiated bool
 }
 
 // SendLen is the number of elements each local rank's send buffer holds

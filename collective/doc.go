@@ -106,11 +106,26 @@
 // value unused), so the collectives of one communicator form a chain that
 // any topological order — TapeMachine's, the LispMachine's, forward and
 // backward — runs in build order, whatever else the graphs of the ranks
-// hold. Gradient collectives are built by Grad, in the same order on every
-// rank. Build the collectives of a communicator in the same order on every
+// hold. Build the collectives of a communicator in the same order on every
 // rank (as an SPMD program does); a rank that builds them in another order
-// gets ErrMismatch (the engine compares each call's kind, dtype and count) or
-// ErrTimeout, both naming the op, not a hang.
+// gets ErrMismatch (the checks compare each call's kind, name, dtype, count,
+// shape, op and root) or ErrTimeout, both naming the op, not a hang. Calls
+// alike in all of those cannot be told apart: two same-shaped sums built in
+// swapped order exchange each other's data with no error. Give each
+// collective its own name (CollectiveName) where ranks could build alike
+// ones in different orders, and alike point-to-point calls between the same
+// ranks different tags (their checks compare dtype, count and shape only,
+// since the two ends' names differ by construction).
+//
+// Gradient collectives are built by Grad, in the same order on every rank,
+// for the collectives on the path to each rank's cost. So every rank's cost
+// must depend on the same collectives (add 0·Σy where a rank's cost leaves
+// a collective's y out): with the checks on, a collective whose gradient
+// some ranks build and others do not is ErrMismatch at its forward call on
+// every rank that takes part in it (the Record compares
+// Call.Differentiated), where it used to be a wrong gradient on the ranks
+// that skipped the gradient collective and ErrTimeout on the others. The
+// LispMachine, which differentiates at run time, is not checked for this.
 //
 // The package owns the Comm interface, the Call descriptor and its checks,
 // the Record that engines exchange to check that every rank makes the same

@@ -75,6 +75,9 @@ type collOp struct {
 	sendFlat   *sharding.Tensor // the flat concatenations of stacked blocks,
 	recvFlat   *sharding.Tensor // one shard per rank
 	adjointRun *collOp          // DoDiff's adjoint (LispMachine)
+	// differentiated: Grad built this node's gradient (SymDiff), which
+	// the calls' checks compare across ranks (Call.Differentiated).
+	differentiated bool
 }
 
 var buildSeq atomic.Uint64
@@ -324,7 +327,8 @@ func (o *collOp) run(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gor
 	if err != nil {
 		return nil, err
 	}
-	call := &Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Shape: shape.Clone(), Name: o.name}
+	call := &Call{Kind: o.kind, Op: o.op, Root: o.root, Dest: o.dest, Src: o.src, Tag: o.tag, Dtype: dt, Count: count, Shape: shape.Clone(), Name: o.name,
+		Differentiated: o.differentiated}
 	return o.runMesh(call, x, outShape)
 }
 
@@ -388,6 +392,7 @@ func (o *collOp) runHost(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) 
 		// inputs).
 		copy(h.outBytes, h.inBytes)
 	}
+	h.call.Differentiated = o.differentiated // Grad may come after a first run
 	if err := o.do(&h.call); err != nil {
 		return nil, err
 	}
@@ -652,6 +657,7 @@ func (o *collOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.
 	if g, err = ops.GradFor(in[0], g); err != nil {
 		return nil, err
 	}
+	o.differentiated = true
 	grads := make(gorgonia.Nodes, len(in))
 	grads[0] = g
 	return grads, nil

@@ -426,6 +426,61 @@ func TestMPIOrderMismatch(t *testing.T) {
 	sameOnEveryRank(t, comm, mgla.Cause(err).Error())
 }
 
+// TestMPIGradientOnSomeRanks: rank 0's cost depends on a collective that
+// the other ranks compute but leave out of theirs, so Grad builds its
+// gradient collective on rank 0 only. Every rank that takes part gets
+// ErrMismatch at the forward call, naming the op and the gradient, instead
+// of rank 0 waiting out the timeout in the gradient collective while the
+// others return a wrong gradient with no error. An AllReduce (every rank)
+// and a SendRecv ring (the ranks of the pairs with rank 0).
+func TestMPIGradientOnSomeRanks(t *testing.T) {
+	comm := newComm(t, mpi.WithTimeout(20*time.Second))
+	size, me := comm.Size(), comm.Rank()
+	if size < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	next, prev := (me+1)%size, (me+size-1)%size
+	for _, c := range []struct {
+		name  string
+		build func(x *G.Node) (*G.Node, error)
+		fails bool // this rank takes part in a transfer that disagrees
+	}{
+		{"share", func(x *G.Node) (*G.Node, error) {
+			return mgla.AllReduce(x, comm, mgla.ReduceSum, mgla.CollectiveName("share"))
+		}, true},
+		{"shift", func(x *G.Node) (*G.Node, error) {
+			return mgla.SendRecv(x, comm, []int{next}, []int{prev}, 3, mgla.CollectiveName("shift"))
+		}, me == 0 || me == 1 || me == size-1},
+	} {
+		var y *G.Node
+		err := runGraph(t, func(g *G.ExprGraph) error {
+			x := input(g, "x", 3)
+			var err error
+			if y, err = c.build(x); err != nil {
+				return err
+			}
+			cost := G.Must(G.Sum(G.Must(G.Square(x))))
+			if me == 0 {
+				cost = G.Must(G.Sum(G.Must(G.Square(y))))
+			}
+			_, err = G.Grad(cost, x)
+			return err
+		})
+		if !c.fails {
+			if err != nil {
+				t.Errorf("%s: rank %d takes part in no transfer with rank 0, got %v", c.name, me, err)
+			}
+		} else if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), "gradient") {
+			t.Errorf("%s: got %v, want ErrMismatch naming the op and its gradient", c.name, err)
+		} else if c.name == "share" {
+			sameOnEveryRank(t, comm, mgla.Cause(err).Error())
+		}
+		if err := world.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMPIMissingPeer: the last rank never runs the graph; the others get
 // ErrTimeout naming the op and that rank within the short timeout.
 func TestMPIMissingPeer(t *testing.T) {

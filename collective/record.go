@@ -26,7 +26,7 @@ type Record struct {
 	Dtype    int64  // DtypeCode, or -1 without data
 	Count    int64  // Call.Count
 	NameHash int64  // FNV-1a of the whole Call.Name
-	Extra    int64  // Split: hash of the color and key of every rank
+	Extra    int64  // Split: hash of the color and key of every rank; calls: 1 when Differentiated
 	Name     string // the first RecordNameBytes bytes of Call.Name
 	// ShapeHash is the FNV-1a of Shape's whole text, Shape the first
 	// RecordShapeBytes bytes of Call.Shape as text ("(2, 3)"; "" when the
@@ -87,6 +87,9 @@ const (
 // are compared pairwise with PairMismatch; their seq is not used.
 func CallRecord(c *Call, seq int64) Record {
 	r := Record{Seq: seq, Kind: int64(c.Kind), Dtype: -1, NameHash: hashName(c.Name), Name: truncate(c.Name, RecordNameBytes)}
+	if c.Differentiated {
+		r.Extra = 1
+	}
 	switch c.Kind {
 	case Barrier:
 		return r
@@ -222,7 +225,25 @@ var recordFields = []struct {
 	{"shape", func(r *Record) int64 { return r.ShapeHash }, func(r *Record) string { return r.Shape }},
 	{"op", func(r *Record) int64 { return r.Op }, func(r *Record) string { return ReduceOp(r.Op).String() }},
 	{"root", func(r *Record) int64 { return r.Root }, func(r *Record) string { return strconv.FormatInt(r.Root, 10) }},
-	{"colors and keys", func(r *Record) int64 { return r.Extra }, func(r *Record) string { return fmt.Sprintf("%016x", uint64(r.Extra)) }},
+	{"colors and keys", func(r *Record) int64 { return splitExtra(r, true) }, func(r *Record) string { return fmt.Sprintf("%016x", uint64(r.Extra)) }},
+	{"gradient", func(r *Record) int64 { return splitExtra(r, false) }, gradientText},
+}
+
+// splitExtra is r.Extra where it means what split asks (the colors and keys
+// of a Split, or Differentiated of a call), else 0.
+func splitExtra(r *Record, split bool) int64 {
+	if (r.Kind == kindSplit) == split {
+		return r.Extra
+	}
+	return 0
+}
+
+// gradientText says whether a call's gradient is built, for messages.
+func gradientText(r *Record) string {
+	if r.Extra != 0 {
+		return "built by Grad"
+	}
+	return "not built (the rank's cost does not depend on this call: make every rank's cost depend on it)"
 }
 
 // CompareRecords returns nil when the records of ranks 0, 1, … agree, and
@@ -301,14 +322,15 @@ func RankList(ranks []int) string {
 }
 
 // PairMismatch describes a point-to-point transfer from rank from to rank
-// to whose sender and receiver disagree on dtype, count or shape, or
-// returns "". Both ends hold both records and write the same text, which an
+// to whose sender and receiver disagree on dtype, count or shape, or on
+// whether their gradient is built (Call.Differentiated), or returns "". Both ends hold both records and write the same text, which an
 // engine returns wrapped in ErrMismatch (joined with "; " when one call has
 // two transfers that disagree): `Send "x" rank 0 → rank 1 (tag 5): rank 0
 // sends 6 float64, rank 1 receives 5 float64`, with the shapes when the
 // calls give them. tag < 0 leaves the tag out (engines without tags).
 func PairMismatch(send, recv *Record, from, to, tag int) string {
-	if send.Dtype == recv.Dtype && send.Count == recv.Count && send.ShapeHash == recv.ShapeHash {
+	sameData := send.Dtype == recv.Dtype && send.Count == recv.Count && send.ShapeHash == recv.ShapeHash
+	if sameData && send.Extra == recv.Extra {
 		return ""
 	}
 	s := recordKindName(send.Kind)
@@ -318,6 +340,10 @@ func PairMismatch(send, recv *Record, from, to, tag int) string {
 	t := ""
 	if tag >= 0 {
 		t = fmt.Sprintf(" (tag %d)", tag)
+	}
+	if sameData {
+		return fmt.Sprintf("%s rank %d → rank %d%s: rank %d's gradient is %s, rank %d's is %s",
+			s, from, to, t, from, gradientText(send), to, gradientText(recv))
 	}
 	side := func(r *Record) string {
 		text := fmt.Sprintf("%d %s", r.Count, recordDtypeName(r.Dtype))

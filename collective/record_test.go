@@ -108,6 +108,9 @@ func TestCompareRecords(t *testing.T) {
 			nil, "Scan #7: rank 0 has count 1, rank 1 has count 2"},
 		{"three values", []Call{base, with(func(c *Call) { c.Count = 1 }), with(func(c *Call) { c.Count = 2 }), base, base},
 			nil, `AllReduce "g" #7: rank 1 has count 1, rank 2 has count 2, ranks 0,3,4 have count 6`},
+		{"gradient", []Call{with(func(c *Call) { c.Differentiated = true }), base, base},
+			nil, `AllReduce "g" #7: rank 0 has gradient built by Grad, ranks 1,2 have gradient not built (the rank's cost does not depend on this call: make every rank's cost depend on it)`},
+		{"gradient everywhere", []Call{with(func(c *Call) { c.Differentiated = true }), with(func(c *Call) { c.Differentiated = true })}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,6 +187,8 @@ func TestPairMismatch(t *testing.T) {
 			`SendRecv "x" rank 0 → rank 1: rank 0 sends 6 float64, rank 1 receives 5 float64`},
 		{"shape", Call{Kind: Recv, Dtype: tensor.Float64, Count: 6, Shape: tensor.Shape{3, 2}}, 5,
 			`SendRecv "x" rank 0 → rank 1 (tag 5): rank 0 sends 6 float64 (2, 3), rank 1 receives 6 float64 (3, 2)`},
+		{"gradient", Call{Kind: SendRecv, Dtype: tensor.Float64, Count: 6, Differentiated: true}, 5,
+			`SendRecv "x" rank 0 → rank 1 (tag 5): rank 0's gradient is not built (the rank's cost does not depend on this call: make every rank's cost depend on it), rank 1's is built by Grad`},
 	}
 	shaped := CallRecord(&Call{Kind: SendRecv, Dtype: tensor.Float64, Count: 6, Shape: tensor.Shape{2, 3}, Name: "x"}, 0)
 	for _, tc := range cases {

@@ -96,7 +96,8 @@
 //     and MPI does not catch that (a shorter message fills part of a longer
 //     receive; BENCHMARKS.md, "Collectives as graph ops").
 //   - Send, Recv and SendRecv: the two ends of each transfer swap their
-//     records (dtype, count, name) on the metadata communicator with tags
+//     records (dtype, count, shape, whether the gradient is built; the
+//     names only for messages) on the metadata communicator with tags
 //     2·Tag+1 (sender to receiver) and 2·Tag+2 (receiver to sender); data
 //     moves only when they agree, and both ends return the same ErrMismatch
 //     when they do not ("Send "x" rank 0 → rank 1 (tag 5): rank 0 sends 6
