@@ -100,6 +100,11 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 	if comm == nil {
 		return nil, bad("nil communicator")
 	}
+	if !reflect.TypeOf(comm).Comparable() {
+		// The chain of a communicator's nodes and the reversed
+		// communicators are keyed by it.
+		return nil, bad("communicator of type %T cannot be compared with ==: pass a pointer to it", comm)
+	}
 	if x == nil && s.kind != Recv {
 		return nil, bad("nil input node")
 	}

@@ -521,12 +521,26 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		{"sharded value on a process communicator", func() (*G.Node, error) { return AllReduceNode(other, self, Sum) }, sharding.ErrMeshMismatch},
 		{"nil communicator", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Float64), nil, Sum) }, ErrBadCall},
 		{"recv into a nil graph", func() (*G.Node, error) { return RecvNode(nil, self, tensor.Shape{3}, tensor.Float64, 0, 0) }, ErrBadCall},
+		{"communicator not comparable, twice", func() (*G.Node, error) {
+			// (the second build compared it with the first and panicked)
+			c := taggedComm{self, []string{"job"}}
+			if _, err := AllReduceNode(vec(3, tensor.Float64), c, Sum); !errors.Is(err, ErrBadCall) {
+				return nil, fmt.Errorf("first build: %v", err)
+			}
+			return AllReduceNode(vec(3, tensor.Float64), c, Sum)
+		}, ErrBadCall},
 	} {
 		_, err := tc.build()
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
 		}
 	}
+}
+
+// taggedComm is a communicator that == cannot compare (a slice field).
+type taggedComm struct {
+	Comm
+	tags []string
 }
 
 // TestBuildErrorsSayWhat: the build errors that a mistake in the call
