@@ -46,7 +46,12 @@
 //   - process communicator (one local rank: MPI, NCCL with one GPU per
 //     process): the value is a host *tensor.Dense of any rank ≥ 1 holding
 //     this rank's block b = (b₀, b₁, …), and every process builds the same
-//     graph (the NCCL engine copies it to its GPU and the result back);
+//     graph (the NCCL engine copies it to its GPU and the result back). A
+//     scalar node (a per-rank loss: float64, float32, int, int64, int32 or
+//     uint8) takes part in the collectives that keep their shape (AllReduce,
+//     Bcast, Reduce, Scan, SendRecv, Send, Recv, Barrier) as one element and
+//     its value is a Gorgonia scalar; the others need rank ≥ 1 (reshape it
+//     to (1));
 //   - mesh communicator (NewMesh, MeshComm): the value is a
 //     *sharding.Tensor on the communicator's mesh in RowBlocks layout with
 //     equal blocks: global shape (s·b₀, b₁) or (s·b₀) for s = Size() ranks,

@@ -183,6 +183,9 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 		if _, _, err := op.shapes(x.Shape()); err != nil {
 			return nil, err
 		}
+		if err := op.scalarDtype(x.Shape(), x.Dtype()); err != nil {
+			return nil, err
+		}
 		g = x.Graph()
 		children = gorgonia.Nodes{x}
 	} else {
@@ -193,6 +196,9 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 			return nil, bad("%v", err)
 		}
 		if _, _, err := op.shapes(recvShape); err != nil {
+			return nil, err
+		}
+		if err := op.scalarDtype(recvShape, recvDtype); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +234,13 @@ func (o *collOp) shapes(in tensor.Shape) (tensor.Shape, int, error) {
 		return fmt.Errorf("%w: %s: %s", ErrBadCall, o.name, fmt.Sprintf(format, args...))
 	}
 	size := o.comm.Size()
+	if len(in) == 0 && o.mesh == nil && o.keepsShape() {
+		return tensor.Shape{}, 1, nil // a scalar: one element a rank
+	}
 	if len(in) < 1 || in.TotalSize() < 1 {
+		if len(in) == 0 {
+			return nil, 0, bad("needs a non-empty tensor of rank ≥ 1, got a scalar (scalars take part in the collectives that keep their shape, on process communicators: AllReduce, Bcast, Reduce, Scan, SendRecv, Send, Recv, Barrier; reshape it to (1) for the others)")
+		}
 		return nil, 0, bad("needs a non-empty tensor of rank ≥ 1, got shape %v", in)
 	}
 	block := in.Clone()
@@ -261,6 +273,16 @@ func (o *collOp) shapes(in tensor.Shape) (tensor.Shape, int, error) {
 	return out, count, nil
 }
 
+// keepsShape reports whether o's output has its input's shape on a
+// process communicator (the kinds a scalar takes part in).
+func (o *collOp) keepsShape() bool {
+	switch o.kind {
+	case AllReduce, Bcast, Reduce, Scan, SendRecv, Send, Recv, Barrier:
+		return true
+	}
+	return false
+}
+
 func (o *collOp) Arity() int           { return o.arity }
 func (o *collOp) ReturnsPtr() bool     { return false }
 func (o *collOp) CallsExtern() bool    { return false }
@@ -271,6 +293,9 @@ func (o *collOp) Type() hm.Type {
 	// Not 'b': Gorgonia's inference names the result so.
 	a, b := hm.TypeVariable('p'), hm.TypeVariable('q')
 	if o.kind == Recv {
+		if len(o.recvShape) == 0 {
+			return hm.NewFnType(b, o.recvDtype)
+		}
 		return hm.NewFnType(b, gorgonia.TensorType{Dims: len(o.recvShape), Of: o.recvDtype})
 	}
 	if o.arity == 2 {
@@ -401,7 +426,43 @@ func (o *collOp) runHost(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) 
 	if err := o.do(&h.call); err != nil {
 		return nil, err
 	}
+	if len(shape) == 0 {
+		return scalarValue(h.out.Data())
+	}
 	return h.out, nil
+}
+
+// scalarValue is x as the Gorgonia scalar value of its type: the value of
+// a scalar node (scalarDtype lists the types that have one).
+func scalarValue(x any) (gorgonia.Value, error) {
+	switch v := x.(type) {
+	case float64:
+		return gorgonia.NewF64(v), nil
+	case float32:
+		return gorgonia.NewF32(v), nil
+	case int:
+		return gorgonia.NewI(v), nil
+	case int64:
+		return gorgonia.NewI64(v), nil
+	case int32:
+		return gorgonia.NewI32(v), nil
+	case uint8:
+		return gorgonia.NewU8(v), nil
+	}
+	return nil, fmt.Errorf("%w: no Gorgonia scalar of type %T", ErrBadCall, x)
+}
+
+// scalarDtype checks that a scalar node (shape ()) of dtype dt has a
+// Gorgonia scalar value; other shapes pass.
+func (o *collOp) scalarDtype(shape tensor.Shape, dt tensor.Dtype) error {
+	if len(shape) != 0 {
+		return nil
+	}
+	switch dt {
+	case tensor.Float64, tensor.Float32, tensor.Int, tensor.Int64, tensor.Int32, tensor.Uint8:
+		return nil
+	}
+	return fmt.Errorf("%w: %s: Gorgonia has no scalar of %v: reshape it to (1)", ErrBadCall, o.name, dt)
 }
 
 // denseSlice is the typed backing slice of a host tensor of a supported
@@ -414,13 +475,16 @@ func denseSlice(d *tensor.Dense) any {
 	return one.Elem().Slice(0, 1).Interface()
 }
 
-// hostDense returns a host value as a contiguous row-major *tensor.Dense.
+// hostDense returns a host value as a contiguous row-major *tensor.Dense
+// (a scalar as one of shape ()).
 func hostDense(v gorgonia.Value) (*tensor.Dense, error) {
 	switch x := v.(type) {
 	case *sharding.Tensor:
 		return x.Gather()
 	case *tensor.Dense:
 		return sharding.RowMajorDense(x)
+	case gorgonia.Scalar:
+		return tensor.New(tensor.FromScalar(x.Data())), nil
 	}
 	return nil, fmt.Errorf("unsupported value %T (want a host tensor)", v)
 }

@@ -426,6 +426,99 @@ func TestMPIOrderMismatch(t *testing.T) {
 	sameOnEveryRank(t, comm, mgla.Cause(err).Error())
 }
 
+// TestMPIGraphScalars: a scalar (a per-rank loss) takes part in the
+// collectives that keep their shape, as one element a rank, and comes back
+// a Gorgonia scalar; the gradient through a scalar AllReduce-sum of
+// w_r·Σ_q s_q, s_q = Σ x_q², is (Σ_q w_q)·2·x_r on both machines.
+func TestMPIGraphScalars(t *testing.T) {
+	comm := newComm(t)
+	size, me := comm.Size(), comm.Rank()
+	xs := func(r int) []float64 { return []float64{float64(r + 1), -2, 0.5 * float64(r)} }
+	loss := func(r int) float64 {
+		var s float64
+		for _, v := range xs(r) {
+			s += v * v
+		}
+		return s
+	}
+	var sum, maxLoss, prefix float64
+	for r := range size {
+		sum += loss(r)
+		maxLoss = max(maxLoss, loss(r))
+		if r <= me {
+			prefix += loss(r)
+		}
+	}
+	build := func(g *G.ExprGraph) (x, s *G.Node) {
+		x = G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking(xs(me)))))
+		return x, G.Must(G.Sum(G.Must(G.Square(x))))
+	}
+	// Forward: every kind that keeps the shape.
+	g := G.NewGraph()
+	_, s := build(g)
+	next, prev := (me+1)%size, (me+size-1)%size
+	outs := []struct {
+		name string
+		node *G.Node
+		want float64
+	}{
+		{"AllReduce sum", G.Must(mgla.AllReduce(s, comm, mgla.ReduceSum)), sum},
+		{"AllReduce max", G.Must(mgla.AllReduce(s, comm, mgla.ReduceMax)), maxLoss},
+		{"Bcast from the last rank", G.Must(mgla.Bcast(s, comm, size-1)), loss(size - 1)},
+		{"Scan sum", G.Must(mgla.Scan(s, comm, mgla.ReduceSum)), prefix},
+		{"SendRecv ring", G.Must(mgla.SendRecv(s, comm, []int{next}, []int{prev}, 1)), loss(prev)},
+	}
+	reduced := G.Must(mgla.Reduce(s, comm, mgla.ReduceSum, 0))
+	m := G.NewTapeMachine(g)
+	if err := m.RunAll(); err != nil {
+		t.Fatal(mgla.Cause(err))
+	}
+	m.Close()
+	for _, o := range outs {
+		v, ok := o.node.Value().(*G.F64)
+		if !ok || float64(*v) != o.want {
+			t.Errorf("%s: got %T %v, want the scalar %v", o.name, o.node.Value(), o.node.Value(), o.want)
+		}
+	}
+	if v, ok := reduced.Value().(*G.F64); !ok || me == 0 && float64(*v) != sum {
+		t.Errorf("Reduce to rank 0: got %T %v, want the scalar %v on rank 0", reduced.Value(), reduced.Value(), sum)
+	}
+	// Gradients.
+	var wsum float64
+	for r := range size {
+		wsum += float64(r + 2)
+	}
+	for _, lisp := range []bool{false, true} {
+		g := G.NewGraph()
+		x, s := build(g)
+		y := G.Must(mgla.AllReduce(s, comm, mgla.ReduceSum))
+		cost := G.Must(G.Mul(y, G.NewConstant(float64(me+2))))
+		var m G.VM
+		if lisp {
+			m = G.NewLispMachine(g)
+		} else {
+			if _, err := G.Grad(cost, x); err != nil {
+				t.Fatal(err)
+			}
+			m = G.NewTapeMachine(g)
+		}
+		if err := m.RunAll(); err != nil {
+			t.Fatalf("lisp=%v: %v", lisp, mgla.Cause(err))
+		}
+		gv, err := x.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gv.Data().([]float64)
+		for i, v := range xs(me) {
+			if want := wsum * 2 * v; math.Abs(got[i]-want) > 1e-12*math.Abs(want) {
+				t.Errorf("lisp=%v: gradient %v, want %v at %d", lisp, got, want, i)
+			}
+		}
+		m.Close()
+	}
+}
+
 // TestMPIGradientOnSomeRanks: rank 0's cost depends on a collective that
 // the other ranks compute but leave out of theirs, so Grad builds its
 // gradient collective on rank 0 only. Every rank that takes part gets

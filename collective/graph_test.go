@@ -521,6 +521,9 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 		{"sharded value on a process communicator", func() (*G.Node, error) { return AllReduceNode(other, self, Sum) }, sharding.ErrMeshMismatch},
 		{"nil communicator", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Float64), nil, Sum) }, ErrBadCall},
 		{"recv into a nil graph", func() (*G.Node, error) { return RecvNode(nil, self, tensor.Shape{3}, tensor.Float64, 0, 0) }, ErrBadCall},
+		{"scalar all-reduce on self", func() (*G.Node, error) { return AllReduceNode(G.NewScalar(g, tensor.Float64), self, Sum) }, nil},
+		{"scalar all-gather", func() (*G.Node, error) { return AllGatherNode(G.NewScalar(g, tensor.Float64), self) }, ErrBadCall},
+		{"scalar on a mesh", func() (*G.Node, error) { return AllReduceNode(G.NewScalar(g, tensor.Float64), mesh, Sum) }, ErrBadCall},
 		{"communicator not comparable, twice", func() (*G.Node, error) {
 			// (the second build compared it with the first and panicked)
 			c := taggedComm{self, []string{"job"}}

@@ -208,6 +208,16 @@ func accumulate(dst, src gorgonia.Value) error {
 		}
 		_, err = tensor.Add(d, s, tensor.UseUnsafe())
 		return err
+	case *gorgonia.F64:
+		if x, ok := src.Data().(float64); ok {
+			*d += gorgonia.F64(x)
+			return nil
+		}
+	case *gorgonia.F32:
+		if x, ok := src.Data().(float32); ok {
+			*d += gorgonia.F32(x)
+			return nil
+		}
 	}
-	return fmt.Errorf("ops: cannot accumulate a gradient into %T", dst)
+	return fmt.Errorf("ops: cannot accumulate a gradient of %T into %T", src, dst)
 }
