@@ -61,7 +61,11 @@
 //
 // Without the mpi build tag On still exists and every method returns an
 // error wrapping collective.ErrUnavailable; Value and Input exist too, so
-// that their documentation shows, but no grid value can be made.
+// that their documentation shows, but no grid value can be made. go doc
+// reads that build, where the methods of Ops say only that they need the
+// tag: their documentation (arguments, block 0 for dist.DefaultBlock,
+// Gather's root, Syevd's vectors, the gradients) is in the mpi-tagged files
+// ops_mpi.go and moves_mpi.go.
 //
 // It owns the graph ops and the grid value; it may import dist, kernels (the error types)
 // and sharding (host tensors in row-major order).

@@ -7,6 +7,9 @@ import (
 	G "gorgonia.org/gorgonia"
 )
 
+// The methods below stand in for the mpi build's; their documentation is
+// in ops_mpi.go and moves_mpi.go.
+
 // unavailable is the error of every op in a build without the mpi tag:
 // no dist.Grid exists, and dist.NewGrid's error (wrapping
 // collective.ErrUnavailable) says why.
