@@ -69,3 +69,54 @@ func TestInputNilAndFreed(t *testing.T) {
 	require.ErrorIs(t, err, sharding.ErrFreed, "%v", err)
 	require.Nil(t, l.Value())
 }
+
+// TestInputNameTaken: a second Input of a name the graph holds panics,
+// where Gorgonia merged it into the first node and dropped its tensor (the
+// ops then read the first matrix, or a host node of that name).
+func TestInputNameTaken(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	a, err := sharding.Put(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{4, 0, 0, 9})), mesh, sharding.Cyclic(1))
+	require.NoError(t, err)
+	g := gorgonia.NewGraph()
+	Input(g, a, "A")
+	gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(2, 2), gorgonia.WithName("H"))
+	for _, name := range []string{"A", "H"} {
+		require.PanicsWithValue(t, `ops.Input("`+name+`"): the graph already has a node of that name`, func() { Input(g, a, name) })
+	}
+}
+
+// TestReadShardedEveryRun: gorgonia.Read of a sharded node (and of an Eigen
+// node) copies its value out on every run, not only the first (the copy
+// after the first needs sharding.Tensor's CopyTo).
+func TestReadShardedEveryRun(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	g := gorgonia.NewGraph()
+	a := gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(2, 2), gorgonia.WithName("A"),
+		gorgonia.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{4, 2, 2, 5}))))
+	ac, err := Shard(a, mesh, sharding.Cyclic(1))
+	require.NoError(t, err)
+	l, err := Cholesky(ac)
+	require.NoError(t, err)
+	e, err := Eigen(ac)
+	require.NoError(t, err)
+	var lv, ev gorgonia.Value
+	gorgonia.Read(l, &lv)
+	gorgonia.Read(e, &ev)
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	for run, c := range []struct{ a, l []float64 }{
+		{[]float64{4, 2, 2, 5}, []float64{2, 0, 1, 2}},
+		{[]float64{9, 3, 3, 5}, []float64{3, 0, 1, 2}},
+		{[]float64{16, 4, 4, 5}, []float64{4, 0, 1, 2}},
+	} {
+		require.NoError(t, gorgonia.Let(a, tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(c.a))))
+		require.NoError(t, m.RunAll(), "run %d", run)
+		got, err := lv.(*sharding.Tensor).Gather()
+		require.NoError(t, err)
+		require.InDeltaSlice(t, c.l, got.Data(), 1e-15, "run %d", run)
+		require.NotNil(t, ev, "run %d", run)
+		m.Reset()
+	}
+}

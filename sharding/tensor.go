@@ -370,6 +370,17 @@ func (t *Tensor) Clone() (interface{}, error) {
 	return out, nil
 }
 
+// CopyTo copies t into dest, a *Tensor of the same mesh, shape and dtype in
+// any layout (gorgonia.CopierTo): gorgonia.Read clones a node's value on a
+// machine's first run and copies it into that clone on every later run.
+func (t *Tensor) CopyTo(dest interface{}) error {
+	d, ok := dest.(*Tensor)
+	if !ok || d == nil {
+		return fmt.Errorf("sharding: cannot copy a sharded tensor into a %T", dest)
+	}
+	return t.RelayoutInto(d)
+}
+
 // Zero sets every element to zero. It cannot return an error
 // (gorgonia.Zeroer), so on a freed (or nil or zero) tensor it does nothing.
 func (t *Tensor) Zero() {
