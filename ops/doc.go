@@ -19,7 +19,8 @@
 // tensor.Tensor: Gorgonia's tensor code and its CloneValue treat every
 // tensor.Tensor as one host slab (we tried an engine-backed wrapper; the
 // LispMachine then panics in CloneValue). So when a sharded node has more than
-// one consumer, the symbolic gradients its consumers send it are gathered to
+// one consumer (counting an op that takes it twice twice: Gorgonia sums one
+// gradient per input), the symbolic gradients its consumers send it are gathered to
 // the host first (Gather), summed by Gorgonia, and the gradient ops of Shard
 // and Relayout accept such host gradients. The O(N³) backward kernels still
 // run sharded; only the N×N results are gathered. A sharded node with one

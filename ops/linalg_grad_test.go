@@ -265,6 +265,35 @@ func TestFactorWithTwoConsumers(t *testing.T) {
 	lgCheckDirectional(t, build, base, lgSymDirection(rng, n))
 }
 
+// A sharded node that one op takes twice (Potrs(A, L, A)) has two
+// gradients for Gorgonia's Add to sum, so they are gathered as for two
+// consumers (the TapeMachine failed: Add got sharded values).
+func TestNodeTwiceInOneOp(t *testing.T) {
+	rng := lgRNG(t, 6)
+	const n = 7
+	mesh, _ := sharding.CPUMesh(3)
+	base, w1, w2 := lgSPD(rng, n), lgRandom(rng, n*n), lgRandom(rng, n*n)
+	build := func(data []float64) (*G.ExprGraph, *G.Node, *G.Node) {
+		g := G.NewGraph()
+		a := lgMatNode(g, "A", n, n, data)
+		ac, err := Shard(a, mesh, sharding.Cyclic(1))
+		require.NoError(t, err)
+		a2, err := Shard(a, mesh, sharding.Cyclic(2))
+		require.NoError(t, err)
+		l, err := Cholesky(a2)
+		require.NoError(t, err)
+		x, err := Potrs(ac, l, ac) // A⁻¹A
+		require.NoError(t, err)
+		lh, err := Gather(l)
+		require.NoError(t, err)
+		xh, err := Gather(x)
+		require.NoError(t, err)
+		cost := G.Must(G.Add(lgWeighted(lh, lgMatNode(g, "W1", n, n, w1)), lgWeighted(xh, lgMatNode(g, "W2", n, n, w2))))
+		return g, a, cost
+	}
+	lgCheckDirectional(t, build, base, lgSymDirection(rng, n))
+}
+
 // A sharded node with one consumer keeps its gradient on the mesh.
 func TestSingleConsumerGradientStaysSharded(t *testing.T) {
 	rng := lgRNG(t, 4)

@@ -142,9 +142,19 @@ func toHost(v gorgonia.Value) (*tensor.Dense, error) {
 	return nil, fmt.Errorf("ops: unsupported value %T", v)
 }
 
-// consumers is the number of distinct nodes that take n as an input.
+// consumers is the number of inputs of other nodes that n feeds: one per
+// edge, so that an op taking n twice counts twice, as Gorgonia sums one
+// gradient per input.
 func consumers(n *gorgonia.Node) int {
-	return n.Graph().To(n.ID()).Len()
+	g, count := n.Graph(), 0
+	for to := g.To(n.ID()); to.Next(); { // distinct consumers
+		for in := g.From(to.Node().ID()); in.Next(); { // their inputs, repeats included
+			if in.Node().ID() == n.ID() {
+				count++
+			}
+		}
+	}
+	return count
 }
 
 // gradFor adapts a gradient node computed for input in: a sharded gradient
