@@ -145,9 +145,10 @@ func (c *config) apply(opts []Option) {
 	}
 }
 
-// WithMesh runs the op on the devices of m. Default: every GPU when the CUDA
-// backend is built and a GPU is present, otherwise a one-device CPU mesh (or
-// the mesh of an input that is already sharded).
+// WithMesh runs the op on the devices of m. Default: the mesh of an input
+// that is already sharded (the matrix's, else the right-hand side's), else
+// every GPU when the CUDA backend is built and a GPU is present, otherwise a
+// one-device CPU mesh.
 func WithMesh(m *sharding.Mesh) Option { return func(c *config) { c.mesh = m } }
 
 // WithTile sets the width T of the column tiles of the block-cyclic layout.
@@ -293,13 +294,22 @@ func rhs(name string, a, b *gorgonia.Node) error {
 }
 
 // configure resolves options against the matrix node a.
-func configure(name string, a *gorgonia.Node, opts []Option) (*config, error) {
+func configure(name string, a *gorgonia.Node, opts []Option, rhs ...*gorgonia.Node) (*config, error) {
 	c := &config{}
 	c.apply(opts)
 	if c.grid != nil {
 		return c, c.checkGrid(name, a)
 	}
 	p, sharded := ops.PlacementOf(a)
+	if !sharded && c.mesh == nil {
+		// A host matrix goes to the mesh of a sharded right-hand side.
+		for _, b := range rhs {
+			if pb, ok := ops.PlacementOf(b); ok {
+				c.mesh = pb.Mesh
+				break
+			}
+		}
+	}
 	switch {
 	case c.mesh != nil && sharded && !p.Mesh.Same(c.mesh):
 		return nil, meshMismatch("%s: %v is on %v, WithMesh gives %v", name, a.Name(), p.Mesh, c.mesh)
@@ -392,7 +402,7 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err := rhs("Potrs", a, b); err != nil {
 		return nil, err
 	}
-	c, err := configure("Potrs", a, opts)
+	c, err := configure("Potrs", a, opts, b)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +486,7 @@ func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	if err := rhs("CholSolve", l, b); err != nil {
 		return nil, err
 	}
-	c, err := configure("CholSolve", l, opts)
+	c, err := configure("CholSolve", l, opts, b)
 	if err != nil {
 		return nil, err
 	}
