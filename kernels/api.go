@@ -105,7 +105,7 @@ func potrfC128(n int, a []complex128, lda int, src []complex128, lds int) error 
 			clear(a[j*lda : j*lda+j])
 		}
 	}
-	// A finite input can still overflow: OpenBLAS's zpotrf, unlike its
+	// A finite input can still overflow: OpenBLAS's zpotrf, like its
 	// dpotrf, lets an infinite L(i,j) through as a NaN diagonal.
 	return CheckFinite(n, n, a, lda, true)
 }

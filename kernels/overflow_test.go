@@ -45,3 +45,30 @@ func TestSinglePrecisionOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestPotrfOverflowNotPositiveDefinite: a finite matrix that is not
+// positive definite and whose factorization overflows (L30 = +Inf,
+// L31 = −Inf, L32 = Inf − Inf = NaN, a NaN last pivot) is ErrNonFinite in
+// every build, at sizes that take OpenBLAS's unblocked, blocked and threaded
+// paths; OpenBLAS's dpotrf let the NaN pivot through with info = 0.
+func TestPotrfOverflowNotPositiveDefinite(t *testing.T) {
+	for _, n := range []int{4, 64, 300} {
+		a := make([]float64, n*n) // column-major
+		for j := range n {
+			a[j+j*n] = 1
+		}
+		a[0] = 1e-300
+		a[1], a[2] = 1e-150, 1e-150
+		a[1+1*n], a[2+1*n], a[2+2*n] = 2, 2, 3
+		a[n-1] = 1e200 // A(n−1, 0)
+		l := make([]float64, n*n)
+		err := PotrfTo(n, a, n, l, n)
+		if !errors.Is(err, ErrNonFinite) {
+			t.Errorf("n=%d: PotrfTo: %v, want ErrNonFinite", n, err)
+		}
+		b := append([]float64(nil), a...)
+		if err := Potrf(n, b, n); !errors.Is(err, ErrNonFinite) {
+			t.Errorf("n=%d: Potrf: %v, want ErrNonFinite", n, err)
+		}
+	}
+}

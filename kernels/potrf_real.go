@@ -29,10 +29,17 @@ func potrfF64(n int, a []float64, lda int, src []float64, lds int) error {
 		if info > 0 {
 			return cholFailure(info, a[info-1+(info-1)*lda])
 		}
-		// LAPACK's dpotrf forms each diagonal entry from all the entries
-		// left of it (l_jj² = a_jj − Σ l_jk²) and stops at one that is not
-		// > 0 or is NaN, so a successful factorization holds no Inf or NaN:
-		// the overflow scan below is not needed.
+		// dpotrf forms each diagonal entry from all the entries left of it
+		// (l_jj² = a_jj − Σ l_jk²), so an infinite L(j,k) makes the pivot
+		// −Inf (which stops it) or NaN (Inf − Inf). Reference LAPACK stops
+		// at a NaN pivot too; OpenBLAS's own dpotrf tests only ajj <= 0
+		// and lets it through with info = 0. Scanning the diagonal, O(n),
+		// catches every overflow, as the whole-triangle scan below does.
+		for j := range n {
+			if d := a[j+j*lda]; d-d != 0 {
+				return &NonFiniteError{Row: j, Col: j}
+			}
+		}
 		return nil
 	}
 	// The row-major upper triangle of the backend is the lower one here;
