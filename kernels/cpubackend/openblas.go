@@ -13,6 +13,8 @@ package cpubackend
 // (Debian packages libopenblas-dev and liblapacke-dev).
 
 import (
+	"math"
+
 	"gonum.org/v1/gonum/blas"
 
 	"gonum.org/v1/netlib/blas/netlib"
@@ -30,8 +32,10 @@ var (
 
 // The native hooks below run the column-major LAPACK routines of
 // lapack_openblas.go on the kernels' own storage (lower triangle, no
-// transposition). Each reports handled = true; the pure-Go build's versions
-// (gonum.go) report false and the kernels use their own code.
+// transposition). Each reports handled = true, but for eigenvectors of an
+// order whose workspace does not fit LAPACK's 32-bit INTEGER (syevdFits);
+// the pure-Go build's versions (gonum.go) report false and the kernels use
+// their own code.
 
 func DpotrfNative(n int, a []float64, lda int) (info int, handled bool) {
 	return DpotrfLAPACK(n, a, lda), true
@@ -47,7 +51,19 @@ func DpotriNative(n int, l []float64, ldl int) (info int, handled bool) {
 }
 
 func DsyevdNative(n int, a []float64, lda int, w []float64, vectors bool) (info int, handled bool) {
+	if !syevdFits(n, vectors) {
+		return 0, false
+	}
 	return DsyevdLAPACK(n, a, lda, w, vectors), true
+}
+
+// syevdFits reports whether the workspaces of dsyevd and zheevd of order n
+// fit LAPACK's 32-bit INTEGER: with vectors they take 1 + 6n + 2n² reals
+// (dsyevd's WORK, zheevd's RWORK), past math.MaxInt32 from n = 32767, where
+// the workspace query itself overflows (it returned 1,114,078 for dsyevd).
+// Larger orders with vectors run the pure-Go eigensolver.
+func syevdFits(n int, vectors bool) bool {
+	return !vectors || 1+6*n+2*n*n <= math.MaxInt32
 }
 
 func ZpotrfNative(n int, a []complex128, lda int) (info int, handled bool) {
@@ -64,6 +80,9 @@ func ZpotriNative(n int, l []complex128, ldl int) (info int, handled bool) {
 }
 
 func ZheevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (info int, handled bool) {
+	if !syevdFits(n, vectors) {
+		return 0, false
+	}
 	return ZheevdLAPACK(n, a, lda, w, vectors), true
 }
 
