@@ -204,6 +204,7 @@ func processSuite(t *testing.T, rng *rand.Rand, comm collective.Comm, m *shardin
 	})
 	t.Run("pairs", func(t *testing.T) { sendRecvPairs(t, rng, comm) })
 	t.Run("graph", func(t *testing.T) { graphOps(t, rng, comm) })
+	t.Run("scalars", func(t *testing.T) { scalarOps(t, comm) })
 	t.Run("checks", func(t *testing.T) {
 		// The check path ran: each collective advanced the call number
 		// that the records carry, over records in the comm's GPU memory.
@@ -383,6 +384,47 @@ func graphOps(t *testing.T, rng *rand.Rand, comm collective.Comm) {
 				}
 				closeTo(t, fmt.Sprintf("%s lisp=%v: rank %d's gradient", name, lisp, me), collectivetest.Values(gv), adjointOf(gc, size, count, ws)[me], dt, size)
 			}
+		}
+	}
+}
+
+// scalarOps: a scalar (a per-rank loss) through AllReduce-sum comes back a
+// Gorgonia scalar, the sum over the ranks, and the gradient of w_r·y on
+// each rank is Σ_r w_r, on both machines.
+func scalarOps(t *testing.T, comm collective.Comm) {
+	size, me := comm.Size(), comm.LocalRanks()[0]
+	var sum, wsum float64
+	for r := range size {
+		sum += float64(r + 1)
+		wsum += float64(r + 2)
+	}
+	for _, lisp := range []bool{false, true} {
+		g := G.NewGraph()
+		x := G.NewScalar(g, tensor.Float64, G.WithName("x"), G.WithValue(float64(me+1)))
+		y, err := collective.AllReduceNode(x, comm, collective.Sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost := G.Must(G.Mul(y, G.NewConstant(float64(me+2))))
+		var vm G.VM
+		if lisp {
+			vm = G.NewLispMachine(g)
+		} else {
+			if _, err := G.Grad(cost, x); err != nil {
+				t.Fatal(err)
+			}
+			vm = G.NewTapeMachine(g)
+		}
+		err = vm.RunAll()
+		vm.Close()
+		if err != nil {
+			t.Fatalf("lisp=%v: %v", lisp, err)
+		}
+		if v, ok := y.Value().(*G.F64); !ok || float64(*v) != sum {
+			t.Errorf("lisp=%v: AllReduce of a scalar: %T %v, want the scalar %v", lisp, y.Value(), y.Value(), sum)
+		}
+		if gv, err := x.Grad(); err != nil || gv.Data() != wsum {
+			t.Errorf("lisp=%v: gradient %v (%v), want %v", lisp, gv, err, wsum)
 		}
 	}
 }
