@@ -778,16 +778,7 @@ func TestSyevdRepeatedEigenvalues(t *testing.T) {
 					require.NoError(t, err, name)
 					cost, err := cc.cost(w, v)
 					require.NoError(t, err, name)
-					var vm G.VM
-					if lisp {
-						vm = G.NewLispMachine(g)
-					} else {
-						_, err := G.Grad(cost, an)
-						require.NoError(t, err, name)
-						vm = G.NewTapeMachine(g)
-					}
-					err = vm.RunAll()
-					vm.Close()
+					err = grRunBackward(t, g, cost, an, lisp)
 					want := cc.want
 					if cc.name == "sum(w∘w) + 0·sum(V)" {
 						want = func(i, j int) float64 { return 2 * a.vals[i*n+j] } // d sum(w²)/dA = 2A
@@ -935,20 +926,27 @@ func TestGradientBeyondRange(t *testing.T) {
 				out, err = mgla.Potrs(a, b)
 			}
 			require.NoError(t, err, name)
-			cost := G.Must(G.Sum(out))
-			var m G.VM
-			if lisp {
-				m = G.NewLispMachine(g)
-			} else {
-				_, err := G.Grad(cost, a)
-				require.NoError(t, err, name)
-				m = G.NewTapeMachine(g)
-			}
-			err = m.RunAll()
-			m.Close()
+			err = grRunBackward(t, g, G.Must(G.Sum(out)), a, lisp)
 			require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", name, err)
 		}
 	}
+}
+
+// grRunBackward runs g forward and backward to the gradient of cost with
+// respect to wrt, through Grad and the TapeMachine or through the
+// LispMachine, and returns RunAll's error.
+func grRunBackward(t *testing.T, g *G.ExprGraph, cost, wrt *G.Node, lisp bool) error {
+	t.Helper()
+	var m G.VM
+	if lisp {
+		m = G.NewLispMachine(g)
+	} else {
+		_, err := G.Grad(cost, wrt)
+		require.NoError(t, err)
+		m = G.NewTapeMachine(g)
+	}
+	defer m.Close()
+	return m.RunAll()
 }
 
 // grTensor is a host tensor of dtype dt (float32 or float64) holding v.
