@@ -386,7 +386,8 @@ func WithPrecond(p Precond) Option {
 }
 
 // WithProgress calls f after every solve with its Info (from rank 0's view
-// in MPI mode, on every rank).
+// in MPI mode, on every rank). f runs outside the solver's lock: it may call
+// the solver's Info, AdjointInfo and Stats.
 func WithProgress(f func(Info)) Option {
 	return func(c *config) error { c.progress = f; return nil }
 }

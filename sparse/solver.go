@@ -165,6 +165,18 @@ func (s *Solver) lastInfo(trans bool) Info {
 // Success into an error unless WithStatusOnly. adjoint marks the gradient's
 // solve with Aᵀ (A when symmetric).
 func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, error) {
+	var report *Info
+	x, err := s.runLocked(kind, adjoint, vals, b, &report)
+	if report != nil {
+		// Without the lock: the callback may call Info and Stats.
+		s.cfg.progress(*report)
+	}
+	return x, err
+}
+
+// runLocked is run under the solver's lock; it sets *report to the Info
+// for WithProgress's callback, which run calls after the lock.
+func (s *Solver) runLocked(kind runKind, adjoint bool, vals, b []float64, report **Info) ([]float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := runNames[kind]
@@ -267,7 +279,8 @@ func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, 
 	}
 	s.info[side] = info
 	if s.cfg.progress != nil {
-		s.cfg.progress(info)
+		r := info
+		*report = &r
 	}
 	if info.Status != Success && !s.cfg.statusOnly {
 		return nil, &StatusError{Op: fmt.Sprintf("%s (%v)", name, s.methodName(kind)), Info: info}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
@@ -557,5 +558,50 @@ func TestExtremeRightHandSides(t *testing.T) {
 				s.Close()
 			}
 		}
+	}
+}
+
+// TestProgressCallsTheSolver: a WithProgress callback may read its solver
+// (Stats, Info): it runs outside the solver's lock (it used to deadlock
+// RunAll).
+func TestProgressCallsTheSolver(t *testing.T) {
+	a, err := Poisson3D(3, 0, 27)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *Solver
+	var seen []int
+	s, err = NewSolver(a.Pattern, WithProgress(func(info Info) {
+		seen = append(seen, s.Stats().Solves)
+		_ = s.Info()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := G.NewGraph()
+	v := G.NewVector(g, tensor.Float64, G.WithShape(len(a.Values)), G.WithName("v"), G.WithValue(tensor.New(tensor.WithBacking(a.Values))))
+	bv := make([]float64, 27)
+	bv[0] = 1
+	b := G.NewVector(g, tensor.Float64, G.WithShape(27), G.WithName("b"), G.WithValue(tensor.New(tensor.WithBacking(bv))))
+	if _, err := s.CG(v, b); err != nil {
+		t.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	done := make(chan error, 1)
+	go func() { done <- m.RunAll() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		// (the machine and the solver are left as they are: closing them
+		// would wait for the same lock)
+		t.Fatal("RunAll still running after 30 s: the callback waits for the solver's lock")
+	}
+	m.Close()
+	s.Close()
+	if len(seen) != 1 || seen[0] != 1 {
+		t.Errorf("the callback saw Solves %v, want [1]", seen)
 	}
 }
