@@ -91,11 +91,7 @@ func Train(comm collective.Comm, cfg Config) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	partLoss, err := G.Reshape(part, tensor.Shape{1})
-	if err != nil {
-		return nil, err
-	}
-	loss, err := collective.AllReduceNode(partLoss, comm, collective.Sum, collective.WithName("loss sum"))
+	loss, err := collective.AllReduceNode(part, comm, collective.Sum, collective.WithName("loss sum")) // a scalar
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +102,7 @@ func Train(comm collective.Comm, cfg Config) ([]float64, error) {
 			return nil, err
 		}
 		if cfg.Progress != nil && (step%cfg.Every == 0 || step == cfg.Steps) {
-			fmt.Fprintf(cfg.Progress, "step %4d  loss %.6f\n", step, loss.Value().Data().([]float64)[0])
+			fmt.Fprintf(cfg.Progress, "step %4d  loss %.6f\n", step, loss.Value().Data().(float64))
 		}
 		if step == cfg.Steps {
 			break
