@@ -82,8 +82,16 @@ func TestInputNameTaken(t *testing.T) {
 	Input(g, a, "A")
 	gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(2, 2), gorgonia.WithName("H"))
 	for _, name := range []string{"A", "H"} {
-		require.PanicsWithValue(t, `ops.Input("`+name+`"): the graph already has a node of that name`, func() { Input(g, a, name) })
+		require.PanicsWithValue(t, `ops.Input("`+name+`"): the graph already has an input of that name, dtype and shape`, func() { Input(g, a, name) })
 	}
+	// Nodes Gorgonia keeps apart: the same name with another shape, an
+	// unnamed input beside unnamed op results, another name.
+	b, err := sharding.Put(tensor.New(tensor.WithShape(3, 3), tensor.WithBacking(make([]float64, 9))), mesh, sharding.Cyclic(1))
+	require.NoError(t, err)
+	gorgonia.Must(gorgonia.Square(gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(4, 4), gorgonia.WithInit(gorgonia.Zeroes()))))
+	require.NotPanics(t, func() { Input(g, b, "A") })
+	require.NotPanics(t, func() { Input(g, a, "") })
+	require.NotPanics(t, func() { Input(g, a, "B") })
 }
 
 // TestReadShardedEveryRun: gorgonia.Read of a sharded node (and of an Eigen

@@ -48,14 +48,18 @@ func PlacementOf(n *gorgonia.Node) (Placement, bool) {
 // without returning to the host. Rebind it with gorgonia.Let to a tensor of
 // the same mesh and layout. Like Gorgonia's own node constructors it
 // panics on a nil graph or tensor, a programming error, and on a name that
-// g already holds (Gorgonia would hand back that node and drop t); a freed
+// an input of g of t's dtype and shape already has (Gorgonia would hand back
+// that node and drop t); a freed
 // tensor is an error of the ops that read it (sharding.ErrFreed).
 func Input(g *gorgonia.ExprGraph, t *sharding.Tensor, name string) *gorgonia.Node {
 	if g == nil || t == nil {
 		panic(fmt.Sprintf("ops.Input(%q): nil graph or tensor", name))
 	}
-	if len(g.ByName(name)) > 0 {
-		panic(fmt.Sprintf("ops.Input(%q): the graph already has a node of that name", name))
+	for _, n := range g.ByName(name) {
+		// Gorgonia merges input nodes of one name, type and shape.
+		if n.Op() == nil && n.Dtype() == t.Dtype() && n.Shape().Eq(t.Shape()) {
+			panic(fmt.Sprintf("ops.Input(%q): the graph already has an input of that name, dtype and shape", name))
+		}
 	}
 	return gorgonia.NewTensor(g, t.Dtype(), len(t.Shape()), gorgonia.WithShape(t.Shape()...),
 		gorgonia.WithName(name), gorgonia.WithValue(t))
