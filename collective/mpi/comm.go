@@ -231,29 +231,10 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	if engine.mode != direct {
-		// Below MPI_THREAD_MULTIPLE the process makes one MPI call at a
-		// time, so the blocking MPI_Comm_split of two communicators,
-		// entered in different orders on two ranks, would wait for each
-		// other forever with no timeout. Splits take turns in the
-		// process from their record exchange (polled, with the
-		// deadline) on: ranks whose turns differ get ErrTimeout there.
-		splitTurn.Lock()
-		defer splitTurn.Unlock()
-	}
 	deadline := time.Now().Add(c.cfg.timeout)
 	rec := collective.SplitRecord(s.seq, s.size, color, key)
 	s.seq++
 	if err := s.exchange(&rec, deadline, c.cfg.timeout); err != nil {
-		return nil, err
-	}
-	// The exchange can complete against the record of a rank that has
-	// already timed out (its message had been delivered), and
-	// MPI_Comm_split blocks with no deadline: a second exchange first makes
-	// sure that every rank goes on to the split, or times out here.
-	confirm := collective.SplitRecord(s.seq, s.size, color, key)
-	s.seq++
-	if err := s.exchange(&confirm, deadline, c.cfg.timeout); err != nil {
 		return nil, err
 	}
 	var out C.MPI_Comm
@@ -271,9 +252,6 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	}
 	return []collective.Comm{&Comm{st: ns, cfg: c.cfg}}, nil
 }
-
-// splitTurn orders the Splits of a process below MPI_THREAD_MULTIPLE.
-var splitTurn sync.Mutex
 
 // OnClose arranges for f to run when c is closed (collective.CloseNotifier),
 // at once if it already is.

@@ -117,11 +117,7 @@
 // multiple) asks for another level (the tests use it). Calls on one Comm
 // run one at a time; calls on different communicators may run
 // concurrently, but every rank must issue the calls of each communicator in
-// the same order. Below MPI_THREAD_MULTIPLE a Split ends in a blocking
-// MPI_Comm_split, so the Splits of a process take turns: Splits of
-// different communicators that run at once (a Scan gradient's first run
-// splits its communicator) must start in the same order on every rank, or
-// they fail with ErrTimeout.
+// the same order.
 //
 // The package may import collective and sharding.
 package mpi

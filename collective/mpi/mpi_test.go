@@ -750,47 +750,6 @@ func TestConcurrentComms(t *testing.T) {
 	}
 }
 
-// TestConcurrentSplits: two goroutines split two communicators at once,
-// over and over. With MPI_THREAD_MULTIPLE every Split succeeds; below it
-// the blocking MPI_Comm_splits, entered in different orders on two ranks,
-// used to wait for each other forever: now they take turns, and ranks whose
-// turns differ get ErrTimeout, not a hang.
-func TestConcurrentSplits(t *testing.T) {
-	comms := []*mpi.Comm{newComm(t, mpi.WithTimeout(2*time.Second)), newComm(t, mpi.WithTimeout(2*time.Second))}
-	errs := make([]error, len(comms))
-	done := make(chan struct{})
-	go func() {
-		var wg sync.WaitGroup
-		for i, c := range comms {
-			wg.Go(func() {
-				for range 20 {
-					sub, err := c.Split(func(int) int { return 0 }, func(r int) int { return -r })
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					if err := sub[0].Close(); err != nil {
-						errs[i] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("concurrent Splits still running after 60 s (timeout 2 s)")
-	}
-	for i, err := range errs {
-		if err != nil && (os.Getenv("MGLA_MPI_THREAD_LEVEL") == "" || os.Getenv("MGLA_MPI_THREAD_LEVEL") == "multiple" || !errors.Is(err, collective.ErrTimeout)) {
-			t.Errorf("communicator %d: %v", i, err)
-		}
-	}
-}
-
 func TestFortranHandle(t *testing.T) {
 	c := newComm(t)
 	if c.Fortran() == world.Fortran() {
