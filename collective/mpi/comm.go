@@ -9,6 +9,7 @@ package mpi
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -245,9 +246,18 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	if out == C.mgla_comm_null() {
 		return nil, nil
 	}
-	ns, err := newState(out, false, deadline)
+	// Every rank of the new communicator has left the blocking split, so
+	// its metadata duplicate gets a timeout of its own rather than what
+	// the exchange and the split left of this call's.
+	ns, err := newState(out, false, time.Now().Add(c.cfg.timeout))
 	if err != nil {
-		call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&out) })
+		if !errors.Is(err, collective.ErrTimeout) {
+			call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&out) })
+		}
+		// After a timeout MPI still holds the duplication of out: freeing
+		// out would let libnbc progress it on a freed communicator (a
+		// SIGSEGV in a later poll), so out is left, as Close leaves
+		// abandoned communicators.
 		return nil, err
 	}
 	return []collective.Comm{&Comm{st: ns, cfg: c.cfg}}, nil
