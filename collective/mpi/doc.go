@@ -117,7 +117,12 @@
 // multiple) asks for another level (the tests use it). Calls on one Comm
 // run one at a time; calls on different communicators may run
 // concurrently, but every rank must issue the calls of each communicator in
-// the same order.
+// the same order. Split is the exception to "a timeout, not a hang": it
+// ends in the blocking MPI_Comm_split, so a rank that times out in its
+// record exchange just as the others complete it, or (below
+// MPI_THREAD_MULTIPLE, one MPI call at a time in the process) Splits of two
+// communicators started in different orders on two ranks, can leave ranks
+// waiting there.
 //
 // The package may import collective and sharding.
 package mpi
