@@ -165,7 +165,10 @@ func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
 	trsm('R', 'N', lo, p) // ·L⁻¹
 	abar := p.Clone()
 	tran(0.5, p, 0.5, abar)
-	return abar, finiteGradient("CholeskyGrad", abar)
+	if err := finiteGradient("CholeskyGrad", abar); err != nil {
+		return nil, err
+	}
+	return abar, nil
 }
 
 // lowerCopy is tril(m).
@@ -205,7 +208,10 @@ func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
 	gemm('N', 'N', 1, c, s, 0, t)
 	abar := s
 	gemm('N', 'N', -1, t, c, 0, abar)
-	return abar, finiteGradient("PotriGrad", abar)
+	if err := finiteGradient("PotriGrad", abar); err != nil {
+		return nil, err
+	}
+	return abar, nil
 }
 
 // LogDetGrad is the gradient of log det A: Ā = ḡ·A⁻¹.
@@ -234,7 +240,10 @@ func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matri
 	for i := range abar.Local {
 		abar.Local[i] *= f
 	}
-	return abar, finiteGradient(op, abar)
+	if err := finiteGradient(op, abar); err != nil {
+		return nil, err
+	}
+	return abar, nil
 }
 
 // SyevdGrad is the gradient of A = V·diag(w)·Vᵀ:
@@ -300,7 +309,10 @@ func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix
 	gemm('N', 'T', 1, t, v, 0, m)
 	abar := m.Clone()
 	tran(0.5, m, 0.5, abar)
-	return abar, finiteGradient("SyevdGrad", abar)
+	if err := finiteGradient("SyevdGrad", abar); err != nil {
+		return nil, err
+	}
+	return abar, nil
 }
 
 // finiteGradient checks a gradient's result as the forward results are
