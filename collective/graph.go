@@ -453,16 +453,15 @@ func scalarValue(x any) (gorgonia.Value, error) {
 }
 
 // scalarDtype checks that a scalar node (shape ()) of dtype dt has a
-// Gorgonia scalar value; other shapes pass.
+// Gorgonia scalar value (one that scalarValue makes); other shapes pass.
 func (o *collOp) scalarDtype(shape tensor.Shape, dt tensor.Dtype) error {
 	if len(shape) != 0 {
 		return nil
 	}
-	switch dt {
-	case tensor.Float64, tensor.Float32, tensor.Int, tensor.Int64, tensor.Int32, tensor.Uint8:
-		return nil
+	if _, err := scalarValue(reflect.Zero(dt.Type).Interface()); err != nil {
+		return fmt.Errorf("%w: %s: Gorgonia has no scalar of %v: reshape it to (1)", ErrBadCall, o.name, dt)
 	}
-	return fmt.Errorf("%w: %s: Gorgonia has no scalar of %v: reshape it to (1)", ErrBadCall, o.name, dt)
+	return nil
 }
 
 // denseSlice is the typed backing slice of a host tensor of a supported
