@@ -47,6 +47,9 @@ var engine struct {
 	finalized bool        // guarded by final
 	started   bool        // MPI initialised by World
 	world     *commState  // the dup of MPI_COMM_WORLD every World view shares
+	// lateSplits are the Splits whose exchange splitLate still polls,
+	// guarded by final.
+	lateSplits map[*commState]struct{}
 }
 
 // mpiCall runs f, which calls MPI, as the thread level requires.
@@ -118,6 +121,7 @@ func initialise() error {
 			C.mgla_tag_ub(&ub)
 			engine.tagUB = int(ub)
 			engine.started = true
+			engine.lateSplits = map[*commState]struct{}{}
 			engine.yield = oversubscribed()
 			ready <- nil
 			if engine.mode != funneled {

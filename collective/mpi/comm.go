@@ -78,7 +78,7 @@ func World(opts ...Option) (*Comm, error) {
 		if err != nil {
 			return nil, err
 		}
-		st, err := newState(data, true, deadline)
+		st, err := newState(data, true, deadline, "World")
 		if err != nil {
 			return nil, err
 		}
@@ -104,6 +104,9 @@ func Finalize() error {
 	}
 	engine.finalized = true
 	finalized.Store(true)
+	for s := range engine.lateSplits {
+		s.abandonExchange()
+	}
 	return call("MPI_Finalize", func() C.int { return C.mgla_finalize() })
 }
 
@@ -131,15 +134,16 @@ func dup(comm C.MPI_Comm, deadline time.Time, what string) (C.MPI_Comm, error) {
 	return d, nil
 }
 
-// newState wraps the communicator data, duplicating it for the metadata.
-func newState(data C.MPI_Comm, world bool, deadline time.Time) (*commState, error) {
+// newState wraps the communicator data, duplicating it for the metadata;
+// what names the call for the errors.
+func newState(data C.MPI_Comm, world bool, deadline time.Time, what string) (*commState, error) {
 	s := &commState{data: data, world: world}
 	var rank, size C.int
 	if err := call("MPI_Comm_rank", func() C.int { return C.mgla_comm_rank_size(data, &rank, &size) }); err != nil {
 		return nil, err
 	}
 	s.rank, s.size = int(rank), int(size)
-	check, err := dup(data, deadline, "metadata communicator")
+	check, err := dup(data, deadline, what+": the metadata communicator")
 	if err != nil {
 		return nil, err
 	}
@@ -235,11 +239,12 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	deadline := time.Now().Add(c.cfg.timeout)
 	rec := collective.SplitRecord(s.seq, s.size, color, key)
 	s.seq++
-	if err := s.exchange(&rec, deadline, c.cfg.timeout); err != nil {
+	myColor, myKey := C.int(color(s.rank)), C.int(key(s.rank))
+	late := func() { s.splitLate(myColor, myKey) }
+	if err := s.exchange(&rec, deadline, c.cfg.timeout, late); err != nil {
 		return nil, err
 	}
 	var out C.MPI_Comm
-	myColor, myKey := C.int(color(s.rank)), C.int(key(s.rank))
 	if err := call("MPI_Comm_split", func() C.int { return C.mgla_comm_split(s.data, myColor, myKey, &out) }); err != nil {
 		return nil, err
 	}
@@ -249,7 +254,7 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	// Every rank of the new communicator has left the blocking split, so
 	// its metadata duplicate gets a timeout of its own rather than what
 	// the exchange and the split left of this call's.
-	ns, err := newState(out, false, time.Now().Add(c.cfg.timeout))
+	ns, err := newState(out, false, time.Now().Add(c.cfg.timeout), rec.Label())
 	if err != nil {
 		if !errors.Is(err, collective.ErrTimeout) {
 			call("MPI_Comm_free", func() C.int { return C.mgla_comm_free(&out) })
@@ -261,6 +266,49 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 		return nil, err
 	}
 	return []collective.Comm{&Comm{st: ns, cfg: c.cfg}}, nil
+}
+
+// splitLate finishes, on its own goroutine, the record exchange of a Split
+// that timed out here, and makes the split if the exchange completes with
+// every rank's record alike. The other ranks may have completed their
+// exchange against this rank's record (it was delivered, only theirs came
+// late, or this rank's sends had not completed), and then wait in the
+// blocking MPI_Comm_split, which no timeout covers: this rank must join
+// them there. The exchange completes only if every rank posted its record,
+// so every rank gets there, on its own call or here. The new communicator
+// is left: the others' Split then times out duplicating it, so every rank
+// returns ErrTimeout. The goroutine polls until the exchange completes or
+// MPI is finalized; s is broken, so no other call uses its requests.
+func (s *commState) splitLate(color, key C.int) {
+	engine.final.Lock()
+	if engine.finalized {
+		engine.final.Unlock()
+		return
+	}
+	engine.lateSplits[s] = struct{}{}
+	engine.final.Unlock()
+	sleep := 100 * time.Microsecond
+	for {
+		engine.final.Lock()
+		if engine.finalized { // Finalize abandoned the requests
+			engine.final.Unlock()
+			return
+		}
+		var done, rc C.int
+		mpiCall(func() { done = C.mgla_poll(C.int(2*s.size), s.reqs.p, 0, engine.yield, &rc) })
+		if rc != 0 || done != 0 {
+			delete(engine.lateSplits, s)
+			if rc == 0 && collective.RecordsAgree(s.records(), s.size) {
+				var out C.MPI_Comm
+				mpiCall(func() { C.mgla_comm_split(s.data, color, key, &out) })
+			}
+			engine.final.Unlock()
+			return
+		}
+		engine.final.Unlock()
+		time.Sleep(sleep)
+		sleep = min(2*sleep, 10*time.Millisecond)
+	}
 }
 
 // OnClose arranges for f to run when c is closed (collective.CloseNotifier),
@@ -287,8 +335,9 @@ func (s *commState) breakWith(err error) {
 // deadline, and compares them: the collective check. It returns nil when
 // every rank's record is this one's, ErrMismatch (collective.CompareRecords,
 // the same text on every rank) when they differ, ErrTimeout when a rank's
-// does not come.
-func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout time.Duration) error {
+// does not come. After a timeout the exchange's requests are abandoned, or,
+// when late is not nil, left to late, which runs on a goroutine of its own.
+func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout time.Duration, late func()) error {
 	words := s.records()
 	rec.Encode(words[s.rank*collective.RecordWords:])
 	rank, size := C.int(s.rank), C.int(s.size)
@@ -306,10 +355,18 @@ func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout
 		return err
 	}
 	if !ok {
-		missing := s.abandonExchange()
+		var missing []int
+		if late == nil {
+			missing = s.abandonExchange()
+		} else {
+			missing = s.missingRecords()
+		}
 		err := fmt.Errorf("%w: mpi: %s: no word from %s within %v (they did not make this call, or are stuck before it)",
 			collective.ErrTimeout, rec.Label(), collective.RankList(missing), timeout)
 		s.breakWith(err)
+		if late != nil {
+			go late()
+		}
 		return err
 	}
 	if collective.RecordsAgree(words, s.size) {
@@ -330,17 +387,27 @@ func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout
 // abandonExchange gives up on the exchange's requests that did not complete
 // and returns the ranks whose record did not arrive.
 func (s *commState) abandonExchange() []int {
-	var missing []int
+	missing := s.missingRecords()
 	for r := range s.size {
 		if r == s.rank {
 			continue
 		}
 		if !completed(s.reqs, r) {
-			missing = append(missing, r)
 			abandon(s.reqs, r, true)
 		}
 		if !completed(s.reqs, s.size+r) {
 			abandon(s.reqs, s.size+r, false)
+		}
+	}
+	return missing
+}
+
+// missingRecords returns the ranks whose record has not arrived.
+func (s *commState) missingRecords() []int {
+	var missing []int
+	for r := range s.size {
+		if r != s.rank && !completed(s.reqs, r) {
+			missing = append(missing, r)
 		}
 	}
 	return missing

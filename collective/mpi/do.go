@@ -101,7 +101,7 @@ func (c *Comm) Do(call *collective.Call) error {
 	rec := collective.CallRecord(call, s.seq)
 	s.seq++
 	if c.cfg.checks {
-		if err := s.exchange(&rec, deadline, c.cfg.timeout); err != nil {
+		if err := s.exchange(&rec, deadline, c.cfg.timeout, nil); err != nil {
 			return err
 		}
 		if call.Kind == collective.Barrier {

@@ -117,12 +117,15 @@
 // multiple) asks for another level (the tests use it). Calls on one Comm
 // run one at a time; calls on different communicators may run
 // concurrently, but every rank must issue the calls of each communicator in
-// the same order. Split is the exception to "a timeout, not a hang": it
-// ends in the blocking MPI_Comm_split, so a rank that times out in its
-// record exchange just as the others complete it, or (below
-// MPI_THREAD_MULTIPLE, one MPI call at a time in the process) Splits of two
-// communicators started in different orders on two ranks, can leave ranks
-// waiting there.
+// the same order. Split ends in the blocking MPI_Comm_split, which every
+// rank enters once the record exchange completes; a rank that timed out in
+// the exchange finishes it on a goroutine of its own and joins the split,
+// so that ranks that completed the exchange against its record are not
+// left there (they then time out duplicating the new communicator: every
+// rank returns ErrTimeout). Below MPI_THREAD_MULTIPLE the blocking split
+// holds MPI for the whole process, so Splits of two communicators must be
+// started in the same order on every rank (in another order the ranks wait
+// in each other's split, as blocking MPI calls do).
 //
 // The package may import collective and sharding.
 package mpi

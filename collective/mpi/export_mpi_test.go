@@ -2,6 +2,8 @@
 
 package mpi
 
+import "time"
+
 // ThreadLevel is the thread level MPI provided (for the tests' log).
 func ThreadLevel() string { return engine.provided }
 
@@ -18,4 +20,11 @@ func Taken() (pipelined, blocking int64) { return taken.pipelined.Load(), taken.
 // Agreed is what the ranks agreed on when World started.
 func Agreed() (singleCopy, spare, multiple bool) {
 	return agreed.singleCopy, agreed.spare, agreed.multiple
+}
+
+// Retimed is another view of c's communicator with timeout d.
+func Retimed(c *Comm, d time.Duration) *Comm {
+	cfg := c.cfg
+	cfg.timeout = d
+	return &Comm{st: c.st, cfg: cfg}
 }

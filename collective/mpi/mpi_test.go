@@ -406,6 +406,63 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// TestSplitTimeout: a Split that a rank leaves by its timeout must not
+// leave the others in the blocking MPI_Comm_split. "late" is the race: rank
+// 0, with a short timeout, gives up just before the others arrive, which
+// find its record delivered and complete their exchange; every rank must
+// return ErrTimeout (rank 0 from the exchange, the others duplicating the
+// new communicator that rank 0 joined only to let them out). "missing": the
+// last rank never calls; the others time out in the exchange.
+func TestSplitTimeout(t *testing.T) {
+	const short = 500 * time.Millisecond
+	cases := []struct {
+		name string
+		// The timeouts and arrival delays of rank 0 and of the others;
+		// skipLast: the last rank does not call.
+		timeout0, timeout, delay time.Duration
+		skipLast                 bool
+	}{
+		{name: "late", timeout0: short, timeout: 3 * short, delay: 2 * short},
+		{name: "missing", timeout0: short, timeout: short, skipLast: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			size, me := world.Size(), world.Rank()
+			if size < 2 {
+				t.Skip("needs 2 ranks")
+			}
+			timeout, delay := tc.timeout, tc.delay
+			if me == 0 {
+				timeout, delay = tc.timeout0, 0
+			}
+			view := mpi.Retimed(newComm(t), timeout)
+			if !tc.skipLast || me != size-1 {
+				time.Sleep(delay)
+				done := make(chan error, 1)
+				go func() {
+					_, err := view.Split(func(int) int { return 0 }, func(r int) int { return r })
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if !errors.Is(err, collective.ErrTimeout) {
+						t.Errorf("got %v, want ErrTimeout", err)
+					} else {
+						t.Log(err)
+					}
+				case <-time.After(testTimeout):
+					// Nothing can get this goroutine out of MPI.
+					fmt.Fprintf(os.Stderr, "rank %d: TestSplitTimeout/%s: Split still waiting after %v\n", me, tc.name, testTimeout)
+					os.Exit(1)
+				}
+			}
+			if err := world.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // ranksText writes ranks as the messages do: "rank 2", "ranks 0,1,3".
 func ranksText(ranks []int) string {
 	if len(ranks) == 1 {
