@@ -31,7 +31,7 @@ var layers = map[string][]string{
 	"examples/distributed":  {"mgla", "examples/builders", "dist", "collective"},
 	"dist":                  {"cyclic", "collective", "sharding", "kernels"},
 	"dist/distops":          {"dist", "kernels", "sharding"},
-	"sparse":                {"collective"},
+	"sparse":                {"collective", "sharding"},
 	"examples/poisson":      {"mgla", "sparse", "collective"},
 	"cmd/sparsebench":       {"mgla", "sparse", "collective"},
 	"cmd/collbench":         {"collective", "sharding"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
@@ -940,5 +941,62 @@ func TestMeshFromShardedRightHandSide(t *testing.T) {
 				t.Fatalf("%s: A·x = b fails in row %d: %v", op, i, got)
 			}
 		}
+	}
+}
+
+// TestStridedHostInputs binds A and b as views of larger tensors and as
+// Clones of views (strided tensors that are not views), row- and
+// column-major: Potrs, LogDet and a collective must read their logical
+// contents (a Clone of a view used to be read from its backing array: wrong
+// answers, or a panic for a column-major one) and leave them unchanged.
+func TestStridedHostInputs(t *testing.T) {
+	// A = [[4 1] [1 9]] in the top left of a 3×3, b = [1 2] in column 0 of a
+	// 2×2; x = A⁻¹b = [0.2 0.2], log det A = log 35.
+	dense := func(fortran bool, r, c int, rowMajor, colMajor []float64) *tensor.Dense {
+		if fortran {
+			return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(colMajor), tensor.AsFortran(nil))
+		}
+		return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(rowMajor))
+	}
+	view := func(d *tensor.Dense, clone bool, s ...tensor.Slice) *tensor.Dense {
+		v, err := d.Slice(s...)
+		require.NoError(t, err)
+		if clone {
+			return v.(*tensor.Dense).Clone().(*tensor.Dense)
+		}
+		return v.(*tensor.Dense)
+	}
+	for _, tc := range []struct {
+		name           string
+		fortran, clone bool
+	}{
+		{"view", false, false},
+		{"clone of a view", false, true},
+		{"column-major view", true, false},
+		{"clone of a column-major view", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sym := []float64{4, 1, 0, 1, 9, 0, 0, 0, 1}
+			a := view(dense(tc.fortran, 3, 3, sym, sym), tc.clone, tensor.S(0, 2), tensor.S(0, 2))
+			b := view(dense(tc.fortran, 2, 2, []float64{1, 7, 2, 7}, []float64{1, 2, 7, 7}), tc.clone, nil, tensor.S(0))
+			aBefore, bBefore := fmt.Sprint(a), fmt.Sprint(b)
+			g := G.NewGraph()
+			an := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 2), G.WithName("A"), G.WithValue(a))
+			bn := G.NewVector(g, tensor.Float64, G.WithShape(2), G.WithName("b"), G.WithValue(b))
+			x, err := mgla.Potrs(an, bn)
+			require.NoError(t, err)
+			ld, err := mgla.LogDet(an)
+			require.NoError(t, err)
+			sum, err := mgla.AllReduce(an, collective.Self(), mgla.ReduceSum)
+			require.NoError(t, err)
+			m := G.NewTapeMachine(g)
+			defer m.Close()
+			require.NoError(t, mgla.Cause(m.RunAll()))
+			require.InDeltaSlice(t, []float64{0.2, 0.2}, x.Value().Data(), 1e-14)
+			require.InDelta(t, math.Log(35), ld.Value().Data(), 1e-14)
+			require.Equal(t, []float64{4, 1, 1, 9}, sum.Value().Data())
+			require.Equal(t, aBefore, fmt.Sprint(a), "A changed")
+			require.Equal(t, bBefore, fmt.Sprint(b), "b changed")
+		})
 	}
 }

@@ -136,7 +136,7 @@ func toHost(v gorgonia.Value) (*tensor.Dense, error) {
 	case *sharding.Tensor:
 		return x.Gather()
 	case *tensor.Dense:
-		return x, nil
+		return sharding.RowMajorDense(x)
 	case tensor.Tensor:
 		d, ok := tensor.Materialize(x).(*tensor.Dense)
 		if ok {

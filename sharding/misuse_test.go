@@ -388,11 +388,41 @@ func TestColumnMajorHostTensors(t *testing.T) {
 			require.Equal(t, want, got.Data(), "%d devices %v", ndev, l)
 		}
 	}
-	// A view: the middle two columns of the row-major matrix.
+	// Views, and strided tensors that are not views: a Clone of a view keeps
+	// its strides over the whole backing span (the LispMachine's gradient
+	// accumulator of a view input is one), which was read as contiguous.
 	full := tensor.New(tensor.WithShape(3, 4), tensor.WithBacking(slices.Clone(want)))
-	view, err := full.Slice(nil, tensor.S(1, 3))
+	slice := func(d *tensor.Dense, clone bool, s ...tensor.Slice) *tensor.Dense {
+		v, err := d.Slice(s...)
+		require.NoError(t, err)
+		if clone {
+			return v.(*tensor.Dense).Clone().(*tensor.Dense)
+		}
+		return v.(*tensor.Dense)
+	}
+	mesh, err := CPUMesh(2)
 	require.NoError(t, err)
-	rv, err := RowMajorDense(view.(*tensor.Dense))
-	require.NoError(t, err)
-	require.Equal(t, []float64{1, 2, 5, 6, 9, 10}, rv.Data())
+	for _, tc := range []struct {
+		name string
+		in   *tensor.Dense
+		want []float64
+	}{
+		{"view", slice(full, false, nil, tensor.S(1, 3)), []float64{1, 2, 5, 6, 9, 10}},
+		{"clone of a view", slice(full, true, nil, tensor.S(1, 3)), []float64{1, 2, 5, 6, 9, 10}},
+		{"clone of a column", slice(full, true, nil, tensor.S(1)), []float64{1, 5, 9}},
+		{"clone of a column-major view", slice(colMajor, true, tensor.S(0, 2), tensor.S(1, 3)), []float64{1, 2, 5, 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := slices.Clone(tc.in.Data().([]float64))
+			rm, err := RowMajorDense(tc.in)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, rm.Data())
+			x, err := Put(tc.in, mesh, RowBlocks())
+			require.NoError(t, err)
+			got, err := x.Gather()
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Data())
+			require.Equal(t, before, tc.in.Data(), "the input changed")
+		})
+	}
 }

@@ -180,10 +180,11 @@ func (t *Tensor) Load(d *tensor.Dense) error {
 }
 
 // RowMajorDense returns d as a contiguous row-major tensor: d itself when
-// it is one, else a copy in d's logical order (a view materialized, a
-// column-major tensor — tensor.AsFortran — reordered: its backing array
-// read row-major is d with its axes reversed, which a transpose of every
-// axis puts back in order).
+// it is one, else a copy in d's logical order (a view materialized; a
+// strided tensor that is not a view, such as a Clone of one, copied
+// element by element; a column-major tensor — tensor.AsFortran —
+// reordered: its backing array read row-major is d with its axes reversed,
+// which a transpose of every axis puts back in order).
 func RowMajorDense(d *tensor.Dense) (*tensor.Dense, error) {
 	if d == nil {
 		return nil, fmt.Errorf("sharding: a nil *tensor.Dense")
@@ -194,6 +195,16 @@ func RowMajorDense(d *tensor.Dense) (*tensor.Dense, error) {
 			return nil, fmt.Errorf("sharding: cannot materialize %v", d.Shape())
 		}
 		d = m
+	}
+	if d.RequiresIterator() {
+		// Strides that are not the contiguous ones (Clone keeps a view's)
+		// over a backing array longer than the tensor: tensor.Copy walks
+		// the logical elements.
+		out := tensor.New(tensor.Of(d.Dtype()), tensor.WithShape(d.Shape().Clone()...))
+		if err := tensor.Copy(out, d); err != nil {
+			return nil, fmt.Errorf("sharding: copying a strided %v: %w", d.Shape(), err)
+		}
+		return out, nil
 	}
 	if !d.DataOrder().IsColMajor() {
 		return d, nil

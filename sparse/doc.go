@@ -69,6 +69,7 @@
 // hypre's own MPI calls have no timeout: a rank that dies inside a solve
 // leaves the others waiting, as in any MPI program.
 //
-// The package may import collective (its errors) and, in the mpi build,
-// collective/mpi; nothing in mgla imports it.
+// The package may import collective (its errors), sharding (its reading of
+// host tensors) and, in the mpi build, collective/mpi; nothing in mgla
+// imports it.
 package sparse

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -230,7 +231,9 @@ func (o *outerOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return tensor.New(tensor.WithShape(len(g)), tensor.WithBacking(g)), nil
 }
 
-// floats reads a float64 vector value without copying it.
+// floats reads a float64 vector value, without copying it when it is
+// contiguous (else in its logical order: a view, or a strided tensor such as
+// a Clone of one).
 func floats(op string, v gorgonia.Value) ([]float64, error) {
 	d, ok := v.(*tensor.Dense)
 	if !ok || d.Dtype() != tensor.Float64 {
@@ -241,33 +244,32 @@ func floats(op string, v gorgonia.Value) ([]float64, error) {
 		// tensor.Dense's Data panics on an empty tensor.
 		return []float64{}, nil
 	}
-	if !d.IsMaterializable() {
-		if f, ok := d.Data().([]float64); ok {
-			return f, nil
-		}
+	d, err := sharding.RowMajorDense(d)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, op, err)
 	}
-	m, ok := d.Materialize().(*tensor.Dense)
+	f, ok := d.Data().([]float64)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: cannot read %T", ErrBadInput, op, v)
 	}
-	return m.Data().([]float64), nil
+	return f, nil
 }
 
-// addInto adds g to n's gradient accumulator (LispMachine).
+// addInto adds g to n's gradient accumulator (LispMachine), which may be
+// strided (Gorgonia clones a view input's value for it).
 func addInto(n *gorgonia.Node, g []float64) error {
 	acc, err := n.Grad()
 	if err != nil {
 		return fmt.Errorf("sparse: no gradient accumulator for %v: %w", n, err)
 	}
-	d, err := floats("gradient", acc)
-	if err != nil {
-		return err
+	d, ok := acc.(*tensor.Dense)
+	if !ok || d.Dtype() != tensor.Float64 || d.Size() != len(g) {
+		return fmt.Errorf("%w: gradient of %v: accumulator %v, want %d float64s", ErrBadInput, n, acc, len(g))
 	}
-	if len(d) != len(g) {
-		return fmt.Errorf("%w: gradient of %v has %d entries, want %d", ErrBadInput, n, len(d), len(g))
+	if len(g) == 0 {
+		return nil
 	}
-	for i, x := range g {
-		d[i] += x
-	}
-	return nil
+	gt := tensor.New(tensor.WithShape(d.Shape().Clone()...), tensor.WithBacking(g))
+	_, err = tensor.Add(d, gt, tensor.UseUnsafe())
+	return err
 }

@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -603,5 +604,70 @@ func TestProgressCallsTheSolver(t *testing.T) {
 	s.Close()
 	if len(seen) != 1 || seen[0] != 1 {
 		t.Errorf("the callback saw Solves %v, want [1]", seen)
+	}
+}
+
+// TestStridedInputs binds the values and b as views (a column of a wider
+// matrix) and as Clones of views (strided tensors that are not views, as
+// the LispMachine's gradient accumulator of a view input is): x and the
+// gradients must be those of contiguous inputs, on both machines, and the
+// inputs unchanged. The backing arrays used to be read as contiguous.
+func TestStridedInputs(t *testing.T) {
+	c := solverCases()[0]
+	rng := testRNG(t, 77)
+	tr := laplace2D(rng, 5, 4, 0)
+	a := tr.whole(t)
+	b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)...)
+	require.NoError(t, err)
+	defer s.Close()
+	wantX, wantGV, wantGB := gradsOf(t, s, c, a.Values, b, w, false)
+	// column 1 of an n×3 matrix holding v, between other numbers.
+	column := func(v []float64, clone bool) *tensor.Dense {
+		backing := make([]float64, 3*len(v))
+		for i, x := range v {
+			backing[3*i], backing[3*i+1], backing[3*i+2] = 7, x, -7
+		}
+		view, err := tensor.New(tensor.WithShape(len(v), 3), tensor.WithBacking(backing)).Slice(nil, tensor.S(1))
+		require.NoError(t, err)
+		if clone {
+			return view.(*tensor.Dense).Clone().(*tensor.Dense)
+		}
+		return view.(*tensor.Dense)
+	}
+	for _, clone := range []bool{false, true} {
+		for _, lisp := range []bool{false, true} {
+			t.Run(fmt.Sprintf("clone=%v/lisp=%v", clone, lisp), func(t *testing.T) {
+				g := G.NewGraph()
+				vt, bt := column(a.Values, clone), column(b, clone)
+				vBefore, bBefore := slices.Clone(vt.Data().([]float64)), slices.Clone(bt.Data().([]float64))
+				vn := G.NewVector(g, tensor.Float64, G.WithShape(len(a.Values)), G.WithName("values"), G.WithValue(vt))
+				bn := G.NewVector(g, tensor.Float64, G.WithShape(tr.n), G.WithName("b"), G.WithValue(bt))
+				x, err := c.op(s, vn, bn)
+				require.NoError(t, err)
+				var xv G.Value
+				G.Read(x, &xv)
+				cost := G.Must(G.Sum(G.Must(G.HadamardProd(x, vecNode(g, "w", w)))))
+				var m G.VM
+				if lisp {
+					m = G.NewLispMachine(g)
+				} else {
+					_, err := G.Grad(cost, vn, bn)
+					require.NoError(t, err)
+					m = G.NewTapeMachine(g)
+				}
+				defer m.Close()
+				require.NoError(t, m.RunAll())
+				gv, err := vn.Grad()
+				require.NoError(t, err)
+				gb, err := bn.Grad()
+				require.NoError(t, err)
+				require.InDeltaSlice(t, wantX, nodeFloats(t, xv), 1e-12)
+				require.InDeltaSlice(t, wantGV, nodeFloats(t, gv), 1e-12)
+				require.InDeltaSlice(t, wantGB, nodeFloats(t, gb), 1e-12)
+				require.Equal(t, vBefore, vt.Data(), "values changed")
+				require.Equal(t, bBefore, bt.Data(), "b changed")
+			})
+		}
 	}
 }
