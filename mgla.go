@@ -56,7 +56,8 @@ import (
 // order of the failing leading minor.
 var ErrNotPositiveDefinite = kernels.ErrNotPositiveDefinite
 
-// ErrNonFinite is matched by the run-time error for NaN or Inf inputs.
+// ErrNonFinite is matched by the run-time error for NaN or Inf inputs, and
+// for results and gradients beyond the dtype's range.
 var ErrNonFinite = kernels.ErrNonFinite
 
 // ErrWrongResult is matched by the run-time error of a factorization on a

@@ -889,6 +889,8 @@ func TestResultsBeyondRange(t *testing.T) {
 					m.Close()
 					require.Error(t, err, c.name)
 					require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", c.name, err)
+					// The inputs are finite: the message must not say otherwise.
+					require.NotContains(t, err.Error(), "matrix has NaN", c.name)
 				}
 			})
 		}

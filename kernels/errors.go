@@ -27,10 +27,11 @@ func (e *NotPositiveDefiniteError) Error() string {
 // Is makes errors.Is(err, ErrNotPositiveDefinite) hold.
 func (e *NotPositiveDefiniteError) Is(target error) bool { return target == ErrNotPositiveDefinite }
 
-// ErrNonFinite reports NaN or ±Inf entries in an input matrix (or an overflow
-// to them during a factorization). Errors are wrapped with the position, so
-// test with errors.Is(err, ErrNonFinite).
-var ErrNonFinite = errors.New("matrix has NaN or Inf entries")
+// ErrNonFinite reports NaN or ±Inf entries in an input, or a result (a
+// factor, a solution, an inverse, a gradient) beyond the dtype's range.
+// Errors are wrapped with what and where, so test with
+// errors.Is(err, ErrNonFinite).
+var ErrNonFinite = errors.New("non-finite value")
 
 // NonFiniteError gives the (0-based) position of the first non-finite entry
 // found. It matches ErrNonFinite under errors.Is.
@@ -39,7 +40,7 @@ type NonFiniteError struct {
 }
 
 func (e *NonFiniteError) Error() string {
-	return fmt.Sprintf("%v: entry (%d,%d)", ErrNonFinite, e.Row, e.Col)
+	return fmt.Sprintf("%v: NaN or Inf at entry (%d,%d)", ErrNonFinite, e.Row, e.Col)
 }
 
 // Is makes errors.Is(err, ErrNonFinite) hold.
@@ -48,7 +49,7 @@ func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
 // errResultNonFinite reports a double-precision result that is not finite:
 // it overflows float64's range (or an input of Potrs' right-hand side was
 // not finite).
-var errResultNonFinite = fmt.Errorf("%w: a result is not finite (beyond float64's range, or from NaN or Inf right-hand sides)", ErrNonFinite)
+var errResultNonFinite = fmt.Errorf("%w: a result is beyond float64's range, or comes from NaN or Inf right-hand sides", ErrNonFinite)
 
 // errOverflow32 reports a single-precision result out of float32's range.
 var errOverflow32 = fmt.Errorf("%w: a result overflows single precision (computed in double precision, beyond float32's range)", ErrNonFinite)

@@ -45,7 +45,7 @@ func main() {
 	var (
 		iters = flag.Int("iters", def.Iters, "Adam steps")
 		n     = flag.Int("n", def.Data.N, "training points")
-		block = flag.Int("block", 32, "block size of the 2-D block-cyclic layout")
+		block = flag.Int("block", 32, "block size of the 2-D block-cyclic layout (0: dist.DefaultBlock)")
 		check = flag.Bool("check", false, "rank 0 also trains the single-process graph of examples/gp and compares")
 		every = flag.Int("every", 50, "print progress every this many steps")
 	)
@@ -93,6 +93,9 @@ func run(demo builders.GPDemo, block, every int, check bool) error {
 	start := func(r int) int { return r*(n/size) + min(r, n%size) }
 	r0, r1 := start(rank), start(rank+1)
 	p, q := grid.Shape()
+	if block == 0 {
+		block = dist.DefaultBlock // as FromRowBlocks takes 0
+	}
 	if root {
 		fmt.Printf("GP on %d processes (%d×%d grid, %d×%d blocks, K from bands of %d to %d rows): N=%d, %d paths, true %v\n",
 			size, p, q, block, block, n/size, (n+size-1)/size, n, demo.Data.Paths, demo.Data.True)
