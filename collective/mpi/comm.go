@@ -228,7 +228,12 @@ func (c *Comm) Close() error {
 // leaves a rank out) and returns this process's new communicator, or none.
 // Every rank must call it; it always runs the metadata check (with the
 // colors and keys of every rank as each computes them), WithoutChecks or
-// not, so that a missing rank gives ErrTimeout rather than a hang.
+// not, so that a missing rank gives ErrTimeout rather than a hang, and a
+// second exchange after MPI_Comm_split, so that every rank of c learns
+// whether every other made the split: when one timed out, every rank
+// returns ErrTimeout and c is broken on every rank (the package
+// documentation, "Threads", says how the blocking split is kept from
+// hanging).
 func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	s := c.st
 	s.mu.Lock()
@@ -236,24 +241,34 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
+	if err := lateSplitPending(); err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(c.cfg.timeout)
 	rec := collective.SplitRecord(s.seq, s.size, color, key)
 	s.seq++
 	myColor, myKey := C.int(color(s.rank)), C.int(key(s.rank))
-	late := func() { s.splitLate(myColor, myKey) }
+	late := func() { s.startSplitLate(myColor, myKey) }
 	if err := s.exchange(&rec, deadline, c.cfg.timeout, late); err != nil {
 		return nil, err
 	}
-	var out C.MPI_Comm
-	if err := call("MPI_Comm_split", func() C.int { return C.mgla_comm_split(s.data, myColor, myKey, &out) }); err != nil {
+	// Every rank posted its record, so every rank comes to the split (by
+	// its own call or by splitLate) unless it died or finalized: the split
+	// and the confirmation each get a timeout of their own.
+	out, err := s.split(myColor, myKey, rec.Label(), c.cfg.timeout)
+	if err != nil {
 		return nil, err
+	}
+	confirm := rec
+	if err := s.exchange(&confirm, time.Now().Add(c.cfg.timeout), c.cfg.timeout, nil); err != nil {
+		// A rank left by its timeout and made the split only to let the
+		// others out of it (splitLate). out is left, as Close leaves
+		// abandoned communicators.
+		return nil, fmt.Errorf("%w (after the split, which a rank made only after giving up)", err)
 	}
 	if out == C.mgla_comm_null() {
 		return nil, nil
 	}
-	// Every rank of the new communicator has left the blocking split, so
-	// its metadata duplicate gets a timeout of its own rather than what
-	// the exchange and the split left of this call's.
 	ns, err := newState(out, false, time.Now().Add(c.cfg.timeout), rec.Label())
 	if err != nil {
 		if !errors.Is(err, collective.ErrTimeout) {
@@ -263,9 +278,73 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 		// out would let libnbc progress it on a freed communicator (a
 		// SIGSEGV in a later poll), so out is left, as Close leaves
 		// abandoned communicators.
+		s.breakWith(err)
 		return nil, err
 	}
 	return []collective.Comm{&Comm{st: ns, cfg: c.cfg}}, nil
+}
+
+// split makes the blocking MPI_Comm_split. With MPI_THREAD_MULTIPLE it runs
+// on a goroutine of its own while the caller waits for it by the timeout:
+// a rank that never comes (it finalized after giving up on the exchange)
+// then costs an ErrTimeout, and the goroutine and its thread stay in MPI
+// for the life of the process. Below MPI_THREAD_MULTIPLE a blocked split
+// would hold MPI for the whole process anyway: it runs in the caller.
+func (s *commState) split(color, key C.int, label string, timeout time.Duration) (C.MPI_Comm, error) {
+	type result struct {
+		out C.MPI_Comm
+		rc  C.int
+	}
+	if engine.mode != direct {
+		var r result
+		mpiCall(func() { r.rc = C.mgla_comm_split(s.data, color, key, &r.out) })
+		if r.rc != 0 {
+			err := engineError("MPI_Comm_split", r.rc)
+			s.breakWith(err)
+			return nil, err
+		}
+		return r.out, nil
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.rc = C.mgla_comm_split(s.data, color, key, &r.out)
+		done <- r
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.rc != 0 {
+			err := engineError("MPI_Comm_split", r.rc)
+			s.breakWith(err)
+			return nil, err
+		}
+		return r.out, nil
+	case <-timer.C:
+		err := fmt.Errorf("%w: mpi: %s: a rank that sent its record did not come to MPI_Comm_split within %v (it finalized or is stuck; this rank's thread stays in the blocking call)",
+			collective.ErrTimeout, label, timeout)
+		s.breakWith(err)
+		return nil, err
+	}
+}
+
+// lateSplitPending returns an error below MPI_THREAD_MULTIPLE while a Split
+// that timed out in this process may still make its blocking split
+// (splitLate): that split would hold MPI for the whole process at a moment
+// no rank can foresee, and a Split here could then wait for a rank that
+// waits for this process's MPI.
+func lateSplitPending() error {
+	if engine.mode == direct {
+		return nil
+	}
+	engine.final.Lock()
+	n := len(engine.lateSplits)
+	engine.final.Unlock()
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: mpi: Split: an earlier Split of this process timed out and may still make its blocking MPI_Comm_split, which below MPI_THREAD_MULTIPLE holds MPI for the whole process: no Split until it has", collective.ErrClosed)
 }
 
 // splitLate finishes, on its own goroutine, the record exchange of a Split
@@ -280,13 +359,6 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 // returns ErrTimeout. The goroutine polls until the exchange completes or
 // MPI is finalized; s is broken, so no other call uses its requests.
 func (s *commState) splitLate(color, key C.int) {
-	engine.final.Lock()
-	if engine.finalized {
-		engine.final.Unlock()
-		return
-	}
-	engine.lateSplits[s] = struct{}{}
-	engine.final.Unlock()
 	sleep := 100 * time.Microsecond
 	for {
 		engine.final.Lock()
@@ -308,6 +380,17 @@ func (s *commState) splitLate(color, key C.int) {
 		engine.final.Unlock()
 		time.Sleep(sleep)
 		sleep = min(2*sleep, 10*time.Millisecond)
+	}
+}
+
+// startSplitLate registers s's late split, for Finalize and
+// lateSplitPending, and starts splitLate.
+func (s *commState) startSplitLate(color, key C.int) {
+	engine.final.Lock()
+	defer engine.final.Unlock()
+	if !engine.finalized {
+		engine.lateSplits[s] = struct{}{}
+		go s.splitLate(color, key)
 	}
 }
 
@@ -336,7 +419,7 @@ func (s *commState) breakWith(err error) {
 // every rank's record is this one's, ErrMismatch (collective.CompareRecords,
 // the same text on every rank) when they differ, ErrTimeout when a rank's
 // does not come. After a timeout the exchange's requests are abandoned, or,
-// when late is not nil, left to late, which runs on a goroutine of its own.
+// when late is not nil, left to late (which must not block).
 func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout time.Duration, late func()) error {
 	words := s.records()
 	rec.Encode(words[s.rank*collective.RecordWords:])
@@ -365,7 +448,7 @@ func (s *commState) exchange(rec *collective.Record, deadline time.Time, timeout
 			collective.ErrTimeout, rec.Label(), collective.RankList(missing), timeout)
 		s.breakWith(err)
 		if late != nil {
-			go late()
+			late()
 		}
 		return err
 	}

@@ -118,14 +118,20 @@
 // run one at a time; calls on different communicators may run
 // concurrently, but every rank must issue the calls of each communicator in
 // the same order. Split ends in the blocking MPI_Comm_split, which every
-// rank enters once the record exchange completes; a rank that timed out in
+// rank enters once the record exchange completes. A rank that timed out in
 // the exchange finishes it on a goroutine of its own and joins the split,
-// so that ranks that completed the exchange against its record are not
-// left there (they then time out duplicating the new communicator: every
-// rank returns ErrTimeout). Below MPI_THREAD_MULTIPLE the blocking split
-// holds MPI for the whole process, so Splits of two communicators must be
-// started in the same order on every rank (in another order the ranks wait
-// in each other's split, as blocking MPI calls do).
+// so that ranks that completed the exchange against its record get out;
+// a second exchange after the split then gives every rank ErrTimeout and
+// breaks the communicator on every rank. With MPI_THREAD_MULTIPLE the split
+// itself runs on a goroutine that the caller waits for by the timeout (a
+// rank that gave up and finalized before the others came costs them an
+// ErrTimeout, and that goroutine's thread stays in MPI). Below
+// MPI_THREAD_MULTIPLE a split holds MPI for the whole process: Splits of
+// two communicators must be started in the same order on every rank (in
+// another order the ranks wait in each other's split, as blocking MPI calls
+// do), a Split fails with ErrClosed while one that timed out in this
+// process may still make its split, and a rank that gave up and finalized
+// before the others came leaves them in the split.
 //
 // The package may import collective and sharding.
 package mpi

@@ -407,23 +407,30 @@ func TestSplit(t *testing.T) {
 }
 
 // TestSplitTimeout: a Split that a rank leaves by its timeout must not
-// leave the others in the blocking MPI_Comm_split. "late" is the race: rank
-// 0, with a short timeout, gives up just before the others arrive, which
-// find its record delivered and complete their exchange; every rank must
-// return ErrTimeout (rank 0 from the exchange, the others duplicating the
-// new communicator that rank 0 joined only to let them out). "missing": the
-// last rank never calls; the others time out in the exchange.
+// leave the others in the blocking MPI_Comm_split, and must give every rank
+// ErrTimeout and a broken parent (ErrClosed after). "late" is the race:
+// rank 0, with a short timeout, gives up just before the others arrive,
+// which find its record delivered and complete their exchange (rank 0
+// makes the split later only to let them out; they time out confirming
+// it), with rank 0 in the others' new communicator or alone. "last rank
+// late": the others time out in the exchange, and the last rank comes after
+// that (the late splits of the others let it out). A rank that never comes
+// is not among the cases: below MPI_THREAD_MULTIPLE, the others' Splits
+// would fail for the rest of the process (lateSplitPending).
 func TestSplitTimeout(t *testing.T) {
 	const short = 500 * time.Millisecond
 	cases := []struct {
-		name string
+		name  string
+		color func(rank int) int
 		// The timeouts and arrival delays of rank 0 and of the others;
-		// skipLast: the last rank does not call.
+		// lastLate: the last rank comes after the others' timeout.
 		timeout0, timeout, delay time.Duration
-		skipLast                 bool
+		lastLate                 bool
 	}{
-		{name: "late", timeout0: short, timeout: 3 * short, delay: 2 * short},
-		{name: "missing", timeout0: short, timeout: short, skipLast: true},
+		{name: "late", color: func(int) int { return 0 }, timeout0: short, timeout: 3 * short, delay: 2 * short},
+		{name: "late, rank 0 apart", color: func(r int) int { return min(r, 1) }, timeout0: short, timeout: 3 * short, delay: 2 * short},
+		{name: "late, rank 0 alone in a color", color: func(r int) int { return -r }, timeout0: short, timeout: 3 * short, delay: 2 * short},
+		{name: "last rank late", color: func(int) int { return 0 }, timeout0: short, timeout: short, lastLate: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -432,34 +439,98 @@ func TestSplitTimeout(t *testing.T) {
 				t.Skip("needs 2 ranks")
 			}
 			timeout, delay := tc.timeout, tc.delay
-			if me == 0 {
+			switch {
+			case tc.lastLate && me == size-1:
+				delay = 3 * short
+			case me == 0:
 				timeout, delay = tc.timeout0, 0
 			}
 			view := mpi.Retimed(newComm(t), timeout)
-			if !tc.skipLast || me != size-1 {
-				time.Sleep(delay)
-				done := make(chan error, 1)
-				go func() {
-					_, err := view.Split(func(int) int { return 0 }, func(r int) int { return r })
-					done <- err
-				}()
-				select {
-				case err := <-done:
-					if !errors.Is(err, collective.ErrTimeout) {
-						t.Errorf("got %v, want ErrTimeout", err)
-					} else {
-						t.Log(err)
-					}
-				case <-time.After(testTimeout):
-					// Nothing can get this goroutine out of MPI.
-					fmt.Fprintf(os.Stderr, "rank %d: TestSplitTimeout/%s: Split still waiting after %v\n", me, tc.name, testTimeout)
-					os.Exit(1)
+			time.Sleep(delay)
+			done := make(chan error, 1)
+			go func() {
+				comms, err := view.Split(tc.color, func(r int) int { return r })
+				if err == nil {
+					err = fmt.Errorf("%d communicators and no error", len(comms))
 				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, collective.ErrTimeout) {
+					t.Errorf("got %v, want ErrTimeout", err)
+				} else {
+					t.Log(err)
+				}
+			case <-time.After(testTimeout):
+				// Nothing can get this goroutine out of MPI.
+				fmt.Fprintf(os.Stderr, "rank %d: TestSplitTimeout/%s: Split still waiting after %v\n", me, tc.name, testTimeout)
+				os.Exit(1)
+			}
+			if err := view.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+				t.Errorf("a call on the parent after the timeout: got %v, want ErrClosed", err)
 			}
 			if err := world.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestSplitAfterLateSplit: ranks 0 … size-2 time out in a Split of X (the
+// last rank comes late) and at once Split Y, a communicator of their own;
+// the last rank's late Split of X runs while they are at it. Below
+// MPI_THREAD_MULTIPLE the late split of X (made by those ranks only to let
+// the last one out) used to take MPI in the middle of Y's split: a
+// deadlock in 2 of 4 runs. Now Y fails at once there while X's late split
+// is pending. Every Split must return, X's with ErrTimeout.
+func TestSplitAfterLateSplit(t *testing.T) {
+	size, me := world.Size(), world.Rank()
+	if size < 3 {
+		t.Skip("needs 3 ranks")
+	}
+	last := size - 1
+	x := newComm(t)
+	ys, err := newComm(t).Split(func(r int) int { return min(0, last-1-r) }, func(r int) int { return r })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short = 300 * time.Millisecond
+	guard := func(what string, f func() error) error {
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(testTimeout):
+			fmt.Fprintf(os.Stderr, "rank %d: TestSplitAfterLateSplit: %s still waiting after %v\n", me, what, testTimeout)
+			os.Exit(1)
+			return nil
+		}
+	}
+	split := func(c *mpi.Comm, timeout time.Duration) error {
+		_, err := mpi.Retimed(c, timeout).Split(func(int) int { return 0 }, func(r int) int { return r })
+		return err
+	}
+	start := time.Now()
+	if me == last {
+		time.Sleep(short + 200*time.Millisecond)
+		if err := guard("X", func() error { return split(x, 2*time.Second) }); !errors.Is(err, collective.ErrTimeout) {
+			t.Errorf("X: got %v, want ErrTimeout", err)
+		}
+	} else {
+		if err := guard("X", func() error { return split(x, short) }); !errors.Is(err, collective.ErrTimeout) {
+			t.Errorf("X: got %v, want ErrTimeout", err)
+		}
+		if me == 1 {
+			time.Sleep(time.Until(start.Add(short + 200*time.Millisecond)))
+		}
+		errY := guard("Y", func() error { return split(ys[0].(*mpi.Comm), 2*time.Second) })
+		t.Logf("Y: %v", errY)
+		ys[0].Close()
+	}
+	if err := world.Do(&collective.Call{Kind: collective.Barrier}); err != nil {
+		t.Fatal(err)
 	}
 }
 
