@@ -24,7 +24,9 @@ type commHandle struct {
 // communicator, given by its Fortran handle: collective/mpi's
 // Comm.Fortran() (for example of mpi.World()). Each rank passes its own row
 // block (NewRowBlock, BlockRows) and the blocks in rank order tile the rows.
-// Every rank must make the same calls in the same order (SPMD). hypre calls
+// Every rank must make the same calls in the same order (SPMD). NewSolver
+// duplicates the communicator (MPI_Comm_dup, freed by Close), so the caller
+// may close its own afterwards. hypre calls
 // MPI from whichever goroutine runs the op, so MPI must provide
 // MPI_THREAD_MULTIPLE (collective/mpi asks for it; Debian's Open MPI gives
 // it); a Solver serialises its own runs.

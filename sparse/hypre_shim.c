@@ -146,7 +146,17 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 		return -1;
 	}
 	*out = e;
-	e->comm = MPI_Comm_f2c(fcomm);
+	// A duplicate of the caller's communicator: the solver must not depend
+	// on the caller keeping it open (hypre's objects use it until
+	// mh_destroy), and its messages stay apart from the caller's.
+	e->comm = MPI_COMM_NULL;
+	int drc = MPI_Comm_dup(MPI_Comm_f2c(fcomm), &e->comm);
+	if (drc != MPI_SUCCESS) {
+		e->comm = MPI_COMM_NULL;
+		snprintf(err, errlen, "MPI_Comm_dup failed (%d)", drc);
+		return drc;
+	}
+	MPI_Comm_set_errhandler(e->comm, MPI_ERRORS_RETURN);
 	e->n = n;
 	e->ilower = ilower;
 	e->nrows = nrows;
@@ -471,6 +481,9 @@ void mh_destroy(mh_engine *e) {
 	free(e->cols);
 	free(e->counts);
 	free(e->displs);
+	int finalized = 0;
+	MPI_Finalized(&finalized);
+	if (e->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&e->comm);
 	free(e);
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mgla/mgla/collective/mpi"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 )
@@ -315,4 +316,31 @@ func TestMPIReviewedEdges(t *testing.T) {
 	}
 	_, _, err = s.SolveValues(blk.Values, ones, false)
 	require.ErrorIs(t, err, ErrZeroDiagonal, "rank %d", h.rank)
+}
+
+// TestMPICommClosedBeforeSolve: the solver keeps its own duplicate of the
+// WithComm communicator, so closing the caller's after NewSolver leaves the
+// solver working (it used to crash the process: SIGSEGV in C on the freed
+// communicator).
+func TestMPICommClosedBeforeSolve(t *testing.T) {
+	w, err := mpi.World()
+	require.NoError(t, err)
+	subs, err := w.Split(func(int) int { return 0 }, func(r int) int { return r })
+	require.NoError(t, err)
+	sub := subs[0].(*mpi.Comm)
+	lo, rows := BlockRows(27, sub.Rank(), sub.Size())
+	a, err := Poisson3D(3, lo, rows)
+	require.NoError(t, err)
+	s, err := NewSolver(a.Pattern, WithComm(sub.Fortran()), WithTolerance(1e-12))
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, sub.Close())
+	b := make([]float64, rows)
+	for i := range b {
+		b[i] = 1
+	}
+	x, info, err := s.SolveValues(a.Values, b, false)
+	require.NoError(t, err)
+	require.Len(t, x, rows)
+	require.Equal(t, Success, info.Status, "%v", info)
 }
