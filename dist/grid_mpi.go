@@ -100,13 +100,18 @@ func (g *Grid) Comm() *mpi.Comm { return g.comm }
 
 // Close frees the grid's BLACS contexts and its scratch array
 // (collective: every rank calls it). Operations on a closed grid return an
-// error matching ErrBadInput.
+// error matching ErrBadInput. After mpi.Finalize it only marks the grid
+// closed (BLACS would free MPI communicators, which MPI forbids then: the
+// job aborted).
 func (g *Grid) Close() error {
 	if g == nil || g.closed {
 		return nil
 	}
 	g.closed = true
 	g.scratch = nil
+	if mpi.Finalized() {
+		return nil
+	}
 	for _, c := range g.single {
 		if c >= 0 {
 			C.Cblacs_gridexit(c)

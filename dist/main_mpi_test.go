@@ -54,8 +54,20 @@ func TestMain(m *testing.M) {
 	} else {
 		code = int(codes[0])
 	}
+	// A grid closed after Finalize, as a deferred Close in main does: it
+	// used to abort the job (BLACS freed MPI communicators).
+	late, err := dist.NewGrid(w, 0, 0)
+	if err != nil {
+		code = max(code, 1)
+	}
 	if err := mpi.Finalize(); err != nil {
 		code = max(code, 1)
+	}
+	if late != nil {
+		if err := late.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "Grid.Close after Finalize:", err)
+			code = max(code, 1)
+		}
 	}
 	os.Exit(code)
 }

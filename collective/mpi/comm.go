@@ -110,6 +110,10 @@ func Finalize() error {
 	return call("MPI_Finalize", func() C.int { return C.mgla_finalize() })
 }
 
+// Finalized reports whether Finalize was called: C libraries that hold MPI
+// objects (ScaLAPACK's BLACS, hypre) must not free them after it.
+func Finalized() bool { return finalized.Load() }
+
 // finalized mirrors engine.finalized for the calls' fast check.
 var finalized atomic.Bool
 

@@ -24,6 +24,9 @@ func World(opts ...Option) (*Comm, error) { return nil, errUnavailable }
 // Finalize has nothing to finalize in a build without MPI.
 func Finalize() error { return nil }
 
+// Finalized is false in a build without MPI.
+func Finalized() bool { return false }
+
 func (c *Comm) Rank() int                 { return 0 }
 func (c *Comm) Size() int                 { return 0 }
 func (c *Comm) LocalRanks() []int         { return nil }
