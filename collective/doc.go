@@ -95,7 +95,10 @@
 // the other ranks make these exact adjoints), AllToAll is its own adjoint,
 // SendRecv's is the reverse SendRecv (dest and src swapped), Scan-sum's the
 // reverse inclusive scan (a Split of the communicator with its ranks numbered
-// backwards, made once per communicator), Barrier passes the gradient
+// backwards, made on the first run, once per Comm value of more than one
+// rank, and freed when that Comm is closed: a program that builds each graph
+// on a new mpi.World() view keeps one per view unless it closes the view),
+// Barrier passes the gradient
 // through. Prod, min and max reductions, Send and Recv have none, and no
 // collective of integers has one: Grad fails with an error wrapping
 // ErrBadCall. (gorgonia.Grad of an integer cost returns no gradients and no

@@ -642,10 +642,15 @@ func (o *collOp) do(call *Call) error {
 
 // reversedComms caches, per communicator, the Split that numbers its ranks
 // backwards (the reverse scan of Scan's gradient), until the communicator
-// is closed (CloseNotifier).
+// is closed (CloseNotifier). A communicator of one rank is its own reverse:
+// nothing is split or kept for it (Self, made anew by every call, used to
+// leave one per value).
 var reversedComms sync.Map
 
 func reversed(c Comm) (Comm, error) {
+	if c.Size() == 1 {
+		return c, nil
+	}
 	if r, ok := reversedComms.Load(c); ok {
 		return r.(Comm), nil
 	}
