@@ -275,7 +275,7 @@ func (t *Tensor) CheckFinite(lower bool) error {
 		return err
 	}
 	p := pieces[bad]
-	return fmt.Errorf("%w (in rows %d–%d, columns %d–%d)", ErrNonFinite, p.Row, p.Row+p.Rows-1, p.Col, p.Col+p.Cols-1)
+	return fmt.Errorf("%w: NaN or Inf in rows %d–%d, columns %d–%d", ErrNonFinite, p.Row, p.Row+p.Rows-1, p.Col, p.Col+p.Cols-1)
 }
 
 // CheckDiagonal reports the first NaN or ±Inf (ErrNonFinite) or exact zero

@@ -374,7 +374,9 @@ func TestCheckFinite(t *testing.T) {
 					st, err := Put(host, mesh, layout)
 					require.NoError(t, err)
 					what := fmt.Sprintf("%v %v %v (%d,%d)", mesh, dt, layout, c.i, c.j)
-					require.ErrorIs(t, st.CheckFinite(false), ErrNonFinite, what)
+					err = st.CheckFinite(false)
+					require.ErrorIs(t, err, ErrNonFinite, what)
+					require.Contains(t, err.Error(), "NaN or Inf in rows", what) // not only the sentinel's words
 					if c.lowerFound {
 						require.ErrorIs(t, st.CheckFinite(true), ErrNonFinite, what)
 					} else {
