@@ -196,7 +196,7 @@ func RowMajorDense(d *tensor.Dense) (*tensor.Dense, error) {
 		}
 		d = m
 	}
-	if d.RequiresIterator() {
+	if d.RequiresIterator() && d.Shape().TotalSize() > 0 { // (tensor.Copy panics on an empty one)
 		// Strides that are not the contiguous ones (Clone keeps a view's)
 		// over a backing array longer than the tensor: tensor.Copy walks
 		// the logical elements.
