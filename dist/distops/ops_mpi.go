@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"math/cmplx"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
@@ -530,33 +529,6 @@ func realVector(w []float64, dt tensor.Dtype) *tensor.Dense {
 	return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(append([]float64(nil), w...)))
 }
 
-// diagonal is the diagonal of the square matrix value v, as complex128s.
-func diagonal(v G.Value) ([]complex128, error) {
-	d, ok := v.(*tensor.Dense)
-	if !ok || d.Dims() != 2 || d.Shape()[0] != d.Shape()[1] {
-		return nil, fmt.Errorf("%w: want a square matrix, got %v", dist.ErrBadInput, v)
-	}
-	n := d.Shape()[0]
-	out := make([]complex128, n)
-	for i := range out {
-		x, err := d.At(i, i)
-		if err != nil {
-			return nil, err
-		}
-		switch x := x.(type) {
-		case float32:
-			out[i] = complex(float64(x), 0)
-		case float64:
-			out[i] = complex(x, 0)
-		case complex64:
-			out[i] = complex128(x)
-		case complex128:
-			out[i] = x
-		}
-	}
-	return out, nil
-}
-
 // distributed are the inputs each op puts on the grid.
 var distributed = [...][]int{
 	kCholesky: {}, kCholSolve: {0, 1}, kPotrs: {2}, kPotri: {}, kEigen: {0}, kEigValues: {0},
@@ -594,24 +566,6 @@ func eigenValuesOf(v G.Value) ([]float64, bool) {
 		return e.w, true
 	}
 	return nil, false
-}
-
-// badDiagonal is the 1-based index of the first zero or non-finite
-// diagonal element of the factor l (0 if none), the same on every rank.
-func badDiagonal[T dist.Scalar](l G.Value) (int, error) {
-	if m, ok := MatrixOf[T](l); ok {
-		return m.FirstBadDiagonal()
-	}
-	d, err := diagonal(l)
-	if err != nil {
-		return 0, err
-	}
-	for i, x := range d {
-		if x == 0 || cmplx.IsNaN(x) || cmplx.IsInf(x) {
-			return i + 1, nil
-		}
-	}
-	return 0, nil
 }
 
 func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
@@ -681,16 +635,6 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 			return nil, fmt.Errorf("%w: want the value of an Eigen node, got %T", dist.ErrBadInput, vals[0])
 		}
 	case kCholSolve:
-		// As on one process: a zero or non-finite diagonal entry of the
-		// factor is an error (ScaLAPACK's p?potrs does not check); every
-		// rank finds the same entry.
-		bad, err := badDiagonal[T](vals[0])
-		if err != nil {
-			return nil, err
-		}
-		if bad > 0 {
-			return nil, &kernels.NotPositiveDefiniteError{Order: bad}
-		}
 		shape = vals[1].Shape()
 	case kPotrs:
 		shape = vals[2].Shape()
@@ -743,7 +687,19 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 			res = res.Clone() // the factor node keeps its own
 		}
 	case kCholSolve:
-		res, err = dist.CholSolve(ms[0], ms[1])
+		// As on one process: a zero or non-finite diagonal entry of the
+		// factor is an error (ScaLAPACK's p?potrs does not check). The
+		// factor on the grid finds it, the same on every rank: a check of
+		// each rank's own copy of a host L left the ranks out of step when
+		// the copies differed.
+		var bad int
+		if bad, err = ms[0].FirstBadDiagonal(); err == nil {
+			if bad > 0 {
+				err = &kernels.NotPositiveDefiniteError{Order: bad}
+			} else {
+				res, err = dist.CholSolve(ms[0], ms[1])
+			}
+		}
 	case kPotrs:
 		var l *dist.Matrix[T]
 		if l, err = factorOf[T](vals[1]); err == nil {

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/dist/distops"
 	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -570,6 +572,56 @@ func TestNotPositiveDefinite(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCholSolveHostFactorDiffersOnOneRank: a host L whose last rank's copy
+// alone has a zero on its diagonal (against the rule that a host value is
+// the same on every rank) gets one verdict on every rank, and the ranks stay
+// in step: the next op runs. CholSolve checked each rank's own copy before
+// any collective, so that rank returned at once while the others went on
+// into the distribution, and the next op failed (ErrMismatch on one rank, a
+// timeout on the other).
+func TestCholSolveHostFactorDiffersOnOneRank(t *testing.T) {
+	const n = 7
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, g := range grids(t) {
+		opts := []mgla.Option{mgla.WithGrid(distops.On(g)), mgla.WithTile(2)}
+		a, l, b := operands[float64](rng, n, 2)
+		if world.Rank() == world.Size()-1 {
+			l.Data().([]float64)[n*n-1] = 0
+		}
+		_, _, err := run(tape, func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+			x, err := mgla.CholSolve(input(gr, "L", l), input(gr, "B", b), opts...)
+			return []*G.Node{x}, nil, nil, err
+		})
+		// Every rank the same verdict: an error on all or on none.
+		failed := 0.0
+		if err != nil {
+			failed = 1
+		}
+		got := []float64{0, 0}
+		if e := world.Do(allReduceCall(collective.Max, []float64{failed, -failed}, got)); e != nil {
+			t.Fatal(e)
+		}
+		if got[0] != -got[1] {
+			t.Errorf("rank %d, %s: CholSolve's verdict differs between ranks (here %v)", world.Rank(), gridName(g), err)
+		}
+		_, _, err = run(tape, func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+			x, err := mgla.Potrs(input(gr, "A", a), input(gr, "B", b), opts...)
+			return []*G.Node{x}, nil, nil, err
+		})
+		if err != nil {
+			t.Errorf("rank %d, %s: the op after CholSolve: %v", world.Rank(), gridName(g), err)
+		}
+	}
+}
+
+// allReduceCall is a float64 AllReduce on host slices.
+func allReduceCall(op collective.ReduceOp, send, recv []float64) *collective.Call {
+	sb, _ := sharding.NewHostBuffer(send)
+	rb, _ := sharding.NewHostBuffer(recv)
+	return &collective.Call{Kind: collective.AllReduce, Op: op, Dtype: tensor.Float64, Count: len(send),
+		Send: []sharding.Buffer{sb}, Recv: []sharding.Buffer{rb}}
 }
 
 // zeroAt is the n×n row-major matrix of ones with a zero at (i, i).
