@@ -740,3 +740,60 @@ func TestGridEmptyBand(t *testing.T) {
 		vm.Close()
 	}
 }
+
+// TestOneRowBandRebound: a band of one row rebound with Let to a Slice of
+// the full matrix, which Gorgonia gives the shape (c) and Let takes for the
+// (1, c) node: the same log det as the first run. The (c) value was read
+// as c rows of one column: a false "ranks disagree on shapes".
+func TestOneRowBandRebound(t *testing.T) {
+	size, rank := world.Size(), world.Rank()
+	if size < 2 {
+		t.Skip("needs a rank with one row: 2 ranks")
+	}
+	n := size + 1 // rank 0 two rows, the others one
+	grid, err := dist.NewGrid(world, 1, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grid.Close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	full := spd[float64](rng, n)
+	r0, r1 := 0, 2
+	if rank > 0 {
+		r0, r1 = rank+1, rank+2
+	}
+	g := G.NewGraph()
+	band := G.NewMatrix(g, tensor.Float64, G.WithShape(r1-r0, n), G.WithName("band"), G.WithValue(rowsOf(full, r0, r1)))
+	k, err := distops.On(grid).FromRowBlocks(band, n, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := mgla.LogDet(k, mgla.WithGrid(distops.On(grid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	var first float64
+	for run := 1; run <= 2; run++ {
+		if run == 2 {
+			v, err := full.Slice(tensor.S(r0, r1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := G.Let(band, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			t.Fatalf("rank %d, run %d: %v", rank, run, mgla.Cause(err))
+		}
+		got := ld.Value().Data().(float64)
+		if run == 1 {
+			first = got
+		} else if math.Abs(got-first) > 1e-12*math.Abs(first) {
+			t.Errorf("rank %d: log det %v after Let, %v before", rank, got, first)
+		}
+	}
+}

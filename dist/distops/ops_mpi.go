@@ -62,6 +62,10 @@ type op struct {
 	rows   int // kRowBlock: this rank's band rows
 	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
 	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
+	// kFromRowBlocks, kDistribute: the host node's columns (0 for a vector
+	// node). Gorgonia's Let takes a value of shape (c) for a (1, c) node
+	// (Shape.Eq), which read alone would be c rows of one column.
+	cols int
 
 	// Reused from one run to the next: the host output of RowBlock (dense).
 	out *tensor.Dense
@@ -375,7 +379,7 @@ func (o *op) CallsExtern() bool    { return true }
 func (o *op) OverwritesInput() int { return -1 }
 func (o *op) String() string       { return names[o.kind] }
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id)
+	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%d", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.cols)
 }
 func (o *op) Hashcode() uint32 {
 	h := fnv.New32a()
@@ -585,6 +589,10 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		r, c, rm, err := rowMajor[T](vals[0])
 		if err != nil {
 			return nil, err
+		}
+		if c == 1 && o.cols > 1 && r == o.cols && len(vals[0].Shape()) == 1 {
+			r, c = 1, o.cols // a (c) value bound to a (1, c) node
+			shape = tensor.Shape{1, o.cols}
 		}
 		var m *dist.Matrix[T]
 		switch {
