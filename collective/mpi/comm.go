@@ -234,10 +234,10 @@ func (c *Comm) Close() error {
 // colors and keys of every rank as each computes them), WithoutChecks or
 // not, so that a missing rank gives ErrTimeout rather than a hang, and a
 // second exchange after MPI_Comm_split, so that every rank of c learns
-// whether every other made the split: when one timed out, every rank
-// returns ErrTimeout and c is broken on every rank (the package
+// whether every other made the split: when one timed out, the others
+// return ErrTimeout too and c is broken on every rank (the package
 // documentation, "Threads", says how the blocking split is kept from
-// hanging).
+// hanging, and where that agreement can still fail).
 func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	s := c.st
 	s.mu.Lock()
@@ -245,12 +245,13 @@ func (c *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	if err := lateSplitPending(); err != nil {
-		return nil, err
-	}
 	deadline := time.Now().Add(c.cfg.timeout)
 	rec := collective.SplitRecord(s.seq, s.size, color, key)
 	s.seq++
+	if err := waitLateSplits(deadline, rec.Label(), c.cfg.timeout); err != nil {
+		s.breakWith(err) // the others time out waiting for this rank's record
+		return nil, err
+	}
 	myColor, myKey := C.int(color(s.rank)), C.int(key(s.rank))
 	late := func() { s.startSplitLate(myColor, myKey) }
 	if err := s.exchange(&rec, deadline, c.cfg.timeout, late); err != nil {
@@ -333,22 +334,28 @@ func (s *commState) split(color, key C.int, label string, timeout time.Duration)
 	}
 }
 
-// lateSplitPending returns an error below MPI_THREAD_MULTIPLE while a Split
-// that timed out in this process may still make its blocking split
+// waitLateSplits waits below MPI_THREAD_MULTIPLE, by the deadline, until
+// no Split that timed out in this process may still make its blocking split
 // (splitLate): that split would hold MPI for the whole process at a moment
 // no rank can foresee, and a Split here could then wait for a rank that
-// waits for this process's MPI.
-func lateSplitPending() error {
+// waits for this process's MPI. It returns ErrTimeout at the deadline.
+func waitLateSplits(deadline time.Time, label string, timeout time.Duration) error {
 	if engine.mode == direct {
 		return nil
 	}
-	engine.final.Lock()
-	n := len(engine.lateSplits)
-	engine.final.Unlock()
-	if n == 0 {
-		return nil
+	for sleep := 100 * time.Microsecond; ; sleep = min(2*sleep, 10*time.Millisecond) {
+		engine.final.Lock()
+		n := len(engine.lateSplits)
+		engine.final.Unlock()
+		if n == 0 {
+			return nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w: mpi: %s: an earlier Split of this process timed out and may still make its blocking MPI_Comm_split, which below MPI_THREAD_MULTIPLE holds MPI for the whole process; it did not within %v", collective.ErrTimeout, label, timeout)
+		}
+		time.Sleep(min(sleep, left))
 	}
-	return fmt.Errorf("%w: mpi: Split: an earlier Split of this process timed out and may still make its blocking MPI_Comm_split, which below MPI_THREAD_MULTIPLE holds MPI for the whole process: no Split until it has", collective.ErrClosed)
 }
 
 // splitLate finishes, on its own goroutine, the record exchange of a Split
@@ -373,11 +380,17 @@ func (s *commState) splitLate(color, key C.int) {
 		var done, rc C.int
 		mpiCall(func() { done = C.mgla_poll(C.int(2*s.size), s.reqs.p, 0, engine.yield, &rc) })
 		if rc != 0 || done != 0 {
-			delete(engine.lateSplits, s)
+			// The split without final held: it waits for ranks that may
+			// never come (one that finalized), and Finalize and World must
+			// not wait with it. It stays in lateSplits until it returns,
+			// for lateSplitPending.
+			engine.final.Unlock()
 			if rc == 0 && collective.RecordsAgree(s.records(), s.size) {
 				var out C.MPI_Comm
 				mpiCall(func() { C.mgla_comm_split(s.data, color, key, &out) })
 			}
+			engine.final.Lock()
+			delete(engine.lateSplits, s)
 			engine.final.Unlock()
 			return
 		}

@@ -482,8 +482,8 @@ func TestSplitTimeout(t *testing.T) {
 // the last rank's late Split of X runs while they are at it. Below
 // MPI_THREAD_MULTIPLE the late split of X (made by those ranks only to let
 // the last one out) used to take MPI in the middle of Y's split: a
-// deadlock in 2 of 4 runs. Now Y fails at once there while X's late split
-// is pending. Every Split must return, X's with ErrTimeout.
+// deadlock in 2 of 4 runs. Now Y waits there, by its timeout, for X's late
+// split. Every Split must return, X's with ErrTimeout.
 func TestSplitAfterLateSplit(t *testing.T) {
 	size, me := world.Size(), world.Rank()
 	if size < 3 {
