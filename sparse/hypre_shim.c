@@ -269,7 +269,16 @@ static void free_side(mh_engine *e, int t) {
 	}
 }
 
+// finalized: after MPI_Finalize hypre's objects must be left (destroying
+// them frees MPI communicators, which makes Open MPI abort the job).
+static int finalized(void) {
+	int f = 0;
+	MPI_Finalized(&f);
+	return f;
+}
+
 void mh_free_hierarchies(mh_engine *e) {
+	if (finalized()) return;
 	free_side(e, 0);
 	free_side(e, 1);
 }
@@ -469,10 +478,13 @@ int mh_gather(mh_engine *e, const double *local, double *global, char *err, int 
 
 void mh_destroy(mh_engine *e) {
 	if (!e) return;
-	mh_free_hierarchies(e);
-	if (e->ij) HYPRE_IJMatrixDestroy(e->ij);
-	if (e->bij) HYPRE_IJVectorDestroy(e->bij);
-	if (e->xij) HYPRE_IJVectorDestroy(e->xij);
+	int done = finalized();
+	if (!done) {
+		mh_free_hierarchies(e);
+		if (e->ij) HYPRE_IJMatrixDestroy(e->ij);
+		if (e->bij) HYPRE_IJVectorDestroy(e->bij);
+		if (e->xij) HYPRE_IJVectorDestroy(e->xij);
+	}
 	for (int k = 0; k < e->cfg.nset; k++) free(e->set_names[k]);
 	free(e->set_names);
 	free(e->set_values);
@@ -481,9 +493,7 @@ void mh_destroy(mh_engine *e) {
 	free(e->cols);
 	free(e->counts);
 	free(e->displs);
-	int finalized = 0;
-	MPI_Finalized(&finalized);
-	if (e->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&e->comm);
+	if (e->comm != MPI_COMM_NULL && !done) MPI_Comm_free(&e->comm);
 	free(e);
 }
 

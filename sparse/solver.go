@@ -122,7 +122,9 @@ func (s *Solver) Free() {
 }
 
 // Close releases the solver's hypre objects; runs after Close fail. In MPI
-// mode it is collective.
+// mode it is collective. After mpi.Finalize it releases only the solver's
+// own memory (hypre's objects would free MPI communicators, which MPI
+// forbids then).
 func (s *Solver) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
