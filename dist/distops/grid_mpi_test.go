@@ -797,3 +797,46 @@ func TestOneRowBandRebound(t *testing.T) {
 		}
 	}
 }
+
+// TestOneRowRightHandSideRebound: a host right-hand side of one row that
+// Let rebinds to a (k) Slice, which Gorgonia takes for the (1, k) node: on
+// the grid the same x as on one process (the value was read as k rows of
+// one column: "bad shapes on some rank").
+func TestOneRowRightHandSideRebound(t *testing.T) {
+	grid, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grid.Close()
+	for _, onGrid := range []bool{false, true} {
+		g := G.NewGraph()
+		a := G.NodeFromAny(g, tensor.New(tensor.WithShape(1, 1), tensor.WithBacking([]float64{2})), G.WithName("A"))
+		b := G.NodeFromAny(g, tensor.New(tensor.WithShape(1, 3), tensor.WithBacking([]float64{2, 4, 6})), G.WithName("B"))
+		var opts []mgla.Option
+		if onGrid {
+			opts = []mgla.Option{mgla.WithGrid(distops.On(grid))}
+		}
+		x, err := mgla.Potrs(a, b, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g)
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		row, err := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{9, 9, 9, 4, 8, 12})).Slice(tensor.S(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := G.Let(b, row); err != nil { // shape (3), taken for the (1, 3) node
+			t.Fatal(err)
+		}
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			t.Errorf("rank %d, grid %v, after Let: %v", world.Rank(), onGrid, mgla.Cause(err))
+		} else if got := x.Value().Data().([]float64); math.Abs(got[0]-2)+math.Abs(got[1]-4)+math.Abs(got[2]-6) > 1e-12 {
+			t.Errorf("rank %d, grid %v, after Let: x = %v, want [2 4 6]", world.Rank(), onGrid, got)
+		}
+		vm.Close()
+	}
+}

@@ -60,14 +60,6 @@ func (o *Ops) distribute(full *G.Node, block, root int) (*G.Node, error) {
 	return G.ApplyOp(&op{kind: kDistribute, dt: full.Dtype(), arity: 1, g: o.grid, nb: block, onGrid: true, root: root, cols: nodeCols(full)}, full)
 }
 
-// nodeCols is the columns of a matrix node, 0 for a vector.
-func nodeCols(n *G.Node) int {
-	if n.Dims() == 2 {
-		return n.Shape()[1]
-	}
-	return 0
-}
-
 // Gather is the host value of the grid value x: on every rank for root <
 // 0, else on rank root (the other ranks get zeros of the shape). The
 // gradient is distributed again: from every rank's copy (which the

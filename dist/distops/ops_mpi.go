@@ -62,10 +62,10 @@ type op struct {
 	rows   int // kRowBlock: this rank's band rows
 	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
 	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
-	// kFromRowBlocks, kDistribute: the host node's columns (0 for a vector
-	// node). Gorgonia's Let takes a value of shape (c) for a (1, c) node
+	// The columns of the input nodes (0 for a vector node, the first 4
+	// inputs). Gorgonia's Let takes a value of shape (c) for a (1, c) node
 	// (Shape.Eq), which read alone would be c rows of one column.
-	cols int
+	cols [4]int
 
 	// Reused from one run to the next: the host output of RowBlock (dense).
 	out *tensor.Dense
@@ -161,7 +161,27 @@ func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
 
 // applyOn applies op k to prepared inputs.
 func (o *Ops) applyOn(k kind, nb int, onGrid bool, ins ...*G.Node) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1}, ins...)
+	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, cols: nodeCols(ins...)}, ins...)
+}
+
+// nodeCols is the columns of each of the (first 4) nodes, 0 for a vector.
+func nodeCols(ns ...*G.Node) (cols [4]int) {
+	for i, n := range ns[:min(len(ns), len(cols))] {
+		if n.Dims() == 2 {
+			cols[i] = n.Shape()[1]
+		}
+	}
+	return cols
+}
+
+// hostMatrix is input j's host value v as its rows, columns and row-major
+// data (rowMajor), a (c) value of a (1, c) node as one row.
+func hostMatrix[T dist.Scalar](o *op, j int, v G.Value) (r, c int, rm []T, err error) {
+	r, c, rm, err = rowMajor[T](v)
+	if err == nil && c == 1 && j < len(o.cols) && o.cols[j] > 1 && r == o.cols[j] && len(v.Shape()) == 1 {
+		r, c = 1, o.cols[j]
+	}
+	return r, c, rm, err
 }
 
 // prepare checks the inputs of op k and decides where it runs. With no
@@ -379,7 +399,7 @@ func (o *op) CallsExtern() bool    { return true }
 func (o *op) OverwritesInput() int { return -1 }
 func (o *op) String() string       { return names[o.kind] }
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%d", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.cols)
+	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%v", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.cols)
 }
 func (o *op) Hashcode() uint32 {
 	h := fnv.New32a()
@@ -554,7 +574,7 @@ func onGrid[T dist.Scalar](o *op, j int, v G.Value) (*dist.Matrix[T], error) {
 	if _, ok := v.(*Value); ok {
 		return nil, fmt.Errorf("%w: want a grid value of %v, got %v", dist.ErrBadInput, o.dt, v)
 	}
-	r, c, rm, err := rowMajor[T](v)
+	r, c, rm, err := hostMatrix[T](o, j, v)
 	if err != nil {
 		return nil, err
 	}
@@ -586,13 +606,12 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		}
 		return vals[0], nil
 	case kFromRowBlocks, kDistribute:
-		r, c, rm, err := rowMajor[T](vals[0])
+		r, c, rm, err := hostMatrix[T](o, 0, vals[0])
 		if err != nil {
 			return nil, err
 		}
-		if c == 1 && o.cols > 1 && r == o.cols && len(vals[0].Shape()) == 1 {
-			r, c = 1, o.cols // a (c) value bound to a (1, c) node
-			shape = tensor.Shape{1, o.cols}
+		if len(shape) == 1 && c > 1 {
+			shape = tensor.Shape{1, c} // a (c) value of a (1, c) node
 		}
 		var m *dist.Matrix[T]
 		switch {
