@@ -94,7 +94,9 @@ func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
 }
 
 // CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (its lower
-// triangle is read) and B n×k or a length-n vector.
+// triangle is read) and B n×k or a length-n vector. Unlike one process,
+// the grid checks the whole of a host L: a NaN or Inf above its diagonal
+// is ErrNonFinite.
 func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) {
 	return o.apply(kCholSolve, block, l, b)
 }
