@@ -1002,3 +1002,46 @@ func TestStridedHostInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestRightHandSideReboundInEquivalentShape: Gorgonia's Let takes a (1, n)
+// value for an (n) node and a (k) value for a (1, k) node; Potrs and
+// CholSolve read them in the node's shape (the first panicked in the
+// kernels, killing the process), on both machines' TapeMachine path.
+func TestRightHandSideReboundInEquivalentShape(t *testing.T) {
+	dense := func(shape []int, v ...float64) *tensor.Dense {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
+	}
+	for _, tc := range []struct {
+		name        string
+		a           *tensor.Dense
+		node, bound *tensor.Dense
+		want        []float64
+	}{
+		{"(1, 3) value of a (3) node", dense([]int{3, 3}, 2, 0, 0, 0, 2, 0, 0, 0, 2), dense([]int{3}, 0, 0, 0), dense([]int{1, 3}, 2, 4, 6), []float64{1, 2, 3}},
+		{"(3) value of a (1, 3) node", dense([]int{1, 1}, 2), dense([]int{1, 3}, 0, 0, 0), dense([]int{3}, 2, 4, 6), []float64{1, 2, 3}},
+	} {
+		for _, op := range []string{"Potrs", "CholSolve"} {
+			t.Run(tc.name+"/"+op, func(t *testing.T) {
+				g := G.NewGraph()
+				a := G.NodeFromAny(g, tc.a.Clone().(*tensor.Dense), G.WithName("A"))
+				b := G.NodeFromAny(g, tc.node.Clone().(*tensor.Dense), G.WithName("B"))
+				var x *G.Node
+				var err error
+				if op == "Potrs" {
+					x, err = mgla.Potrs(a, b)
+				} else {
+					var l *G.Node
+					if l, err = mgla.Cholesky(a); err == nil {
+						x, err = mgla.CholSolve(l, b)
+					}
+				}
+				require.NoError(t, err)
+				require.NoError(t, G.Let(b, tc.bound))
+				m := G.NewTapeMachine(g)
+				defer m.Close()
+				require.NoError(t, mgla.Cause(m.RunAll()))
+				require.InDeltaSlice(t, tc.want, x.Value().Data(), 1e-14)
+			})
+		}
+	}
+}

@@ -16,6 +16,11 @@ type moveOp struct {
 	base
 	to  Placement
 	out *sharding.Tensor
+	// The input node's shape (dims ≤ 2): Gorgonia's Let takes a (1, n)
+	// value for an (n) node and an (n) value for a (1, n) or (n, 1) node
+	// (Shape.Eq); a host value is placed in the node's shape.
+	inShape [2]int
+	inDims  int
 }
 
 // Shard places a host (or sharded) matrix or vector node on mesh in layout.
@@ -47,7 +52,25 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 	if IsSharded(x) {
 		name = "Relayout"
 	}
-	return gorgonia.ApplyOp(&moveOp{base: base{name: fmt.Sprintf("%s(%v)", name, layout)}, to: Placement{mesh, layout}}, x)
+	op := &moveOp{base: base{name: fmt.Sprintf("%s(%v)", name, layout)}, to: Placement{mesh, layout}, inDims: x.Dims()}
+	copy(op.inShape[:], x.Shape())
+	return gorgonia.ApplyOp(op, x)
+}
+
+// inNodeShape is the host tensor d in the input node's shape where d has
+// another shape of as many elements, one of them a vector (what Let lets
+// through), else d.
+func (o *moveOp) inNodeShape(d *tensor.Dense) *tensor.Dense {
+	want := tensor.Shape(o.inShape[:o.inDims])
+	have := d.Shape()
+	if o.inDims == 0 || len(have) == len(want) || have.TotalSize() != want.TotalSize() || (len(have) != 1 && len(want) != 1) {
+		return d
+	}
+	r := d.ShallowClone()
+	if err := r.Reshape(want...); err != nil {
+		return d
+	}
+	return r
 }
 
 // Relayout moves a sharded node to another layout on its mesh.
@@ -73,22 +96,27 @@ func (o *moveOp) WriteHash(h hash.Hash) {
 func (o *moveOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	vals[0] = unwrapEigen(vals[0]) // an Eigen node's value moves as its vectors
-	out, err := sharding.Reuse(o.out, o.to.Mesh, vals[0].Shape(), vals[0].Dtype(), o.to.Layout)
+	v := unwrapEigen(vals[0]) // an Eigen node's value moves as its vectors
+	if x, ok := v.(tensor.Tensor); ok {
+		if _, sharded := v.(*sharding.Tensor); !sharded {
+			d, ok := tensor.Materialize(x).(*tensor.Dense)
+			if !ok {
+				return nil, fmt.Errorf("ops: %v: unsupported host tensor %T", o, x)
+			}
+			v = o.inNodeShape(d)
+		}
+	}
+	out, err := sharding.Reuse(o.out, o.to.Mesh, v.Shape(), v.Dtype(), o.to.Layout)
 	if err != nil {
 		return nil, err
 	}
-	switch x := vals[0].(type) {
+	switch x := v.(type) {
 	case *sharding.Tensor:
 		err = x.RelayoutInto(out)
-	case tensor.Tensor:
-		d, ok := tensor.Materialize(x).(*tensor.Dense)
-		if !ok {
-			return nil, fmt.Errorf("ops: %v: unsupported host tensor %T", o, x)
-		}
-		err = out.Load(d)
+	case *tensor.Dense:
+		err = out.Load(x)
 	default:
-		err = fmt.Errorf("ops: %v: unsupported value %T", o, vals[0])
+		err = fmt.Errorf("ops: %v: unsupported value %T", o, v)
 	}
 	if err != nil {
 		return nil, err

@@ -243,6 +243,13 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		}
 		ins[i] = t
 	}
+	// A right-hand side of another order (a value that Let bound in an
+	// equivalent shape, which Shard puts back in its node's) would be read
+	// past its end.
+	rhs := map[kernelKind]int{kCholSolve: 1, kPotrs: 2}
+	if j, ok := rhs[o.kind]; ok && ins[j].Rows() != ins[0].Rows() {
+		return nil, fmt.Errorf("%v: a right-hand side of shape %v for a matrix of order %d (bind a value of the node's shape)", o, ins[j].Shape(), ins[0].Rows())
+	}
 	s := solverFor(o.pl.Mesh, o.dispatch)
 	switch o.kind {
 	case kCholesky:

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/mgla/mgla"
@@ -838,5 +839,75 @@ func TestOneRowRightHandSideRebound(t *testing.T) {
 			t.Errorf("rank %d, grid %v, after Let: x = %v, want [2 4 6]", world.Rank(), onGrid, got)
 		}
 		vm.Close()
+	}
+}
+
+// TestRightHandSideReboundGradient: the gradient of Potrs after Let bound a
+// (3) value to a (1, 3) B, and x for a (1, 3) value bound to a (3) b: the
+// same on the grid as on one process (the gradient ops read the (3) X as
+// three rows; the grid read the (1, 3) b as one row).
+func TestRightHandSideReboundGradient(t *testing.T) {
+	grid, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grid.Close()
+	dense := func(shape []int, v ...float64) *tensor.Dense {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
+	}
+	var want [][]float64
+	for _, onGrid := range []bool{false, true} {
+		var opts []mgla.Option
+		if onGrid {
+			opts = []mgla.Option{mgla.WithGrid(distops.On(grid))}
+		}
+		g := G.NewGraph()
+		a := G.NewMatrix(g, tensor.Float64, G.WithShape(1, 1), G.WithName("A"), G.WithValue(dense([]int{1, 1}, 2)))
+		b := G.NewMatrix(g, tensor.Float64, G.WithShape(1, 3), G.WithName("B"), G.WithValue(dense([]int{1, 3}, 2, 4, 6)))
+		xbar := G.NewMatrix(g, tensor.Float64, G.WithShape(1, 3), G.WithName("Xbar"), G.WithValue(dense([]int{1, 3}, 1, 10, 100)))
+		x, err := mgla.Potrs(a, b, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grads, err := G.Backpropagate(G.Nodes{x}, G.Nodes{xbar}, G.Nodes{a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, _ := dense([]int{2, 3}, 9, 9, 9, 2, 4, 6).Slice(tensor.S(1))
+		if err := G.Let(b, row); err != nil {
+			t.Fatal(err)
+		}
+		// A vector right-hand side bound to a (1, 3) value.
+		a3 := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("A3"), G.WithValue(dense([]int{3, 3}, 2, 0, 0, 0, 2, 0, 0, 0, 2)))
+		v := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("v"), G.WithValue(dense([]int{3}, 0, 0, 0)))
+		y, err := mgla.Potrs(a3, v, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := G.Let(v, dense([]int{1, 3}, 2, 4, 6)); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g)
+		if err := vm.RunAll(); err != nil {
+			t.Fatalf("rank %d, grid %v: %v", world.Rank(), onGrid, mgla.Cause(err))
+		}
+		got := [][]float64{
+			slices.Clone(grads[0].Value().Data().([]float64)),
+			slices.Clone(grads[1].Value().Data().([]float64)),
+			slices.Clone(y.Value().Data().([]float64)),
+		}
+		vm.Close()
+		if !onGrid {
+			want = got
+			continue
+		}
+		for i := range got {
+			for j := range got[i] {
+				if math.Abs(got[i][j]-want[i][j]) > 1e-12*(1+math.Abs(want[i][j])) {
+					t.Errorf("rank %d: result %d on the grid %v, on one process %v", world.Rank(), i, got[i], want[i])
+					break
+				}
+			}
+		}
 	}
 }

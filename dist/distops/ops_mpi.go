@@ -62,9 +62,10 @@ type op struct {
 	rows   int // kRowBlock: this rank's band rows
 	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
 	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
-	// The columns of the input nodes (0 for a vector node, the first 4
-	// inputs). Gorgonia's Let takes a value of shape (c) for a (1, c) node
-	// (Shape.Eq), which read alone would be c rows of one column.
+	// The columns of the input nodes (−1 for a vector node, 0 unknown; the
+	// first 4 inputs). Gorgonia's Let takes a value of shape (c) for a
+	// (1, c) node and (1, n) for an (n) node (Shape.Eq), which read alone
+	// would have their rows and columns swapped.
 	cols [4]int
 
 	// Reused from one run to the next: the host output of RowBlock (dense).
@@ -166,10 +167,13 @@ func (o *Ops) applyOn(k kind, nb int, onGrid bool, ins ...*G.Node) (*G.Node, err
 	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, cols: nodeCols(ins...)}, ins...)
 }
 
-// nodeCols is the columns of each of the (first 4) nodes, 0 for a vector.
+// nodeCols is the columns of each of the (first 4) nodes, −1 for a vector.
 func nodeCols(ns ...*G.Node) (cols [4]int) {
 	for i, n := range ns[:min(len(ns), len(cols))] {
-		if n.Dims() == 2 {
+		switch n.Dims() {
+		case 1:
+			cols[i] = -1
+		case 2:
 			cols[i] = n.Shape()[1]
 		}
 	}
@@ -177,11 +181,18 @@ func nodeCols(ns ...*G.Node) (cols [4]int) {
 }
 
 // hostMatrix is input j's host value v as its rows, columns and row-major
-// data (rowMajor), a (c) value of a (1, c) node as one row.
+// data (rowMajor), read in its node's shape: a (c) value of a (1, c) node
+// as one row, a (1, n) value of an (n) node as one column.
 func hostMatrix[T dist.Scalar](o *op, j int, v G.Value) (r, c int, rm []T, err error) {
 	r, c, rm, err = rowMajor[T](v)
-	if err == nil && c == 1 && j < len(o.cols) && o.cols[j] > 1 && r == o.cols[j] && len(v.Shape()) == 1 {
+	if err != nil || j >= len(o.cols) {
+		return r, c, rm, err
+	}
+	switch dims := len(v.Shape()); {
+	case dims == 1 && o.cols[j] > 1 && r == o.cols[j]:
 		r, c = 1, o.cols[j]
+	case dims == 2 && o.cols[j] == -1 && r == 1:
+		r, c = c, 1
 	}
 	return r, c, rm, err
 }
