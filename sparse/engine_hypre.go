@@ -16,6 +16,9 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/mpi"
 )
 
 // defaultPrecond: with hypre the Go Krylov ops default to one AMG V-cycle.
@@ -216,6 +219,15 @@ func (h *hypreEngine) free() {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()
 	C.mh_free_hierarchies(h.e)
+}
+
+// usable: after mpi.Finalize an MPI call aborts the job (Open MPI), so a
+// run then is an error instead.
+func (h *hypreEngine) usable() error {
+	if mpi.Finalized() {
+		return fmt.Errorf("%w: mpi.Finalize was called", collective.ErrClosed)
+	}
+	return nil
 }
 
 func (h *hypreEngine) close() {

@@ -46,5 +46,7 @@ func (e *goEngine) maxAll(x float64) (float64, error) { return x, nil }
 func (e *goEngine) free()  {}
 func (e *goEngine) close() {}
 
+func (e *goEngine) usable() error { return nil }
+
 // HypreAvailable reports whether this build has hypre (the mpi build tag).
 func HypreAvailable() bool { return false }

@@ -34,6 +34,8 @@ type engine interface {
 	// free drops the hierarchies (the matrix stays); close releases all.
 	free()
 	close()
+	// usable returns why the engine cannot run now, or nil.
+	usable() error
 }
 
 // Solver solves sparse systems on one Pattern and caches what it can between
@@ -124,7 +126,7 @@ func (s *Solver) Free() {
 // Close releases the solver's hypre objects; runs after Close fail. In MPI
 // mode it is collective. After mpi.Finalize it releases only the solver's
 // own memory (hypre's objects would free MPI communicators, which MPI
-// forbids then).
+// forbids then), and a run is an error matching collective.ErrClosed.
 func (s *Solver) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,6 +189,9 @@ func (s *Solver) runLocked(kind runKind, adjoint bool, vals, b []float64, report
 	}
 	if s.closed {
 		return nil, fmt.Errorf("%w: sparse: %s on a closed solver", ErrBadInput, name)
+	}
+	if err := s.eng.usable(); err != nil {
+		return nil, fmt.Errorf("sparse: %s: %w", name, err)
 	}
 	// Until this run's solve reports, its Info says that it failed: a run
 	// that ends on bad input leaves no Success of an earlier run behind.
