@@ -911,3 +911,60 @@ func TestRightHandSideReboundGradient(t *testing.T) {
 		}
 	}
 }
+
+// TestDistributeRebound: Distribute, then Gather and Potrs, of a node that
+// Let bound to a value of an equivalent shape: the node's shape and values
+// come back ((1, 3) for a (3) node failed after hostMatrix read it as a
+// column while the output kept the value's shape).
+func TestDistributeRebound(t *testing.T) {
+	grid, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grid.Close()
+	on := distops.On(grid)
+	for _, c := range []struct{ node, bound []int }{
+		{[]int{3}, []int{1, 3}}, {[]int{3}, []int{3, 1}}, {[]int{1, 3}, []int{3}}, {[]int{3, 1}, []int{3}},
+	} {
+		name := fmt.Sprintf("node %v bound %v", c.node, c.bound)
+		g := G.NewGraph()
+		v := G.NewTensor(g, tensor.Float64, len(c.node), G.WithShape(c.node...), G.WithName("v"),
+			G.WithValue(tensor.New(tensor.WithShape(c.node...), tensor.WithBacking([]float64{0, 0, 0}))))
+		d, err := on.Distribute(v, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := on.Gather(d, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x *G.Node
+		if c.node[0] == 3 {
+			a := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("A"),
+				G.WithValue(tensor.New(tensor.WithShape(3, 3), tensor.WithBacking([]float64{2, 0, 0, 0, 2, 0, 0, 0, 2}))))
+			if x, err = on.Potrs(a, d, 2); err != nil {
+				t.Fatal(err)
+			}
+			if x, err = on.Gather(x, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := G.Let(v, tensor.New(tensor.WithShape(c.bound...), tensor.WithBacking([]float64{2, 4, 6}))); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g)
+		if err := vm.RunAll(); err != nil {
+			t.Errorf("rank %d, %s: %v", world.Rank(), name, mgla.Cause(err))
+		} else {
+			if got := back.Value(); !got.Shape().Eq(tensor.Shape(c.node)) || fmt.Sprint(got.Data()) != "[2 4 6]" {
+				t.Errorf("rank %d, %s: Gather gave %v %v", world.Rank(), name, got.Shape(), got.Data())
+			}
+			if x != nil {
+				if got := x.Value().Data().([]float64); math.Abs(got[0]-1)+math.Abs(got[1]-2)+math.Abs(got[2]-3) > 1e-12 {
+					t.Errorf("rank %d, %s: Potrs gave %v, want [1 2 3]", world.Rank(), name, got)
+				}
+			}
+		}
+		vm.Close()
+	}
+}

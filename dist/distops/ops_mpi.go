@@ -623,8 +623,11 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(shape) == 1 && c > 1 {
+		switch { // the node's shape (hostMatrix)
+		case len(shape) == 1 && c > 1:
 			shape = tensor.Shape{1, c} // a (c) value of a (1, c) node
+		case len(shape) == 2 && o.cols[0] == -1:
+			shape = tensor.Shape{r} // a (1, n) value of an (n) node
 		}
 		var m *dist.Matrix[T]
 		switch {
