@@ -300,22 +300,17 @@ func (s *commState) split(color, key C.int, label string, timeout time.Duration)
 		out C.MPI_Comm
 		rc  C.int
 	}
-	if engine.mode != direct {
+	done := make(chan result, 1)
+	run := func() {
 		var r result
 		mpiCall(func() { r.rc = C.mgla_comm_split(s.data, color, key, &r.out) })
-		if r.rc != 0 {
-			err := engineError("MPI_Comm_split", r.rc)
-			s.breakWith(err)
-			return nil, err
-		}
-		return r.out, nil
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		r.rc = C.mgla_comm_split(s.data, color, key, &r.out)
 		done <- r
-	}()
+	}
+	if engine.mode == direct {
+		go run()
+	} else {
+		run() // done is ready before the timer starts
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -366,9 +361,10 @@ func waitLateSplits(deadline time.Time, label string, timeout time.Duration) err
 // blocking MPI_Comm_split, which no timeout covers: this rank must join
 // them there. The exchange completes only if every rank posted its record,
 // so every rank gets there, on its own call or here. The new communicator
-// is left: the others' Split then times out duplicating it, so every rank
-// returns ErrTimeout. The goroutine polls until the exchange completes or
-// MPI is finalized; s is broken, so no other call uses its requests.
+// is left, and this rank makes no confirming exchange: the others' Split
+// then times out in theirs, so they return ErrTimeout too. The goroutine
+// polls until the exchange completes or MPI is finalized; s is broken, so
+// no other call uses its requests.
 func (s *commState) splitLate(color, key C.int) {
 	sleep := 100 * time.Microsecond
 	for {
@@ -383,7 +379,7 @@ func (s *commState) splitLate(color, key C.int) {
 			// The split without final held: it waits for ranks that may
 			// never come (one that finalized), and Finalize and World must
 			// not wait with it. It stays in lateSplits until it returns,
-			// for lateSplitPending.
+			// for waitLateSplits.
 			engine.final.Unlock()
 			if rc == 0 && collective.RecordsAgree(s.records(), s.size) {
 				var out C.MPI_Comm
@@ -401,7 +397,7 @@ func (s *commState) splitLate(color, key C.int) {
 }
 
 // startSplitLate registers s's late split, for Finalize and
-// lateSplitPending, and starts splitLate.
+// waitLateSplits, and starts splitLate.
 func (s *commState) startSplitLate(color, key C.int) {
 	engine.final.Lock()
 	defer engine.final.Unlock()

@@ -416,7 +416,7 @@ func TestSplit(t *testing.T) {
 // late": the others time out in the exchange, and the last rank comes after
 // that (the late splits of the others let it out). A rank that never comes
 // is not among the cases: below MPI_THREAD_MULTIPLE, the others' Splits
-// would fail for the rest of the process (lateSplitPending).
+// would time out for the rest of the process (waitLateSplits).
 func TestSplitTimeout(t *testing.T) {
 	const short = 500 * time.Millisecond
 	cases := []struct {
