@@ -233,6 +233,17 @@ func (o *kernelOp) WriteHash(h hash.Hash) {
 }
 func (o *kernelOp) Hashcode() uint32 { return hashOf(o) }
 
+// rhsInput is the index of kind's right-hand side input, 0 for none.
+func rhsInput(kind kernelKind) int {
+	switch kind {
+	case kCholSolve:
+		return 1
+	case kPotrs:
+		return 2
+	}
+	return 0
+}
+
 // Do runs the kernel. Inputs are never modified.
 func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	ins := make([]*sharding.Tensor, len(vals))
@@ -246,8 +257,7 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	// A right-hand side of another order (a value that Let bound in an
 	// equivalent shape, which Shard puts back in its node's) would be read
 	// past its end.
-	rhs := map[kernelKind]int{kCholSolve: 1, kPotrs: 2}
-	if j, ok := rhs[o.kind]; ok && ins[j].Rows() != ins[0].Rows() {
+	if j := rhsInput(o.kind); j > 0 && ins[j].Rows() != ins[0].Rows() {
 		return nil, fmt.Errorf("%v: a right-hand side of shape %v for a matrix of order %d (bind a value of the node's shape)", o, ins[j].Shape(), ins[0].Rows())
 	}
 	s := solverFor(o.pl.Mesh, o.dispatch)
