@@ -16,11 +16,10 @@ type moveOp struct {
 	base
 	to  Placement
 	out *sharding.Tensor
-	// The input node's shape (dims ≤ 2): Gorgonia's Let takes a (1, n)
-	// value for an (n) node and an (n) value for a (1, n) or (n, 1) node
-	// (Shape.Eq); a host value is placed in the node's shape.
-	inShape [2]int
-	inDims  int
+	// The input node's shape, in which a host value is placed
+	// (sharding.InNodeShape: Gorgonia's Let takes a (1, n) value for an
+	// (n) node and an (n) value for a (1, n) or (n, 1) node).
+	inShape tensor.Shape
 }
 
 // Shard places a host (or sharded) matrix or vector node on mesh in layout.
@@ -52,25 +51,8 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 	if IsSharded(x) {
 		name = "Relayout"
 	}
-	op := &moveOp{base: base{name: fmt.Sprintf("%s(%v)", name, layout)}, to: Placement{mesh, layout}, inDims: x.Dims()}
-	copy(op.inShape[:], x.Shape())
+	op := &moveOp{base: base{name: fmt.Sprintf("%s(%v)", name, layout)}, to: Placement{mesh, layout}, inShape: x.Shape().Clone()}
 	return gorgonia.ApplyOp(op, x)
-}
-
-// inNodeShape is the host tensor d in the input node's shape where d has
-// another shape of as many elements, one of them a vector (what Let lets
-// through), else d.
-func (o *moveOp) inNodeShape(d *tensor.Dense) *tensor.Dense {
-	want := tensor.Shape(o.inShape[:o.inDims])
-	have := d.Shape()
-	if o.inDims == 0 || len(have) == len(want) || have.TotalSize() != want.TotalSize() || (len(have) != 1 && len(want) != 1) {
-		return d
-	}
-	r := d.ShallowClone()
-	if err := r.Reshape(want...); err != nil {
-		return d
-	}
-	return r
 }
 
 // Relayout moves a sharded node to another layout on its mesh.
@@ -103,7 +85,11 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			if !ok {
 				return nil, fmt.Errorf("ops: %v: unsupported host tensor %T", o, x)
 			}
-			v = o.inNodeShape(d)
+			d, err := sharding.InNodeShape(d, o.inShape)
+			if err != nil {
+				return nil, fmt.Errorf("ops: %v: %w", o, err)
+			}
+			v = d
 		}
 	}
 	out, err := sharding.Reuse(o.out, o.to.Mesh, v.Shape(), v.Dtype(), o.to.Layout)

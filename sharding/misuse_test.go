@@ -426,3 +426,57 @@ func TestColumnMajorHostTensors(t *testing.T) {
 		})
 	}
 }
+
+// TestInNodeShape: a host value that Gorgonia's Let bound to a node of an
+// equivalent shape (Shape.Eq) comes out in the node's shape, in logical
+// order, with the input untouched; other values come out as they are.
+func TestInNodeShape(t *testing.T) {
+	backing := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	matrix := func() *tensor.Dense {
+		return tensor.New(tensor.WithShape(3, 3), tensor.WithBacking(slices.Clone(backing)))
+	}
+	vec := func(shape ...int) *tensor.Dense {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking([]float64{1, 2, 3}))
+	}
+	column := func(clone bool) *tensor.Dense {
+		v, err := matrix().Slice(nil, tensor.S(1)) // (3), strided
+		require.NoError(t, err)
+		if clone {
+			return v.(*tensor.Dense).Clone().(*tensor.Dense)
+		}
+		return v.(*tensor.Dense)
+	}
+	for _, tc := range []struct {
+		name      string
+		in        *tensor.Dense
+		node      tensor.Shape
+		want      tensor.Shape
+		wantData  []float64
+		sameValue bool // the input itself comes back
+	}{
+		{"(3) for (1, 3)", vec(3), tensor.Shape{1, 3}, tensor.Shape{1, 3}, []float64{1, 2, 3}, false},
+		{"(3) for (3, 1)", vec(3), tensor.Shape{3, 1}, tensor.Shape{3, 1}, []float64{1, 2, 3}, false},
+		{"(1, 3) for (3)", vec(1, 3), tensor.Shape{3}, tensor.Shape{3}, []float64{1, 2, 3}, false},
+		{"(3, 1) for (3)", vec(3, 1), tensor.Shape{3}, tensor.Shape{3}, []float64{1, 2, 3}, false},
+		{"strided column for (1, 3)", column(false), tensor.Shape{1, 3}, tensor.Shape{1, 3}, []float64{1, 4, 7}, false},
+		{"clone of a strided column for (3, 1)", column(true), tensor.Shape{3, 1}, tensor.Shape{3, 1}, []float64{1, 4, 7}, false},
+		{"column-major (1, 3) for (3)", tensor.New(tensor.WithShape(1, 3), tensor.WithBacking([]float64{1, 2, 3}), tensor.AsFortran(nil)), tensor.Shape{3}, tensor.Shape{3}, []float64{1, 2, 3}, false},
+		{"already the node's shape", vec(1, 3), tensor.Shape{1, 3}, tensor.Shape{1, 3}, []float64{1, 2, 3}, true},
+		{"a shape Let refuses", vec(3), tensor.Shape{1, 2}, tensor.Shape{3}, []float64{1, 2, 3}, true},
+		{"a scalar node", vec(3), tensor.Shape{}, tensor.Shape{3}, []float64{1, 2, 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shapeBefore := tc.in.Shape().Clone()
+			dataBefore := slices.Clone(tc.in.Data().([]float64))
+			got, err := InNodeShape(tc.in, tc.node)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Shape())
+			rm, err := RowMajorDense(got)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantData, rm.Data())
+			require.Equal(t, tc.sameValue, got == tc.in)
+			require.Equal(t, shapeBefore, tc.in.Shape(), "the input's shape changed")
+			require.Equal(t, dataBefore, tc.in.Data(), "the input changed")
+		})
+	}
+}

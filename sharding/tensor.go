@@ -230,6 +230,31 @@ func RowMajorDense(d *tensor.Dense) (*tensor.Dense, error) {
 	return out, nil
 }
 
+// InNodeShape returns the host tensor d in the shape of the graph node it
+// is bound to, where Gorgonia's Let bound it in another shape it takes as
+// equal (tensor.Shape.Eq): a vector of n for an (n, 1) or (1, n) node, or
+// one of those for an (n) node. The result is row-major (RowMajorDense)
+// and shares d's data where d is contiguous row-major; d is not changed.
+// Any other d (already in the node's shape, or of a shape Let refuses) is
+// returned as it is.
+func InNodeShape(d *tensor.Dense, node tensor.Shape) (*tensor.Dense, error) {
+	have := d.Shape()
+	if len(node) == 0 || len(have) == len(node) || !node.Eq(have) {
+		return d, nil
+	}
+	r, err := RowMajorDense(d)
+	if err != nil {
+		return nil, err
+	}
+	if r == d {
+		r = d.ShallowClone()
+	}
+	if err := r.Reshape(node.Clone()...); err != nil {
+		return nil, fmt.Errorf("sharding: a %v value in its node's shape %v: %w", have, node, err)
+	}
+	return r, nil
+}
+
 // Gather copies the sharded tensor into a new row-major host tensor.
 func (t *Tensor) Gather() (*tensor.Dense, error) {
 	if err := t.usable(); err != nil {

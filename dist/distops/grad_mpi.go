@@ -208,7 +208,7 @@ func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	}
 	res, err := backward(o, in, output, grad, func(p *op, args ...*G.Node) (*G.Node, error) {
 		p.arity = len(args)
-		p.cols = nodeCols(args...)
+		p.in = nodeShapes(args...)
 		return G.ApplyOp(p, args...)
 	})
 	if err != nil {

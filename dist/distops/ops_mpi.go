@@ -62,11 +62,11 @@ type op struct {
 	rows   int // kRowBlock: this rank's band rows
 	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
 	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
-	// The columns of the input nodes (−1 for a vector node, 0 unknown; the
-	// first 4 inputs). Gorgonia's Let takes a value of shape (c) for a
-	// (1, c) node and (1, n) for an (n) node (Shape.Eq), which read alone
-	// would have their rows and columns swapped.
-	cols [4]int
+	// The shapes of the (first 4) input nodes, in which host values are
+	// read (sharding.InNodeShape: Gorgonia's Let takes a value of shape (c)
+	// for a (1, c) node and (1, n) for an (n) node, which read alone would
+	// have their rows and columns swapped).
+	in [4]tensor.Shape
 
 	// Reused from one run to the next: the host output of RowBlock (dense).
 	out *tensor.Dense
@@ -164,37 +164,39 @@ func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
 
 // applyOn applies op k to prepared inputs.
 func (o *Ops) applyOn(k kind, nb int, onGrid bool, ins ...*G.Node) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, cols: nodeCols(ins...)}, ins...)
+	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, in: nodeShapes(ins...)}, ins...)
 }
 
-// nodeCols is the columns of each of the (first 4) nodes, −1 for a vector.
-func nodeCols(ns ...*G.Node) (cols [4]int) {
-	for i, n := range ns[:min(len(ns), len(cols))] {
-		switch n.Dims() {
-		case 1:
-			cols[i] = -1
-		case 2:
-			cols[i] = n.Shape()[1]
-		}
+// nodeShapes is the shapes of the (first 4) nodes.
+func nodeShapes(ns ...*G.Node) (shapes [4]tensor.Shape) {
+	for i, n := range ns[:min(len(ns), len(shapes))] {
+		shapes[i] = n.Shape().Clone()
 	}
-	return cols
+	return shapes
 }
 
 // hostMatrix is input j's host value v as its rows, columns and row-major
-// data (rowMajor), read in its node's shape: a (c) value of a (1, c) node
-// as one row, a (1, n) value of an (n) node as one column.
+// data (rowMajor), read in its node's shape (inNodeShape).
 func hostMatrix[T dist.Scalar](o *op, j int, v G.Value) (r, c int, rm []T, err error) {
-	r, c, rm, err = rowMajor[T](v)
-	if err != nil || j >= len(o.cols) {
-		return r, c, rm, err
+	if v, err = o.inNodeShape(j, v); err != nil {
+		return 0, 0, nil, err
 	}
-	switch dims := len(v.Shape()); {
-	case dims == 1 && o.cols[j] > 1 && r == o.cols[j]:
-		r, c = 1, o.cols[j]
-	case dims == 2 && o.cols[j] == -1 && r == 1:
-		r, c = c, 1
+	return rowMajor[T](v)
+}
+
+// inNodeShape is input j's host value v in its node's shape
+// (sharding.InNodeShape): a (c) value of a (1, c) node as one row, a
+// (1, n) value of an (n) node as a vector.
+func (o *op) inNodeShape(j int, v G.Value) (G.Value, error) {
+	d, ok := v.(*tensor.Dense)
+	if !ok || j >= len(o.in) {
+		return v, nil
 	}
-	return r, c, rm, err
+	d, err := sharding.InNodeShape(d, o.in[j])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", dist.ErrBadInput, err)
+	}
+	return d, nil
 }
 
 // prepare checks the inputs of op k and decides where it runs. With no
@@ -412,7 +414,7 @@ func (o *op) CallsExtern() bool    { return true }
 func (o *op) OverwritesInput() int { return -1 }
 func (o *op) String() string       { return names[o.kind] }
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%v", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.cols)
+	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%v", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.in)
 }
 func (o *op) Hashcode() uint32 {
 	h := fnv.New32a()
@@ -619,15 +621,14 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		}
 		return vals[0], nil
 	case kFromRowBlocks, kDistribute:
-		r, c, rm, err := hostMatrix[T](o, 0, vals[0])
+		v, err := o.inNodeShape(0, vals[0])
 		if err != nil {
 			return nil, err
 		}
-		switch { // the node's shape (hostMatrix)
-		case len(shape) == 1 && c > 1:
-			shape = tensor.Shape{1, c} // a (c) value of a (1, c) node
-		case len(shape) == 2 && o.cols[0] == -1:
-			shape = tensor.Shape{r} // a (1, n) value of an (n) node
+		shape = v.Shape().Clone()
+		r, c, rm, err := rowMajor[T](v)
+		if err != nil {
+			return nil, err
 		}
 		var m *dist.Matrix[T]
 		switch {
