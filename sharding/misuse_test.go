@@ -392,14 +392,6 @@ func TestColumnMajorHostTensors(t *testing.T) {
 	// its strides over the whole backing span (the LispMachine's gradient
 	// accumulator of a view input is one), which was read as contiguous.
 	full := tensor.New(tensor.WithShape(3, 4), tensor.WithBacking(slices.Clone(want)))
-	slice := func(d *tensor.Dense, clone bool, s ...tensor.Slice) *tensor.Dense {
-		v, err := d.Slice(s...)
-		require.NoError(t, err)
-		if clone {
-			return v.(*tensor.Dense).Clone().(*tensor.Dense)
-		}
-		return v.(*tensor.Dense)
-	}
 	mesh, err := CPUMesh(2)
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -407,10 +399,10 @@ func TestColumnMajorHostTensors(t *testing.T) {
 		in   *tensor.Dense
 		want []float64
 	}{
-		{"view", slice(full, false, nil, tensor.S(1, 3)), []float64{1, 2, 5, 6, 9, 10}},
-		{"clone of a view", slice(full, true, nil, tensor.S(1, 3)), []float64{1, 2, 5, 6, 9, 10}},
-		{"clone of a column", slice(full, true, nil, tensor.S(1)), []float64{1, 5, 9}},
-		{"clone of a column-major view", slice(colMajor, true, tensor.S(0, 2), tensor.S(1, 3)), []float64{1, 2, 5, 6}},
+		{"view", sliced(t, full, false, nil, tensor.S(1, 3)), []float64{1, 2, 5, 6, 9, 10}},
+		{"clone of a view", sliced(t, full, true, nil, tensor.S(1, 3)), []float64{1, 2, 5, 6, 9, 10}},
+		{"clone of a column", sliced(t, full, true, nil, tensor.S(1)), []float64{1, 5, 9}},
+		{"clone of a column-major view", sliced(t, colMajor, true, tensor.S(0, 2), tensor.S(1, 3)), []float64{1, 2, 5, 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := slices.Clone(tc.in.Data().([]float64))
@@ -438,14 +430,7 @@ func TestInNodeShape(t *testing.T) {
 	vec := func(shape ...int) *tensor.Dense {
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking([]float64{1, 2, 3}))
 	}
-	column := func(clone bool) *tensor.Dense {
-		v, err := matrix().Slice(nil, tensor.S(1)) // (3), strided
-		require.NoError(t, err)
-		if clone {
-			return v.(*tensor.Dense).Clone().(*tensor.Dense)
-		}
-		return v.(*tensor.Dense)
-	}
+	column := func(clone bool) *tensor.Dense { return sliced(t, matrix(), clone, nil, tensor.S(1)) } // (3), strided
 	for _, tc := range []struct {
 		name      string
 		in        *tensor.Dense
@@ -479,4 +464,16 @@ func TestInNodeShape(t *testing.T) {
 			require.Equal(t, dataBefore, tc.in.Data(), "the input changed")
 		})
 	}
+}
+
+// sliced is d sliced by s: a view, or with clone a Clone of the view (a
+// strided tensor that is not a view).
+func sliced(t *testing.T, d *tensor.Dense, clone bool, s ...tensor.Slice) *tensor.Dense {
+	t.Helper()
+	v, err := d.Slice(s...)
+	require.NoError(t, err)
+	if clone {
+		return v.(*tensor.Dense).Clone().(*tensor.Dense)
+	}
+	return v.(*tensor.Dense)
 }
