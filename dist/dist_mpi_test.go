@@ -446,6 +446,76 @@ func testDataInNonFinite[T dist.Scalar](t *testing.T) {
 	}
 }
 
+// TestFromReplicatedLower: NaN or Inf strictly above the diagonal is not an
+// error (that triangle is not read) and the distributed matrix holds zeros
+// there; on or below the diagonal it is ErrNonFinite on every rank. Both
+// orders; the input is left as it was.
+func TestFromReplicatedLower(t *testing.T) {
+	eachDtype(t, "", testFromReplicatedLower[float32], testFromReplicatedLower[float64],
+		testFromReplicatedLower[complex64], testFromReplicatedLower[complex128])
+}
+
+func testFromReplicatedLower[T dist.Scalar](t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 53))
+	n, nb := 7, 2
+	good := conv[T](randomHPD[T](rng, n)) // column-major
+	lowerOf := slices.Clone(good)
+	for c := range n {
+		clear(lowerOf[c*n : c*n+c])
+	}
+	bad := conv[T]([]complex128{complex(math.NaN(), 0)})[0]
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		for _, o := range []struct {
+			order string
+			from  func(g *dist.Grid, n, nb int, full []T) (*dist.Matrix[T], error)
+			index func(r, c int) int
+		}{
+			{"column-major", dist.FromReplicatedLower[T], func(r, c int) int { return r + c*n }},
+			{"row-major", dist.FromReplicatedLowerRowMajor[T], func(r, c int) int { return r*n + c }},
+		} {
+			stored := make([]T, n*n) // good in o's order
+			for r := range n {
+				for c := range n {
+					stored[o.index(r, c)] = good[r+c*n]
+				}
+			}
+			for pos := -1; pos < n*n; pos++ { // −1: no bad element
+				full := slices.Clone(stored)
+				r, c := -1, -1
+				if pos >= 0 {
+					r, c = pos%n, pos/n
+					full[o.index(r, c)] = bad
+				}
+				before := slices.Clone(full)
+				name := fmt.Sprintf("%dx%d %s, NaN at (%d,%d) seed=%d", pq[0], pq[1], o.order, r, c, seed)
+				m, err := o.from(g, n, nb, full)
+				errorsAgree(t, err)
+				if !sameBits(full, before) {
+					t.Errorf("%s: the input changed", name)
+				}
+				if r >= c && pos >= 0 {
+					if !errors.Is(err, dist.ErrNonFinite) {
+						t.Errorf("%s: %v, want ErrNonFinite", name, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				got, err := m.Gather(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if world.Rank() == 0 && !sameBits(got, lowerOf) {
+					t.Errorf("%s: not the lower triangle with zeros above it", name)
+				}
+			}
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 29))
 	me, size := world.Rank(), world.Size()
@@ -789,78 +859,132 @@ func TestNonFinite(t *testing.T) {
 
 func testNonFinite[T dist.Scalar](t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 37))
-	me := world.Rank()
 	for _, pq := range grids() {
 		g := newGrid(t, pq[0], pq[1])
 		n, nb := 9, 2
 		a := conv[T](randomHPD[T](rng, n))
 		b := conv[T](randomDense[T](rng, n, 3))
-		for _, bad := range []complex128{complex(math.NaN(), 0), complex(math.Inf(1), 0), complex(0, math.Inf(-1))} {
-			if imag(bad) != 0 && !isComplex[T]() {
-				continue
-			}
-			da, err := dist.FromReplicated(g, n, n, nb, a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db, err := dist.FromReplicated(g, n, 3, nb, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := dist.Cholesky(da)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range []struct {
-				op  string
-				bad *dist.Matrix[T]
-				run func() error
-			}{
-				{"Cholesky", da, func() error { _, err := dist.Cholesky(da); return err }},
-				{"CholeskyInPlace", da, func() error { _, err := dist.CholeskyInPlace(da); return err }},
-				{"Potrs (A)", da, func() error { _, err := dist.Potrs(da, db); return err }},
-				{"Potrs (B)", db, func() error { _, err := dist.Potrs(da, db); return err }},
-				{"CholSolve (L)", l, func() error { _, err := dist.CholSolve(l, db); return err }},
-				{"CholSolve (B)", db, func() error { _, err := dist.CholSolve(l, db); return err }},
-				{"LogDet", da, func() error { _, err := dist.LogDet(da); return err }},
-				{"Potri", da, func() error { _, err := dist.Potri(da); return err }},
-				{"Syevd", da, func() error { _, _, err := dist.Syevd(da, true); return err }},
-			} {
-				name := fmt.Sprintf("%dx%d %s with %v seed=%d", pq[0], pq[1], c.op, bad, seed)
-				holder := me == lastHolder(t, c.bad)
-				var old T
-				if holder {
-					old = c.bad.Local[len(c.bad.Local)-1]
-					c.bad.Local[len(c.bad.Local)-1] = conv[T]([]complex128{bad})[0]
+		da, err := dist.FromReplicated(g, n, n, nb, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := dist.FromReplicated(g, n, 3, nb, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := dist.Cholesky(da)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			op    string
+			bad   *dist.Matrix[T]
+			lower bool // only bad's lower triangle is read
+			run   func() ([]T, error)
+		}{
+			{"Cholesky", da, true, func() ([]T, error) { return whole(dist.Cholesky(da)) }},
+			{"CholeskyInPlace", da, true, func() ([]T, error) {
+				x := da.Clone()
+				r, err := dist.CholeskyInPlace(x)
+				if err != nil && !sameBits(x.Local, da.Local) {
+					t.Errorf("CholeskyInPlace changed its input with %v", err)
 				}
-				before := [][]T{slices.Clone(da.Local), slices.Clone(db.Local), slices.Clone(l.Local)}
-				err := c.run()
-				errorsAgree(t, err)
-				if !errors.Is(err, dist.ErrNonFinite) {
-					t.Errorf("%s: %v", name, err)
+				return whole(r, err)
+			}},
+			{"Potrs (A)", da, true, func() ([]T, error) { return whole(dist.Potrs(da, db)) }},
+			{"Potrs (B)", db, false, func() ([]T, error) { return whole(dist.Potrs(da, db)) }},
+			{"CholSolve (L)", l, true, func() ([]T, error) { return whole(dist.CholSolve(l, db)) }},
+			{"CholSolve (B)", db, false, func() ([]T, error) { return whole(dist.CholSolve(l, db)) }},
+			{"InverseFromFactor", l, true, func() ([]T, error) { return whole(dist.InverseFromFactor(l)) }},
+			{"LogDet", da, true, func() ([]T, error) { d, err := dist.LogDet(da); return conv[T]([]complex128{complex(d, 0)}), err }},
+			{"Potri", da, true, func() ([]T, error) { return whole(dist.Potri(da)) }},
+			{"Syevd", da, true, func() ([]T, error) {
+				w, z, err := dist.Syevd(da, true)
+				v, err := whole(z, err)
+				return append(conv[T](widen(w)), v...), err
+			}},
+		} {
+			clean, err := c.run()
+			if err != nil {
+				t.Fatalf("%dx%d %s: %v", pq[0], pq[1], c.op, err)
+			}
+			for _, bad := range []complex128{complex(math.NaN(), 0), complex(math.Inf(1), 0), complex(0, math.Inf(-1))} {
+				if imag(bad) != 0 && !isComplex[T]() {
+					continue
 				}
-				if !sameBits(before[0], da.Local) || !sameBits(before[1], db.Local) || !sameBits(before[2], l.Local) {
-					t.Errorf("%s: an operand changed", name)
-				}
-				if holder {
-					c.bad.Local[len(c.bad.Local)-1] = old
+				// Where the bad entry goes: anywhere in a general operand; in
+				// an operand read by its lower triangle, below the diagonal
+				// (an error) or above it (not read: the clean result).
+				places := map[bool][]string{false: {"anywhere"}, true: {"below", "above"}}[c.lower]
+				for _, place := range places {
+					name := fmt.Sprintf("%dx%d %s with %v %s the diagonal, seed=%d", pq[0], pq[1], c.op, bad, place, seed)
+					holder, at := lastPlace(t, c.bad, func(r, col int) bool {
+						return place == "anywhere" || place == "below" && r > col || place == "above" && r < col
+					})
+					var old T
+					if holder {
+						old = c.bad.Local[at]
+						c.bad.Local[at] = conv[T]([]complex128{bad})[0]
+					}
+					before := [][]T{slices.Clone(da.Local), slices.Clone(db.Local), slices.Clone(l.Local)}
+					got, err := c.run()
+					errorsAgree(t, err)
+					if place == "above" {
+						if err != nil {
+							t.Errorf("%s: %v", name, err)
+						} else if e := relErr(widen(got), widen(clean)); e > tolerance[T]() {
+							t.Errorf("%s: the result is %.2g away from that without it", name, e)
+						}
+					} else if !errors.Is(err, dist.ErrNonFinite) {
+						t.Errorf("%s: %v, want ErrNonFinite", name, err)
+					}
+					if !sameBits(before[0], da.Local) || !sameBits(before[1], db.Local) || !sameBits(before[2], l.Local) {
+						t.Errorf("%s: an operand changed", name)
+					}
+					if holder {
+						c.bad.Local[at] = old
+					}
 				}
 			}
 		}
 	}
 }
 
-// lastHolder is the highest rank that holds a part of m.
-func lastHolder[T dist.Scalar](t *testing.T, m *dist.Matrix[T]) int {
+// whole is m gathered on rank 0 (nil on the others), and err.
+func whole[T dist.Scalar](m *dist.Matrix[T], err error) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return m.Gather(0)
+}
+
+// lastPlace reports whether this rank is the highest that holds an element
+// of m at a global (row, column) that at accepts, and that element's local
+// index. The test fails if no rank holds one.
+func lastPlace[T dist.Scalar](t *testing.T, m *dist.Matrix[T], at func(r, c int) bool) (holder bool, local int) {
 	t.Helper()
+	prow, pcol := m.Grid.Coords()
+	p, q := m.Grid.Shape()
+	lr, lc := m.LocalShape()
+	local = -1
+	for j := range lc {
+		for i := range lr {
+			if at(cyclic.IndexGlobal(i, m.Layout.MB, prow, p), cyclic.IndexGlobal(j, m.Layout.NB, pcol, q)) {
+				local = i + j*m.LLD()
+			}
+		}
+	}
 	r, got := -1.0, []float64{0}
-	if len(m.Local) > 0 {
+	if local >= 0 {
 		r = float64(world.Rank())
 	}
 	if err := world.Do(call(collective.AllReduce, collective.Max, []float64{r}, got)); err != nil {
 		t.Fatal(err)
 	}
-	return int(got[0])
+	if got[0] < 0 {
+		t.Fatal("no rank holds such an element")
+	}
+	return int(got[0]) == world.Rank(), local
 }
 
 // sameBits reports whether xs and ys hold the same values, NaN matching NaN.

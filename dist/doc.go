@@ -19,8 +19,9 @@
 // Every call is collective: all ranks of the grid call it with the same
 // shapes, and every rank returns the same error (wrapping ErrMismatch for
 // disagreeing ranks, kernels.ErrNotPositiveDefinite with the global order
-// of the failing minor, kernels.ErrNonFinite for NaN or Inf input,
-// ErrBadInput for bad shapes or grids), agreed by an AllReduce, so nobody
+// of the failing minor, kernels.ErrNonFinite for NaN or Inf input (in
+// the lower triangle only of the inputs of which only that triangle is
+// read: the Hermitian A, the factor L), ErrBadInput for bad shapes or grids), agreed by an AllReduce, so nobody
 // hangs.
 //
 // Threads: ScaLAPACK calls MPI from the calling goroutine, so dist needs

@@ -191,6 +191,22 @@ func zeroStrictUpper[T Scalar](m *Matrix[T]) {
 	}
 }
 
+// lowerFinite reports whether the elements on and below the diagonal of m
+// that this process holds are all finite: the part of a Hermitian or
+// lower triangular input that is read.
+func (m *Matrix[T]) lowerFinite() bool {
+	lr, lc := m.LocalShape()
+	g, lld := m.Grid, m.LLD()
+	for j := range lc {
+		c := cyclic.IndexGlobal(j, m.Layout.NB, g.pcol, g.q)
+		above := min(cyclic.NumLocal(c, m.Layout.MB, g.prow, g.p), lr)
+		if !finite(m.Local[j*lld+above : j*lld+lr]) {
+			return false
+		}
+	}
+	return true
+}
+
 // halveDiagonal divides the diagonal entries of m that this process holds
 // by two.
 func halveDiagonal[T Scalar](m *Matrix[T]) {

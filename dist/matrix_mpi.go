@@ -111,17 +111,35 @@ func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
 // difference (a NaN in one rank's copy only, say) outside them goes
 // unnoticed. Collective.
 func FromReplicated[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
-	return fromReplicated("FromReplicated", g, rows, cols, nb, full, colMajor)
+	return fromReplicated("FromReplicated", g, rows, cols, nb, full, colMajor, false)
 }
 
 // FromReplicatedRowMajor is FromReplicated of a row-major matrix (leading
 // dimension cols, as a Gorgonia tensor holds it): each rank copies its own
 // blocks straight out of it, transposing tile by tile.
 func FromReplicatedRowMajor[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
-	return fromReplicated("FromReplicatedRowMajor", g, rows, cols, nb, full, rowMajor)
+	return fromReplicated("FromReplicatedRowMajor", g, rows, cols, nb, full, rowMajor, false)
 }
 
-func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, o order) (*Matrix[T], error) {
+// FromReplicatedLower is FromReplicated of a square matrix of which only
+// the lower triangle is read (the Hermitian A of Cholesky, Potrs, LogDet,
+// Potri and Syevd, the factor L of CholSolve and InverseFromFactor): NaN
+// or Inf strictly above the diagonal is not an error: the distributed
+// matrix holds zeros there. Collective.
+func FromReplicatedLower[T Scalar](g *Grid, n, nb int, full []T) (*Matrix[T], error) {
+	return fromReplicated("FromReplicatedLower", g, n, n, nb, full, colMajor, true)
+}
+
+// FromReplicatedLowerRowMajor is FromReplicatedLower of a row-major
+// matrix.
+func FromReplicatedLowerRowMajor[T Scalar](g *Grid, n, nb int, full []T) (*Matrix[T], error) {
+	return fromReplicated("FromReplicatedLowerRowMajor", g, n, n, nb, full, rowMajor, true)
+}
+
+// fromReplicated is FromReplicated of full stored in order o; with
+// lowerOnly (a square matrix) NaN or Inf strictly above the diagonal is not
+// an error, and the strict upper triangle is zeroed.
+func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, o order, lowerOnly bool) (*Matrix[T], error) {
 	if nb == 0 {
 		nb = DefaultBlock
 	}
@@ -137,7 +155,12 @@ func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, 
 		var err error
 		if m, err = newMatrix[T](g, rows, cols, nb); err != nil {
 			f.code = engineCode
-		} else if !m.extract(full, o) {
+		} else if ok := m.extract(full, o); lowerOnly {
+			if !ok && !m.lowerFinite() {
+				f.code = nonFiniteCode
+			}
+			zeroStrictUpper(m)
+		} else if !ok {
 			f.code = nonFiniteCode
 		}
 	}

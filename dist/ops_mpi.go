@@ -63,6 +63,14 @@ func copySquare[T Scalar](a *Matrix[T], where workArray) (*Matrix[T], failure) {
 	default:
 		c, ok = a, finite(a.Local)
 	}
+	if !ok && c.lowerFinite() {
+		// NaN or Inf only above the diagonal, which is not read: zeroed
+		// in a copy, so that no ScaLAPACK routine meets it.
+		ok = true
+		if where != inputArray {
+			zeroStrictUpper(c)
+		}
+	}
 	return c, squareFailure(a, ok)
 }
 
@@ -224,7 +232,7 @@ func cholSolve[T Scalar](op string, l, b *Matrix[T], scan bool) (*Matrix[T], err
 	if l == nil {
 		return nil, errNil(op)
 	}
-	fl := squareFailure(l, !scan || finite(l.Local))
+	fl := squareFailure(l, !scan || finite(l.Local) || l.lowerFinite())
 	if fl.code == okCode {
 		// A zero pivot: L·Lᴴ is singular, not positive definite (as for
 		// InverseFromFactor and on one process), which the solve itself
@@ -295,7 +303,8 @@ func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 // InverseFromFactor is (L·Lᴴ)⁻¹ for the lower Cholesky factor l (from
 // Cholesky; its strict upper triangle is not read), both triangles: what
 // Potri returns for A = L·Lᴴ, without factoring A again. l is left as it
-// was. As for CholSolve, all of l must be finite; a zero on its diagonal
+// was. NaN or Inf in l's lower triangle is an error wrapping
+// ErrNonFinite, as for CholSolve; a zero on its diagonal
 // (a singular factor: L·Lᴴ is not positive definite) is an error wrapping
 // ErrNotPositiveDefinite with the order of the first one.
 func InverseFromFactor[T Scalar](l *Matrix[T]) (*Matrix[T], error) {

@@ -94,10 +94,8 @@ func (o *Ops) Cholesky(a *G.Node, block int) (*G.Node, error) {
 	return o.fromFactor(kCholesky, block, a)
 }
 
-// CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (its lower
-// triangle is read) and B n×k or a length-n vector. Unlike one process,
-// the grid checks the whole of a host L: a NaN or Inf above its diagonal
-// is ErrNonFinite.
+// CholSolve is the node (L·Lᴴ)⁻¹B for a lower triangular L (only its
+// lower triangle is read) and B n×k or a length-n vector.
 func (o *Ops) CholSolve(l, b *G.Node, block int) (*G.Node, error) {
 	return o.apply(kCholSolve, block, l, b)
 }
@@ -576,6 +574,18 @@ var distributed = [...][]int{
 	kRowBlock: {0}, kGather: {0},
 }
 
+// lowerRead reports whether op k reads only the lower triangle of its
+// input j (the Hermitian A, the factor L), as on one process: NaN or Inf
+// above the diagonal of such a host input is not an error
+// (dist.FromReplicatedLowerRowMajor).
+func lowerRead(k kind, j int) bool {
+	switch k {
+	case kFactor, kCholSolve, kCholSolveGrad, kEigen, kEigValues:
+		return j == 0
+	}
+	return false
+}
+
 // onGrid is the value v on the op's grid: a grid value's matrix (which
 // must be on the op's grid in its blocks), or a host value every rank
 // holds, distributed locally.
@@ -592,6 +602,9 @@ func onGrid[T dist.Scalar](o *op, j int, v G.Value) (*dist.Matrix[T], error) {
 	r, c, rm, err := hostMatrix[T](o, j, v)
 	if err != nil {
 		return nil, err
+	}
+	if lowerRead(o.kind, j) && r == c {
+		return dist.FromReplicatedLowerRowMajor(o.g, r, o.nb, rm)
 	}
 	return dist.FromReplicatedRowMajor(o.g, r, c, o.nb, rm)
 }
