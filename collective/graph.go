@@ -637,7 +637,11 @@ func (o *collOp) do(call *Call) error {
 		j := pos[size-1-k]
 		rc.Send[i], rc.Recv[i] = call.Send[j], call.Recv[j]
 	}
-	return rev.Do(&rc)
+	if err := rev.Do(&rc); err != nil {
+		// Its errors name the reversed communicator's ranks.
+		return fmt.Errorf("%w (in the reverse scan's communicator, which numbers the ranks backwards: its rank r is rank %d−r)", err, size-1)
+	}
+	return nil
 }
 
 // reversedComms caches, per communicator, the Split that numbers its ranks

@@ -777,3 +777,52 @@ func realsToComplex(xs []float64) []complex128 {
 	}
 	return out
 }
+
+// failingReverse is a communicator whose split-off communicators (the
+// reversed copy Scan's gradient runs on) fail every call with an error that
+// names one of their ranks, as a timeout does.
+type failingReverse struct{ MeshComm }
+
+func (c failingReverse) Split(color, key func(rank int) int) ([]Comm, error) {
+	cs, err := c.MeshComm.Split(color, key)
+	for i := range cs {
+		cs[i] = failingDo{cs[i]}
+	}
+	return cs, err
+}
+
+type failingDo struct{ Comm }
+
+func (failingDo) Do(*Call) error { return fmt.Errorf("%w: no word from rank 0", ErrTimeout) }
+
+// TestReverseScanErrorSaysRanksAreReversed: an error of the reverse scan
+// (Scan's gradient) names a rank of the reversed communicator, whose ranks
+// are numbered backwards; the error says so (a review read "no word from
+// rank 1" on rank 1 itself).
+func TestReverseScanErrorSaysRanksAreReversed(t *testing.T) {
+	m, err := sharding.CPUMesh(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mesh.Close()
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(6), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{1, 2, 3, 4, 5, 6}))))
+	s, err := ScanNode(x, failingReverse{mesh}, Sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := G.Grad(G.Must(G.Sum(G.Must(ops.Gather(s)))), x); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	err = vm.RunAll()
+	if err == nil || !strings.Contains(err.Error(), "no word from rank 0") || !strings.Contains(err.Error(), "numbers the ranks backwards: its rank r is rank 2−r") {
+		t.Fatalf("got %v, want the reverse scan's error and a note that its ranks are reversed", err)
+	}
+}
