@@ -26,7 +26,12 @@
 //
 // Threads: ScaLAPACK calls MPI from the calling goroutine, so dist needs
 // MPI_THREAD_MULTIPLE (what collective/mpi asks for and Open MPI provides
-// here); a Grid and its matrices are for one goroutine at a time.
+// here). That makes dist callable from any goroutine, not from several at
+// once: BLACS and ScaLAPACK keep process-wide state and are not
+// thread-safe, so at most one goroutine of a process may be in package
+// dist (or run a graph of package distops) at a time, whatever the Grid.
+// Two grids used from two goroutines at once crash the process or leave it
+// waiting in ScaLAPACK.
 //
 // The engine code needs the mpi build tag (Open MPI and Debian's
 // libscalapack-openmpi-dev); without it NewGrid returns an error wrapping

@@ -29,7 +29,8 @@ type commHandle struct {
 // may close its own afterwards. hypre calls
 // MPI from whichever goroutine runs the op, so MPI must provide
 // MPI_THREAD_MULTIPLE (collective/mpi asks for it; Debian's Open MPI gives
-// it); a Solver serialises its own runs.
+// it). Runs must reach the ranks in the same order: run a process's
+// MPI-mode solvers from one goroutine at a time (see Solver).
 func WithComm(fortran int) Option {
 	return func(c *config) error {
 		if err := initMPI(); err != nil {

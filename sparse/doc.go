@@ -67,7 +67,9 @@
 // block's values depend on) gets a partial gradient on each rank, which the
 // caller sums over the ranks (an all-reduce from package collective).
 // hypre's own MPI calls have no timeout: a rank that dies inside a solve
-// leaves the others waiting, as in any MPI program.
+// leaves the others waiting, as in any MPI program, and so do runs that
+// reach the ranks in different orders (MPI-mode solvers run from several
+// goroutines of a process at once: see Solver).
 //
 // The package may import collective (its errors), sharding (its reading of
 // host tensors) and, in the mpi build, collective/mpi; nothing in mgla

@@ -28,7 +28,9 @@ const errLen = 512
 
 // hypreMu serialises every call into hypre in the process: hypre keeps
 // global state (its error flag, its memory pools), so two solvers must not
-// run at once. Gorgonia machines run ops one at a time anyway.
+// run at once. It does not order runs across ranks: MPI-mode solvers run
+// from one goroutine at a time (Solver's doc), or two ranks that took it
+// for different solvers wait for each other for ever.
 var hypreMu sync.Mutex
 
 // hypreEngine is a hypre IJ/ParCSR matrix on this rank's row block, with

@@ -48,8 +48,13 @@ type engine interface {
 // preconditioner, WithKeepHierarchy). Free drops the hierarchy; Close
 // releases everything.
 //
-// A Solver is safe for use by several goroutines (runs are serialised).
-// In MPI mode every rank makes the same calls on its own Solver.
+// On one process a Solver is safe for use by several goroutines (runs are
+// serialised). In MPI mode (WithComm) every rank makes the same calls on
+// its own Solver in the same order, which goroutines racing for a Solver,
+// or for two Solvers, do not give: the ranks pair one goroutine's run with
+// another's (wrong answers) or wait for each other in hypre for ever. Run
+// the MPI-mode solvers of a process from one goroutine at a time, in the
+// same order on every rank.
 type Solver struct {
 	pat *Pattern
 	cfg config
