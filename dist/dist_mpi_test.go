@@ -1098,3 +1098,52 @@ func TestCholSolveSingularFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentOps: ranks in different operations on matrices of the same
+// shapes (rank 0 inverts, the others decompose or factor) get ErrMismatch
+// naming both, on every rank, before ScaLAPACK pairs the two routines
+// (they hung there, or ScaLAPACK refused its arguments); the grid works
+// afterwards.
+func TestDifferentOps(t *testing.T) {
+	if world.Size() < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	rng := rand.New(rand.NewPCG(seed, 59))
+	n, nb := 12, 4
+	a := conv[float64](randomHPD[float64](rng, n))
+	b := conv[float64](randomDense[float64](rng, n, 1))
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		da, err := dist.FromReplicated(g, n, n, nb, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := dist.FromReplicated(g, n, 1, nb, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, others := range []struct {
+			name string
+			run  func() error
+		}{
+			{"Syevd", func() error { _, _, err := dist.Syevd(da, true); return err }},
+			{"Cholesky", func() error { _, err := dist.Cholesky(da); return err }},
+			{"LogDet", func() error { _, err := dist.LogDet(da); return err }},
+		} {
+			var err error
+			if world.Rank() == 0 {
+				_, err = dist.Potri(da)
+			} else {
+				err = others.run()
+			}
+			// Each rank's text starts with its own op; the sentinel is the same.
+			name := fmt.Sprintf("%dx%d Potri on rank 0, %s on the others", pq[0], pq[1], others.name)
+			if !errors.Is(err, dist.ErrMismatch) || !strings.Contains(err.Error(), "Potri") || !strings.Contains(err.Error(), others.name) {
+				t.Errorf("%s: %v, want ErrMismatch naming both", name, err)
+			}
+			if _, err := dist.Potrs(da, db); err != nil {
+				t.Errorf("%s: the next Potrs: %v", name, err)
+			}
+		}
+	}
+}

@@ -178,6 +178,12 @@ func (g *Grid) columnContext() C.int {
 
 // allReduce is op over every rank's xs, on every rank.
 func allReduce(comm *mpi.Comm, op collective.ReduceOp, xs []float64) ([]float64, error) {
+	return allReduceNamed(comm, op, xs, "dist")
+}
+
+// allReduceNamed is allReduce under the collective call name name, which
+// the communicator compares across the ranks (ErrMismatch).
+func allReduceNamed(comm *mpi.Comm, op collective.ReduceOp, xs []float64, name string) ([]float64, error) {
 	out := make([]float64, len(xs))
 	send, err := sharding.NewHostBuffer(xs)
 	if err != nil {
@@ -188,7 +194,7 @@ func allReduce(comm *mpi.Comm, op collective.ReduceOp, xs []float64) ([]float64,
 		return nil, err
 	}
 	call := &collective.Call{Kind: collective.AllReduce, Op: op, Dtype: tensor.Float64, Count: len(xs),
-		Send: []sharding.Buffer{send}, Recv: []sharding.Buffer{recv}, Name: "dist"}
+		Send: []sharding.Buffer{send}, Recv: []sharding.Buffer{recv}, Name: name}
 	if err := comm.Do(call); err != nil {
 		return nil, err
 	}
@@ -214,7 +220,8 @@ const (
 )
 
 // agree combines every rank's failure into one error, the same on every
-// rank, in one AllReduce: ErrMismatch if the ranks pass different nums
+// rank, in one AllReduce: ErrMismatch if the ranks are in different ops
+// or pass different nums
 // (shapes, block sizes, dtype codes), else the worst code, the smallest
 // minor for that code, and the message of that code (text agreed by code,
 // not sent). On a closed grid it returns ErrBadInput without
@@ -239,7 +246,10 @@ func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...int) error {
 		v = append(v, float64(n), -float64(n))
 	}
 	v = append(v, xs...)
-	got, err := allReduce(g.comm, collective.Max, v)
+	// The call carries op's name: ranks in different operations on
+	// matrices of the same shapes fail here, before ScaLAPACK, whose calls
+	// have no timeout, pairs them.
+	got, err := allReduceNamed(g.comm, collective.Max, v, "dist: "+op)
 	if err != nil {
 		return fmt.Errorf("dist: %s: agreeing on the outcome: %w", op, err)
 	}
