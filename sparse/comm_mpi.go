@@ -24,7 +24,8 @@ type commHandle struct {
 // communicator, given by its Fortran handle: collective/mpi's
 // Comm.Fortran() (for example of mpi.World()). Each rank passes its own row
 // block (NewRowBlock, BlockRows) and the blocks in rank order tile the rows.
-// Every rank must make the same calls in the same order (SPMD). NewSolver
+// Every rank must make the same calls in the same order (SPMD), with the
+// same options (NewSolver checks: ErrMismatch on every rank otherwise). NewSolver
 // duplicates the communicator (MPI_Comm_dup, freed by Close), so the caller
 // may close its own afterwards. hypre calls
 // MPI from whichever goroutine runs the op, so MPI must provide

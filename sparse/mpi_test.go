@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
@@ -343,4 +344,50 @@ func TestMPICommClosedBeforeSolve(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, x, rows)
 	require.Equal(t, Success, info.Status, "%v", info)
+}
+
+// TestMPIOptionsDifferOnOneRank: solver options that differ on one rank are
+// ErrMismatch from NewSolver on every rank (a looser tolerance, an
+// iteration limit or another method on one rank left the others waiting in
+// hypre's reductions for ever); the progress function may differ.
+func TestMPIOptionsDifferOnOneRank(t *testing.T) {
+	rng, h := worldRNG(t, 800)
+	tr := laplace2D(rng, 7, 6, 0)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	blk := tr.block(t, lo, lo+rows)
+	last := h.rank == h.size-1
+	for _, c := range []struct {
+		name     string
+		opts     []Option
+		mismatch bool
+	}{
+		{"tolerance", []Option{WithTolerance(1e-2)}, true},
+		{"iterations", []Option{WithMaxIterations(2)}, true},
+		{"method", []Option{WithMethod(GMRES)}, true},
+		{"status only", []Option{WithStatusOnly()}, true},
+		{"BoomerAMG setting", []Option{WithHypre("MaxLevels", 3)}, true},
+		{"print level", []Option{WithPrintLevel(1)}, true}, // hypre's statistics are collective
+		{"progress", []Option{WithProgress(func(Info) {})}, false},
+	} {
+		opts := []Option{WithComm(worldFortran()), WithTolerance(1e-10)}
+		if last {
+			opts = append(opts, c.opts...)
+		}
+		s, err := NewSolver(blk.Pattern, opts...)
+		if h.size == 1 { // nothing differs
+			require.NoError(t, err, c.name)
+			s.Close()
+			continue
+		}
+		if !c.mismatch {
+			require.NoError(t, err, c.name)
+			x, _, err := s.SolveValues(blk.Values, randVec(rng, rows), false)
+			require.NoError(t, err, c.name)
+			require.Len(t, x, rows)
+			s.Close()
+			continue
+		}
+		require.ErrorIs(t, err, collective.ErrMismatch, c.name)
+		require.Nil(t, s, c.name)
+	}
 }

@@ -3,7 +3,10 @@ package sparse
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -215,6 +218,20 @@ type config struct {
 	hasSmoothers bool
 }
 
+// hash is a number (exact in a float64) for the options that every rank
+// of an MPI-mode solver must share: all but the progress function, which
+// may differ by rank (hypre's printing may not: its statistics are
+// collective).
+func (c *config) hash() float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%g|%d|%d|%d|%d|%g|%d|%d|%d|%t|%t|%d|%d|%d", c.method, c.tol, c.maxIter, c.coarsen, c.interp,
+		c.smoother, c.strong, c.cycle, c.aggLevels, c.restart, c.statusOnly, c.keepOld, c.symmetry, c.precond, c.printLevel)
+	for _, name := range slices.Sorted(maps.Keys(c.set)) {
+		fmt.Fprintf(h, "|%s=%g", name, c.set[name])
+	}
+	return float64(h.Sum64() >> 12)
+}
+
 func defaultConfig() config {
 	return config{method: PCG, tol: 1e-8, maxIter: 500, coarsen: HMIS, interp: ExtPlusIInterp,
 		smoother: L1GaussSeidel, strong: 0.25, cycle: VCycle, restart: 30, precond: defaultPrecond}
@@ -393,7 +410,8 @@ func WithProgress(f func(Info)) Option {
 }
 
 // WithPrintLevel sets hypre's own printing (0, silent, by default; 1 prints
-// the setup statistics, 2 the convergence history, 3 both).
+// the setup statistics, 2 the convergence history, 3 both). In MPI mode it
+// must be the same on every rank (hypre gathers the statistics from all).
 func WithPrintLevel(n int) Option {
 	return func(c *config) error { c.printLevel = n; return nil }
 }

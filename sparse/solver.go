@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mgla/mgla/collective"
 )
 
 // engine is a matrix on one pattern held by a solver library: hypre in the
@@ -101,7 +103,32 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := agreeOnOptions(eng, &cfg); err != nil {
+		eng.close()
+		return nil, err
+	}
 	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1}, nil
+}
+
+// agreeOnOptions fails on every rank, with an error wrapping
+// collective.ErrMismatch, when the ranks' solvers were made with different
+// options: their iterations meet in hypre's reductions, and one stopping
+// at a looser tolerance, or iterating another method, left the others
+// waiting there for ever.
+func agreeOnOptions(eng engine, cfg *config) error {
+	h := cfg.hash()
+	hi, err := eng.maxAll(h)
+	if err != nil {
+		return err
+	}
+	lo, err := eng.maxAll(-h)
+	if err != nil {
+		return err
+	}
+	if hi != -lo {
+		return fmt.Errorf("%w: sparse: NewSolver: the ranks' solver options differ (method, tolerance, iterations, AMG or print settings, WithStatusOnly, WithKeepHierarchy, symmetry or preconditioner)", collective.ErrMismatch)
+	}
+	return nil
 }
 
 // Pattern is the solver's pattern.
