@@ -66,10 +66,15 @@
 // block of b. A parameter shared by all ranks (a scalar coefficient every
 // block's values depend on) gets a partial gradient on each rank, which the
 // caller sums over the ranks (an all-reduce from package collective).
-// hypre's own MPI calls have no timeout: a rank that dies inside a solve
-// leaves the others waiting, as in any MPI program, and so do runs that
-// reach the ranks in different orders (MPI-mode solvers run from several
-// goroutines of a process at once: see Solver).
+// Before each run the ranks agree on what it is (Solve, CG, BiCGStab or
+// Preconditioner, a forward run or a gradient's, and whether the graph
+// built its gradient: Grad on some ranks only), and NewSolver on the
+// options: a difference is ErrMismatch (collective) on every rank. The
+// agreements and hypre's own MPI calls have no timeout: a rank that dies
+// inside a solve, or skips a run, leaves the others waiting, as in any MPI
+// program, and so do runs that reach the ranks in different orders
+// (MPI-mode solvers run from several goroutines of a process at once: see
+// Solver).
 //
 // The package may import collective (its errors), sharding (its reading of
 // host tensors) and, in the mpi build, collective/mpi; nothing in mgla

@@ -97,9 +97,9 @@ func TestPreconditionerOp(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	r1, r2 := randVec(rng, tr.n), randVec(rng, tr.n)
-	z1, err := s.run(runPrecond, false, a.Values, r1)
+	z1, err := s.run(runPrecond, false, false, a.Values, r1)
 	require.NoError(t, err)
-	z2, err := s.run(runPrecond, false, a.Values, r2)
+	z2, err := s.run(runPrecond, false, false, a.Values, r2)
 	require.NoError(t, err)
 	// Symmetry: r2ᵀM⁻¹r1 = r1ᵀM⁻¹r2.
 	require.InDelta(t, dotF(r2, z1), dotF(r1, z2), 1e-10*math.Abs(dotF(r2, z1)))
@@ -115,7 +115,7 @@ func TestPreconditionerOp(t *testing.T) {
 	for _, lisp := range []bool{false, true} {
 		_, _, gb := gradsOfB(t, s, c, a.Values, r1, w, lisp)
 		// The cost is linear in r: its gradient is M⁻ᵀw = M⁻¹w.
-		mw, err := s.run(runPrecond, false, a.Values, w)
+		mw, err := s.run(runPrecond, false, false, a.Values, w)
 		require.NoError(t, err)
 		require.Less(t, relErr(gb, mw), 1e-12)
 	}

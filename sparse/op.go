@@ -74,6 +74,9 @@ type solveOp struct {
 	s       *Solver
 	kind    runKind
 	adjoint bool
+	// differentiated: Grad built this node's gradient (SymDiff), which
+	// the ranks agree on before the run (Solver.agreeOnRun).
+	differentiated bool
 }
 
 func (o *solveOp) Arity() int           { return 2 }
@@ -114,7 +117,7 @@ func (o *solveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := o.s.run(o.kind, o.adjoint, a, b)
+	x, err := o.s.run(o.kind, o.adjoint, o.differentiated, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +144,7 @@ func (o *solveOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia
 	if err != nil {
 		return nil, err
 	}
+	o.differentiated = true
 	if o.kind == runPrecond {
 		return gorgonia.Nodes{nil, bbar}, nil
 	}
@@ -170,7 +174,7 @@ func (o *solveOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *
 	if err != nil {
 		return err
 	}
-	bbar, err := o.s.run(o.kind, !o.adjoint, a, xbar)
+	bbar, err := o.s.run(o.kind, !o.adjoint, false, a, xbar)
 	if err != nil {
 		return err
 	}

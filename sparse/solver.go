@@ -183,7 +183,7 @@ var runNames = [...]string{"Solve", "CG", "BiCGStab", "Preconditioner"}
 // SolveValues solves A·x = b (or Aᵀ·x = b) directly, outside a graph: the
 // same run as the Solve op. vals and b are never modified.
 func (s *Solver) SolveValues(vals, b []float64, trans bool) ([]float64, Info, error) {
-	x, err := s.run(runSolve, trans, vals, b)
+	x, err := s.run(runSolve, trans, false, vals, b)
 	return x, s.lastInfo(trans), err
 }
 
@@ -200,9 +200,9 @@ func (s *Solver) lastInfo(trans bool) Info {
 // hierarchy if needed, run, record the Info, and turn a Status other than
 // Success into an error unless WithStatusOnly. adjoint marks the gradient's
 // solve with Aᵀ (A when symmetric).
-func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, error) {
+func (s *Solver) run(kind runKind, adjoint, differentiated bool, vals, b []float64) ([]float64, error) {
 	var report *Info
-	x, err := s.runLocked(kind, adjoint, vals, b, &report)
+	x, err := s.runLocked(kind, adjoint, differentiated, vals, b, &report)
 	if report != nil {
 		// Without the lock: the callback may call Info and Stats.
 		s.cfg.progress(*report)
@@ -212,7 +212,7 @@ func (s *Solver) run(kind runKind, adjoint bool, vals, b []float64) ([]float64, 
 
 // runLocked is run under the solver's lock; it sets *report to the Info
 // for WithProgress's callback, which run calls after the lock.
-func (s *Solver) runLocked(kind runKind, adjoint bool, vals, b []float64, report **Info) ([]float64, error) {
+func (s *Solver) runLocked(kind runKind, adjoint, differentiated bool, vals, b []float64, report **Info) ([]float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := runNames[kind]
@@ -223,6 +223,9 @@ func (s *Solver) runLocked(kind runKind, adjoint bool, vals, b []float64, report
 		return nil, fmt.Errorf("%w: sparse: %s on a closed solver", ErrBadInput, name)
 	}
 	if err := s.eng.usable(); err != nil {
+		return nil, fmt.Errorf("sparse: %s: %w", name, err)
+	}
+	if err := s.agreeOnRun(kind, adjoint, differentiated); err != nil {
 		return nil, fmt.Errorf("sparse: %s: %w", name, err)
 	}
 	// Until this run's solve reports, its Info says that it failed: a run
@@ -462,6 +465,49 @@ func (s *Solver) trueResidual(trans bool, b, x []float64, info Info) (Info, erro
 		info.Status, info.Residual = NotConverged, res
 	}
 	return info, nil
+}
+
+// agreeOnRun fails on every rank, with an error wrapping
+// collective.ErrMismatch, when the ranks are in different runs of the
+// solver: another kind (Solve, CG, BiCGStab, Preconditioner), a gradient's
+// solve against a forward one, or a forward run whose gradient some ranks'
+// graphs built (SymDiff: differentiated) and others not. Such runs used to
+// pair their agreements and reductions and wait in hypre for ever. (The
+// LispMachine, which differentiates at run time, is not told apart.)
+func (s *Solver) agreeOnRun(kind runKind, adjoint, differentiated bool) error {
+	id := float64(int(kind)*4 + btoi(adjoint)*2 + btoi(differentiated))
+	hi, err := s.eng.maxAll(id)
+	if err != nil {
+		return err
+	}
+	lo, err := s.eng.maxAll(-id)
+	if err != nil {
+		return err
+	}
+	if hi != -lo {
+		return fmt.Errorf("%w: sparse: the ranks run different operations of the solver, from %s to %s (every rank runs the same graph, with the same gradients)", collective.ErrMismatch, runText(-lo), runText(hi))
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// runText is agreeOnRun's number id in words.
+func runText(id float64) string {
+	n := int(id)
+	text := runNames[n/4]
+	if n&2 != 0 {
+		text += " (a gradient's solve)"
+	}
+	if n&1 != 0 {
+		text += " with its gradient built"
+	}
+	return text
 }
 
 // agreeClass is the smallest non-zero class any rank passes (0 when all

@@ -110,13 +110,6 @@ func eachCase(t *testing.T, f func(t *testing.T, i int, c solverCase, nonSym boo
 	}
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // TestGradients compares the gradients of Σ w∘x with respect to the values
 // and b, from the TapeMachine and the LispMachine, with fourth-order central
 // differences along random directions.
@@ -438,7 +431,7 @@ func TestIndefiniteCG(t *testing.T) {
 	a := tr.whole(t)
 	s, err := NewSolver(a.Pattern, WithPrecond(NoPrecond))
 	require.NoError(t, err)
-	_, err = s.run(runCG, false, a.Values, randVec(rng, tr.n))
+	_, err = s.run(runCG, false, false, a.Values, randVec(rng, tr.n))
 	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	t.Log(err)
@@ -502,7 +495,7 @@ func TestReviewedEdges(t *testing.T) {
 	for _, kind := range []runKind{runBiCGStab} {
 		s, err := NewSolver(a.Pattern, WithPrecond(Jacobi))
 		require.NoError(t, err)
-		x, err := s.run(kind, true, a.Values, []float64{0, 1, 1})
+		x, err := s.run(kind, true, false, a.Values, []float64{0, 1, 1})
 		require.NoError(t, err)
 		require.InDeltaSlice(t, []float64{0, 1, 0}, x, 1e-12)
 		s.Close()
@@ -516,7 +509,7 @@ func TestReviewedEdges(t *testing.T) {
 	for _, p := range []Precond{Jacobi, NoPrecond} {
 		s, err := NewSolver(lap.Pattern, WithPrecond(p), WithTolerance(1e-8))
 		require.NoError(t, err)
-		x, err := s.run(runCG, false, lap.Values, b)
+		x, err := s.run(runCG, false, false, lap.Values, b)
 		info := s.lastInfo(false)
 		if err == nil { // then the true residual met the tolerance
 			require.LessOrEqual(t, tr.residual(x, b), 1e-8*(1+1e-6), "%v: Success with the true residual above the tolerance", p)
@@ -531,7 +524,7 @@ func TestReviewedEdges(t *testing.T) {
 	require.NoError(t, err)
 	s, err := NewSolver(empty.Pattern, WithPrecond(Jacobi))
 	require.NoError(t, err)
-	_, err = s.run(runCG, false, empty.Values, []float64{1, 1})
+	_, err = s.run(runCG, false, false, empty.Values, []float64{1, 1})
 	require.ErrorIs(t, err, ErrZeroDiagonal)
 	s.Close()
 }
@@ -551,7 +544,7 @@ func TestExtremeRightHandSides(t *testing.T) {
 			for _, p := range []Precond{Jacobi, NoPrecond} {
 				s, err := NewSolver(a.Pattern, WithPrecond(p))
 				require.NoError(t, err)
-				x, err := s.run(kind, false, a.Values, c.b)
+				x, err := s.run(kind, false, false, a.Values, c.b)
 				require.NoError(t, err, "%v %v b=%v", kind, p, c.b)
 				for i := range x {
 					require.InDelta(t, c.want[i], x[i], 1e-12*math.Abs(c.want[i]), "%v %v b=%v", kind, p, c.b)
