@@ -200,6 +200,7 @@ func gridOf(n *G.Node) (*dist.Grid, int, bool) {
 // an op on grid values, the gradient of its grid output arrives as tokens
 // (resolve), and it sends tokens to its grid inputs made by other ops.
 func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	o.differentiated = true
 	if o.gridOut() {
 		var err error
 		if grad, err = o.resolve(grad); err != nil {

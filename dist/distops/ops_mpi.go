@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"slices"
 
 	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
@@ -67,6 +69,10 @@ type op struct {
 	// for a (1, c) node and (1, n) for an (n) node, which read alone would
 	// have their rows and columns swapped).
 	in [4]tensor.Shape
+
+	// differentiated: Grad built this node's gradient (SymDiff), which the
+	// ranks agree on before the op runs (agreeOnRun).
+	differentiated bool
 
 	// Reused from one run to the next: the host output of RowBlock (dense).
 	out *tensor.Dense
@@ -422,6 +428,9 @@ func (o *op) Hashcode() uint32 {
 
 // Do runs the op on the grid; every rank returns the same value or error.
 func (o *op) Do(vals ...G.Value) (G.Value, error) {
+	if err := o.agreeOnRun(); err != nil {
+		return nil, fmt.Errorf("distops: %s: %w", o, err)
+	}
 	var v G.Value
 	var err error
 	switch o.dt {
@@ -438,6 +447,22 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("distops: %s: %w", o, err)
 	}
 	return v, nil
+}
+
+// agreeOnRun fails on every rank, with an error wrapping
+// collective.ErrMismatch, when the ranks run other ops here, or this op
+// with its gradient built (Grad) on some ranks and not on others: a
+// barrier whose checks compare the op's name and Call.Differentiated. The
+// gradient's grid calls, made on some ranks only, used to pair with the
+// others' next op (an error on some ranks, none on the rest, and the next
+// graph failing). Only ops that have a gradient check; on a communicator
+// made WithoutChecks the barrier compares nothing. (The LispMachine, which
+// differentiates at run time, is not told apart.)
+func (o *op) agreeOnRun() error {
+	if !slices.Contains(o.DiffWRT(o.arity), true) {
+		return nil
+	}
+	return o.g.Comm().Do(&collective.Call{Kind: collective.Barrier, Name: "distops: " + names[o.kind], Differentiated: o.differentiated})
 }
 
 // eigen is the value of an Eigen node: the eigenvectors, carrying the

@@ -755,3 +755,47 @@ func TestRootBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestGradientOnOneRank: a graph whose gradient only the last rank builds
+// (its cost alone reaches the op) is ErrMismatch on every rank at the
+// forward op, and the next graph, alike on every rank, runs. The last
+// rank's gradient calls on the grid used to pair with the others' next op:
+// an error there, none on the others, and the next graph failed.
+func TestGradientOnOneRank(t *testing.T) {
+	if world.Size() < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	const n = 7
+	rng := rand.New(rand.NewPCG(seed(t), 61))
+	last := world.Rank() == world.Size()-1
+	for _, g := range grids(t) {
+		opts := []mgla.Option{mgla.WithGrid(distops.On(g)), mgla.WithTile(2)}
+		a, _, b := operands[float64](rng, n, 2)
+		for _, op := range []struct {
+			name  string
+			build func(a, b *G.Node) (*G.Node, error)
+		}{
+			{"Potrs", func(a, b *G.Node) (*G.Node, error) { return mgla.Potrs(a, b, opts...) }},
+			{"LogDet", func(a, _ *G.Node) (*G.Node, error) { return mgla.LogDet(a, opts...) }},
+		} {
+			_, _, err := run(tape, func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				an := input(gr, "A", a)
+				x, err := op.build(an, input(gr, "B", b))
+				if err != nil || !last {
+					return []*G.Node{x}, nil, nil, err
+				}
+				return []*G.Node{x}, []*G.Node{an}, G.Must(G.Sum(x)), nil
+			})
+			if !errors.Is(err, mgla.ErrMismatch) {
+				t.Errorf("rank %d, %s %s with the gradient on the last rank only: %v, want ErrMismatch", world.Rank(), gridName(g), op.name, err)
+			}
+			_, _, err = run(tape, func(gr *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				x, err := mgla.Potrs(input(gr, "A", a), input(gr, "B", b), opts...)
+				return []*G.Node{x}, nil, nil, err
+			})
+			if err != nil {
+				t.Errorf("rank %d, %s: the graph after %s: %v", world.Rank(), gridName(g), op.name, err)
+			}
+		}
+	}
+}
