@@ -59,6 +59,15 @@
 // grid and back row-major as Gorgonia holds them (dist's ...RowMajor moves:
 // no transposed copy of the whole matrix).
 //
+// Ranks in step: every rank builds the same graph, so that the grid calls
+// of its ops pair up. Each op with a gradient first meets the other ranks
+// in a barrier whose checks compare the op's name and whether Grad built
+// its gradient (as a collective's Call.Differentiated): an op that some
+// ranks reach and others do not, or whose gradient only some ranks' costs
+// need (add 0·Σx where a rank's cost leaves an output x out), is
+// ErrMismatch on every rank there, and the dist calls name their op too.
+// The LispMachine, which differentiates at run time, is not told apart.
+//
 // Without the mpi build tag On still exists and every method returns an
 // error wrapping collective.ErrUnavailable; Value and Input exist too, so
 // that their documentation shows, but no grid value can be made. go doc
