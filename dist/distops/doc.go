@@ -76,8 +76,9 @@
 // Gather's root, Syevd's vectors, the gradients) is in the mpi-tagged files
 // ops_mpi.go and moves_mpi.go.
 //
-// It owns the graph ops and the grid value; it may import dist, kernels (the error types)
-// and sharding (host tensors in row-major order).
+// It owns the graph ops and the grid value; it may import dist, collective
+// (the checked barrier before each op), kernels (the error types) and
+// sharding (host tensors in row-major order).
 // The root package mgla does not import it: a program passes On(grid) to
 // mgla.WithGrid, which keeps MPI out of the root package's build.
 package distops

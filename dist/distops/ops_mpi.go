@@ -320,6 +320,10 @@ func (o *op) gridOut() bool {
 	return o.onGrid
 }
 
+// GridResident reports whether the op's output is a grid value, for the
+// root builders, which refuse one without WithGrid.
+func (o *op) GridResident() bool { return o.gridOut() }
+
 func (o *op) Arity() int { return o.arity }
 
 // realOf is the real dtype of dt.

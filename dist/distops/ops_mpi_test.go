@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -795,6 +796,46 @@ func TestGradientOnOneRank(t *testing.T) {
 			})
 			if err != nil {
 				t.Errorf("rank %d, %s: the graph after %s: %v", world.Rank(), gridName(g), op.name, err)
+			}
+		}
+	}
+}
+
+// TestGridValueWithoutWithGrid: a grid value (an Input, or the grid output
+// of an op) given to a root builder without WithGrid is ErrBadInput at
+// build time, and the graph is left as it was (it used to build, and fail
+// at run time with an error matching no sentinel).
+func TestGridValueWithoutWithGrid(t *testing.T) {
+	grid := grids(t)[0]
+	g := G.NewGraph()
+	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("B"))
+	v := gridValue(t, grid, tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16))), 2)
+	ga := distops.Input(g, v, "gridA")
+	full := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	made, err := distops.On(grid).Distribute(full, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*G.Node{ga, made} {
+		for _, c := range []struct {
+			name  string
+			build func() error
+		}{
+			{"Potrs", func() error { _, err := mgla.Potrs(x, b); return err }},
+			{"Potrs (B)", func() error { _, err := mgla.Potrs(full, x); return err }},
+			{"CholSolve", func() error { _, err := mgla.CholSolve(x, b); return err }},
+			{"Cholesky", func() error { _, err := mgla.Cholesky(x); return err }},
+			{"Potri", func() error { _, err := mgla.Potri(x); return err }},
+			{"LogDet", func() error { _, err := mgla.LogDet(x); return err }},
+			{"Syevd", func() error { _, _, err := mgla.Syevd(x); return err }},
+		} {
+			n := len(g.AllNodes())
+			err := c.build()
+			if !errors.Is(err, mgla.ErrBadInput) || !strings.Contains(err.Error(), "WithGrid") {
+				t.Errorf("%s of %v without WithGrid: %v, want ErrBadInput saying to pass WithGrid", c.name, x.Name(), err)
+			}
+			if m := len(g.AllNodes()); m != n {
+				t.Errorf("%s: the graph grew from %d to %d nodes", c.name, n, m)
 			}
 		}
 	}

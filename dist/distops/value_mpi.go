@@ -28,6 +28,10 @@ type Value struct {
 
 var _ G.Value = (*Value)(nil)
 
+// GridResident reports that a Value lives on a grid: the root builders
+// (mgla.Potrs and the others) refuse one without mgla.WithGrid.
+func (*Value) GridResident() bool { return true }
+
 // NewValue is m as a graph value of the given shape: m's rows×cols, or
 // rows for a vector (m must have one column); no shape: rows×cols.
 func NewValue[T dist.Scalar](m *dist.Matrix[T], shape ...int) (*Value, error) {

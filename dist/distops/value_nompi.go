@@ -26,6 +26,10 @@ type Value struct{}
 
 var _ G.Value = (*Value)(nil)
 
+// GridResident reports that a Value lives on a grid: the root builders
+// (mgla.Potrs and the others) refuse one without mgla.WithGrid.
+func (*Value) GridResident() bool { return true }
+
 // Input makes an input node of g holding the grid value v: a matrix put on
 // the grid once feeds the ops of this package without returning to the
 // host. Rebind it with gorgonia.Let to a value of the same shape, grid and
