@@ -349,7 +349,7 @@ func main() {
 	minBytes := flag.String("min", "8", "smallest size in bytes (suffixes Ki, Mi)")
 	maxBytes := flag.String("max", "64Mi", "largest size in bytes")
 	only := flag.String("kinds", "", "comma-separated collectives (default all)")
-	budget := flag.Duration("budget", 300*time.Millisecond, "time per path and size, which sets the repetitions (7 to 200)")
+	budget := flag.Duration("budget", 300*time.Millisecond, "time per size for all paths together, which sets the repetitions every path makes (7 to 200)")
 	onlyPaths := flag.String("paths", "", "comma-separated paths after mpi, the baseline (default all)")
 	cpuProfile := flag.String("cpuprofile", "", "write each rank's CPU profile to this file name with .rank appended")
 	flag.Parse()

@@ -6,6 +6,7 @@
 
 typedef struct {
 	double build, setup, solve; // seconds: IJ matrix and vectors, AMG + PCG setup, best solve
+	double first_solve;         // seconds: the first solve
 	int iters;
 	double residual;
 	int error;

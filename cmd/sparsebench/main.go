@@ -186,7 +186,7 @@ func writeMarkdown(w io.Writer, rs []result) {
 		if !ok1 || !ok2 {
 			continue
 		}
-		directFirst := dr.Build + dr.Setup + dr.Solve
+		directFirst := dr.First // the best of the reps' first runs, as the graph's
 		cgCell, ratioIt, ratioT := "—", "—", "—"
 		if c, ok := find(rs, "cg", n); ok {
 			cgCell = fmt.Sprintf("%d / %.3f", c.Iters, c.Solve)
