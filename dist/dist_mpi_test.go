@@ -575,8 +575,18 @@ func TestErrors(t *testing.T) {
 		// Ranks disagree on the block size.
 		_, err = dist.FromReplicated(g, n, n, nb+me%2, conv[float64](a))
 		errorsAgree(t, err)
-		if size > 1 && !errors.Is(err, dist.ErrMismatch) {
-			t.Errorf("%s FromReplicated with different block sizes: %v", name, err)
+		if want := fmt.Sprintf("ranks disagree on the block size (from %d to %d)", nb, nb+1); size > 1 && (!errors.Is(err, dist.ErrMismatch) || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s FromReplicated with different block sizes: %v, want ErrMismatch saying %q", name, err, want)
+		}
+		// Ranks disagree on the element type.
+		if me%2 == 0 {
+			_, err = dist.FromReplicated(g, n, n, nb, conv[float64](a))
+		} else {
+			_, err = dist.FromReplicated(g, n, n, nb, conv[float32](a))
+		}
+		errorsAgree(t, err)
+		if want := "ranks disagree on the element type (from float32 to float64)"; size > 1 && (!errors.Is(err, dist.ErrMismatch) || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s FromReplicated with different element types: %v, want ErrMismatch saying %q", name, err, want)
 		}
 
 		// Wrong right-hand side.

@@ -49,22 +49,26 @@ func checkGrad[T Scalar](op string, o gradOperands[T]) error {
 	if dtypeCode[T]() > 2 {
 		f.code = badInputCode
 	}
-	nums := append([]int{dtypeCode[T]()}, o.nums...)
+	nums := []num{{"element type", dtypeCode[T]()}}
+	for i, v := range o.nums {
+		nums = append(nums, num{fmt.Sprintf("length of vector operand %d", i+1), v})
+	}
 	consistent := true
 	for i, m := range o.mats {
+		rows, cols := num{fmt.Sprintf("rows of operand %d", i+1), 0}, num{fmt.Sprintf("columns of operand %d", i+1), 0}
 		switch {
 		case m == nil && i >= o.optional:
-			nums = append(nums, -2, -2)
-			continue
+			rows.v, cols.v = -2, -2 // absent
 		case m == nil || m.Grid != g || m.Layout.MB != ref.Layout.MB || m.Layout.Rows != ref.Layout.Rows:
 			f.code, consistent = badInputCode, false
-			nums = append(nums, -1, -1)
-			continue
+			rows.v, cols.v = -1, -1
+		default:
+			if !finite(m.Local) {
+				f.code = max(f.code, nonFiniteCode)
+			}
+			rows.v, cols.v = m.Layout.Rows, m.Layout.Cols
 		}
-		if !finite(m.Local) {
-			f.code = max(f.code, nonFiniteCode)
-		}
-		nums = append(nums, m.Layout.Rows, m.Layout.Cols)
+		nums = append(nums, rows, cols)
 	}
 	if consistent && o.shapes != nil && !o.shapes() {
 		f.code = badInputCode

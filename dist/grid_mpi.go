@@ -226,13 +226,37 @@ const (
 // minor for that code, and the message of that code (text agreed by code,
 // not sent). On a closed grid it returns ErrBadInput without
 // communicating (Close is collective, so every rank does the same).
-func (g *Grid) agree(op string, f failure, nums ...int) error {
+func (g *Grid) agree(op string, f failure, nums ...num) error {
 	return g.agreeMax(op, f, nil, nums...)
 }
 
+// num is a number that every rank must pass alike to a call, and what it
+// is, for the message when they do not.
+type num struct {
+	what string
+	v    int
+}
+
+// matrixNums are the numbers of a rows×cols matrix in blocks of nb of the
+// element type with code dt (dtypeCode).
+func matrixNums(rows, cols, nb, dt int) []num {
+	return []num{{"rows", rows}, {"columns", cols}, {"block size", nb}, {"element type", dt}}
+}
+
+// describe is v as the number nm stands for: a dtype's name for the
+// element type.
+func (nm num) describe(v int) string {
+	if nm.what == "element type" && v >= 1 && v <= len(dtypeNames) {
+		return dtypeNames[v-1]
+	}
+	return fmt.Sprint(v)
+}
+
+var dtypeNames = [...]string{"float32", "float64", "complex64", "complex128"} // by dtypeCode
+
 // agreeMax is agree that also replaces each of xs by its maximum over the
 // ranks, in the same AllReduce.
-func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...int) error {
+func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...num) error {
 	if g.closed {
 		return fmt.Errorf("%w: dist: %s: the grid is closed", ErrBadInput, op)
 	}
@@ -243,7 +267,7 @@ func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...int) error {
 	v := make([]float64, 0, 2+2*len(nums)+len(xs))
 	v = append(v, float64(f.code), -minor)
 	for _, n := range nums {
-		v = append(v, float64(n), -float64(n))
+		v = append(v, float64(n.v), -float64(n.v))
 	}
 	v = append(v, xs...)
 	// The call carries op's name: ranks in different operations on
@@ -253,9 +277,9 @@ func (g *Grid) agreeMax(op string, f failure, xs []float64, nums ...int) error {
 	if err != nil {
 		return fmt.Errorf("dist: %s: agreeing on the outcome: %w", op, err)
 	}
-	for i := range nums {
+	for i, n := range nums {
 		if hi, lo := got[2+2*i], -got[3+2*i]; hi != lo {
-			return fmt.Errorf("%w: dist: %s: ranks disagree on shapes, block sizes or element types (argument %d ranges over [%g, %g])", ErrMismatch, op, i, lo, hi)
+			return fmt.Errorf("%w: dist: %s: ranks disagree on the %s (from %s to %s)", ErrMismatch, op, n.what, n.describe(int(lo)), n.describe(int(hi)))
 		}
 	}
 	copy(xs, got[2+2*len(nums):])

@@ -97,7 +97,7 @@ func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
 	if rows < 1 || cols < 1 || nb < 1 {
 		f.code = badInputCode
 	}
-	if err := g.agree("NewMatrix", f, rows, cols, nb, dtypeCode[T]()); err != nil {
+	if err := g.agree("NewMatrix", f, matrixNums(rows, cols, nb, dtypeCode[T]())...); err != nil {
 		return nil, err
 	}
 	return newMatrix[T](g, rows, cols, nb)
@@ -164,7 +164,7 @@ func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, 
 			f.code = nonFiniteCode
 		}
 	}
-	if err := g.agree(op, f, rows, cols, nb, dtypeCode[T]()); err != nil {
+	if err := g.agree(op, f, matrixNums(rows, cols, nb, dtypeCode[T]())...); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -213,7 +213,7 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 			f.code = nonFiniteCode
 		}
 	}
-	if err := g.agree(op, f, root, rows, cols, nb, dtypeCode[T]()); err != nil {
+	if err := g.agree(op, f, append(matrixNums(rows, cols, nb, dtypeCode[T]()), num{"root", root})...); err != nil {
 		return nil, err
 	}
 	m, err := newMatrix[T](g, rows, cols, nb)
@@ -276,7 +276,7 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 	case !finite(band):
 		f.code = nonFiniteCode
 	}
-	counts, total, first, err := g.bands(op, f, rows, cols, nb, dtypeCode[T]())
+	counts, total, first, err := g.bands(op, f, rows, num{"columns", cols}, num{"block size", nb}, num{"element type", dtypeCode[T]()})
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 	if root >= g.comm.Size() {
 		f.code = badInputCode
 	}
-	if err := g.agree(op, f, max(root, -1), m.Layout.Rows, m.Layout.Cols, m.Layout.MB, dtypeCode[T]()); err != nil {
+	if err := g.agree(op, f, append(matrixNums(m.Layout.Rows, m.Layout.Cols, m.Layout.MB, dtypeCode[T]()), num{"root", max(root, -1)})...); err != nil {
 		return nil, err
 	}
 	rows, cols := m.Layout.Rows, m.Layout.Cols
@@ -576,7 +576,7 @@ func Dot[T Scalar](a, b *Matrix[T]) (float64, error) {
 	if b == nil || a.Grid != b.Grid || a.Layout != b.Layout {
 		f.code = badInputCode
 	}
-	if err := a.Grid.agree("Dot", f, a.Layout.Rows, a.Layout.Cols, a.Layout.MB); err != nil {
+	if err := a.Grid.agree("Dot", f, num{"rows", a.Layout.Rows}, num{"columns", a.Layout.Cols}, num{"block size", a.Layout.MB}); err != nil {
 		return 0, err
 	}
 	s := 0.0

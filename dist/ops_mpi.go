@@ -32,8 +32,8 @@ func squareFailure[T Scalar](a *Matrix[T], finite bool) failure {
 }
 
 // squareNums are the numbers every rank must agree on for a square input.
-func squareNums[T Scalar](a *Matrix[T]) []int {
-	return []int{a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]()}
+func squareNums[T Scalar](a *Matrix[T]) []num {
+	return matrixNums(a.Layout.Rows, a.Layout.Cols, a.Layout.MB, dtypeCode[T]())
 }
 
 // workArray is where a factorization works on its input's elements.
@@ -177,11 +177,11 @@ func copyRHS[T Scalar](l, b *Matrix[T]) (*Matrix[T], failure) {
 }
 
 // rhsCols is the number of columns of b to agree on (-1 for none).
-func rhsCols[T Scalar](b *Matrix[T]) int {
+func rhsCols[T Scalar](b *Matrix[T]) num {
 	if b == nil {
-		return -1
+		return num{"right-hand side's columns", -1}
 	}
-	return b.Layout.Cols
+	return num{"right-hand side's columns", b.Layout.Cols}
 }
 
 // Potrs solves A·X = B for the Hermitian positive definite a (lower

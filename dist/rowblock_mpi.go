@@ -28,7 +28,7 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 	if rows < 0 {
 		f.code = badInputCode
 	}
-	counts, total, first, err := g.bands("RowBlock", f, rows, m.Layout.Rows, cols, m.Layout.MB, dtypeCode[T]())
+	counts, total, first, err := g.bands("RowBlock", f, rows, matrixNums(m.Layout.Rows, cols, m.Layout.MB, dtypeCode[T]())...)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func copyRows[T Scalar](dst []T, nd, rd int, src []T, ns, rs, k, cols int, o ord
 // verdict and nums the numbers the ranks must agree on, as for agree) in
 // one AllReduce: the counts in rank order, their total and the first row
 // of this rank's band.
-func (g *Grid) bands(op string, f failure, rows int, nums ...int) (counts []int, total, first int, err error) {
+func (g *Grid) bands(op string, f failure, rows int, nums ...num) (counts []int, total, first int, err error) {
 	agreed := make([]float64, g.comm.Size())
 	agreed[g.comm.Rank()] = float64(max(rows, 0))
 	if err := g.agreeMax(op, f, agreed, nums...); err != nil {
