@@ -10,10 +10,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/collective/mpi"
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/kernels"
@@ -1156,4 +1159,66 @@ func TestDifferentOps(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTwoGridsTwoGoroutines: two grids used from two goroutines at once
+// (each on its own communicator) never crash or hang: a call either gives
+// the right answer or, where the ranks' goroutines took their grids in
+// different orders, fails with ErrTimeout, ErrMismatch or (on a grid whose
+// communicator such a failure broke) ErrClosed. BLACS and ScaLAPACK are not
+// thread-safe: the two crashed in pdpotrf or waited there for ever.
+func TestTwoGridsTwoGoroutines(t *testing.T) {
+	const n, nb, rounds = 24, 4, 12
+	var grids [2]*dist.Grid
+	for i := range grids {
+		view, err := mpi.World(mpi.WithTimeout(2 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := view.Split(func(int) int { return 0 }, func(r int) int { return r })
+		if err != nil {
+			t.Fatal(err)
+		}
+		comm := cs[0].(*mpi.Comm)
+		t.Cleanup(func() { comm.Close(); view.Close() })
+		if grids[i], err = dist.NewGrid(comm, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { grids[i].Close() })
+	}
+	rng := rand.New(rand.NewPCG(seed, 67))
+	a := conv[float64](randomHPD[float64](rng, n))
+	want, err := dist.FromReplicated(grids[0], n, n, nb, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDet, err := dist.LogDet(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var ok, failed [2]int
+	for i, g := range grids {
+		wg.Go(func() {
+			for range rounds {
+				m, err := dist.FromReplicated(g, n, n, nb, a)
+				var got float64
+				if err == nil {
+					got, err = dist.LogDet(m)
+				}
+				switch {
+				case err == nil && math.Abs(got-logDet) > 1e-9*math.Abs(logDet):
+					t.Errorf("grid %d: log det %v, want %v", i, got, logDet)
+				case err == nil:
+					ok[i]++
+				case errors.Is(err, collective.ErrTimeout), errors.Is(err, collective.ErrMismatch), errors.Is(err, collective.ErrClosed):
+					failed[i]++
+				default:
+					t.Errorf("grid %d: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("rank %d: right answers %v, timeouts or mismatches %v", world.Rank(), ok, failed)
 }

@@ -26,12 +26,15 @@
 //
 // Threads: ScaLAPACK calls MPI from the calling goroutine, so dist needs
 // MPI_THREAD_MULTIPLE (what collective/mpi asks for and Open MPI provides
-// here). That makes dist callable from any goroutine, not from several at
-// once: BLACS and ScaLAPACK keep process-wide state and are not
-// thread-safe, so at most one goroutine of a process may be in package
-// dist (or run a graph of package distops) at a time, whatever the Grid.
-// Two grids used from two goroutines at once crash the process or leave it
-// waiting in ScaLAPACK.
+// here). BLACS and ScaLAPACK keep process-wide state and are not
+// thread-safe, so the calls of a process's goroutines take turns, whatever
+// the Grid: each call holds the process from its first agreement to its
+// end. Two grids may be used from two goroutines at once (graphs of
+// package distops too); where the ranks' goroutines take their turns in
+// different orders, the calls fail in their timed agreements (ErrTimeout,
+// ErrMismatch, then ErrClosed on the broken communicator) instead of
+// pairing in ScaLAPACK, so for results run them in the same order on every
+// rank, as for any MPI program.
 //
 // The engine code needs the mpi build tag (Open MPI and Debian's
 // libscalapack-openmpi-dev); without it NewGrid returns an error wrapping

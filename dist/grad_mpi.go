@@ -101,10 +101,11 @@ func sameSquareOperands[T Scalar](m, mbar *Matrix[T]) gradOperands[T] {
 // PotrsGrad is the gradient of X = A⁻¹B: B̄ = CholSolve(L, X̄) and
 // Ā = −½(B̄Xᵀ + XB̄ᵀ), with L = Cholesky(A) and X the forward result.
 func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err error) {
+	defer exclusive()()
 	if err := checkGrad("PotrsGrad", solveGradOperands(l, x, xbar)); err != nil {
 		return nil, nil, err
 	}
-	if bbar, err = CholSolve(l, xbar); err != nil {
+	if bbar, err = cholSolve("CholSolve", l, xbar, true); err != nil {
 		return nil, nil, err
 	}
 	n := l.Layout.Rows
@@ -123,10 +124,11 @@ func PotrsGrad[T Scalar](l, x, xbar *Matrix[T]) (abar, bbar *Matrix[T], err erro
 // and L̄ = −tril((B̄Xᵀ + XB̄ᵀ)·tril(L)) (L's strict upper triangle is not
 // read, so its gradient is zero), with X the forward result.
 func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err error) {
+	defer exclusive()()
 	if err := checkGrad("CholSolveGrad", solveGradOperands(l, x, xbar)); err != nil {
 		return nil, nil, err
 	}
-	if bbar, err = CholSolve(l, xbar); err != nil {
+	if bbar, err = cholSolve("CholSolve", l, xbar, true); err != nil {
 		return nil, nil, err
 	}
 	// (B̄Xᵀ + XB̄ᵀ)·L = B̄·(LᵀX)ᵀ + X·(LᵀB̄)ᵀ: no N×N×N product.
@@ -157,6 +159,7 @@ func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err 
 // decomposition"); l is the forward result and lbar its gradient (its
 // strict upper triangle is ignored).
 func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	if err := checkGrad("CholeskyGrad", sameSquareOperands(l, lbar)); err != nil {
 		return nil, err
 	}
@@ -219,6 +222,7 @@ func halveDiagonal[T Scalar](m *Matrix[T]) {
 
 // PotriGrad is the gradient of C = A⁻¹: Ā = −C·sym(C̄)·C.
 func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	if err := checkGrad("PotriGrad", sameSquareOperands(c, cbar)); err != nil {
 		return nil, err
 	}
@@ -236,7 +240,8 @@ func PotriGrad[T Scalar](c, cbar *Matrix[T]) (*Matrix[T], error) {
 
 // LogDetGrad is the gradient of log det A: Ā = ḡ·A⁻¹.
 func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
-	return logDetGrad("LogDetGrad", a, gbar, Potri[T])
+	defer exclusive()()
+	return logDetGrad("LogDetGrad", a, gbar, potriOf[T])
 }
 
 // LogDetGradFromFactor is LogDetGrad from the lower Cholesky factor l of A
@@ -244,7 +249,8 @@ func LogDetGrad[T Scalar](a *Matrix[T], gbar float64) (*Matrix[T], error) {
 // InverseFromFactor, the same matrix as LogDetGrad(A, ḡ) without factoring
 // A again.
 func LogDetGradFromFactor[T Scalar](l *Matrix[T], gbar float64) (*Matrix[T], error) {
-	return logDetGrad("LogDetGradFromFactor", l, gbar, InverseFromFactor[T])
+	defer exclusive()()
+	return logDetGrad("LogDetGradFromFactor", l, gbar, inverseFromFactor[T])
 }
 
 // logDetGrad is ḡ·inv(m) after the checks of a gradient.
@@ -271,6 +277,7 @@ func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matri
 // and 0 on it. wbar (nil: zero) is the eigenvalues' gradient, vbar (nil:
 // zero) the eigenvectors'; w and v come from Syevd.
 func SyevdGrad[T Scalar](w []float64, v *Matrix[T], wbar []float64, vbar *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	// The lengths of w and wbar (−1: nil) are agreed with the shapes: a
 	// rank that alone got them wrong used to return while the others
 	// entered PBLAS and waited for it.

@@ -13,6 +13,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/mgla/mgla/collective"
@@ -53,6 +54,7 @@ type Grid struct {
 // with the same p and q, and p·q must be comm's size: otherwise every rank
 // gets the same error (ErrBadInput or ErrMismatch).
 func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
+	defer exclusive()()
 	if comm == nil {
 		return nil, fmt.Errorf("%w: dist: NewGrid needs a communicator", ErrBadInput)
 	}
@@ -104,6 +106,7 @@ func (g *Grid) Comm() *mpi.Comm { return g.comm }
 // closed (BLACS would free MPI communicators, which MPI forbids then: the
 // job aborted).
 func (g *Grid) Close() error {
+	defer exclusive()()
 	if g == nil || g.closed {
 		return nil
 	}
@@ -174,6 +177,23 @@ func (g *Grid) columnContext() C.int {
 		g.column = &ctxt
 	}
 	return *g.column
+}
+
+// engineMu keeps the other goroutines of the process out of BLACS and
+// ScaLAPACK while one is in a call of this package: they keep process-wide
+// state and are not thread-safe (two grids used from two goroutines at once
+// crashed in pdpotrf). A call holds it from its first agreement to its end
+// (exclusive), so two ranks never wait in ScaLAPACK, which has no timeout,
+// for each other's other grid: ranks whose goroutines take their grids in
+// different orders meet in the timed agreements instead and get ErrTimeout
+// or ErrMismatch. The exported functions and methods take it; nothing in
+// the package calls them.
+var engineMu sync.Mutex
+
+// exclusive takes engineMu and returns its release.
+func exclusive() func() {
+	engineMu.Lock()
+	return engineMu.Unlock
 }
 
 // allReduce is op over every rank's xs, on every rank.

@@ -90,6 +90,7 @@ func descInit(desc *[9]C.int, rows, cols, mb, nb int, ctxt C.int, lld int) error
 // NewMatrix makes a zero rows×cols matrix on g in nb×nb blocks (nb = 0:
 // DefaultBlock). Collective.
 func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
+	defer exclusive()()
 	if nb == 0 {
 		nb = DefaultBlock
 	}
@@ -111,6 +112,7 @@ func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
 // difference (a NaN in one rank's copy only, say) outside them goes
 // unnoticed. Collective.
 func FromReplicated[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromReplicated("FromReplicated", g, rows, cols, nb, full, colMajor, false)
 }
 
@@ -118,6 +120,7 @@ func FromReplicated[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T]
 // dimension cols, as a Gorgonia tensor holds it): each rank copies its own
 // blocks straight out of it, transposing tile by tile.
 func FromReplicatedRowMajor[T Scalar](g *Grid, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromReplicated("FromReplicatedRowMajor", g, rows, cols, nb, full, rowMajor, false)
 }
 
@@ -127,12 +130,14 @@ func FromReplicatedRowMajor[T Scalar](g *Grid, rows, cols, nb int, full []T) (*M
 // or Inf strictly above the diagonal is not an error: the distributed
 // matrix holds zeros there. Collective.
 func FromReplicatedLower[T Scalar](g *Grid, n, nb int, full []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromReplicated("FromReplicatedLower", g, n, n, nb, full, colMajor, true)
 }
 
 // FromReplicatedLowerRowMajor is FromReplicatedLower of a row-major
 // matrix.
 func FromReplicatedLowerRowMajor[T Scalar](g *Grid, n, nb int, full []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromReplicated("FromReplicatedLowerRowMajor", g, n, n, nb, full, rowMajor, true)
 }
 
@@ -180,6 +185,7 @@ func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, 
 // by a broadcast of the whole matrix after which every rank keeps its
 // blocks.
 func FromRoot[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromRoot("FromRoot", g, root, rows, cols, nb, full, colMajor)
 }
 
@@ -188,6 +194,7 @@ func FromRoot[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T]
 // it; through p?gemr2d, which reads column-major arrays only, the root
 // makes a column-major copy first (in the pass that checks it).
 func FromRootRowMajor[T Scalar](g *Grid, root, rows, cols, nb int, full []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromRoot("FromRootRowMajor", g, root, rows, cols, nb, full, rowMajor)
 }
 
@@ -252,6 +259,7 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 // sum over MPI of the whole matrix (each rank's band placed in zeros),
 // after which every rank keeps its blocks.
 func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromRowBlocks("FromRowBlocks", g, cols, nb, rows, band, colMajor)
 }
 
@@ -262,6 +270,7 @@ func FromRowBlocks[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix
 // column-major copy of its own band first (for bands that are not the
 // block split, the new band, made column-major as its rows arrive).
 func FromRowBlocksRowMajor[T Scalar](g *Grid, cols, nb int, rows int, band []T) (*Matrix[T], error) {
+	defer exclusive()()
 	return fromRowBlocks("FromRowBlocksRowMajor", g, cols, nb, rows, band, rowMajor)
 }
 
@@ -357,6 +366,7 @@ func isBlockSplit(counts []int, split int) bool {
 // a sum over MPI (Reduce, or AllReduce for root < 0) of each rank's blocks
 // placed in a zero matrix.
 func (m *Matrix[T]) Gather(root int) ([]T, error) {
+	defer exclusive()()
 	return m.gather("Gather", root, colMajor)
 }
 
@@ -366,6 +376,7 @@ func (m *Matrix[T]) Gather(root int) ([]T, error) {
 // writes column-major arrays only, the root (rank 0 for root < 0, before
 // its broadcast) transposes what it receives.
 func (m *Matrix[T]) GatherRowMajor(root int) ([]T, error) {
+	defer exclusive()()
 	return m.gather("GatherRowMajor", root, rowMajor)
 }
 
@@ -560,6 +571,7 @@ func (m *Matrix[T]) Fill(f func(r, c int) T) {
 // Sum is Σ f(row, col, value) over every element of m, summed over the
 // grid: the same on every rank. Collective.
 func (m *Matrix[T]) Sum(f func(r, c int, v T) float64) (float64, error) {
+	defer exclusive()()
 	s := 0.0
 	forEachLocal(m, func(r, c, i int) { s += f(r, c, m.Local[i]) })
 	got, err := allReduce(m.Grid.comm, collective.Sum, []float64{s})
@@ -572,6 +584,7 @@ func (m *Matrix[T]) Sum(f func(r, c int, v T) float64) (float64, error) {
 // Dot is Σ Re(a∘b̄) over the whole matrices, on every rank; a and b must
 // have the same shape and layout on the same grid. Collective.
 func Dot[T Scalar](a, b *Matrix[T]) (float64, error) {
+	defer exclusive()()
 	f := failure{}
 	if b == nil || a.Grid != b.Grid || a.Layout != b.Layout {
 		f.code = badInputCode

@@ -140,6 +140,7 @@ func forEachDiagonal[T Scalar](m *Matrix[T], fn func(d, i int)) {
 // definite a (A = L·Lᴴ; only a's lower triangle is read), with zeros above
 // the diagonal.
 func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	return cholesky(a, newArray)
 }
 
@@ -151,6 +152,7 @@ func Cholesky[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 // are unspecified (p?potrf stopped part-way). The errors are Cholesky's,
 // on every rank.
 func CholeskyInPlace[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	return cholesky(a, inputArray)
 }
 
@@ -187,6 +189,7 @@ func rhsCols[T Scalar](b *Matrix[T]) num {
 // Potrs solves A·X = B for the Hermitian positive definite a (lower
 // triangle read); b has a's rows and block size.
 func Potrs[T Scalar](a, b *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	l, x, err := potrsCopies(a, b)
 	if err != nil {
 		return nil, err
@@ -216,6 +219,7 @@ func potrsCopies[T Scalar](a, b *Matrix[T]) (l, x *Matrix[T], err error) {
 // Cholesky). A zero on l's diagonal is an error wrapping
 // ErrNotPositiveDefinite with the order of the first one.
 func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	return cholSolve("CholSolve", l, b, true)
 }
 
@@ -224,6 +228,7 @@ func CholSolve[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
 // LogDet): it skips CholSolve's NaN/Inf scan of l, which such a factor
 // passes by construction (p?potrf stops at a non-positive or NaN pivot).
 func PotrsFromFactor[T Scalar](l, b *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
 	return cholSolve("PotrsFromFactor", l, b, false)
 }
 
@@ -268,17 +273,24 @@ func solve[T Scalar](op string, l, x *Matrix[T]) error {
 // over the Cholesky factor's diagonal, summed over the grid; the same on
 // every rank.
 func LogDet[T Scalar](a *Matrix[T]) (float64, error) {
+	defer exclusive()()
 	l, err := factor("LogDet", a, scratchArray)
 	if err != nil {
 		return 0, err
 	}
-	return LogDetFromFactor(l)
+	return logDetFromFactor(l)
 }
 
 // LogDetFromFactor is log det A = 2·Σ log Re(L_ii) for the Cholesky factor
 // l of A (Cholesky's, or any lower factor with a positive diagonal), the
 // same on every rank. Collective: one sum over the grid.
 func LogDetFromFactor[T Scalar](l *Matrix[T]) (float64, error) {
+	defer exclusive()()
+	return logDetFromFactor(l)
+}
+
+// logDetFromFactor is LogDetFromFactor inside a call that holds engineMu.
+func logDetFromFactor[T Scalar](l *Matrix[T]) (float64, error) {
 	if l == nil {
 		return 0, errNil("LogDetFromFactor")
 	}
@@ -293,6 +305,12 @@ func LogDetFromFactor[T Scalar](l *Matrix[T]) (float64, error) {
 
 // Potri is A⁻¹ of the Hermitian positive definite a, both triangles.
 func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
+	return potriOf(a)
+}
+
+// potriOf is Potri inside a call that holds engineMu.
+func potriOf[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 	x, err := factor("Potri", a, scratchArray)
 	if err != nil {
 		return nil, err
@@ -308,6 +326,12 @@ func Potri[T Scalar](a *Matrix[T]) (*Matrix[T], error) {
 // (a singular factor: L·Lᴴ is not positive definite) is an error wrapping
 // ErrNotPositiveDefinite with the order of the first one.
 func InverseFromFactor[T Scalar](l *Matrix[T]) (*Matrix[T], error) {
+	defer exclusive()()
+	return inverseFromFactor(l)
+}
+
+// inverseFromFactor is InverseFromFactor inside a call that holds engineMu.
+func inverseFromFactor[T Scalar](l *Matrix[T]) (*Matrix[T], error) {
 	const op = "InverseFromFactor"
 	if l == nil {
 		return nil, errNil(op)
@@ -366,6 +390,7 @@ func inverse[T Scalar](op string, x *Matrix[T]) (*Matrix[T], error) {
 // computes them, so values alone cost the same). a's block size must be at
 // least 1; ScaLAPACK needs square blocks, which Matrix always has.
 func Syevd[T Scalar](a *Matrix[T], vectors bool) ([]float64, *Matrix[T], error) {
+	defer exclusive()()
 	if a == nil {
 		return nil, nil, errNil("Syevd")
 	}

@@ -22,6 +22,7 @@ import (
 // not the block split, by reband into them; otherwise the whole matrix
 // comes to every rank (Gather(-1)), which keeps its band.
 func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
+	defer exclusive()()
 	g := m.Grid
 	cols := m.Layout.Cols
 	f := failure{}
@@ -51,7 +52,7 @@ func (m *Matrix[T]) RowBlock(rows int) ([]T, error) {
 		}
 		return reband(g, "RowBlock", to, counts, cols, band, colMajor)
 	}
-	full, err := m.Gather(-1)
+	full, err := m.gather("Gather", -1, colMajor)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +172,7 @@ func (g *Grid) bands(op string, f failure, rows int, nums ...num) (counts []int,
 // Collective: one sum over the grid of a vector of min(rows, cols)
 // elements.
 func (m *Matrix[T]) FirstBadDiagonal() (int, error) {
+	defer exclusive()()
 	n := min(m.Layout.Rows, m.Layout.Cols)
 	bad := make([]float64, n)
 	forEachDiagonal(m, func(d, i int) {
