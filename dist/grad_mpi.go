@@ -20,13 +20,16 @@ import (
 // gradOperands are the operands of a gradient: mats (those from optional
 // on may be nil, as a gradient input that is zero), the rule their shapes
 // must follow (called when every operand given is on one grid with one row
-// count and block size), and numbers every rank must agree on besides the
-// shapes (such as the lengths of eigenvalue vectors).
+// count and block size), numbers every rank must agree on besides the
+// shapes (such as the lengths of eigenvalue vectors), and which operands
+// are read by their lower triangle only (A, a factor L and its L̄: NaN or
+// Inf above the diagonal is not an error there, as in the forward ops).
 type gradOperands[T Scalar] struct {
 	mats     []*Matrix[T]
 	optional int
 	shapes   func() bool
 	nums     []int
+	lower    []bool
 }
 
 // checkGrad is the agreed verdict on the operands of a gradient: present,
@@ -63,7 +66,7 @@ func checkGrad[T Scalar](op string, o gradOperands[T]) error {
 			f.code, consistent = badInputCode, false
 			rows.v, cols.v = -1, -1
 		default:
-			if !finite(m.Local) {
+			if !finite(m.Local) && !(i < len(o.lower) && o.lower[i] && m.lowerFinite()) {
 				f.code = max(f.code, nonFiniteCode)
 			}
 			rows.v, cols.v = m.Layout.Rows, m.Layout.Cols
@@ -88,7 +91,7 @@ func square[T Scalar](m *Matrix[T]) bool { return m.Layout.Rows == m.Layout.Cols
 // solveGradOperands are those of PotrsGrad and CholSolveGrad: a square
 // factor, and the forward result and its gradient of one shape.
 func solveGradOperands[T Scalar](l, x, xbar *Matrix[T]) gradOperands[T] {
-	return gradOperands[T]{mats: []*Matrix[T]{l, x, xbar}, optional: 3,
+	return gradOperands[T]{mats: []*Matrix[T]{l, x, xbar}, optional: 3, lower: []bool{true},
 		shapes: func() bool { return square(l) && x.Layout.Cols == xbar.Layout.Cols }}
 }
 
@@ -160,7 +163,9 @@ func CholSolveGrad[T Scalar](l, x, xbar *Matrix[T]) (lbar, bbar *Matrix[T], err 
 // strict upper triangle is ignored).
 func CholeskyGrad[T Scalar](l, lbar *Matrix[T]) (*Matrix[T], error) {
 	defer exclusive()()
-	if err := checkGrad("CholeskyGrad", sameSquareOperands(l, lbar)); err != nil {
+	operands := sameSquareOperands(l, lbar)
+	operands.lower = []bool{true, true} // tril(L), tril(L̄)
+	if err := checkGrad("CholeskyGrad", operands); err != nil {
 		return nil, err
 	}
 	lo := lowerCopy(l)
@@ -255,7 +260,7 @@ func LogDetGradFromFactor[T Scalar](l *Matrix[T], gbar float64) (*Matrix[T], err
 
 // logDetGrad is ḡ·inv(m) after the checks of a gradient.
 func logDetGrad[T Scalar](op string, m *Matrix[T], gbar float64, inv func(*Matrix[T]) (*Matrix[T], error)) (*Matrix[T], error) {
-	if err := checkGrad(op, gradOperands[T]{mats: []*Matrix[T]{m}, optional: 1, shapes: func() bool { return square(m) }}); err != nil {
+	if err := checkGrad(op, gradOperands[T]{mats: []*Matrix[T]{m}, optional: 1, lower: []bool{true}, shapes: func() bool { return square(m) }}); err != nil {
 		return nil, err
 	}
 	abar, err := inv(m)

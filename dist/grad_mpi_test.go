@@ -454,3 +454,85 @@ func testGradientsBeyondRange[T float32 | float64](t *testing.T) {
 		}
 	}
 }
+
+// TestGradientsNaNAboveDiagonal: the gradients read the operands that the
+// forward ops read by their lower triangle (A, the factor L, Cholesky's L̄)
+// by that triangle too: NaN above the diagonal gives the gradient without
+// it, NaN below is ErrNonFinite on every rank (CholSolve took a grid L with
+// NaN above its diagonal, and its gradient refused it).
+func TestGradientsNaNAboveDiagonal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed, 71))
+	n, nb, k := 9, 2, 2
+	a := conv[float64](randomHPD[float64](rng, n))
+	b := conv[float64](randomDense[float64](rng, n, k))
+	for _, pq := range grids() {
+		g := newGrid(t, pq[0], pq[1])
+		da, err := dist.FromReplicated(g, n, n, nb, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := dist.FromReplicated(g, n, k, nb, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := dist.Cholesky(da)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := dist.CholSolve(l, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			bad  *dist.Matrix[float64]
+			run  func() ([]float64, error)
+		}{
+			{"CholSolveGrad (L)", l, func() ([]float64, error) {
+				lbar, bbar, err := dist.CholSolveGrad(l, x, db)
+				if err != nil {
+					return nil, err
+				}
+				lb, err := whole(lbar, nil)
+				if err != nil {
+					return nil, err
+				}
+				bb, err := whole(bbar, nil)
+				return append(lb, bb...), err
+			}},
+			{"PotrsGrad (L)", l, func() ([]float64, error) {
+				abar, _, err := dist.PotrsGrad(l, x, db)
+				return whole(abar, err)
+			}},
+			{"CholeskyGrad (L)", l, func() ([]float64, error) { return whole(dist.CholeskyGrad(l, l)) }},
+			{"LogDetGrad (A)", da, func() ([]float64, error) { return whole(dist.LogDetGrad(da, 1.5)) }},
+			{"LogDetGradFromFactor (L)", l, func() ([]float64, error) { return whole(dist.LogDetGradFromFactor(l, 1.5)) }},
+		} {
+			clean, err := c.run()
+			if err != nil {
+				t.Fatalf("%dx%d %s: %v", pq[0], pq[1], c.name, err)
+			}
+			for _, place := range []string{"above", "below"} {
+				name := fmt.Sprintf("%dx%d %s with NaN %s the diagonal, seed=%d", pq[0], pq[1], c.name, place, seed)
+				holder, at := lastPlace(t, c.bad, func(r, col int) bool { return place == "above" && r < col || place == "below" && r > col })
+				var old float64
+				if holder {
+					old, c.bad.Local[at] = c.bad.Local[at], math.NaN()
+				}
+				got, err := c.run()
+				errorsAgree(t, err)
+				switch {
+				case place == "below" && !errors.Is(err, dist.ErrNonFinite):
+					t.Errorf("%s: %v, want ErrNonFinite", name, err)
+				case place == "above" && err != nil:
+					t.Errorf("%s: %v", name, err)
+				case place == "above" && relErr(widen(got), widen(clean)) > 1e-12:
+					t.Errorf("%s: a gradient other than without it", name)
+				}
+				if holder {
+					c.bad.Local[at] = old
+				}
+			}
+		}
+	}
+}
