@@ -66,6 +66,26 @@ func handleOf(fortran int) (*commHandle, error) {
 	return &commHandle{fortran: C.MPI_Fint(fortran), size: int(size), rank: int(rank)}, nil
 }
 
+// agreeOnOptions is NewSolver's first collective in MPI mode (WithComm):
+// one reduction on the communicator that tells whether another rank
+// refused its options or pattern (refused says whether this one did) and
+// whether the ranks' options differ (config.hash). Without WithComm there
+// is nothing to agree on.
+func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, err error) {
+	if c.comm == nil || c.comm.size == 1 {
+		return false, false, nil
+	}
+	h := c.hash()
+	v := []float64{0, h, -h}
+	if refused {
+		v[0] = 1
+	}
+	if rc := C.mh_comm_max(c.comm.fortran, (*C.double)(&v[0]), C.int(len(v))); rc != 0 {
+		return false, false, fmt.Errorf("%w: sparse: NewSolver: MPI_Allreduce failed (%d)", collective.ErrEngine, int(rc))
+	}
+	return v[0] != 0 && !refused, v[1] != -v[2], nil
+}
+
 // bcast is rank 0's v on every rank.
 func (h *commHandle) bcast(v uint64) (uint64, error) {
 	x := C.ulonglong(v)

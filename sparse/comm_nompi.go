@@ -18,10 +18,16 @@ var errNoComm = fmt.Errorf("%w: sparse: WithComm: distributed solvers need MPI: 
 // Every rank must make the same calls in the same order (SPMD). hypre calls
 // MPI from whichever goroutine runs the op, so MPI must provide
 // MPI_THREAD_MULTIPLE (collective/mpi asks for it; Debian's Open MPI gives
-// it); a Solver serialises its own runs.
+// it). Runs must reach the ranks in the same order: run a process's
+// MPI-mode solvers from one goroutine at a time (see Solver).
 //
 // In a build without the mpi tag there is no MPI: NewSolver given this
 // option returns an error wrapping collective.ErrUnavailable.
 func WithComm(fortran int) Option {
 	return func(*config) error { return errNoComm }
+}
+
+// agreeOnOptions: without MPI there are no other ranks.
+func (c *config) agreeOnOptions(bool) (refusedElsewhere, differ bool, err error) {
+	return false, false, nil
 }

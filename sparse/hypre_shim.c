@@ -508,3 +508,7 @@ int mh_comm_size(MPI_Fint fcomm, int *size, int *rank) {
 int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v) {
 	return MPI_Bcast(v, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_Comm_f2c(fcomm));
 }
+
+int mh_comm_max(MPI_Fint fcomm, double *v, int n) {
+	return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_Comm_f2c(fcomm));
+}

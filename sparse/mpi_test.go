@@ -390,6 +390,26 @@ func TestMPIOptionsDifferOnOneRank(t *testing.T) {
 		require.ErrorIs(t, err, collective.ErrMismatch, c.name)
 		require.Nil(t, s, c.name)
 	}
+	// An option or a pattern refused on one rank: ErrBadInput on every rank
+	// (the refusing rank returned before any collective, and the others'
+	// NewSolver paired with its next call).
+	for _, c := range []struct {
+		name    string
+		pattern *Pattern
+		opts    []Option
+	}{
+		{"tolerance outside (0, 1)", blk.Pattern, []Option{WithTolerance(2)}},
+		{"unknown BoomerAMG setting", blk.Pattern, []Option{WithHypre("NoSuchSetting", 1)}},
+		{"nil pattern", nil, nil},
+	} {
+		pattern, opts := blk.Pattern, []Option{WithComm(worldFortran())}
+		if last {
+			pattern, opts = c.pattern, append(opts, c.opts...)
+		}
+		s, err := NewSolver(pattern, opts...)
+		require.ErrorIs(t, err, ErrBadInput, c.name)
+		require.Nil(t, s, c.name)
+	}
 }
 
 // TestMPIDifferentRuns: ranks in different runs of one solver (a gradient

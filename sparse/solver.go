@@ -85,14 +85,28 @@ type Stats struct {
 // mpi build) p is this rank's row block and the blocks of the ranks, in rank
 // order, must tile the rows.
 func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
+	// In MPI mode a refusal on one rank is agreed on, with the options,
+	// before any other collective: every rank returns an error.
+	var refusal error
 	if p == nil {
-		return nil, fmt.Errorf("%w: nil pattern", ErrBadInput)
+		refusal = fmt.Errorf("%w: nil pattern", ErrBadInput)
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
+		if err := o(&cfg); err != nil && refusal == nil {
+			refusal = err
 		}
+	}
+	refusedElsewhere, differ, err := cfg.agreeOnOptions(refusal != nil)
+	switch {
+	case err != nil:
+		return nil, err
+	case refusal != nil:
+		return nil, refusal
+	case refusedElsewhere:
+		return nil, fmt.Errorf("%w: sparse: NewSolver: another rank refused its options or pattern", ErrBadInput)
+	case differ:
+		return nil, fmt.Errorf("%w: sparse: NewSolver: the ranks' solver options differ (method, tolerance, iterations, AMG or print settings, WithStatusOnly, WithKeepHierarchy, symmetry or preconditioner)", collective.ErrMismatch)
 	}
 	if cfg.keepOld && !cfg.hasSmoothers {
 		// The default ℓ1 smoother keeps the row norms of the values it was
@@ -103,32 +117,7 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := agreeOnOptions(eng, &cfg); err != nil {
-		eng.close()
-		return nil, err
-	}
 	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1}, nil
-}
-
-// agreeOnOptions fails on every rank, with an error wrapping
-// collective.ErrMismatch, when the ranks' solvers were made with different
-// options: their iterations meet in hypre's reductions, and one stopping
-// at a looser tolerance, or iterating another method, left the others
-// waiting there for ever.
-func agreeOnOptions(eng engine, cfg *config) error {
-	h := cfg.hash()
-	hi, err := eng.maxAll(h)
-	if err != nil {
-		return err
-	}
-	lo, err := eng.maxAll(-h)
-	if err != nil {
-		return err
-	}
-	if hi != -lo {
-		return fmt.Errorf("%w: sparse: NewSolver: the ranks' solver options differ (method, tolerance, iterations, AMG or print settings, WithStatusOnly, WithKeepHierarchy, symmetry or preconditioner)", collective.ErrMismatch)
-	}
-	return nil
 }
 
 // Pattern is the solver's pattern.
