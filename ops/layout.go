@@ -101,6 +101,8 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		err = x.RelayoutInto(out)
 	case *tensor.Dense:
 		err = out.Load(x)
+	case interface{ GridResident() bool }: // distops' grid value, bound with Let
+		err = fmt.Errorf("ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", o, v)
 	default:
 		err = fmt.Errorf("ops: %v: unsupported value %T", o, v)
 	}

@@ -839,4 +839,19 @@ func TestGridValueWithoutWithGrid(t *testing.T) {
 			}
 		}
 	}
+	// A grid value bound with Let to the input of an op built without
+	// WithGrid fails at run time saying so (it said "unsupported value").
+	g2 := G.NewGraph()
+	a2 := G.NewMatrix(g2, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
+	if _, err := mgla.LogDet(a2); err != nil {
+		t.Fatal(err)
+	}
+	if err := G.Let(a2, v); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g2)
+	defer vm.Close()
+	if err := vm.RunAll(); err == nil || !strings.Contains(err.Error(), "grid value") || !strings.Contains(err.Error(), "WithGrid") {
+		t.Errorf("a grid value bound with Let to an op without WithGrid: %v, want an error saying to build it with WithGrid", err)
+	}
 }
