@@ -558,14 +558,7 @@ type taggedComm struct {
 func TestBuildErrorsSayWhat(t *testing.T) {
 	g := G.NewGraph()
 	x := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"))
-	m, err := sharding.CPUMesh(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := NewMesh(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mesh := cpuMeshComm(t, 3)
 	self := Self()
 	for _, tc := range []struct {
 		name  string
@@ -681,14 +674,7 @@ func TestHostRunNewShape(t *testing.T) {
 // that Gorgonia can add the parts; the TapeMachine and the LispMachine agree
 // with the hand-computed values.
 func TestHostInputGradient(t *testing.T) {
-	m, err := sharding.CPUMesh(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comm, err := NewMesh(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	comm := cpuMeshComm(t, 4)
 	const rows, cols = 8, 3
 	xs := make([]float64, rows*cols)
 	for i := range xs {
@@ -800,15 +786,7 @@ func (failingDo) Do(*Call) error { return fmt.Errorf("%w: no word from rank 0", 
 // are numbered backwards; the error says so (a review read "no word from
 // rank 1" on rank 1 itself).
 func TestReverseScanErrorSaysRanksAreReversed(t *testing.T) {
-	m, err := sharding.CPUMesh(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := NewMesh(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mesh.Close()
+	mesh := cpuMeshComm(t, 3)
 	g := G.NewGraph()
 	x := G.NewVector(g, tensor.Float64, G.WithShape(6), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithBacking([]float64{1, 2, 3, 4, 5, 6}))))
@@ -825,4 +803,20 @@ func TestReverseScanErrorSaysRanksAreReversed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no word from rank 0") || !strings.Contains(err.Error(), "numbers the ranks backwards: its rank r is rank 2−r") {
 		t.Fatalf("got %v, want the reverse scan's error and a note that its ranks are reversed", err)
 	}
+}
+
+// cpuMeshComm is the communicator of a CPU mesh of n devices, closed when
+// the test ends.
+func cpuMeshComm(t *testing.T, n int) MeshComm {
+	t.Helper()
+	m, err := sharding.CPUMesh(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewMesh(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
