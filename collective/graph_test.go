@@ -128,15 +128,7 @@ type commCase struct {
 func testComms(t *testing.T, sizes ...int) []commCase {
 	var out []commCase
 	for _, n := range sizes {
-		m, err := sharding.CPUMesh(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewMesh(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, commCase{fmt.Sprintf("mesh%d", n), c})
+		out = append(out, commCase{fmt.Sprintf("mesh%d", n), cpuMeshComm(t, n)})
 		if n == 1 {
 			out = append(out, commCase{"self", Self()})
 		}

@@ -171,14 +171,7 @@ func TestHostMeshEveryKind(t *testing.T) {
 	rng := newRand(t)
 	kinds := []Kind{AllReduce, AllGather, ReduceScatter, AllToAll, Bcast, Reduce, Gather, Scatter, Scan, SendRecv, Barrier}
 	for size := 1; size <= 5; size++ {
-		m, err := sharding.CPUMesh(size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comm, err := NewMesh(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		comm := cpuMeshComm(t, size)
 		if got := comm.LocalRanks(); len(got) != size || got[size-1] != size-1 {
 			t.Fatalf("size %d: LocalRanks = %v", size, got)
 		}
