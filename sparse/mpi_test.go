@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mgla/mgla/collective"
@@ -368,8 +369,15 @@ func TestMPIOptionsDifferOnOneRank(t *testing.T) {
 		{"BoomerAMG setting", []Option{WithHypre("MaxLevels", 3)}, true},
 		{"print level", []Option{WithPrintLevel(1)}, true}, // hypre's statistics are collective
 		{"progress", []Option{WithProgress(func(Info) {})}, false},
+		// WithKeepHierarchy defaults the smoother to symmetric Gauss–Seidel:
+		// an explicit ℓ1 one differs from it, an explicit symmetric one not.
+		{"keep hierarchy, ℓ1 smoother", []Option{WithKeepHierarchy(), WithSmoother(L1GaussSeidel)}, true},
+		{"keep hierarchy, symmetric smoother", []Option{WithKeepHierarchy(), WithSmoother(SymGaussSeidel)}, false},
 	} {
 		opts := []Option{WithComm(worldFortran()), WithTolerance(1e-10)}
+		if strings.HasPrefix(c.name, "keep hierarchy") {
+			opts = append(opts, WithKeepHierarchy())
+		}
 		if last {
 			opts = append(opts, c.opts...)
 		}

@@ -97,6 +97,12 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 			refusal = err
 		}
 	}
+	if cfg.keepOld && !cfg.hasSmoothers {
+		// The default ℓ1 smoother keeps the row norms of the values it was
+		// set up with; symmetric Gauss–Seidel reads the loaded values.
+		// (Before the agreement, which compares the smoother each rank runs.)
+		cfg.smoother = SymGaussSeidel
+	}
 	refusedElsewhere, differ, err := cfg.agreeOnOptions(refusal != nil)
 	switch {
 	case err != nil:
@@ -107,11 +113,6 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 		return nil, fmt.Errorf("%w: sparse: NewSolver: another rank refused its options or pattern", ErrBadInput)
 	case differ:
 		return nil, fmt.Errorf("%w: sparse: NewSolver: the ranks' solver options differ (method, tolerance, iterations, AMG or print settings, WithStatusOnly, WithKeepHierarchy, symmetry or preconditioner)", collective.ErrMismatch)
-	}
-	if cfg.keepOld && !cfg.hasSmoothers {
-		// The default ℓ1 smoother keeps the row norms of the values it was
-		// set up with; symmetric Gauss–Seidel reads the loaded values.
-		cfg.smoother = SymGaussSeidel
 	}
 	eng, err := newEngine(p, &cfg)
 	if err != nil {
