@@ -1162,25 +1162,38 @@ func TestDifferentOps(t *testing.T) {
 }
 
 // TestTwoGridsTwoGoroutines: two grids used from two goroutines at once
-// (each on its own communicator) never crash or hang: a call either gives
-// the right answer or, where the ranks' goroutines took their grids in
-// different orders, fails with ErrTimeout, ErrMismatch or (on a grid whose
-// communicator such a failure broke) ErrClosed. BLACS and ScaLAPACK are not
-// thread-safe: the two crashed in pdpotrf or waited there for ever.
+// (on a communicator each, or both on one) never crash or hang: a call
+// either gives the right answer or, where the ranks' goroutines took their
+// grids in different orders, fails with ErrTimeout, ErrMismatch or (on a
+// grid whose communicator such a failure broke) ErrClosed. BLACS and
+// ScaLAPACK are not thread-safe: the two crashed in pdpotrf or waited there
+// for ever; and grids on one communicator paired their agreements and
+// waited in each other's pdpotrf.
 func TestTwoGridsTwoGoroutines(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("one communicator=%v", shared), func(t *testing.T) { twoGridsTwoGoroutines(t, shared) })
+	}
+}
+
+func twoGridsTwoGoroutines(t *testing.T, shared bool) {
 	const n, nb, rounds = 24, 4, 12
 	var grids [2]*dist.Grid
+	var comm *mpi.Comm
 	for i := range grids {
-		view, err := mpi.World(mpi.WithTimeout(2 * time.Second))
-		if err != nil {
-			t.Fatal(err)
+		if comm == nil || !shared {
+			view, err := mpi.World(mpi.WithTimeout(2 * time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := view.Split(func(int) int { return 0 }, func(r int) int { return r })
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cs[0].(*mpi.Comm)
+			t.Cleanup(func() { c.Close(); view.Close() })
+			comm = c
 		}
-		cs, err := view.Split(func(int) int { return 0 }, func(r int) int { return r })
-		if err != nil {
-			t.Fatal(err)
-		}
-		comm := cs[0].(*mpi.Comm)
-		t.Cleanup(func() { comm.Close(); view.Close() })
+		var err error
 		if grids[i], err = dist.NewGrid(comm, 0, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -1200,6 +1213,9 @@ func TestTwoGridsTwoGoroutines(t *testing.T) {
 	var ok, failed [2]int
 	for i, g := range grids {
 		wg.Go(func() {
+			if (i == 0) != (world.Rank() == 0) { // rank 0 starts with grid 0, the others with grid 1
+				time.Sleep(200 * time.Millisecond)
+			}
 			for range rounds {
 				m, err := dist.FromReplicated(g, n, n, nb, a)
 				var got float64

@@ -30,11 +30,14 @@
 // thread-safe, so the calls of a process's goroutines take turns, whatever
 // the Grid: each call holds the process from its first agreement to its
 // end. Two grids may be used from two goroutines at once (graphs of
-// package distops too); where the ranks' goroutines take their turns in
-// different orders, the calls fail in their timed agreements (ErrTimeout,
-// ErrMismatch, then ErrClosed on the broken communicator) instead of
-// pairing in ScaLAPACK, so for results run them in the same order on every
-// rank, as for any MPI program.
+// package distops too), on one communicator or two: where the ranks'
+// goroutines take their turns in different orders, the calls fail in
+// their timed agreements (ErrTimeout, ErrMismatch, then ErrClosed on the
+// broken grid) instead of pairing in ScaLAPACK, so for results run them in
+// the same order on every rank, as for any MPI program. One grid is for one
+// goroutine at a time: two goroutines' calls on it pair by their order of
+// arrival on each rank, as calls on one MPI communicator do, and alike
+// calls that arrive in different orders mix their operands.
 //
 // The engine code needs the mpi build tag (Open MPI and Debian's
 // libscalapack-openmpi-dev); without it NewGrid returns an error wrapping

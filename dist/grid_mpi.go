@@ -37,7 +37,8 @@ import (
 // contexts of the data moves through p?gemr2d (a 1×1 grid per root rank, a
 // P·Q×1 grid for row blocks). Close frees them all.
 type Grid struct {
-	comm       *mpi.Comm
+	comm       *mpi.Comm // the grid's own (a split of parent), for its agreements and moves
+	parent     *mpi.Comm // the communicator it was made from
 	p, q       int
 	prow, pcol int
 	handle     C.int // BLACS system handle of the communicator
@@ -52,7 +53,10 @@ type Grid struct {
 // NewGrid makes the P×Q grid of comm's processes; p = q = 0 picks the
 // near-square grid (cyclic.NearSquareGrid). Every rank of comm must call it
 // with the same p and q, and p·q must be comm's size: otherwise every rank
-// gets the same error (ErrBadInput or ErrMismatch).
+// gets the same error (ErrBadInput or ErrMismatch). The grid agrees on its
+// calls over a communicator of its own (a Split of comm, freed by Close),
+// so that grids made on one communicator stay apart; make and close grids
+// in the same order on every rank, as any collective.
 func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 	defer exclusive()()
 	if comm == nil {
@@ -76,7 +80,19 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 	if got[0] != 0 {
 		return nil, fmt.Errorf("%w: dist: NewGrid: a %d×%d grid does not fit %d processes", ErrBadInput, p, q, n)
 	}
-	g := &Grid{comm: comm, p: p, q: q}
+	// The grid's own communicator for its agreements: two grids made on one
+	// communicator and used from two goroutines would otherwise pair their
+	// agreements (same op, same shapes) and then wait in each other's
+	// ScaLAPACK calls for ever.
+	cs, err := comm.Split(func(int) int { return 0 }, func(r int) int { return r })
+	if err != nil {
+		return nil, fmt.Errorf("dist: NewGrid: %w", err)
+	}
+	own, ok := cs[0].(*mpi.Comm)
+	if !ok {
+		return nil, fmt.Errorf("%w: dist: NewGrid: a split of an MPI communicator is a %T", ErrEngine, cs[0])
+	}
+	g := &Grid{comm: own, parent: comm, p: p, q: q}
 	g.handle = C.Csys2blacs_handle(C.mgla_comm_f2c(C.int(comm.Fortran())))
 	g.ctxt = g.handle
 	row := C.CString("Row")
@@ -86,6 +102,7 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 	C.Cblacs_gridinfo(g.ctxt, &np, &nq, &mr, &mc)
 	g.prow, g.pcol = int(mr), int(mc)
 	if int(np) != p || int(nq) != q || g.prow*q+g.pcol != comm.Rank() {
+		own.Close()
 		return nil, fmt.Errorf("%w: dist: BLACS made a %d×%d grid with this rank %d at (%d,%d), want %d×%d", ErrEngine, np, nq, comm.Rank(), mr, mc, p, q)
 	}
 	return g, nil
@@ -98,7 +115,7 @@ func (g *Grid) Shape() (p, q int) { return g.p, g.q }
 func (g *Grid) Coords() (prow, pcol int) { return g.prow, g.pcol }
 
 // Comm is the communicator the grid was made from.
-func (g *Grid) Comm() *mpi.Comm { return g.comm }
+func (g *Grid) Comm() *mpi.Comm { return g.parent }
 
 // Close frees the grid's BLACS contexts and its scratch array
 // (collective: every rank calls it). Operations on a closed grid return an
@@ -112,6 +129,7 @@ func (g *Grid) Close() error {
 	}
 	g.closed = true
 	g.scratch = nil
+	defer g.comm.Close()
 	if mpi.Finalized() {
 		return nil
 	}
