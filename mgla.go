@@ -83,8 +83,10 @@ var ErrRepeatedEigenvalues = ops.ErrRepeatedEigenvalues
 var ErrMeshMismatch = sharding.ErrMeshMismatch
 
 // ErrBadInput is matched by every build-time error about shapes, dtypes,
-// nodes and options.
-var ErrBadInput = errors.New("mgla: bad input")
+// nodes and options, and by the ops' run-time errors about a value bound
+// with gorgonia.Let that they cannot take (a right-hand side of another
+// order, a grid value without WithGrid, a tensor type they do not read).
+var ErrBadInput = sharding.ErrBadInput
 
 // Cause returns the op's own error inside an error returned by a Gorgonia
 // machine. Gorgonia's TapeMachine wraps op errors in a type with an Err()

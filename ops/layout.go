@@ -83,7 +83,7 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		if _, sharded := v.(*sharding.Tensor); !sharded {
 			d, ok := tensor.Materialize(x).(*tensor.Dense)
 			if !ok {
-				return nil, fmt.Errorf("ops: %v: unsupported host tensor %T", o, x)
+				return nil, fmt.Errorf("%w: ops: %v: unsupported host tensor %T", sharding.ErrBadInput, o, x)
 			}
 			d, err := sharding.InNodeShape(d, o.inShape)
 			if err != nil {
@@ -102,9 +102,9 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	case *tensor.Dense:
 		err = out.Load(x)
 	case interface{ GridResident() bool }: // distops' grid value, bound with Let
-		err = fmt.Errorf("ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", o, v)
+		err = fmt.Errorf("%w: ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", sharding.ErrBadInput, o, v)
 	default:
-		err = fmt.Errorf("ops: %v: unsupported value %T", o, v)
+		err = fmt.Errorf("%w: ops: %v: unsupported value %T", sharding.ErrBadInput, o, v)
 	}
 	if err != nil {
 		return nil, err

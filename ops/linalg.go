@@ -258,7 +258,7 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	// equivalent shape, which Shard puts back in its node's) would be read
 	// past its end.
 	if j := rhsInput(o.kind); j > 0 && ins[j].Rows() != ins[0].Rows() {
-		return nil, fmt.Errorf("%v: a right-hand side of shape %v for a matrix of order %d (bind a value of the node's shape)", o, ins[j].Shape(), ins[0].Rows())
+		return nil, fmt.Errorf("%w: %v: a right-hand side of shape %v for a matrix of order %d (bind a value of the node's shape)", sharding.ErrBadInput, o, ins[j].Shape(), ins[0].Rows())
 	}
 	s := solverFor(o.pl.Mesh, o.dispatch)
 	switch o.kind {

@@ -43,6 +43,12 @@ var ErrNoGPU = errors.New("sharding: no GPU available")
 // ErrMeshMismatch is returned when values on different meshes meet.
 var ErrMeshMismatch = errors.New("sharding: mesh mismatch")
 
+// ErrBadInput is the module's bad-input sentinel, mgla.ErrBadInput: it
+// lives here, below the graph ops, so that their run-time checks of the
+// values that reach them (a value bound with Let in a shape or of a kind
+// the op cannot take) match it as the builders' errors do.
+var ErrBadInput = errors.New("mgla: bad input")
+
 // Mesh is an ordered set of devices of one kind that shard a matrix.
 type Mesh struct {
 	id      uint64

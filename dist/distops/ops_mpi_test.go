@@ -851,7 +851,7 @@ func TestGridValueWithoutWithGrid(t *testing.T) {
 	}
 	vm := G.NewTapeMachine(g2)
 	defer vm.Close()
-	if err := vm.RunAll(); err == nil || !strings.Contains(err.Error(), "grid value") || !strings.Contains(err.Error(), "WithGrid") {
-		t.Errorf("a grid value bound with Let to an op without WithGrid: %v, want an error saying to build it with WithGrid", err)
+	if err := vm.RunAll(); !errors.Is(mgla.Cause(err), mgla.ErrBadInput) || !strings.Contains(err.Error(), "grid value") || !strings.Contains(err.Error(), "WithGrid") {
+		t.Errorf("a grid value bound with Let to an op without WithGrid: %v, want ErrBadInput saying to build it with WithGrid", err)
 	}
 }
