@@ -69,10 +69,12 @@ func handleOf(fortran int) (*commHandle, error) {
 // agreeOnOptions is NewSolver's first collective in MPI mode (WithComm):
 // one reduction on the communicator that tells whether another rank
 // refused its options or pattern (refused says whether this one did) and
-// whether the ranks' options differ (config.hash). It waits for the others
-// by collective.Timeout (a rank whose WithComm was refused cannot join:
-// ErrTimeout on the others). Without WithComm there is nothing to agree
-// on.
+// whether the ranks' options differ (config.hash). It is a blocking MPI
+// reduction on the caller's communicator, as hypre's calls are: a rank
+// whose WithComm was refused has no communicator to join it with, and the
+// others wait for it as for a rank that does not make the call (a timed
+// reduction left pending would spoil the caller's communicator for every
+// later collective). Without WithComm there is nothing to agree on.
 func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, err error) {
 	if c.comm == nil || c.comm.size == 1 {
 		return false, false, nil
@@ -82,16 +84,8 @@ func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, er
 	if refused {
 		v[0] = 1
 	}
-	timeout, err := collective.Timeout()
-	if err != nil {
-		return false, false, err
-	}
-	switch rc := C.mh_comm_max_timed(c.comm.fortran, (*C.double)(&v[0]), C.int(len(v)), C.double(timeout.Seconds())); rc {
-	case 0:
-	case -3:
-		return false, false, fmt.Errorf("%w: sparse: NewSolver: no agreement on the options within %v (%s): a rank did not make this call, or its WithComm was refused; the reduction stays pending on the communicator, which should not carry solvers any more", collective.ErrTimeout, timeout, collective.TimeoutEnv)
-	default:
-		return false, false, fmt.Errorf("%w: sparse: NewSolver: MPI_Iallreduce failed (%d)", collective.ErrEngine, int(rc))
+	if rc := C.mh_comm_max(c.comm.fortran, (*C.double)(&v[0]), C.int(len(v))); rc != 0 {
+		return false, false, fmt.Errorf("%w: sparse: NewSolver: MPI_Allreduce failed (%d)", collective.ErrEngine, int(rc))
 	}
 	return v[0] != 0 && !refused, v[1] != -v[2], nil
 }

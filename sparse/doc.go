@@ -70,11 +70,11 @@
 // Preconditioner, a forward run or a gradient's, and whether the graph
 // built its gradient: Grad on some ranks only), and NewSolver on the
 // options: a difference is ErrMismatch (collective) on every rank, and an
-// option refused on one rank ErrBadInput on every rank. NewSolver's
-// agreement waits for the others by collective.Timeout (ErrTimeout: a rank
-// whose WithComm was refused cannot join it); the runs' agreements and
-// hypre's own MPI calls have no timeout: a rank that dies inside a solve,
-// or skips a run, leaves the others waiting, as in any MPI program, and so do runs that reach the ranks in different orders
+// option refused on one rank ErrBadInput on every rank — but for WithComm
+// itself: a rank whose communicator handle is refused cannot take part. The
+// agreements and hypre's own MPI calls have no timeout: a rank that dies
+// inside a solve, skips a run, or has no communicator, leaves the others
+// waiting, as in any MPI program, and so do runs that reach the ranks in different orders
 // (MPI-mode solvers run from several goroutines of a process at once: see
 // Solver).
 //

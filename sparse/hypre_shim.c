@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <HYPRE.h>
 #include <HYPRE_parcsr_ls.h>
@@ -510,29 +509,6 @@ int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v) {
 	return MPI_Bcast(v, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_Comm_f2c(fcomm));
 }
 
-int mh_comm_max_timed(MPI_Fint fcomm, double *v, int n, double timeout) {
-	// The reduction works in a buffer of its own, which a timed-out one
-	// keeps (it may still complete later): never in the caller's memory.
-	double *buf = malloc(n * sizeof(double));
-	if (!buf) return -4;
-	memcpy(buf, v, n * sizeof(double));
-	MPI_Request req;
-	int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_MAX, MPI_Comm_f2c(fcomm), &req);
-	if (rc != MPI_SUCCESS) {
-		free(buf);
-		return rc;
-	}
-	double end = MPI_Wtime() + timeout;
-	for (;;) {
-		int done = 0;
-		rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-		if (rc != MPI_SUCCESS) return rc; // buf stays: the request may be alive
-		if (done) break;
-		if (MPI_Wtime() > end) return -3;
-		struct timespec ts = {0, 20000};
-		nanosleep(&ts, NULL);
-	}
-	memcpy(v, buf, n * sizeof(double));
-	free(buf);
-	return 0;
+int mh_comm_max(MPI_Fint fcomm, double *v, int n) {
+	return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_Comm_f2c(fcomm));
 }

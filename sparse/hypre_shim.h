@@ -40,9 +40,7 @@ MPI_Fint mh_self_fortran(void);
 int mh_comm_size(MPI_Fint fcomm, int *size, int *rank);
 // Broadcast of one 64-bit value from rank 0.
 int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v);
-// Maximum over the ranks of n doubles, in place, waiting at most timeout
-// seconds: 0, an MPI error code, or -3 when the time ran out (the
-// reduction is left pending on the communicator).
-int mh_comm_max_timed(MPI_Fint fcomm, double *v, int n, double timeout);
+// Maximum over the ranks of n doubles, in place.
+int mh_comm_max(MPI_Fint fcomm, double *v, int n);
 
 #endif

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
@@ -480,42 +479,4 @@ func TestMPIDifferentRuns(t *testing.T) {
 		require.NoError(t, err, "%s: the next run", c.name)
 		require.Len(t, x, rows)
 	}
-}
-
-// TestMPICommRefusedOnOneRank: a WithComm refused on one rank (a handle
-// that names no communicator) is ErrBadInput there; that rank cannot join
-// NewSolver's agreement, so the others get ErrTimeout by the collective
-// timeout (they used to wait in MPI until that rank's next NewSolver, and
-// make a solver with it). On a communicator of its own, which the pending
-// agreement leaves unfit for solvers.
-func TestMPICommRefusedOnOneRank(t *testing.T) {
-	rng, h := worldRNG(t, 1000)
-	if h.size == 1 {
-		t.Skip("needs 2 ranks")
-	}
-	t.Setenv(collective.TimeoutEnv, "2s")
-	w, err := mpi.World()
-	require.NoError(t, err)
-	cs, err := w.Split(func(int) int { return 0 }, func(r int) int { return r })
-	require.NoError(t, err)
-	comm := cs[0].(*mpi.Comm)
-	defer comm.Close()
-	tr := laplace2D(rng, 7, 6, 0)
-	lo, rows := BlockRows(tr.n, h.rank, h.size)
-	blk := tr.block(t, lo, lo+rows)
-	handle := comm.Fortran()
-	last := h.rank == h.size-1
-	if last {
-		handle = 1 << 20 // no communicator
-	}
-	start := time.Now()
-	s, err := NewSolver(blk.Pattern, WithComm(handle))
-	require.Nil(t, s)
-	if last {
-		require.ErrorIs(t, err, ErrBadInput)
-	} else {
-		require.ErrorIs(t, err, collective.ErrTimeout)
-		require.Less(t, time.Since(start), 30*time.Second)
-	}
-	t.Logf("rank %d after %v: %v", h.rank, time.Since(start), err)
 }
