@@ -93,7 +93,10 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 		return nil, fmt.Errorf("%w: dist: NewGrid: a split of an MPI communicator is a %T", ErrEngine, cs[0])
 	}
 	g := &Grid{comm: own, parent: comm, p: p, q: q}
-	g.handle = C.Csys2blacs_handle(C.mgla_comm_f2c(C.int(comm.Fortran())))
+	// BLACS on the grid's own communicator too: the caller may close
+	// comm while the grid lives (the contexts made later, for p?gemr2d, use
+	// the handle; on a freed communicator they crashed).
+	g.handle = C.Csys2blacs_handle(C.mgla_comm_f2c(C.int(own.Fortran())))
 	g.ctxt = g.handle
 	row := C.CString("Row")
 	defer C.free(unsafe.Pointer(row))
@@ -102,6 +105,7 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 	C.Cblacs_gridinfo(g.ctxt, &np, &nq, &mr, &mc)
 	g.prow, g.pcol = int(mr), int(mc)
 	if int(np) != p || int(nq) != q || g.prow*q+g.pcol != comm.Rank() {
+		C.Cfree_blacs_system_handle(g.handle)
 		own.Close()
 		return nil, fmt.Errorf("%w: dist: BLACS made a %d×%d grid with this rank %d at (%d,%d), want %d×%d", ErrEngine, np, nq, comm.Rank(), mr, mc, p, q)
 	}
@@ -143,9 +147,8 @@ func (g *Grid) Close() error {
 		C.Cblacs_gridexit(*g.column)
 		g.column = nil
 	}
-	// The system handle stays: BLACS hands out one per communicator and
-	// gives the same one to the next grid on it.
 	C.Cblacs_gridexit(g.ctxt)
+	C.Cfree_blacs_system_handle(g.handle) // then g.comm, deferred above
 	return nil
 }
 
