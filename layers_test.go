@@ -30,7 +30,7 @@ var layers = map[string][]string{
 	"examples/dataparallel": {"collective", "cyclic"},
 	"examples/distributed":  {"mgla", "examples/builders", "dist", "collective"},
 	"dist":                  {"cyclic", "collective", "sharding", "kernels"},
-	"dist/distops":          {"dist", "collective", "kernels", "sharding"},
+	"dist/distops":          {"dist", "kernels", "sharding"},
 	"sparse":                {"collective", "sharding"},
 	"examples/poisson":      {"mgla", "sparse", "collective"},
 	"cmd/sparsebench":       {"mgla", "sparse", "collective"},

@@ -1288,3 +1288,42 @@ func TestParentClosedBeforeGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestMeet: Grid.Meet is nil where every rank meets in the same op, and
+// ErrMismatch on every rank where the ranks name different ops or differ
+// on whether the gradient was built; on two grids of one communicator each
+// grid meets on its own (distops' barrier ran on the caller's communicator,
+// where two grids' barriers could pair); a closed grid is ErrBadInput.
+func TestMeet(t *testing.T) {
+	a, b := newGrid(t, 0, 0), newGrid(t, 0, 0)
+	if err := a.Meet("op", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Meet("op", true); err != nil {
+		t.Fatal(err)
+	}
+	last := world.Rank() == world.Size()-1
+	for _, c := range []struct {
+		name           string
+		differentiated bool
+	}{{"other op", false}, {"op", true}} {
+		name, diff := "op", false
+		if last {
+			name, diff = c.name, c.differentiated
+		}
+		err := a.Meet(name, diff)
+		if world.Size() > 1 && !errors.Is(err, dist.ErrMismatch) {
+			t.Errorf("rank %d: %s on the last rank: %v, want ErrMismatch", world.Rank(), c.name, err)
+		}
+		if world.Size() == 1 && err != nil {
+			t.Error(err)
+		}
+	}
+	if err := b.Meet("op", false); err != nil { // the other grid is untouched
+		t.Errorf("the other grid: %v", err)
+	}
+	b.Close()
+	if err := b.Meet("op", false); !errors.Is(err, dist.ErrBadInput) {
+		t.Errorf("a closed grid: %v, want ErrBadInput", err)
+	}
+}

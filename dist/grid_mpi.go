@@ -118,6 +118,19 @@ func (g *Grid) Shape() (p, q int) { return g.p, g.q }
 // Coords is this process's row and column in the grid.
 func (g *Grid) Coords() (prow, pcol int) { return g.prow, g.pcol }
 
+// Meet is a checked barrier of the grid's ranks for the op called name,
+// saying whether its gradient was built (collective.Call.Differentiated):
+// ranks that meet in different ops, or in one op with and without its
+// gradient, get ErrMismatch on every rank. Package distops meets so before
+// each op that has a gradient. Collective.
+func (g *Grid) Meet(name string, differentiated bool) error {
+	defer exclusive()()
+	if g.closed {
+		return fmt.Errorf("%w: dist: %s: the grid is closed", ErrBadInput, name)
+	}
+	return g.comm.Do(&collective.Call{Kind: collective.Barrier, Name: name, Differentiated: differentiated})
+}
+
 // Comm is the communicator the grid was made from.
 func (g *Grid) Comm() *mpi.Comm { return g.parent }
 

@@ -61,8 +61,8 @@
 //
 // Ranks in step: every rank builds the same graph, so that the grid calls
 // of its ops pair up. Each op with a gradient first meets the other ranks
-// in a barrier whose checks compare the op's name and whether Grad built
-// its gradient (as a collective's Call.Differentiated): an op that some
+// (dist.Grid.Meet) in a barrier whose checks compare the op's name and
+// whether Grad built its gradient (as a collective's Call.Differentiated): an op that some
 // ranks reach and others do not, or whose gradient only some ranks' costs
 // need (add 0·Σx where a rank's cost leaves an output x out), is
 // ErrMismatch on every rank there, and the dist calls name their op too.
@@ -76,9 +76,8 @@
 // Gather's root, Syevd's vectors, the gradients) is in the mpi-tagged files
 // ops_mpi.go and moves_mpi.go.
 //
-// It owns the graph ops and the grid value; it may import dist, collective
-// (the checked barrier before each op), kernels (the error types) and
-// sharding (host tensors in row-major order).
+// It owns the graph ops and the grid value; it may import dist, kernels (the
+// error types) and sharding (host tensors in row-major order).
 // The root package mgla does not import it: a program passes On(grid) to
 // mgla.WithGrid, which keeps MPI out of the root package's build.
 package distops

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/chewxy/hm"
-	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
@@ -456,7 +455,8 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 // agreeOnRun fails on every rank, with an error wrapping
 // collective.ErrMismatch, when the ranks run other ops here, or this op
 // with its gradient built (Grad) on some ranks and not on others: a
-// barrier whose checks compare the op's name and Call.Differentiated. The
+// barrier (dist.Grid.Meet, on the grid's own communicator) whose checks
+// compare the op's name and Call.Differentiated. The
 // gradient's grid calls, made on some ranks only, used to pair with the
 // others' next op (an error on some ranks, none on the rest, and the next
 // graph failing). Only ops that have a gradient check; on a communicator
@@ -466,7 +466,7 @@ func (o *op) agreeOnRun() error {
 	if !slices.Contains(o.DiffWRT(o.arity), true) {
 		return nil
 	}
-	return o.g.Comm().Do(&collective.Call{Kind: collective.Barrier, Name: "distops: " + names[o.kind], Differentiated: o.differentiated})
+	return o.g.Meet("distops: "+names[o.kind], o.differentiated)
 }
 
 // eigen is the value of an Eigen node: the eigenvectors, carrying the
