@@ -1327,3 +1327,44 @@ func TestMeet(t *testing.T) {
 		t.Errorf("a closed grid: %v, want ErrBadInput", err)
 	}
 }
+
+// TestManyGridsAlive: with 25 grids alive and 17 of them closed, the rest
+// still make their p?gemr2d contexts and move data. BLACS compacts its
+// table of system handles when many are freed, which renumbered the live
+// ones: a grid that had stored its handle's index aborted the job ("No
+// system context corresponding to BLACS system context handle").
+func TestManyGridsAlive(t *testing.T) {
+	restore := dist.SetMoves(dist.Gemr2dMoves)
+	defer restore()
+	const alive, closeFirst, n, nb = 25, 17, 8, 2
+	a := make([]float64, n*n)
+	for i := range a {
+		a[i] = float64(i + 1)
+	}
+	var grids []*dist.Grid
+	for range alive {
+		grids = append(grids, newGrid(t, 0, 0))
+	}
+	for _, g := range grids[:closeFirst] {
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, g := range grids[closeFirst:] {
+		var root []float64
+		if world.Rank() == 0 {
+			root = a
+		}
+		m, err := dist.FromRoot(g, 0, n, n, nb, root)
+		if err != nil {
+			t.Fatalf("grid %d: %v", closeFirst+i, err)
+		}
+		back, err := m.Gather(0)
+		if err != nil {
+			t.Fatalf("grid %d: %v", closeFirst+i, err)
+		}
+		if world.Rank() == 0 && !slices.Equal(back, a) {
+			t.Fatalf("grid %d: the matrix came back changed", closeFirst+i)
+		}
+	}
+}

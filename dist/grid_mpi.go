@@ -41,7 +41,6 @@ type Grid struct {
 	parent     *mpi.Comm // the communicator it was made from
 	p, q       int
 	prow, pcol int
-	handle     C.int // BLACS system handle of the communicator
 	ctxt       C.int
 	closed     bool
 
@@ -96,8 +95,7 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 	// BLACS on the grid's own communicator too: the caller may close
 	// comm while the grid lives (the contexts made later, for p?gemr2d, use
 	// the handle; on a freed communicator they crashed).
-	g.handle = C.Csys2blacs_handle(C.mgla_comm_f2c(C.int(own.Fortran())))
-	g.ctxt = g.handle
+	g.ctxt = g.blacsHandle()
 	row := C.CString("Row")
 	defer C.free(unsafe.Pointer(row))
 	C.Cblacs_gridinit(&g.ctxt, row, C.int(p), C.int(q))
@@ -105,7 +103,7 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 	C.Cblacs_gridinfo(g.ctxt, &np, &nq, &mr, &mc)
 	g.prow, g.pcol = int(mr), int(mc)
 	if int(np) != p || int(nq) != q || g.prow*q+g.pcol != comm.Rank() {
-		C.Cfree_blacs_system_handle(g.handle)
+		C.Cfree_blacs_system_handle(g.blacsHandle())
 		own.Close()
 		return nil, fmt.Errorf("%w: dist: BLACS made a %d×%d grid with this rank %d at (%d,%d), want %d×%d", ErrEngine, np, nq, comm.Rank(), mr, mc, p, q)
 	}
@@ -117,6 +115,15 @@ func (g *Grid) Shape() (p, q int) { return g.p, g.q }
 
 // Coords is this process's row and column in the grid.
 func (g *Grid) Coords() (prow, pcol int) { return g.prow, g.pcol }
+
+// blacsHandle is the BLACS system handle of the grid's communicator, looked
+// up on every use: BLACS compacts its table of handles when many are freed
+// (Cfree_blacs_system_handle), which renumbers the live ones, so a stored
+// index went stale once some 20 grids had been closed while others lived
+// (BLACS then aborted the job).
+func (g *Grid) blacsHandle() C.int {
+	return C.Csys2blacs_handle(C.mgla_comm_f2c(C.int(g.comm.Fortran())))
+}
 
 // Meet is a checked barrier of the grid's ranks for the op called name,
 // saying whether its gradient was built (collective.Call.Differentiated):
@@ -161,7 +168,7 @@ func (g *Grid) Close() error {
 		g.column = nil
 	}
 	C.Cblacs_gridexit(g.ctxt)
-	C.Cfree_blacs_system_handle(g.handle) // then g.comm, deferred above
+	C.Cfree_blacs_system_handle(g.blacsHandle()) // then g.comm, deferred above
 	return nil
 }
 
@@ -187,7 +194,7 @@ func (g *Grid) singleContext(root int) C.int {
 	if c, ok := g.single[root]; ok {
 		return c
 	}
-	ctxt := g.handle
+	ctxt := g.blacsHandle()
 	usermap := C.int(root)
 	C.Cblacs_gridmap(&ctxt, &usermap, 1, 1, 1)
 	if g.comm.Rank() != root {
@@ -204,7 +211,7 @@ func (g *Grid) singleContext(root int) C.int {
 // r, made on first use (collective).
 func (g *Grid) columnContext() C.int {
 	if g.column == nil {
-		ctxt := g.handle
+		ctxt := g.blacsHandle()
 		col := C.CString("Col")
 		defer C.free(unsafe.Pointer(col))
 		C.Cblacs_gridinit(&ctxt, col, C.int(g.comm.Size()), 1)
