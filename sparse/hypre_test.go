@@ -154,7 +154,7 @@ func TestSymmetryOption(t *testing.T) {
 		rng := testRNG(t, uint64(800+int(sym)))
 		tr := laplace2D(rng, 7, 8, 0)
 		a := tr.whole(t)
-		s, err := NewSolver(a.Pattern, WithSymmetry(sym), WithTolerance(1e-13))
+		s, err := NewSolver(a.Pattern, WithSymmetry(sym), WithTolerance(1e-12))
 		require.NoError(t, err)
 		c := solverCase{name: "Solve", kind: runSolve}
 		b, w := randVec(rng, tr.n), randVec(rng, tr.n)

@@ -119,7 +119,7 @@ func TestGradients(t *testing.T) {
 		tr := laplace2D(rng, 4+rng.IntN(6), 3+rng.IntN(6), float64(btoi(nonSym))*0.8)
 		a := tr.whole(t)
 		b, w := randVec(rng, tr.n), randVec(rng, tr.n)
-		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)...)
+		s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)...)
 		require.NoError(t, err)
 		defer s.Close()
 		checkGradients(t, rng, s, c, a.Values, b, w)
@@ -150,9 +150,11 @@ func checkGradients(t *testing.T, rng *rand.Rand, s *Solver, c solverCase, vals,
 	fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
 	// The difference is good to about 1e-6 relative, and in absolute terms
 	// to the cost's own accuracy over h (the solves stop at a relative
-	// residual of 1e-13): 1e-9·|cost| is what it can resolve where the
-	// directional derivative is far smaller than the cost.
-	tol := 1e-6*math.Abs(fd) + 1e-9*max(1, math.Abs(at(0)))
+	// residual of 1e-12: at 1e-13 the true residual of a converged BiCGStab
+	// came out a hair above it, NotConverged, for one seed in some dozens):
+	// 1e-8·|cost| is what it can resolve where the directional derivative is
+	// far smaller than the cost.
+	tol := 1e-6*math.Abs(fd) + 1e-8*max(1, math.Abs(at(0)))
 	for _, lisp := range []bool{false, true} {
 		_, gv, gb := gradsOf(t, s, c, vals, b, w, lisp)
 		an := dotF(gv, dv) + dotF(gb, db)
