@@ -296,20 +296,6 @@ func rhs(name string, a, b *gorgonia.Node) error {
 	return nil
 }
 
-// gridResident is implemented by the ops and values of a grid Distributor
-// (package distops) whose node holds a value on a grid, which only that
-// distributor's builders read.
-type gridResident interface{ GridResident() bool }
-
-// onGrid reports whether node n holds a grid value.
-func onGrid(n *gorgonia.Node) bool {
-	if g, ok := n.Op().(gridResident); ok {
-		return g.GridResident()
-	}
-	g, ok := n.Value().(gridResident)
-	return n.Op() == nil && ok && g.GridResident()
-}
-
 // configure resolves options against the matrix node a.
 func configure(name string, a *gorgonia.Node, opts []Option, rhs ...*gorgonia.Node) (*config, error) {
 	c := &config{}
@@ -318,7 +304,7 @@ func configure(name string, a *gorgonia.Node, opts []Option, rhs ...*gorgonia.No
 		return c, c.checkGrid(name, a)
 	}
 	for _, n := range append([]*gorgonia.Node{a}, rhs...) {
-		if onGrid(n) {
+		if ops.OnGrid(n) {
 			return nil, badInput("%s: %v holds a grid value: pass WithGrid with its grid", name, n.Name())
 		}
 	}

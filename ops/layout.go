@@ -101,7 +101,7 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		err = x.RelayoutInto(out)
 	case *tensor.Dense:
 		err = out.Load(x)
-	case interface{ GridResident() bool }: // distops' grid value, bound with Let
+	case GridResident: // distops' grid value, bound with Let
 		err = fmt.Errorf("%w: ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", sharding.ErrBadInput, o, v)
 	default:
 		err = fmt.Errorf("%w: ops: %v: unsupported value %T", sharding.ErrBadInput, o, v)
@@ -236,4 +236,19 @@ func accumulate(dst, src gorgonia.Value) error {
 		}
 	}
 	return fmt.Errorf("ops: cannot accumulate a gradient of %T into %T", src, dst)
+}
+
+// GridResident is implemented by the ops and values of a grid distributor
+// (package distops) whose node holds a value on a grid, which only that
+// distributor's ops read: the builders refuse one without mgla.WithGrid,
+// and Shard a value bound with Let.
+type GridResident interface{ GridResident() bool }
+
+// OnGrid reports whether node n holds a grid value (GridResident).
+func OnGrid(n *gorgonia.Node) bool {
+	if g, ok := n.Op().(GridResident); ok {
+		return g.GridResident()
+	}
+	g, ok := n.Value().(GridResident)
+	return n.Op() == nil && ok && g.GridResident()
 }
