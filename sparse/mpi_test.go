@@ -449,24 +449,8 @@ func TestMPIDifferentRuns(t *testing.T) {
 			_, err = G.Grad(G.Must(G.Sum(G.Must(G.Square(x)))), bn)
 			return err
 		}},
-		{"CG on the last rank, Solve on the others", func(g *G.ExprGraph, v, bn *G.Node) error {
-			var err error
-			if last {
-				_, err = s.CG(v, bn)
-			} else {
-				_, err = s.Solve(v, bn)
-			}
-			return err
-		}},
-		{"Preconditioner on the last rank, Solve on the others", func(g *G.ExprGraph, v, bn *G.Node) error {
-			var err error
-			if last {
-				_, err = s.Preconditioner(v, bn)
-			} else {
-				_, err = s.Solve(v, bn)
-			}
-			return err
-		}},
+		{"CG on the last rank, Solve on the others", lastRunsOther(last, s.CG, s.Solve)},
+		{"Preconditioner on the last rank, Solve on the others", lastRunsOther(last, s.Preconditioner, s.Solve)},
 	} {
 		g := G.NewGraph()
 		v, bn := vecNode(g, "v", blk.Values), vecNode(g, "b", b)
@@ -478,5 +462,16 @@ func TestMPIDifferentRuns(t *testing.T) {
 		x, _, err := s.SolveValues(blk.Values, b, false)
 		require.NoError(t, err, "%s: the next run", c.name)
 		require.Len(t, x, rows)
+	}
+}
+
+// lastRunsOther builds op on the last rank and other on the others.
+func lastRunsOther(last bool, op, other func(v, b *G.Node) (*G.Node, error)) func(g *G.ExprGraph, v, bn *G.Node) error {
+	return func(_ *G.ExprGraph, v, bn *G.Node) error {
+		if !last {
+			op = other
+		}
+		_, err := op(v, bn)
+		return err
 	}
 }
