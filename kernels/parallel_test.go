@@ -25,7 +25,9 @@ func TestMirrorLowerF64(t *testing.T) {
 			}
 		}
 		before := append([]float64(nil), a...)
-		mirrorLowerF64(n, a, lda)
+		if !mirrorLowerF64(n, a, lda) {
+			t.Fatalf("seed %d n=%d: a finite lower triangle reported non-finite", testSeed, n)
+		}
 		for j := range n {
 			for i := range lda {
 				got, at := a[i+j*lda], before[i+j*lda]
@@ -38,6 +40,41 @@ func TestMirrorLowerF64(t *testing.T) {
 					t.Fatalf("seed %d n=%d: element (%d,%d) changed from %v to %v", testSeed, n, i, j, at, got)
 				}
 			}
+		}
+	}
+}
+
+// TestMirrorLowerF64Finite: the mirror reports a NaN or ±Inf anywhere in
+// the lower triangle, diagonal included (in an eight-wide strip's body, in
+// its triangle, in the narrower last strip), and no other element: entries
+// near the largest float64, whose sums overflow, and NaN above the diagonal
+// (overwritten) are fine.
+func TestMirrorLowerF64Finite(t *testing.T) {
+	const n, lda = 1031, 1033 // the last strip is 7 wide
+	big := math.MaxFloat64
+	for _, tc := range []struct {
+		name   string
+		i, j   int
+		v      float64
+		finite bool
+	}{
+		{"strip body", 900, 17, math.NaN(), false},
+		{"strip triangle", 21, 17, math.Inf(-1), false},
+		{"narrow strip", 1030, 1025, math.Inf(1), false},
+		{"diagonal", 600, 600, math.NaN(), false},
+		{"first column", n - 1, 0, math.Inf(1), false},
+		{"above the diagonal", 3, 900, math.NaN(), true},
+		{"largest finite", 0, 0, big, true},
+	} {
+		a := make([]float64, lda*n)
+		for j := range n {
+			for i := j; i < n; i++ {
+				a[i+j*lda] = big // sums of neighbours overflow
+			}
+		}
+		a[tc.i+tc.j*lda] = tc.v
+		if got := mirrorLowerF64(n, a, lda); got != tc.finite {
+			t.Errorf("%s: mirrorLowerF64 reported finite=%v, want %v", tc.name, got, tc.finite)
 		}
 	}
 }
