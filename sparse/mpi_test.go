@@ -52,10 +52,13 @@ func TestMPIEmptyRowBlock(t *testing.T) {
 			lo, rows := BlockRows(tr.n, h.rank, h.size)
 			blk := tr.block(t, lo, lo+rows)
 			whole := tr.whole(t)
-			dist, err := NewSolver(blk.Pattern, append([]Option{WithTolerance(1e-13), WithComm(worldFortran())}, c.opts...)...)
+			// 1e-12, as in every test that needs a converged solve (at
+			// 1e-13 a converged BiCGStab's true residual can come out a
+			// hair above the tolerance: TestGradients' comment).
+			dist, err := NewSolver(blk.Pattern, append([]Option{WithTolerance(1e-12), WithComm(worldFortran())}, c.opts...)...)
 			require.NoError(t, err)
 			defer dist.Close()
-			one, err := NewSolver(whole.Pattern, append([]Option{WithTolerance(1e-13)}, c.opts...)...)
+			one, err := NewSolver(whole.Pattern, append([]Option{WithTolerance(1e-12)}, c.opts...)...)
 			require.NoError(t, err)
 			defer one.Close()
 			g := G.NewGraph()
@@ -93,7 +96,7 @@ func compareRowBlocks(t *testing.T, rng *rand.Rand, h *commHandle, c solverCase,
 		lo, rows := BlockRows(tr.n, h.rank, h.size)
 		blk := tr.block(t, lo, lo+rows)
 		whole := tr.whole(t)
-		opts := append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)
+		opts := append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)
 		dist, err := NewSolver(blk.Pattern, append(opts, WithComm(worldFortran()))...)
 		require.NoError(t, err)
 		defer dist.Close()

@@ -613,7 +613,7 @@ func TestStridedInputs(t *testing.T) {
 	tr := laplace2D(rng, 5, 4, 0)
 	a := tr.whole(t)
 	b, w := randVec(rng, tr.n), randVec(rng, tr.n)
-	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-13), WithMaxIterations(2000)}, c.opts...)...)
+	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)...)
 	require.NoError(t, err)
 	defer s.Close()
 	wantX, wantGV, wantGB := gradsOf(t, s, c, a.Values, b, w, false)
