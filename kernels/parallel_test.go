@@ -4,14 +4,54 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 )
+
+// withProcs sets GOMAXPROCS to at least n for the test, so that
+// columnBlocks shares large matrices out (from three goroutines) on a
+// machine of fewer cores too.
+func withProcs(t *testing.T, n int) {
+	if old := runtime.GOMAXPROCS(0); old < n {
+		runtime.GOMAXPROCS(n)
+		t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+	}
+}
+
+// TestColumnBlocks: every column block is visited exactly once, in the
+// calling goroutine or shared out, for every GOMAXPROCS around the
+// three-goroutine threshold and sizes around the eight-block one.
+func TestColumnBlocks(t *testing.T) {
+	old := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(old)
+	for _, procs := range []int{1, 2, 3, 4, 8} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{0, 1, 64, 448, 449, 767, 768, 1031, 4097} {
+			seen := make([]atomic.Int32, n)
+			columnBlocks(n, func(j0, j1 int) {
+				if j0%blockWidth != 0 || j1 != min(j0+blockWidth, n) {
+					t.Errorf("procs=%d n=%d: block [%d, %d)", procs, n, j0, j1)
+				}
+				for j := j0; j < j1; j++ {
+					seen[j].Add(1)
+				}
+			})
+			for j := range seen {
+				if c := seen[j].Load(); c != 1 {
+					t.Fatalf("procs=%d n=%d: column %d visited %d times", procs, n, j, c)
+				}
+			}
+		}
+	}
+}
 
 // TestMirrorLowerF64: the strict upper triangle becomes the transpose of the
 // strict lower one, which stays as it was, and so do the diagonal and the
 // rows past n of each column; sizes on both sides of the parallel threshold
 // (n = 512), of the 64-wide blocks and of the 8-wide groups of columns.
 func TestMirrorLowerF64(t *testing.T) {
+	withProcs(t, 4)
 	rng := rand.New(rand.NewPCG(testSeed, 17))
 	for _, n := range []int{1, 2, 9, 63, 64, 65, 71, 511, 512, 700, 1031} {
 		lda := n + 3
@@ -50,6 +90,7 @@ func TestMirrorLowerF64(t *testing.T) {
 // near the largest float64, whose sums overflow, and NaN above the diagonal
 // (overwritten) are fine.
 func TestMirrorLowerF64Finite(t *testing.T) {
+	withProcs(t, 4)
 	const n, lda = 1031, 1033 // the last strip is 7 wide
 	big := math.MaxFloat64
 	for _, tc := range []struct {
@@ -83,6 +124,7 @@ func TestMirrorLowerF64Finite(t *testing.T) {
 // columnBlocks to share them out: the first non-finite element in column
 // order, wherever the blocks finish.
 func TestParallelScans(t *testing.T) {
+	withProcs(t, 4)
 	const n, lda = 777, 780
 	a := make([]float64, lda*n)
 	for i := range a {
@@ -112,6 +154,7 @@ func TestParallelScans(t *testing.T) {
 // not the input), for float64 and complex128, below and above the parallel
 // threshold.
 func TestCholInput(t *testing.T) {
+	withProcs(t, 4)
 	rng := rand.New(rand.NewPCG(testSeed, 23))
 	for _, n := range []int{1, 5, 64, 777} {
 		lda := n + 3
