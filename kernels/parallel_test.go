@@ -53,7 +53,7 @@ func TestColumnBlocks(t *testing.T) {
 func TestMirrorLowerF64(t *testing.T) {
 	withProcs(t, 4)
 	rng := rand.New(rand.NewPCG(testSeed, 17))
-	for _, n := range []int{1, 2, 9, 63, 64, 65, 71, 511, 512, 700, 1031} {
+	for _, n := range []int{1, 2, 9, 15, 16, 17, 33, 63, 64, 65, 71, 511, 512, 700, 1031} {
 		lda := n + 3
 		a := make([]float64, lda*n)
 		for i := range a {
@@ -100,6 +100,7 @@ func TestMirrorLowerF64Finite(t *testing.T) {
 		finite bool
 	}{
 		{"strip body", 900, 17, math.NaN(), false},
+		{"another strip's body", 900, 30, math.Inf(1), false},
 		{"strip triangle", 21, 17, math.Inf(-1), false},
 		{"narrow strip", 1030, 1025, math.Inf(1), false},
 		{"diagonal", 600, 600, math.NaN(), false},
