@@ -20,26 +20,34 @@ var (
 // pure-Go build has none, so each reports that it did not handle the call and
 // the kernels use their own code (openblas.go has the real ones).
 
+// DpotrfNative reports that it did not handle the call (no LAPACK here).
 func DpotrfNative(n int, a []float64, lda int) (info int, handled bool) { return 0, false }
 
+// DpotrsNative reports that it did not handle the call.
 func DpotrsNative(n, nrhs int, l []float64, ldl int, b []float64, ldb int) (handled bool) {
 	return false
 }
 
+// DpotriNative reports that it did not handle the call.
 func DpotriNative(n int, l []float64, ldl int) (info int, handled bool) { return 0, false }
 
+// DsyevdNative reports that it did not handle the call.
 func DsyevdNative(n int, a []float64, lda int, w []float64, vectors bool) (info int, handled bool) {
 	return 0, false
 }
 
+// ZpotrfNative reports that it did not handle the call.
 func ZpotrfNative(n int, a []complex128, lda int) (info int, handled bool) { return 0, false }
 
+// ZpotrsNative reports that it did not handle the call.
 func ZpotrsNative(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) (handled bool) {
 	return false
 }
 
+// ZpotriNative reports that it did not handle the call.
 func ZpotriNative(n int, l []complex128, ldl int) (info int, handled bool) { return 0, false }
 
+// ZheevdNative reports that it did not handle the call.
 func ZheevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (info int, handled bool) {
 	return 0, false
 }

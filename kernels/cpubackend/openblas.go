@@ -37,19 +37,28 @@ var (
 // the pure-Go build's versions (gonum.go) report false and the kernels use
 // their own code.
 
+// DpotrfNative factorizes the lower triangle of a in place by dpotrf('L'):
+// LAPACK's info, and whether it handled the call.
 func DpotrfNative(n int, a []float64, lda int) (info int, handled bool) {
 	return DpotrfLAPACK(n, a, lda), true
 }
 
+// DpotrsNative solves L·Lᵀ·X = B in place of b by dpotrs('L'), and
+// reports whether it handled the call.
 func DpotrsNative(n, nrhs int, l []float64, ldl int, b []float64, ldb int) (handled bool) {
 	DpotrsLAPACK(n, nrhs, l, ldl, b, ldb) // info < 0 only for bad arguments, checked by the caller
 	return true
 }
 
+// DpotriNative writes the lower triangle of A⁻¹ over that of the factor L
+// by dpotri('L'): LAPACK's info, and whether it handled the call.
 func DpotriNative(n int, l []float64, ldl int) (info int, handled bool) {
 	return DpotriLAPACK(n, l, ldl), true
 }
 
+// DsyevdNative computes the eigenvalues (and with vectors the eigenvectors,
+// over a) of the symmetric matrix in a's lower triangle by dsyevd('L'):
+// LAPACK's info, and whether it handled the call.
 func DsyevdNative(n int, a []float64, lda int, w []float64, vectors bool) (info int, handled bool) {
 	if !syevdFits(n, vectors) {
 		return 0, false
@@ -66,19 +75,23 @@ func syevdFits(n int, vectors bool) bool {
 	return !vectors || 1+6*n+2*n*n <= math.MaxInt32
 }
 
+// ZpotrfNative is DpotrfNative for complex128 (zpotrf).
 func ZpotrfNative(n int, a []complex128, lda int) (info int, handled bool) {
 	return ZpotrfLAPACK(n, a, lda), true
 }
 
+// ZpotrsNative is DpotrsNative for complex128 (zpotrs).
 func ZpotrsNative(n, nrhs int, l []complex128, ldl int, b []complex128, ldb int) (handled bool) {
 	ZpotrsLAPACK(n, nrhs, l, ldl, b, ldb)
 	return true
 }
 
+// ZpotriNative is DpotriNative for complex128 (zpotri).
 func ZpotriNative(n int, l []complex128, ldl int) (info int, handled bool) {
 	return ZpotriLAPACK(n, l, ldl), true
 }
 
+// ZheevdNative is DsyevdNative for Hermitian complex128 matrices (zheevd).
 func ZheevdNative(n int, a []complex128, lda int, w []float64, vectors bool) (info int, handled bool) {
 	if !syevdFits(n, vectors) {
 		return 0, false
