@@ -932,6 +932,48 @@ func TestGradientBeyondRange(t *testing.T) {
 	}
 }
 
+// TestGradientIntermediatesInRange: gradients that fit the dtype are
+// computed, on both machines, where a product or sum on the way does not
+// fit: Potri's −C·sym(W)·C in float32 with C·sym(W) past MaxFloat32, and
+// sym(W) with both entries past half the largest float (float32 and
+// float64). They were ErrNonFinite, "beyond the dtype's range".
+func TestGradientIntermediatesInRange(t *testing.T) {
+	cases := []struct {
+		name string
+		dt   tensor.Dtype
+		a, w []float64 // A (diagonal) and the cost's weights: cost = Σ W∘Potri(A)
+	}{
+		{"float32 C·sym(W) overflows", tensor.Float32, []float64{1e-20, 0, 0, 1e20}, []float64{0, 1e20, 1e20, 0}},
+		{"float32 W+Wᵀ overflows", tensor.Float32, []float64{1e3, 0, 0, 1e3}, []float64{1, 3e38, 3e38, 1}},
+		{"float64 W+Wᵀ overflows", tensor.Float64, []float64{1, 0, 0, 1}, []float64{1, 1.7e308, 1.7e308, 1}},
+	}
+	for _, c := range cases {
+		// Ā = −C·sym(W)·C with C = A⁻¹ diagonal: −c_i·w_ij·c_j (W symmetric).
+		want := make([]float64, 4)
+		for i := range 2 {
+			for j := range 2 {
+				want[i*2+j] = -(1 / c.a[i*3]) * c.w[i*2+j] * (1 / c.a[j*3])
+			}
+		}
+		for _, lisp := range []bool{false, true} {
+			name := fmt.Sprintf("%s/lisp=%v", c.name, lisp)
+			g := G.NewGraph()
+			a := G.NewMatrix(g, c.dt, G.WithShape(2, 2), G.WithName("A"), G.WithValue(grTensor(c.dt, []int{2, 2}, c.a)))
+			w := G.NewMatrix(g, c.dt, G.WithShape(2, 2), G.WithName("W"), G.WithValue(grTensor(c.dt, []int{2, 2}, c.w)))
+			inv, err := mgla.Potri(a)
+			require.NoError(t, err, name)
+			cost := G.Must(G.Sum(G.Must(G.HadamardProd(inv, w))))
+			require.NoError(t, grRunBackward(t, g, cost, a, lisp), name)
+			ga, err := a.Grad()
+			require.NoError(t, err, name)
+			got := grValue(t, ga)
+			for k := range want {
+				require.LessOrEqual(t, math.Abs(got[k]-want[k]), 1e-6*math.Abs(want[k]), "%s: Ā[%d] = %v, want %v", name, k, got[k], want[k])
+			}
+		}
+	}
+}
+
 // grRunBackward runs g forward and backward to the gradient of cost with
 // respect to wrt, through Grad and the TapeMachine or through the
 // LispMachine, and returns RunAll's error.

@@ -470,7 +470,8 @@ func TrsmLowerLeft[T Scalar](conjTrans bool, m, n int, l []T, ldl int, b []T, ld
 
 // Symmetrize replaces the n×n column-major matrix a by its Hermitian part
 // (A + Aᴴ)/2 (real: (A + Aᵀ)/2). The result is exactly Hermitian:
-// a[j,i] == conj(a[i,j]) bitwise and the diagonal is real.
+// a[j,i] == conj(a[i,j]) bitwise and the diagonal is real. It halves before
+// adding, so entries beyond half the largest float do not overflow.
 func Symmetrize[T Scalar](n int, a []T, lda int) {
 	checkMatrix("a", n, n, lda, len(a))
 	switch dtypeOf[T]() {
@@ -485,12 +486,19 @@ func Symmetrize[T Scalar](n int, a []T, lda int) {
 	}
 }
 
+// symmetrizeReal works by square blocks below the diagonal (and their
+// mirror images above it), which stay in cache.
 func symmetrizeReal[F float32 | float64](n int, a []F, lda int) {
-	for j := 0; j < n; j++ {
-		for i := j + 1; i < n; i++ {
-			v := (a[i+j*lda] + a[j+i*lda]) / 2
-			a[i+j*lda] = v
-			a[j+i*lda] = v
+	const bs = 64
+	for jb := 0; jb < n; jb += bs {
+		for ib := jb; ib < n; ib += bs {
+			for j := jb; j < min(jb+bs, n); j++ {
+				for i := max(ib, j+1); i < min(ib+bs, n); i++ {
+					v := a[i+j*lda]/2 + a[j+i*lda]/2
+					a[i+j*lda] = v
+					a[j+i*lda] = v
+				}
+			}
 		}
 	}
 }
@@ -500,8 +508,8 @@ func symmetrizeC128(n int, a []complex128, lda int) {
 		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
 		for i := j + 1; i < n; i++ {
 			x, y := a[i+j*lda], a[j+i*lda]
-			re := (real(x) + real(y)) / 2
-			im := (imag(x) - imag(y)) / 2
+			re := real(x)/2 + real(y)/2
+			im := imag(x)/2 - imag(y)/2
 			a[i+j*lda] = complex(re, im)
 			a[j+i*lda] = complex(re, -im)
 		}
@@ -513,8 +521,8 @@ func symmetrizeC64(n int, a []complex64, lda int) {
 		a[j+j*lda] = complex(real(a[j+j*lda]), 0)
 		for i := j + 1; i < n; i++ {
 			x, y := a[i+j*lda], a[j+i*lda]
-			re := (real(x) + real(y)) / 2
-			im := (imag(x) - imag(y)) / 2
+			re := real(x)/2 + real(y)/2
+			im := imag(x)/2 - imag(y)/2
 			a[i+j*lda] = complex(re, im)
 			a[j+i*lda] = complex(re, -im)
 		}

@@ -127,7 +127,7 @@ func TestSymmetrize(t *testing.T) {
 
 func testSymmetrize[T Scalar](t *testing.T) {
 	rnd := newRand(t, 8)
-	for _, n := range []int{1, 4, 33} {
+	for _, n := range []int{1, 4, 33, 64, 65, 130} { // around the 64-wide blocks
 		A := roundTo[T](randDense(rnd, n, n, isComplexT[T]()))
 		a := store[T](A, n+1, nil)
 		Symmetrize(n, a, n+1)
@@ -147,6 +147,36 @@ func testSymmetrize[T Scalar](t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSymmetrizeLargeEntries: entries beyond half the largest float (of
+// the type, or of its parts) give their finite mean, not Inf.
+func TestSymmetrizeLargeEntries(t *testing.T) {
+	const n = 3
+	for _, c := range []struct {
+		name string
+		run  func() bool // symmetrizes a matrix of 0.9·max entries and reports all finite
+	}{
+		{"float64", func() bool { return symmetrizedFinite(n, 0.9*math.MaxFloat64) }},
+		{"float32", func() bool { return symmetrizedFinite(n, float32(0.9*math.MaxFloat32)) }},
+		{"complex128", func() bool { return symmetrizedFinite(n, complex(0.9*math.MaxFloat64, 0.9*math.MaxFloat64)) }},
+		{"complex64", func() bool {
+			return symmetrizedFinite(n, complex64(complex(0.9*math.MaxFloat32, 0.9*math.MaxFloat32)))
+		}},
+	} {
+		if !c.run() {
+			t.Errorf("%s: Symmetrize overflowed", c.name)
+		}
+	}
+}
+
+func symmetrizedFinite[T Scalar](n int, v T) bool {
+	a := make([]T, n*n)
+	for i := range a {
+		a[i] = v
+	}
+	Symmetrize(n, a, n)
+	return CheckFinite(n, n, a, n, false) == nil
 }
 
 func TestCheckFinite(t *testing.T) {

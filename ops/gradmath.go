@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"hash"
 
@@ -189,7 +190,7 @@ func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgoni
 	// The operands are read: dst may now be out's own shard.
 	dst, release := writable[T](out)
 	defer release()
-	if err := gradCompute(kind, n, mats, cols, vals, dst); err != nil {
+	if err := gradInRange(kind, n, mats, cols, vals, dst); err != nil {
 		return err
 	}
 	return storeColMajor(dst, out)
@@ -212,11 +213,11 @@ func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Val
 	defer releaseOperands()
 	if kind != gCholSolveL {
 		// Exactly symmetric results: column-major is row-major.
-		return gradCompute(kind, n, mats, cols, vals, data)
+		return gradInRange(kind, n, mats, cols, vals, data)
 	}
 	tmp, releaseTmp := lend[T](n * n) // gradCompute writes all of it
 	defer releaseTmp()
-	if err := gradCompute(kind, n, mats, cols, vals, tmp); err != nil {
+	if err := gradInRange(kind, n, mats, cols, vals, tmp); err != nil {
 		return err
 	}
 	gTransposeInto(n, tmp, data)
@@ -259,6 +260,49 @@ const symOuterDirect = 8
 // gradReal is the element type of the backward computations.
 type gradReal interface{ float32 | float64 }
 
+// gradInRange is gradCompute, which works in T, for results that fit T: in
+// float32 an intermediate product can overflow where the gradient does not
+// (C·sym(C̄) in Potri's, the sum of two entries near the largest float32), so
+// a float32 result that gradCompute finds beyond the range is computed again
+// in float64 from the same operands and rounded. ErrNonFinite then means what
+// its message says, as for the forward kernels, which compute float32 in
+// float64: the gradient itself is beyond float32's range, or an upstream
+// gradient held NaN or Inf. (The first try stays in float32: twice as fast.)
+func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
+	err := gradCompute(kind, n, mats, cols, vals, dst)
+	narrow, single := any(dst).([]float32)
+	if !single || !errors.Is(err, kernels.ErrNonFinite) {
+		return err
+	}
+	wide := make([][]float64, len(mats))
+	for i, m := range any(mats).([][]float32) {
+		if m == nil {
+			continue // a scalar's or the eigenvalues' place
+		}
+		w, release := lend[float64](len(m))
+		defer release()
+		for k, v := range m {
+			w[k] = float64(v)
+		}
+		wide[i] = w
+	}
+	d, release := lend[float64](n * n) // gradCompute writes all of it
+	defer release()
+	if err := gradCompute(kind, n, wide, cols, vals, d); err != nil {
+		return err
+	}
+	for i, v := range d {
+		narrow[i] = float32(v)
+	}
+	if err := kernels.CheckFinite(n, n, narrow, n, false); err != nil {
+		return fmt.Errorf("%s: %w", errGradRange, err)
+	}
+	return nil
+}
+
+// errGradRange begins the message of a gradient that is ErrNonFinite.
+const errGradRange = "gradient beyond the dtype's range, or from a NaN or Inf upstream gradient"
+
 // gradCompute writes the n×n column-major result of the backward
 // computation kind into dst, which no operand aliases.
 func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
@@ -271,7 +315,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if k > symOuterDirect {
 			kernels.Gemm(false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n)
 			kernels.Gemm(false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)
-			gSymmetrize(n, dst)
+			kernels.Symmetrize(n, dst, n)
 			break
 		}
 		// Few right-hand sides: one pass over dst. Each entry sums the same
@@ -319,12 +363,12 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		s, releaseS := lend[T](n * n)
 		defer releaseS()
 		copy(s, cbar)
-		gSymmetrize(n, s)
+		kernels.Symmetrize(n, s, n)
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
 		kernels.Gemm(false, false, n, n, n, 1, c, n, s, n, 0, t, n)
 		kernels.Gemm(false, false, n, n, n, -1, t, n, c, n, 0, dst, n)
-		gSymmetrize(n, dst)
+		kernels.Symmetrize(n, dst, n)
 
 	case gScale:
 		g, err := gScalarOf(vals[1])
@@ -361,7 +405,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		kernels.TrsmLowerLeft(true, n, n, l, n, p, n)
 		gTransposeInto(n, p, dst)
 		kernels.TrsmLowerLeft(true, n, n, l, n, dst, n)
-		gSymmetrize(n, dst)
+		kernels.Symmetrize(n, dst, n)
 
 	case gEigValues:
 		v := mats[0]
@@ -380,7 +424,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 			}
 		}
 		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
-		gSymmetrize(n, dst)
+		kernels.Symmetrize(n, dst, n)
 
 	case gEigVectors:
 		e, ok := vals[0].(*eigenValue)
@@ -397,8 +441,9 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		// F∘M, a pair i < j at a time (each entry needs its mirror): at
 		// eigenvalues equal to rounding 0 where the cost does not use
 		// their eigenvectors, else ErrRepeatedEigenvalues (kernels).
-		_, single := any(T(0)).(float32)
-		gap := kernels.EigenGapTolerance(e.w, single)
+		// The eigenvalues' own precision, also when a float32 gradient is
+		// computed again in float64 (gradInRange).
+		gap := kernels.EigenGapTolerance(e.w, e.Dtype() == tensor.Float32)
 		for j := range n {
 			m[j+j*n] = 0
 			for i := range j {
@@ -415,7 +460,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		defer releaseT()
 		kernels.Gemm(false, false, n, n, n, 1, v, n, m, n, 0, t, n)
 		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
-		gSymmetrize(n, dst)
+		kernels.Symmetrize(n, dst, n)
 
 	default:
 		return fmt.Errorf("unknown backward computation %d", kind)
@@ -423,7 +468,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	// As the forward results: a gradient beyond the dtype's range (or from a
 	// NaN or Inf upstream gradient) is ErrNonFinite, not a silent Inf or NaN.
 	if err := kernels.CheckFinite(n, n, dst, n, false); err != nil {
-		return fmt.Errorf("gradient beyond the dtype's range, or from a NaN or Inf upstream gradient: %w", err)
+		return fmt.Errorf("%s: %w", errGradRange, err)
 	}
 	return nil
 }
@@ -486,6 +531,15 @@ func gVectorOf[T gradReal](v gorgonia.Value, n int) ([]T, error) {
 		}
 		return nil, fmt.Errorf("host vector holds %T", d.Data())
 	}
+	if s, ok := unwrapEigen(v).(*sharding.Tensor); ok && s.Dtype() == tensor.Float32 {
+		if _, wide := any(T(0)).(float64); wide { // gradInRange's float64 pass
+			g, err := gVectorOf[float32](v, n)
+			if err != nil {
+				return nil, err
+			}
+			return gConvertSlice[T](g, n)
+		}
+	}
 	g, c, _, err := gMatrixOf[T](v, n) // not given back: a vector, and the pool takes only what is released
 	if err != nil {
 		return nil, err
@@ -541,21 +595,6 @@ func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
 func gZeroStrictUpper[T gradReal](n int, a []T) {
 	for j := 1; j < n; j++ {
 		clear(a[j*n : j*n+j])
-	}
-}
-
-// gSymmetrize replaces the n×n column-major a by ½(a + aᵀ), in cache blocks.
-func gSymmetrize[T gradReal](n int, a []T) {
-	const bs = 64
-	for jb := 0; jb < n; jb += bs {
-		for ib := jb; ib < n; ib += bs {
-			for j := jb; j < min(jb+bs, n); j++ {
-				for i := max(ib, j+1); i < min(ib+bs, n); i++ {
-					s := (a[i+j*n] + a[j+i*n]) / 2
-					a[i+j*n], a[j+i*n] = s, s
-				}
-			}
-		}
 	}
 }
 

@@ -433,3 +433,25 @@ func TestRelayoutEigen(t *testing.T) {
 	require.NoError(t, vm.RunAll())
 	require.Equal(t, want.Value().Data(), got.Value().Data())
 }
+
+// TestVectorOfWidens: the eigenvalue gradient, a float32 sharded vector, is
+// read as float64 for gradInRange's second pass (it was refused: the
+// shards hold []float32), as float32 for the first, on meshes of 1 and 2
+// devices.
+func TestVectorOfWidens(t *testing.T) {
+	for _, devices := range []int{1, 2} {
+		mesh, err := sharding.CPUMesh(devices)
+		require.NoError(t, err)
+		want := []float32{1.5, -2, 3e38, 7}
+		v, err := sharding.Put(tensor.New(tensor.WithShape(4), tensor.WithBacking(append([]float32(nil), want...))), mesh, sharding.Cyclic(1))
+		require.NoError(t, err)
+		wide, err := gVectorOf[float64](v, 4)
+		require.NoError(t, err, "devices=%d", devices)
+		narrow, err := gVectorOf[float32](v, 4)
+		require.NoError(t, err, "devices=%d", devices)
+		for i, x := range want {
+			require.Equal(t, float64(x), wide[i], "devices=%d", devices)
+			require.Equal(t, x, narrow[i], "devices=%d", devices)
+		}
+	}
+}
