@@ -900,17 +900,23 @@ func randomOrthogonal(rng *rand.Rand, n int) []float64 {
 
 // TestGradientBeyondRange: forward results in range whose gradient is not
 // (its products overflow) give ErrNonFinite, on both machines, as the
-// forward ops do, not a silent NaN or Inf.
+// forward ops do, not a silent NaN or Inf. (The LispMachine added LogDet's
+// ḡ·A⁻¹ straight into A's accumulator, unchecked: an Inf gradient and no
+// error.)
 func TestGradientBeyondRange(t *testing.T) {
+	const potri, logDet = 0, -1
 	cases := []struct {
-		name string
-		dt   tensor.Dtype
-		a    []float64
-		k    int // right-hand sides of Potrs; 0: Potri
+		name  string
+		dt    tensor.Dtype
+		a     []float64
+		k     int     // right-hand sides of Potrs, or potri or logDet
+		scale float64 // of the cost
 	}{
-		{"Potrs float64 diag(1e-160, 1), 2 columns", tensor.Float64, []float64{1e-160, 0, 0, 1}, 2},
-		{"Potrs float64 diag(1e-160, 1), 1 column", tensor.Float64, []float64{1e-160, 0, 0, 1}, 1},
-		{"Potri float32 diag(1e-20, 1)", tensor.Float32, []float64{1e-20, 0, 0, 1}, 0},
+		{"Potrs float64 diag(1e-160, 1), 2 columns", tensor.Float64, []float64{1e-160, 0, 0, 1}, 2, 1},
+		{"Potrs float64 diag(1e-160, 1), 1 column", tensor.Float64, []float64{1e-160, 0, 0, 1}, 1, 1},
+		{"Potri float32 diag(1e-20, 1)", tensor.Float32, []float64{1e-20, 0, 0, 1}, potri, 1},
+		{"1e30·LogDet float32 diag(1e-20, 1)", tensor.Float32, []float64{1e-20, 0, 0, 1}, logDet, 1e30},
+		{"1e300·LogDet float64 diag(1e-20, 1)", tensor.Float64, []float64{1e-20, 0, 0, 1}, logDet, 1e300},
 	}
 	for _, c := range cases {
 		for _, lisp := range []bool{false, true} {
@@ -919,14 +925,25 @@ func TestGradientBeyondRange(t *testing.T) {
 			a := G.NewMatrix(g, c.dt, G.WithShape(2, 2), G.WithName("A"), G.WithValue(grTensor(c.dt, []int{2, 2}, c.a)))
 			var out *G.Node
 			var err error
-			if c.k == 0 {
+			switch c.k {
+			case potri:
 				out, err = mgla.Potri(a)
-			} else {
+			case logDet:
+				out, err = mgla.LogDet(a)
+			default:
 				b := G.NewMatrix(g, c.dt, G.WithShape(2, c.k), G.WithName("B"), G.WithValue(grTensor(c.dt, []int{2, c.k}, []float64{1, 1, 1, 1}[:2*c.k])))
 				out, err = mgla.Potrs(a, b)
 			}
 			require.NoError(t, err, name)
-			err = grRunBackward(t, g, G.Must(G.Sum(out)), a, lisp)
+			cost := G.Must(G.Sum(out))
+			if c.scale != 1 {
+				scale := G.NewConstant(c.scale)
+				if c.dt == tensor.Float32 {
+					scale = G.NewConstant(float32(c.scale))
+				}
+				cost = G.Must(G.Mul(scale, cost))
+			}
+			err = grRunBackward(t, g, cost, a, lisp)
 			require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", name, err)
 		}
 	}

@@ -254,8 +254,7 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 	case kPotri:
 		return addGrad(gSandwich, out.Value(), og)
 	case kLogDet:
-		g, err := gScalarOf(og)
-		if err != nil {
+		if _, err := gScalarOf(og); err != nil { // before the inverse: a malformed ḡ fails early
 			return err
 		}
 		ls, err := asSharded(val(1), Placement{pa.Mesh, inputLayout(val(1), pa)})
@@ -270,9 +269,9 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		if err := solverFor(pa.Mesh, o.dispatch).potri(ls, inv); err != nil {
 			return err
 		}
-		if d, ok := gradAccumulator(in[0]); ok {
-			return d.AddScaled(g, inv) // Ā += ḡ·A⁻¹ without a temporary
-		}
+		// Through a temporary, whose check turns a ḡ·A⁻¹ beyond the dtype's
+		// range into ErrNonFinite (added straight into A's accumulator it
+		// was a silent Inf).
 		return addGrad(gScale, inv, og)
 	case kEigen:
 		return addGrad(gEigVectors, out.Value(), og)
@@ -299,16 +298,6 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		return addGrad(gEigVectors, val(1), og)
 	}
 	return fmt.Errorf("ops: unknown kernel %d", o.kind)
-}
-
-// gradAccumulator is n's gradient accumulator when it is a sharded tensor.
-func gradAccumulator(n *gorgonia.Node) (*sharding.Tensor, bool) {
-	g, err := n.Grad()
-	if err != nil {
-		return nil, false
-	}
-	t, ok := unwrapEigen(g).(*sharding.Tensor)
-	return t, ok
 }
 
 func accumulateInto(n *gorgonia.Node, src gorgonia.Value) error {
