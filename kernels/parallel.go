@@ -10,13 +10,16 @@ import (
 const blockWidth = 64
 
 // columnBlocks runs fn on the column blocks [j0, j1) of width blockWidth
-// that cover [0, n), and returns when all are done. From 8 blocks (n > 448)
-// the blocks are shared between min(GOMAXPROCS, blocks/4) goroutines, each
-// taking the next block as it finishes one, when that is at least three;
-// otherwise they run in the calling goroutine. fn must write only to its own
-// columns. It serves the memory-bound passes around the LAPACK calls (input
-// scans, zeroing and mirroring triangles), which on a single core would be a
-// visible part of a threaded LAPACK routine's time.
+// that cover [0, n), and returns when all are done. The blocks are shared
+// between min(GOMAXPROCS, blocks/4) goroutines, each taking the next block
+// as it finishes one, when that is at least three (from 12 blocks, n > 704,
+// and GOMAXPROCS ≥ 3); otherwise they run in the calling goroutine. What fn
+// writes must not overlap what another call of it reads or writes (the
+// mirror of a triangle writes rows [j0, j1) of later columns, above the
+// diagonal, which no other call reads). It serves the memory-bound passes
+// around the LAPACK calls (input scans, zeroing and mirroring triangles),
+// which on a single core would be a visible part of a threaded LAPACK
+// routine's time.
 //
 // Two goroutines are not worth it: after a threaded OpenBLAS call its idle
 // workers keep every other core busy for about 0.1 s, so on two cores the
@@ -29,7 +32,7 @@ func columnBlocks(n int, fn func(j0, j1 int)) {
 	blocks := (n + blockWidth - 1) / blockWidth
 	run := func(b int) { fn(b*blockWidth, min((b+1)*blockWidth, n)) }
 	workers := min(runtime.GOMAXPROCS(0), blocks/4)
-	if blocks < 8 || workers < 3 {
+	if workers < 3 {
 		for b := range blocks {
 			run(b)
 		}

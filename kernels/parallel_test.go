@@ -21,13 +21,14 @@ func withProcs(t *testing.T, n int) {
 
 // TestColumnBlocks: every column block is visited exactly once, in the
 // calling goroutine or shared out, for every GOMAXPROCS around the
-// three-goroutine threshold and sizes around the eight-block one.
+// three-goroutine threshold and sizes around the twelve blocks it needs
+// (n = 704).
 func TestColumnBlocks(t *testing.T) {
 	old := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(old)
 	for _, procs := range []int{1, 2, 3, 4, 8} {
 		runtime.GOMAXPROCS(procs)
-		for _, n := range []int{0, 1, 64, 448, 449, 767, 768, 1031, 4097} {
+		for _, n := range []int{0, 1, 64, 448, 449, 704, 705, 767, 768, 1031, 4097} {
 			seen := make([]atomic.Int32, n)
 			columnBlocks(n, func(j0, j1 int) {
 				if j0%blockWidth != 0 || j1 != min(j0+blockWidth, n) {
@@ -48,12 +49,13 @@ func TestColumnBlocks(t *testing.T) {
 
 // TestMirrorLowerF64: the strict upper triangle becomes the transpose of the
 // strict lower one, which stays as it was, and so do the diagonal and the
-// rows past n of each column; sizes on both sides of the parallel threshold
-// (n = 512), of the 64-wide blocks and of the 8-wide groups of columns.
+// rows past n of each column; sizes on both sides of columnBlocks' shared
+// passes (n = 704, at GOMAXPROCS 4), of the 64-wide blocks and of the 8-wide
+// groups of columns.
 func TestMirrorLowerF64(t *testing.T) {
 	withProcs(t, 4)
 	rng := rand.New(rand.NewPCG(testSeed, 17))
-	for _, n := range []int{1, 2, 9, 15, 16, 17, 33, 63, 64, 65, 71, 511, 512, 700, 1031} {
+	for _, n := range []int{1, 2, 9, 15, 16, 17, 33, 63, 64, 65, 71, 511, 512, 700, 704, 705, 1031} {
 		lda := n + 3
 		a := make([]float64, lda*n)
 		for i := range a {
