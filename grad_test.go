@@ -991,6 +991,58 @@ func TestGradientIntermediatesInRange(t *testing.T) {
 	}
 }
 
+// TestGradientIntermediatesBeyondRange: where a gradient fits its dtype but
+// a step to it does not, and no wider pass can help, the run is ErrNonFinite
+// on both machines, never a silent Inf (README, "Errors"): a float64
+// product (C·sym(W) in Potri's), float32 A⁻¹ in LogDet's (ḡ·A⁻¹ fits) and
+// float32 B̄ = A⁻¹X̄ in Potrs' (Ā fits; B's gradient is not asked for).
+func TestGradientIntermediatesBeyondRange(t *testing.T) {
+	cases := []struct {
+		name  string
+		dt    tensor.Dtype
+		build func(g *G.ExprGraph, a *G.Node) (*G.Node, error) // the cost
+		a     []float64
+		inMsg string
+	}{
+		{"float64 Potri, C·sym(W) = 1e400", tensor.Float64, func(g *G.ExprGraph, a *G.Node) (*G.Node, error) {
+			w := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 2), G.WithName("W"), G.WithValue(grTensor(tensor.Float64, []int{2, 2}, []float64{0, 1e200, 1e200, 0})))
+			c, err := mgla.Potri(a)
+			if err != nil {
+				return nil, err
+			}
+			return G.Sum(G.Must(G.HadamardProd(c, w)))
+		}, []float64{1e-200, 0, 0, 1e200}, "on the way"},
+		{"float32 1e-12·LogDet, A⁻¹ beyond float32", tensor.Float32, func(g *G.ExprGraph, a *G.Node) (*G.Node, error) {
+			ld, err := mgla.LogDet(a)
+			if err != nil {
+				return nil, err
+			}
+			return G.Mul(ld, G.NewConstant(float32(1e-12)))
+		}, []float64{1e-39, 0, 0, 1}, ""},
+		{"float32 Potrs, B̄ = 1e40", tensor.Float32, func(g *G.ExprGraph, a *G.Node) (*G.Node, error) {
+			b := G.NewMatrix(g, tensor.Float32, G.WithShape(2, 1), G.WithName("B"), G.WithValue(grTensor(tensor.Float32, []int{2, 1}, []float64{1e-30, 0})))
+			w := G.NewMatrix(g, tensor.Float32, G.WithShape(2, 1), G.WithName("W"), G.WithValue(grTensor(tensor.Float32, []int{2, 1}, []float64{1e20, 0})))
+			x, err := mgla.Potrs(a, b)
+			if err != nil {
+				return nil, err
+			}
+			return G.Sum(G.Must(G.HadamardProd(x, w)))
+		}, []float64{1e-20, 0, 0, 1}, ""},
+	}
+	for _, c := range cases {
+		for _, lisp := range []bool{false, true} {
+			name := fmt.Sprintf("%s/lisp=%v", c.name, lisp)
+			g := G.NewGraph()
+			a := G.NewMatrix(g, c.dt, G.WithShape(2, 2), G.WithName("A"), G.WithValue(grTensor(c.dt, []int{2, 2}, c.a)))
+			cost, err := c.build(g, a)
+			require.NoError(t, err, name)
+			err = grRunBackward(t, g, cost, a, lisp)
+			require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", name, err)
+			require.Contains(t, err.Error(), c.inMsg, name)
+		}
+	}
+}
+
 // grRunBackward runs g forward and backward to the gradient of cost with
 // respect to wrt, through Grad and the TapeMachine or through the
 // LispMachine, and returns RunAll's error.

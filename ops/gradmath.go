@@ -300,8 +300,10 @@ func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	return nil
 }
 
-// errGradRange begins the message of a gradient that is ErrNonFinite.
-const errGradRange = "gradient beyond the dtype's range, or from a NaN or Inf upstream gradient"
+// errGradRange begins the message of a gradient that is ErrNonFinite. In
+// float64 (and in float32 where the float64 pass overflows too) a product
+// on the way can be what overflowed.
+const errGradRange = "the gradient, or a product on the way to it, beyond the dtype's range, or from a NaN or Inf upstream gradient"
 
 // gradCompute writes the n×n column-major result of the backward
 // computation kind into dst, which no operand aliases.
