@@ -25,7 +25,11 @@
 // max on every engine: a NaN on any rank gives NaN, and -0 is below +0
 // (MPI's MPI_MIN and MPI_MAX keep or drop a NaN by the order they meet it,
 // NCCL's drop it; the MPI engine reduces with its own MPI operations, the
-// NCCL engine reduces order-preserving integer keys of the floats). The NCCL engine moves the 32- and
+// NCCL engine reduces order-preserving integer keys of the floats). Sums and
+// products of floats are IEEE arithmetic, as in MPI and NCCL: an overflow is
+// ±Inf and a NaN on any rank reaches the result; the collectives move and
+// combine values without checking them (a check would cost a pass over every
+// buffer), where the linear-algebra ops refuse NaN and Inf (ErrNonFinite). The NCCL engine moves the 32- and
 // 64-bit integers only (GPU meshes hold no 1- or 2-byte elements:
 // sharding.CheckGPUDtype). Buffers that hold one block per rank (the
 // output of AllGather, the input of ReduceScatter and Scatter, both sides of
