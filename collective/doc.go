@@ -29,8 +29,9 @@
 // products of floats are IEEE arithmetic, as in MPI and NCCL: an overflow is
 // ±Inf and a NaN on any rank reaches the result; the collectives move and
 // combine values without checking them (a check would cost a pass over every
-// buffer), where the linear-algebra ops refuse NaN and Inf (ErrNonFinite). The NCCL engine moves the 32- and
-// 64-bit integers only (GPU meshes hold no 1- or 2-byte elements:
+// buffer), where the linear-algebra ops refuse NaN and Inf (ErrNonFinite).
+// The NCCL engine moves the 32- and 64-bit integers only (GPU meshes hold no
+// 1- or 2-byte elements:
 // sharding.CheckGPUDtype). Buffers that hold one block per rank (the
 // output of AllGather, the input of ReduceScatter and Scatter, both sides of
 // AllToAll, the output of Gather) are the flat concatenation of the blocks in
