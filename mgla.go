@@ -253,10 +253,14 @@ func gridErr(name string, err error) error {
 	return fmt.Errorf("%w: %s: WithGrid: %w", ErrBadInput, name, err)
 }
 
-// square checks a node holding an N×N matrix.
-func square(name string, a *gorgonia.Node) error {
+// square checks a node holding an N×N matrix; with are the call's other
+// operands, whose graph a constant a (of no graph) will join.
+func square(name string, a *gorgonia.Node, with ...*gorgonia.Node) error {
 	if a == nil {
 		return badInput("%s: nil node", name)
+	}
+	if _, err := sharding.GraphOf(append([]*gorgonia.Node{a}, with...)...); err != nil {
+		return badInput("%s: %v", name, err)
 	}
 	if a.Dims() != 2 {
 		return badInput("%s: want an N×N matrix, %v has rank %d", name, a.Name(), a.Dims())
@@ -273,6 +277,13 @@ func square(name string, a *gorgonia.Node) error {
 	return nil
 }
 
+// inOneGraph brings a constant operand (gorgonia.NewConstant: of no graph)
+// into the other's graph, once square has checked that there is one.
+func inOneGraph(a, b *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node) {
+	g, _ := sharding.GraphOf(a, b)
+	return sharding.InGraph(g, a), sharding.InGraph(g, b)
+}
+
 // rhs checks a right-hand side for an N×N matrix.
 func rhs(name string, a, b *gorgonia.Node) error {
 	if b == nil {
@@ -280,9 +291,6 @@ func rhs(name string, a, b *gorgonia.Node) error {
 	}
 	if b.Dims() < 1 || b.Dims() > 2 {
 		return badInput("%s: the right-hand side must be N×K or a length-N vector, %v has rank %d", name, b.Name(), b.Dims())
-	}
-	if b.Graph() != a.Graph() {
-		return badInput("%s: %v and %v belong to different graphs", name, a.Name(), b.Name())
 	}
 	if b.Shape()[0] != a.Shape()[0] {
 		return badInput("%s: the matrix has %d rows, the right-hand side %v has %d", name, a.Shape()[0], b.Name(), b.Shape()[0])
@@ -404,7 +412,7 @@ func (c *config) factor(a *gorgonia.Node) (ac, l *gorgonia.Node, err error) {
 // Potrs solves A·X = B for a symmetric (Hermitian) positive definite A: b is
 // N×K or a length-N vector and X has b's shape. Gradients flow to A and B.
 func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
-	if err := square("Potrs", a); err != nil {
+	if err := square("Potrs", a, b); err != nil {
 		return nil, err
 	}
 	if err := rhs("Potrs", a, b); err != nil {
@@ -418,12 +426,14 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		if err := hostOnly("Potrs", b); err != nil {
 			return nil, err
 		}
+		a, b = inOneGraph(a, b) // every check passed
 		n, err := c.grid.Potrs(a, b, c.block())
 		return n, gridErr("Potrs", err)
 	}
 	if err := c.onMesh("Potrs", b); err != nil {
 		return nil, err
 	}
+	a, b = inOneGraph(a, b) // every check passed
 	ac, l, err := c.factor(a)
 	if err != nil {
 		return nil, err
@@ -488,7 +498,7 @@ func Cholesky(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 // CholSolve is (L·Lᴴ)⁻¹B for a lower triangular L (for example from
 // Cholesky); a zero on L's diagonal is a run-time ErrNotPositiveDefinite.
 func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
-	if err := square("CholSolve", l); err != nil {
+	if err := square("CholSolve", l, b); err != nil {
 		return nil, err
 	}
 	if err := rhs("CholSolve", l, b); err != nil {
@@ -502,12 +512,14 @@ func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		if err := hostOnly("CholSolve", b); err != nil {
 			return nil, err
 		}
+		l, b = inOneGraph(l, b) // every check passed
 		n, err := c.grid.CholSolve(l, b, c.block())
 		return n, gridErr("CholSolve", err)
 	}
 	if err := c.onMesh("CholSolve", b); err != nil {
 		return nil, err
 	}
+	l, b = inOneGraph(l, b) // every check passed
 	lc, err := c.cyclic(l)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -713,6 +714,9 @@ func TestBuildTimeErrors(t *testing.T) {
 	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("b"))
 	empty := G.NewMatrix(g, tensor.Float64, G.WithShape(0, 0), G.WithName("empty"))
 	noCols := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 0), G.WithName("noCols"))
+	constSq := G.NewConstant(tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16))))
+	constB5 := G.NewConstant(tensor.New(tensor.WithShape(5, 1), tensor.WithBacking(make([]float64, 5))))
+	constB := G.NewConstant(tensor.New(tensor.WithShape(4, 1), tensor.WithBacking(make([]float64, 4))))
 	m2, _ := sharding.CPUMesh(2)
 	m3, _ := sharding.CPUMesh(3)
 	onM2, err := ops.Shard(sq, m2, sharding.Cyclic(2))
@@ -769,6 +773,13 @@ func TestBuildTimeErrors(t *testing.T) {
 		{"Potrs 4×0 b", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, noCols)) }, mgla.ErrBadInput},
 		{"CholSolve 4×0 b", func() ([]*G.Node, error) { return one(mgla.CholSolve(sq, noCols)) }, mgla.ErrBadInput},
 		{"zero Mesh", func() ([]*G.Node, error) { return one(mgla.Potri(sq, mgla.WithMesh(&sharding.Mesh{}))) }, mgla.ErrBadInput},
+		// A constant (of no graph) joins the other operand's graph only once
+		// every check has passed; alone it has no graph to join.
+		{"Potri constant", func() ([]*G.Node, error) { return one(mgla.Potri(constSq)) }, mgla.ErrBadInput},
+		{"Potrs constants only", func() ([]*G.Node, error) { return one(mgla.Potrs(constSq, constB)) }, mgla.ErrBadInput},
+		{"Potrs constant b, row mismatch", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, constB5)) }, mgla.ErrBadInput},
+		{"CholSolve constant L, b of 5 rows", func() ([]*G.Node, error) { return one(mgla.CholSolve(constSq, b5)) }, mgla.ErrBadInput},
+		{"Potrs constant b, tile 0", func() ([]*G.Node, error) { return one(mgla.Potrs(sq, constB, mgla.WithTile(0))) }, mgla.ErrBadInput},
 		{"zero Mesh with a tile", func() ([]*G.Node, error) {
 			return one(mgla.Potrs(sq, b, mgla.WithMesh(&sharding.Mesh{}), mgla.WithTile(2)))
 		}, mgla.ErrBadInput},
@@ -790,6 +801,82 @@ func TestBuildTimeErrors(t *testing.T) {
 	_, err = mgla.Potrs(sq, b, mgla.WithMesh(m2))
 	require.NoError(t, err)
 	require.Greater(t, len(graphState(g)), len(before))
+}
+
+// TestConstantOperands: a right-hand side or a matrix passed as a
+// gorgonia.NewConstant (fixed data, of no graph) joins the other operand's
+// graph, as in Gorgonia's own ops, and gives the results and the gradient
+// of the same values as graph nodes, on both machines. (It was refused:
+// "belong to different graphs".)
+func TestConstantOperands(t *testing.T) {
+	aData := []float64{4, 1, 0, 1, 3, 1, 0, 1, 2}
+	bData := []float64{1, -2, 0.5}
+	type built struct{ out, wrt *G.Node }
+	cases := []struct {
+		name  string
+		build func(g *G.ExprGraph, constA, constB bool) (built, error)
+	}{
+		{"Potrs, b constant", func(g *G.ExprGraph, constA, constB bool) (built, error) {
+			a, b := operands(g, aData, bData, constA, constB)
+			x, err := mgla.Potrs(a, b)
+			return built{x, a}, err
+		}},
+		{"CholSolve, b constant", func(g *G.ExprGraph, constA, constB bool) (built, error) {
+			a, b := operands(g, aData, bData, constA, constB)
+			l, err := mgla.Cholesky(a)
+			if err != nil {
+				return built{}, err
+			}
+			x, err := mgla.CholSolve(l, b)
+			return built{x, a}, err
+		}},
+		{"Potrs, A constant", func(g *G.ExprGraph, constA, constB bool) (built, error) {
+			a, b := operands(g, aData, bData, constA, constB)
+			x, err := mgla.Potrs(a, b)
+			return built{x, b}, err
+		}},
+	}
+	for _, c := range cases {
+		for _, lisp := range []bool{false, true} {
+			var results [2][]float64
+			for k, constant := range []bool{false, true} {
+				g := G.NewGraph()
+				constA := constant && strings.Contains(c.name, "A constant")
+				bc, err := c.build(g, constA, constant && !constA)
+				require.NoError(t, err, "%s constant=%v", c.name, constant)
+				cost := G.Must(G.Sum(bc.out))
+				var m G.VM
+				if lisp {
+					m = G.NewLispMachine(g)
+				} else {
+					_, err := G.Grad(cost, bc.wrt)
+					require.NoError(t, err)
+					m = G.NewTapeMachine(g)
+				}
+				require.NoError(t, m.RunAll(), "%s constant=%v lisp=%v", c.name, constant, lisp)
+				grad, err := bc.wrt.Grad()
+				require.NoError(t, err)
+				results[k] = append(slices.Clone(bc.out.Value().Data().([]float64)), grad.Data().([]float64)...)
+				m.Close()
+			}
+			require.Equal(t, results[0], results[1], "%s lisp=%v: x and the gradient, as nodes and with a constant", c.name, lisp)
+		}
+	}
+}
+
+// operands are the 3×3 A and the length-3 b of TestConstantOperands, as
+// constants or as nodes of g.
+func operands(g *G.ExprGraph, a, b []float64, constA, constB bool) (*G.Node, *G.Node) {
+	at := tensor.New(tensor.WithShape(3, 3), tensor.WithBacking(slices.Clone(a)))
+	bt := tensor.New(tensor.WithShape(3), tensor.WithBacking(slices.Clone(b)))
+	an, bn := G.NewConstant(at), G.NewConstant(bt)
+	if !constA {
+		an = G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("A"), G.WithValue(at))
+	}
+	if !constB {
+		bn = G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("b"), G.WithValue(bt))
+	}
+	return an, bn
 }
 
 // TestNilOptions checks that the builders, Options and the collective

@@ -108,6 +108,11 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 	if x == nil && s.kind != Recv {
 		return nil, bad("nil input node")
 	}
+	if x != nil {
+		if _, err := sharding.GraphOf(x); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
 	op := &collOp{spec: s, comm: comm, name: o.name, recvShape: recvShape, recvDtype: recvDtype}
 	if mc, ok := comm.(MeshComm); ok {
 		op.mesh = mc.Mesh() // nil for a process communicator of a GPU engine

@@ -559,6 +559,10 @@ func TestBuildErrorsSayWhat(t *testing.T) {
 	}{
 		{"nil input", func() (*G.Node, error) { return AllReduceNode(nil, mesh, Sum) }, "nil input node"},
 		{"nil input of Send", func() (*G.Node, error) { return SendNode(nil, self, 0, 0) }, "nil input node"},
+		// A constant has no graph to join (it failed in Gorgonia: "No Graph Supplied").
+		{"a constant", func() (*G.Node, error) {
+			return AllReduceNode(G.NewConstant(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, 2, 3}))), self, Sum)
+		}, "constant of no graph"},
 		{"send to itself", func() (*G.Node, error) { return SendNode(x, self, 0, 0) }, "sends to its own rank 0"},
 		{"recv from itself", func() (*G.Node, error) { return RecvNode(g, self, tensor.Shape{3}, tensor.Float64, 0, 0) }, "receives from its own rank 0"},
 	} {

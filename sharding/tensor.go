@@ -466,3 +466,44 @@ func columnMap(l Layout, rows, cols, ndev int) []uint64 {
 	}
 	return m
 }
+
+// GraphOf is the graph of one builder call's operands: that of those that
+// belong to one (nil operands are skipped, for the caller to report). It is
+// an error when they belong to different graphs, or when there are
+// constants (gorgonia.NewConstant makes a node of no graph) and no operand
+// of a graph to bring them into (InGraph).
+func GraphOf(nodes ...*gorgonia.Node) (*gorgonia.ExprGraph, error) {
+	var first, constant *gorgonia.Node
+	for _, n := range nodes {
+		switch {
+		case n == nil:
+		case n.Graph() == nil:
+			if constant == nil {
+				constant = n
+			}
+		case first == nil:
+			first = n
+		case n.Graph() != first.Graph():
+			return nil, fmt.Errorf("%v and %v are nodes of different graphs", first.Name(), n.Name())
+		}
+	}
+	if first == nil && constant != nil {
+		return nil, fmt.Errorf("a %v constant of no graph (gorgonia.NewConstant) and no operand of a graph to add it to: add it to one with g.AddNode, or make it a node with gorgonia.NewTensor and WithValue", constant.Shape())
+	}
+	if first == nil {
+		return nil, nil
+	}
+	return first.Graph(), nil
+}
+
+// InGraph returns n, or for a constant of no graph (gorgonia.NewConstant)
+// its copy in g (g.AddNode), as Gorgonia's own ops bring their constant
+// operands into their graph: so that fixed data (a right-hand side, a
+// matrix) can be passed as a constant. Builders call it once every check
+// has passed, so that a refused call leaves g as it was.
+func InGraph(g *gorgonia.ExprGraph, n *gorgonia.Node) *gorgonia.Node {
+	if n == nil || n.Graph() != nil || g == nil {
+		return n
+	}
+	return g.AddNode(n)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/kernels"
 	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -607,4 +608,45 @@ func TestExecutePlanOnViews(t *testing.T) {
 	if _, err := View(&HostBuffer{data: make([]float64, 4)}, 2, 3); err == nil {
 		t.Fatal("a view past the end: no error")
 	}
+}
+
+// TestGraphOf: the graph of a builder call's operands, constants (of no
+// graph) beside them, and the errors: operands of different graphs, and
+// constants with no operand of a graph; InGraph brings a constant into the
+// graph and leaves the other nodes as they are.
+func TestGraphOf(t *testing.T) {
+	g, g2 := gorgonia.NewGraph(), gorgonia.NewGraph()
+	a := gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(2, 2), gorgonia.WithName("a"))
+	b := gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(2, 1), gorgonia.WithName("b"))
+	other := gorgonia.NewMatrix(g2, tensor.Float64, gorgonia.WithShape(2, 1), gorgonia.WithName("other"))
+	c := gorgonia.NewConstant(tensor.New(tensor.WithShape(2, 1), tensor.WithBacking([]float64{1, 2})))
+	for _, tc := range []struct {
+		name  string
+		nodes []*gorgonia.Node
+		want  *gorgonia.ExprGraph
+		err   string
+	}{
+		{"one graph", []*gorgonia.Node{a, b}, g, ""},
+		{"a constant beside a node", []*gorgonia.Node{a, c}, g, ""},
+		{"a constant first", []*gorgonia.Node{c, a}, g, ""},
+		{"nil skipped", []*gorgonia.Node{nil, b}, g, ""},
+		{"nothing", []*gorgonia.Node{nil}, nil, ""},
+		{"different graphs", []*gorgonia.Node{a, other}, nil, "different graphs"},
+		{"constants only", []*gorgonia.Node{c}, nil, "no operand of a graph"},
+		{"a constant and nil", []*gorgonia.Node{nil, c}, nil, "no operand of a graph"},
+	} {
+		got, err := GraphOf(tc.nodes...)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.name)
+			continue
+		}
+		require.NoError(t, err, tc.name)
+		require.Same(t, tc.want, got, tc.name)
+	}
+	require.Same(t, a, InGraph(g, a))
+	require.Nil(t, InGraph(g, nil))
+	in := InGraph(g, c)
+	require.Same(t, g, in.Graph())
+	require.Nil(t, c.Graph(), "the constant itself is not changed")
+	require.Equal(t, c.Value().Data(), in.Value().Data())
 }

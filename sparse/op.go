@@ -45,8 +45,9 @@ func (s *Solver) apply(kind runKind, values, b *gorgonia.Node) (*gorgonia.Node, 
 	if values == nil || b == nil {
 		return nil, fmt.Errorf("%w: %s: nil node", ErrBadInput, name)
 	}
-	if values.Graph() != b.Graph() {
-		return nil, fmt.Errorf("%w: %s: nodes from different graphs", ErrBadInput, name)
+	g, err := sharding.GraphOf(values, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, name, err)
 	}
 	if err := checkVector(name, "values", values, s.pat.NNZ()); err != nil {
 		return nil, err
@@ -54,7 +55,8 @@ func (s *Solver) apply(kind runKind, values, b *gorgonia.Node) (*gorgonia.Node, 
 	if err := checkVector(name, "right-hand side", b, s.pat.Rows()); err != nil {
 		return nil, err
 	}
-	return gorgonia.ApplyOp(&solveOp{s: s, kind: kind}, values, b)
+	// Every check passed: a constant operand joins the other's graph.
+	return gorgonia.ApplyOp(&solveOp{s: s, kind: kind}, sharding.InGraph(g, values), sharding.InGraph(g, b))
 }
 
 func checkVector(op, what string, n *gorgonia.Node, length int) error {

@@ -666,3 +666,55 @@ func TestStridedInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestConstantRightHandSide: b passed as a gorgonia.NewConstant (fixed data,
+// of no graph) joins the values' graph, as in Gorgonia's own ops: x and the
+// values' gradient are those of b as a node, on both machines. Constants
+// alone have no graph: ErrBadInput, and the graph is unchanged. (A constant
+// was refused: "nodes from different graphs".)
+func TestConstantRightHandSide(t *testing.T) {
+	c := solverCases()[0]
+	rng := testRNG(t, 91)
+	tr := laplace2D(rng, 5, 4, 0)
+	a := tr.whole(t)
+	b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)...)
+	require.NoError(t, err)
+	defer s.Close()
+	for _, lisp := range []bool{false, true} {
+		var got [2][]float64
+		for k, constant := range []bool{false, true} {
+			g := G.NewGraph()
+			vn := vecNode(g, "values", a.Values)
+			bn := G.NewConstant(tensor.New(tensor.WithShape(len(b)), tensor.WithBacking(slices.Clone(b))))
+			if !constant {
+				bn = vecNode(g, "b", b)
+			}
+			x, err := c.op(s, vn, bn)
+			require.NoError(t, err, "constant=%v", constant)
+			cost := G.Must(G.Sum(G.Must(G.HadamardProd(x, vecNode(g, "w", w)))))
+			var m G.VM
+			if lisp {
+				m = G.NewLispMachine(g)
+			} else {
+				_, err := G.Grad(cost, vn)
+				require.NoError(t, err)
+				m = G.NewTapeMachine(g)
+			}
+			require.NoError(t, m.RunAll(), "constant=%v lisp=%v", constant, lisp)
+			gv, err := vn.Grad()
+			require.NoError(t, err)
+			got[k] = append(nodeFloats(t, x.Value()), nodeFloats(t, gv)...)
+			m.Close()
+		}
+		require.Less(t, relErr(got[1], got[0]), 1e-12, "lisp=%v: x and the values' gradient", lisp)
+	}
+	g := G.NewGraph()
+	before := len(g.AllNodes())
+	constVals := G.NewConstant(tensor.New(tensor.WithShape(len(a.Values)), tensor.WithBacking(slices.Clone(a.Values))))
+	constB := G.NewConstant(tensor.New(tensor.WithShape(len(b)), tensor.WithBacking(slices.Clone(b))))
+	_, err = c.op(s, constVals, constB)
+	require.ErrorIs(t, err, ErrBadInput)
+	require.ErrorContains(t, err, "no operand of a graph")
+	require.Equal(t, before, len(g.AllNodes()))
+}

@@ -968,3 +968,63 @@ func TestDistributeRebound(t *testing.T) {
 		vm.Close()
 	}
 }
+
+// TestConstantRightHandSideOnGrid: on every grid, b passed as a
+// gorgonia.NewConstant joins A's graph, through the root builder with
+// WithGrid and through distops itself: x and A's gradient are those of b as
+// a node. A constant alone is ErrBadInput and leaves the graph as it was.
+func TestConstantRightHandSideOnGrid(t *testing.T) {
+	aData := []float64{4, 1, 0, 1, 3, 1, 0, 1, 2}
+	bData := []float64{1, -2, 0.5}
+	for _, grid := range grids(t) {
+		for _, viaRoot := range []bool{true, false} {
+			var got [2][]float64
+			for k, constant := range []bool{false, true} {
+				g := G.NewGraph()
+				a := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("A"),
+					G.WithValue(tensor.New(tensor.WithShape(3, 3), tensor.WithBacking(append([]float64(nil), aData...)))))
+				bt := tensor.New(tensor.WithShape(3, 1), tensor.WithBacking(append([]float64(nil), bData...)))
+				b := G.NewConstant(bt)
+				if !constant {
+					b = G.NewMatrix(g, tensor.Float64, G.WithShape(3, 1), G.WithName("b"), G.WithValue(bt))
+				}
+				var x *G.Node
+				var err error
+				if viaRoot {
+					x, err = mgla.Potrs(a, b, mgla.WithGrid(distops.On(grid)))
+				} else {
+					x, err = distops.On(grid).Potrs(a, b, 0)
+				}
+				if err != nil {
+					t.Fatalf("%s root=%v constant=%v: %v", gridName(grid), viaRoot, constant, err)
+				}
+				cost := G.Must(G.Sum(x))
+				if _, err := G.Grad(cost, a); err != nil {
+					t.Fatal(err)
+				}
+				m := G.NewTapeMachine(g)
+				if err := m.RunAll(); err != nil {
+					t.Fatalf("%s root=%v constant=%v: %v", gridName(grid), viaRoot, constant, err)
+				}
+				ga, err := a.Grad()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[k] = append(append([]float64(nil), x.Value().Data().([]float64)...), ga.Data().([]float64)...)
+				m.Close()
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Errorf("%s root=%v: x and A's gradient %v with b a node, %v with b a constant", gridName(grid), viaRoot, got[0], got[1])
+			}
+		}
+		g := G.NewGraph()
+		n := len(g.AllNodes())
+		constA := G.NewConstant(tensor.New(tensor.WithShape(3, 3), tensor.WithBacking(append([]float64(nil), aData...))))
+		if _, err := distops.On(grid).LogDet(constA, 0); !errors.Is(err, dist.ErrBadInput) {
+			t.Errorf("%s: LogDet of a constant alone: %v, want dist.ErrBadInput", gridName(grid), err)
+		}
+		if m := len(g.AllNodes()); m != n {
+			t.Errorf("%s: the graph grew from %d to %d nodes", gridName(grid), n, m)
+		}
+	}
+}

@@ -229,6 +229,12 @@ func (o *Ops) prepare(k kind, block int, ins ...*G.Node) (_ []*G.Node, nb int, o
 		}
 		onGrid = true
 	}
+	// Every check passed: a constant operand joins the others' graph.
+	g, _ := sharding.GraphOf(ins...)
+	ins = slices.Clone(ins)
+	for i, n := range ins {
+		ins[i] = sharding.InGraph(g, n)
+	}
 	if !onGrid {
 		if block == 0 {
 			block = dist.DefaultBlock
@@ -298,9 +304,9 @@ func (o *Ops) checkNodes(k kind, block int, ins ...*G.Node) error {
 		if n == nil {
 			return fmt.Errorf("%w: distops: %s: input %d is nil", dist.ErrBadInput, names[k], i)
 		}
-		if n.Graph() != ins[0].Graph() {
-			return fmt.Errorf("%w: distops: %s: inputs from different graphs", dist.ErrBadInput, names[k])
-		}
+	}
+	if _, err := sharding.GraphOf(ins...); err != nil {
+		return fmt.Errorf("%w: distops: %s: %v", dist.ErrBadInput, names[k], err)
 	}
 	switch ins[0].Dtype() {
 	case tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128:
