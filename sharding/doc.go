@@ -45,7 +45,10 @@
 // that reuse the caller's vectors) on shards: host copies on CPU meshes;
 // with mglacuda, the CUDA driver (gorgonia.org/cu; kernels launch through
 // the package's own cgo launcher), mgla's PTX kernels and the runtime
-// helpers of the cuSolverMg shim. It may import cyclic and the
+// helpers of the cuSolverMg shim. It also holds what every builder of the
+// module's graph ops reads of their operands (ErrBadInput; InNodeShape for
+// values that Let bound in an equivalent shape; GraphOf and InGraph for the
+// operands' graph and the constants that join it). It may import cyclic and the
 // kernels packages (the kernel API's errors; with mglacuda, the CUDA shim and
 // the PTX); never ops, collective or the root package, which build on it.
 package sharding
