@@ -608,14 +608,7 @@ func TestProgressCallsTheSolver(t *testing.T) {
 // gradients must be those of contiguous inputs, on both machines, and the
 // inputs unchanged. The backing arrays used to be read as contiguous.
 func TestStridedInputs(t *testing.T) {
-	c := solverCases()[0]
-	rng := testRNG(t, 77)
-	tr := laplace2D(rng, 5, 4, 0)
-	a := tr.whole(t)
-	b, w := randVec(rng, tr.n), randVec(rng, tr.n)
-	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)...)
-	require.NoError(t, err)
-	defer s.Close()
+	c, a, b, w, s := smallProblem(t, 77)
 	wantX, wantGV, wantGB := gradsOf(t, s, c, a.Values, b, w, false)
 	// column 1 of an n×3 matrix holding v, between other numbers.
 	column := func(v []float64, clone bool) *tensor.Dense {
@@ -637,7 +630,7 @@ func TestStridedInputs(t *testing.T) {
 				vt, bt := column(a.Values, clone), column(b, clone)
 				vBefore, bBefore := slices.Clone(vt.Data().([]float64)), slices.Clone(bt.Data().([]float64))
 				vn := G.NewVector(g, tensor.Float64, G.WithShape(len(a.Values)), G.WithName("values"), G.WithValue(vt))
-				bn := G.NewVector(g, tensor.Float64, G.WithShape(tr.n), G.WithName("b"), G.WithValue(bt))
+				bn := G.NewVector(g, tensor.Float64, G.WithShape(len(b)), G.WithName("b"), G.WithValue(bt))
 				x, err := c.op(s, vn, bn)
 				require.NoError(t, err)
 				var xv G.Value
@@ -673,14 +666,7 @@ func TestStridedInputs(t *testing.T) {
 // alone have no graph: ErrBadInput, and the graph is unchanged. (A constant
 // was refused: "nodes from different graphs".)
 func TestConstantRightHandSide(t *testing.T) {
-	c := solverCases()[0]
-	rng := testRNG(t, 91)
-	tr := laplace2D(rng, 5, 4, 0)
-	a := tr.whole(t)
-	b, w := randVec(rng, tr.n), randVec(rng, tr.n)
-	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)...)
-	require.NoError(t, err)
-	defer s.Close()
+	c, a, b, w, s := smallProblem(t, 91)
 	for _, lisp := range []bool{false, true} {
 		var got [2][]float64
 		for k, constant := range []bool{false, true} {
@@ -713,8 +699,25 @@ func TestConstantRightHandSide(t *testing.T) {
 	before := len(g.AllNodes())
 	constVals := G.NewConstant(tensor.New(tensor.WithShape(len(a.Values)), tensor.WithBacking(slices.Clone(a.Values))))
 	constB := G.NewConstant(tensor.New(tensor.WithShape(len(b)), tensor.WithBacking(slices.Clone(b))))
-	_, err = c.op(s, constVals, constB)
+	_, err := c.op(s, constVals, constB)
 	require.ErrorIs(t, err, ErrBadInput)
 	require.ErrorContains(t, err, "no operand of a graph")
 	require.Equal(t, before, len(g.AllNodes()))
+}
+
+// smallProblem is the 20-unknown SPD system of the tests of one solver
+// (TestStridedInputs, TestConstantRightHandSide): the first solver case, A
+// (a 5×4 Laplacian), b and the cost's weights w from the stream seed, and a
+// solver to 1e-12, closed when the test ends.
+func smallProblem(t *testing.T, seed uint64) (solverCase, *CSR, []float64, []float64, *Solver) {
+	t.Helper()
+	c := solverCases()[0]
+	rng := testRNG(t, seed)
+	tr := laplace2D(rng, 5, 4, 0)
+	a := tr.whole(t)
+	b, w := randVec(rng, tr.n), randVec(rng, tr.n)
+	s, err := NewSolver(a.Pattern, append([]Option{WithTolerance(1e-12), WithMaxIterations(2000)}, c.opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return c, a, b, w, s
 }
