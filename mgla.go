@@ -177,6 +177,10 @@ func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, tr
 // (build tag mpi; without it every method returns an error wrapping
 // collective.ErrUnavailable).
 //
+// An operand may be a constant of no graph (gorgonia.NewConstant) beside a
+// node of a graph: the distributor brings it into that graph
+// (sharding.InGraph) once its own checks have passed.
+//
 // The builders return d's errors wrapped so that they match ErrBadInput as
 // well as d's own sentinels (dist.ErrBadInput for distops), except an error
 // matching ErrUnavailable (the engine is not built in), which they return
@@ -426,7 +430,8 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		if err := hostOnly("Potrs", b); err != nil {
 			return nil, err
 		}
-		a, b = inOneGraph(a, b) // every check passed
+		// A constant operand is the distributor's to bring in, after its
+		// own checks (distops does).
 		n, err := c.grid.Potrs(a, b, c.block())
 		return n, gridErr("Potrs", err)
 	}
@@ -512,7 +517,8 @@ func CholSolve(l, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		if err := hostOnly("CholSolve", b); err != nil {
 			return nil, err
 		}
-		l, b = inOneGraph(l, b) // every check passed
+		// A constant operand is the distributor's to bring in, after its
+		// own checks (distops does).
 		n, err := c.grid.CholSolve(l, b, c.block())
 		return n, gridErr("CholSolve", err)
 	}

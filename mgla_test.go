@@ -864,6 +864,57 @@ func TestConstantOperands(t *testing.T) {
 	}
 }
 
+// TestConstantsThatPrintAlike: two constant right-hand sides in one graph
+// whose printed values agree (Gorgonia elides tensors of more than eight
+// elements, and prints float32 as float64) stay two: each solve gets its
+// own. (Added with g.AddNode, the second became the first: a wrong x with no
+// error, and a float32 call refused as a dtype mismatch.)
+func TestConstantsThatPrintAlike(t *testing.T) {
+	const n = 20
+	aData := make([]float64, n*n)
+	for i := range n {
+		aData[i*n+i] = 4
+		if i > 0 {
+			aData[i*n+i-1], aData[(i-1)*n+i] = 1, 1
+		}
+	}
+	g := G.NewGraph()
+	a := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(aData))))
+	e := make([]float64, n)
+	e[10] = 1
+	c0 := G.NewConstant(tensor.New(tensor.WithShape(n), tensor.WithBacking(make([]float64, n))))
+	c1 := G.NewConstant(tensor.New(tensor.WithShape(n), tensor.WithBacking(e)))
+	require.Equal(t, c0.Name(), c1.Name(), "the two constants print alike")
+	x0, err := mgla.Potrs(a, c0)
+	require.NoError(t, err)
+	x1, err := mgla.Potrs(a, c1)
+	require.NoError(t, err)
+	a32 := G.NewMatrix(g, tensor.Float32, G.WithShape(2, 2), G.WithName("A32"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float32{2, 0, 0, 2}))))
+	b64 := G.NewConstant(tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{1, 2})))
+	b32 := G.NewConstant(tensor.New(tensor.WithShape(2), tensor.WithBacking([]float32{1, 2})))
+	a64 := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 2), G.WithName("A64"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{2, 0, 0, 2}))))
+	y64, err := mgla.Potrs(a64, b64)
+	require.NoError(t, err)
+	y32, err := mgla.Potrs(a32, b32)
+	require.NoError(t, err, "a float32 constant beside a float64 one that prints alike")
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	require.Equal(t, make([]float64, n), x0.Value().Data())
+	got := x1.Value().Data().([]float64)
+	// x1 = A⁻¹e₁₀: A·x1 = e₁₀.
+	for i := range n {
+		var r float64
+		for j := range n {
+			r += aData[i*n+j] * got[j]
+		}
+		require.InDelta(t, e[i], r, 1e-12, "row %d of A·x1", i)
+	}
+	require.InDeltaSlice(t, []float64{0.5, 1}, y64.Value().Data(), 1e-15)
+	y := y32.Value().Data().([]float32)
+	require.InDeltaSlice(t, []float64{0.5, 1}, []float64{float64(y[0]), float64(y[1])}, 1e-6)
+}
+
 // operands are the 3×3 A and the length-3 b of TestConstantOperands, as
 // constants or as nodes of g.
 func operands(g *G.ExprGraph, a, b []float64, constA, constB bool) (*G.Node, *G.Node) {

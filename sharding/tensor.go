@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/chewxy/hm"
@@ -496,14 +497,24 @@ func GraphOf(nodes ...*gorgonia.Node) (*gorgonia.ExprGraph, error) {
 	return first.Graph(), nil
 }
 
-// InGraph returns n, or for a constant of no graph (gorgonia.NewConstant)
-// its copy in g (g.AddNode), as Gorgonia's own ops bring their constant
-// operands into their graph: so that fixed data (a right-hand side, a
-// matrix) can be passed as a constant. Builders call it once every check
-// has passed, so that a refused call leaves g as it was.
+// InGraph returns n, or for a constant of no graph (gorgonia.NewConstant) a
+// node of g holding the constant's value, so that fixed data (a right-hand
+// side, a matrix) can be passed as a constant. The node is an input of its
+// own, named "constant #k", not the constant added with g.AddNode: Gorgonia
+// takes two constants for one where their printed values agree, and prints
+// a tensor of more than eight elements elided (two right-hand sides that
+// differ inside became one, and a float32 constant a float64 one). The
+// TapeMachine computes no gradient for it unless asked (Grad); the
+// LispMachine's, which it computes for every input, is a by-product of the
+// op's own backward pass. Builders call InGraph once every check has
+// passed, so that a refused call leaves g as it was.
 func InGraph(g *gorgonia.ExprGraph, n *gorgonia.Node) *gorgonia.Node {
 	if n == nil || n.Graph() != nil || g == nil {
 		return n
 	}
-	return g.AddNode(n)
+	name := fmt.Sprintf("constant #%d", constants.Add(1))
+	return gorgonia.NodeFromAny(g, n.Value(), gorgonia.WithName(name))
 }
+
+// constants numbers the constants InGraph brings into graphs.
+var constants atomic.Int64

@@ -721,3 +721,30 @@ func smallProblem(t *testing.T, seed uint64) (solverCase, *CSR, []float64, []flo
 	t.Cleanup(func() { s.Close() })
 	return c, a, b, w, s
 }
+
+// TestConstantsThatPrintAlike: two constant right-hand sides in one graph
+// whose printed values agree (Gorgonia elides vectors of more than eight
+// elements) are solved each for itself. (The second became the first: a
+// wrong x with no error.)
+func TestConstantsThatPrintAlike(t *testing.T) {
+	c, a, _, _, s := smallProblem(t, 92)
+	n := a.Pattern.Rows()
+	e := make([]float64, n)
+	e[n/2] = 1
+	g := G.NewGraph()
+	vn := vecNode(g, "values", a.Values)
+	c0 := G.NewConstant(tensor.New(tensor.WithShape(n), tensor.WithBacking(make([]float64, n))))
+	c1 := G.NewConstant(tensor.New(tensor.WithShape(n), tensor.WithBacking(slices.Clone(e))))
+	require.Equal(t, c0.Name(), c1.Name(), "the two constants print alike")
+	x0, err := c.op(s, vn, c0)
+	require.NoError(t, err)
+	x1, err := c.op(s, vn, c1)
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	want, err := s.run(c.kind, false, false, a.Values, e)
+	require.NoError(t, err)
+	require.Equal(t, make([]float64, n), nodeFloats(t, x0.Value()))
+	require.Less(t, relErr(nodeFloats(t, x1.Value()), want), 1e-12)
+}

@@ -1026,5 +1026,28 @@ func TestConstantRightHandSideOnGrid(t *testing.T) {
 		if m := len(g.AllNodes()); m != n {
 			t.Errorf("%s: the graph grew from %d to %d nodes", gridName(grid), n, m)
 		}
+		// A call the grid refuses (b in 2×2 blocks, the call asks for 3)
+		// leaves the graph as it was, through the root builder too (it
+		// brought the constant in before the grid's checks).
+		b := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 1), G.WithName("b"),
+			G.WithValue(tensor.New(tensor.WithShape(3, 1), tensor.WithBacking(append([]float64(nil), bData...)))))
+		bg, err := distops.On(grid).Distribute(b, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, viaRoot := range []bool{true, false} {
+			n := len(g.AllNodes())
+			if viaRoot {
+				_, err = mgla.Potrs(constA, bg, mgla.WithGrid(distops.On(grid)), mgla.WithTile(3))
+			} else {
+				_, err = distops.On(grid).Potrs(constA, bg, 3)
+			}
+			if err == nil {
+				t.Errorf("%s root=%v: other blocks accepted", gridName(grid), viaRoot)
+			}
+			if m := len(g.AllNodes()); m != n {
+				t.Errorf("%s root=%v: a refused call grew the graph from %d to %d nodes", gridName(grid), viaRoot, n, m)
+			}
+		}
 	}
 }
