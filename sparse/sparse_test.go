@@ -183,18 +183,11 @@ func gradsOfB(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp 
 func grads(t *testing.T, s *Solver, c solverCase, vals, b, w []float64, lisp, wrtValues bool) (x, gv, gb []float64) {
 	t.Helper()
 	g, vn, bn, xv, cost := solveGraph(t, s, c, vals, b, w)
-	var m G.VM
-	if lisp {
-		m = G.NewLispMachine(g)
-	} else {
-		wrt := G.Nodes{bn}
-		if wrtValues {
-			wrt = append(wrt, vn)
-		}
-		_, err := G.Grad(cost, wrt...)
-		require.NoError(t, err)
-		m = G.NewTapeMachine(g)
+	wrt := G.Nodes{bn}
+	if wrtValues {
+		wrt = append(wrt, vn)
 	}
+	m := backwardMachine(t, g, cost, lisp, wrt...)
 	defer m.Close()
 	require.NoError(t, m.RunAll())
 	gbv, err := bn.Grad()
@@ -636,14 +629,7 @@ func TestStridedInputs(t *testing.T) {
 				var xv G.Value
 				G.Read(x, &xv)
 				cost := G.Must(G.Sum(G.Must(G.HadamardProd(x, vecNode(g, "w", w)))))
-				var m G.VM
-				if lisp {
-					m = G.NewLispMachine(g)
-				} else {
-					_, err := G.Grad(cost, vn, bn)
-					require.NoError(t, err)
-					m = G.NewTapeMachine(g)
-				}
+				m := backwardMachine(t, g, cost, lisp, vn, bn)
 				defer m.Close()
 				require.NoError(t, m.RunAll())
 				gv, err := vn.Grad()
@@ -679,14 +665,7 @@ func TestConstantRightHandSide(t *testing.T) {
 			x, err := c.op(s, vn, bn)
 			require.NoError(t, err, "constant=%v", constant)
 			cost := G.Must(G.Sum(G.Must(G.HadamardProd(x, vecNode(g, "w", w)))))
-			var m G.VM
-			if lisp {
-				m = G.NewLispMachine(g)
-			} else {
-				_, err := G.Grad(cost, vn)
-				require.NoError(t, err)
-				m = G.NewTapeMachine(g)
-			}
+			m := backwardMachine(t, g, cost, lisp, vn)
 			require.NoError(t, m.RunAll(), "constant=%v lisp=%v", constant, lisp)
 			gv, err := vn.Grad()
 			require.NoError(t, err)
@@ -747,4 +726,17 @@ func TestConstantsThatPrintAlike(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, make([]float64, n), nodeFloats(t, x0.Value()))
 	require.Less(t, relErr(nodeFloats(t, x1.Value()), want), 1e-12)
+}
+
+// backwardMachine is a machine that runs g forward and backward to the
+// gradients of cost: the LispMachine, or Grad with respect to wrt and the
+// TapeMachine.
+func backwardMachine(t *testing.T, g *G.ExprGraph, cost *G.Node, lisp bool, wrt ...*G.Node) G.VM {
+	t.Helper()
+	if lisp {
+		return G.NewLispMachine(g)
+	}
+	_, err := G.Grad(cost, wrt...)
+	require.NoError(t, err)
+	return G.NewTapeMachine(g)
 }
