@@ -1183,3 +1183,69 @@ func TestRightHandSideReboundInEquivalentShape(t *testing.T) {
 		}
 	}
 }
+
+// TestScalarBoundWithLet: Gorgonia's Let binds a Go number to a tensor node
+// without a shape check; every op that reads the node refuses it at run time
+// with ErrBadInput naming the node's shape (it said "want a matrix or a
+// vector, got shape ()", unclassified), on both machines, and writes no
+// output.
+func TestScalarBoundWithLet(t *testing.T) {
+	const n = 3
+	builders := []struct {
+		name  string
+		build func(a, b *G.Node, mesh *sharding.Mesh) (*G.Node, error)
+	}{
+		{"Potrs", func(a, b *G.Node, mesh *sharding.Mesh) (*G.Node, error) {
+			return mgla.Potrs(a, b, onMesh(mesh), mgla.WithTile(2))
+		}},
+		{"CholSolve", func(a, b *G.Node, mesh *sharding.Mesh) (*G.Node, error) {
+			return mgla.CholSolve(a, b, onMesh(mesh), mgla.WithTile(2))
+		}},
+		{"Potri", func(a, _ *G.Node, mesh *sharding.Mesh) (*G.Node, error) { return mgla.Potri(a, onMesh(mesh)) }},
+		{"Cholesky", func(a, _ *G.Node, mesh *sharding.Mesh) (*G.Node, error) { return mgla.Cholesky(a, onMesh(mesh)) }},
+		{"LogDet", func(a, _ *G.Node, mesh *sharding.Mesh) (*G.Node, error) { return mgla.LogDet(a, onMesh(mesh)) }},
+		{"Syevd", func(a, _ *G.Node, mesh *sharding.Mesh) (*G.Node, error) {
+			w, _, err := mgla.Syevd(a, onMesh(mesh))
+			return w, err
+		}},
+		{"AllReduce", func(a, _ *G.Node, mesh *sharding.Mesh) (*G.Node, error) {
+			var comm mgla.Comm = collective.Self()
+			if mesh.Size() > 1 {
+				var err error
+				if comm, err = mgla.NewMeshComm(mesh); err != nil {
+					return nil, err
+				}
+			}
+			return mgla.AllReduce(a, comm, mgla.ReduceSum)
+		}},
+	}
+	for _, bc := range builders {
+		for _, ndev := range []int{1, 3} {
+			for _, bound := range []string{"A", "b"} {
+				if bound == "b" && bc.name != "Potrs" && bc.name != "CholSolve" {
+					continue
+				}
+				for _, lisp := range []bool{false, true} {
+					machine := map[bool]string{false: "tape", true: "lisp"}[lisp]
+					t.Run(fmt.Sprintf("%s/%d/%s/%s", bc.name, ndev, bound, machine), func(t *testing.T) {
+						mesh, err := testMesh(t, ndev)
+						require.NoError(t, err)
+						g := G.NewGraph()
+						a := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+							G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking([]float64{4, 0, 0, 0, 4, 0, 0, 0, 4}))))
+						b := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("b"),
+							G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking([]float64{1, 2, 3}))))
+						out, err := bc.build(a, b, mesh)
+						require.NoError(t, err)
+						require.NoError(t, G.Let(map[string]*G.Node{"A": a, "b": b}[bound], 3.0))
+						err = mgla.Cause(run(t, g, lisp))
+						require.Error(t, err)
+						require.True(t, errors.Is(err, mgla.ErrBadInput), "want ErrBadInput, got %v", err)
+						require.Contains(t, err.Error(), "shape")
+						require.Nil(t, out.Value(), "an output was written")
+					})
+				}
+			}
+		}
+	}
+}

@@ -68,6 +68,11 @@ type collOp struct {
 	// Recv only: the shape and dtype received.
 	recvShape tensor.Shape
 	recvDtype tensor.Dtype
+	// The input node's shape and dtype, which the value that reaches Do
+	// must have; unset for Recv and for DoDiff's adjoint, which takes the
+	// gradient's value as it comes.
+	inShape tensor.Shape
+	inDtype tensor.Dtype
 
 	// reused from run to run
 	host       hostRun // a process communicator's
@@ -191,6 +196,7 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 		if err := op.scalarDtype(x.Shape(), x.Dtype()); err != nil {
 			return nil, err
 		}
+		op.inShape, op.inDtype = x.Shape().Clone(), x.Dtype()
 		g = x.Graph()
 		children = gorgonia.Nodes{x}
 	} else {
@@ -351,7 +357,34 @@ func (o *collOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		// which node, rather than dereference it.
 		return nil, fmt.Errorf("%w: %s: its input has no value (%d values given)", ErrBadCall, o.name, len(vals))
 	}
-	return o.run(vals[0], vals[0].Shape(), vals[0].Dtype())
+	x, err := o.bound(vals[0])
+	if err != nil {
+		return nil, err
+	}
+	return o.run(x, x.Shape(), x.Dtype())
+}
+
+// bound is the input value x in the input node's shape. gorgonia.Let
+// checks the shape and dtype of the tensors it binds, up to the vector
+// shapes that tensor.Shape's Eq takes for equal ((1, n) for (n)), but binds
+// a Go number to any node: such a value, of another shape or dtype than the
+// node's, is refused with ErrBadCall and sharding.ErrBadInput (mgla's).
+func (o *collOp) bound(x gorgonia.Value) (gorgonia.Value, error) {
+	if o.inDtype == (tensor.Dtype{}) {
+		return x, nil
+	}
+	if !x.Shape().Eq(o.inShape) || x.Dtype() != o.inDtype {
+		return nil, fmt.Errorf("%w: %w: %s: a value of shape %v and dtype %v (%T) for an input node of shape %v and dtype %v: bind a tensor of the node's shape and dtype",
+			ErrBadCall, sharding.ErrBadInput, o.name, x.Shape(), x.Dtype(), x, o.inShape, o.inDtype)
+	}
+	if d, ok := x.(*tensor.Dense); ok {
+		d, err := sharding.InNodeShape(d, o.inShape)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w: %s: %v", ErrBadCall, sharding.ErrBadInput, o.name, err)
+		}
+		return d, nil
+	}
+	return x, nil
 }
 
 func (o *collOp) run(x gorgonia.Value, shape tensor.Shape, dt tensor.Dtype) (gorgonia.Value, error) {

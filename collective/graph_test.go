@@ -587,81 +587,95 @@ func TestDoWithoutInputValue(t *testing.T) {
 	}
 }
 
-// TestHostRunNewShape: a process communicator's op handed an input of
-// another shape or dtype than its last run's (a value bound with
-// gorgonia.Let, or Do called directly) makes its call and output for it,
-// and an input it cannot take still gives ErrBadCall.
-func TestHostRunNewShape(t *testing.T) {
+// TestHostRunBoundValues: a process communicator's op takes a value of its
+// input node's shape and dtype (new memory each run, as gorgonia.Let binds
+// it; (1, n) and (n, 1) for an (n) node, as Let allows; column-major
+// tensors in their logical order), and refuses one of another shape or
+// dtype (a Go number, which Let binds to any node unchecked, or Do called
+// directly) with ErrBadCall and sharding.ErrBadInput: it used to run the
+// collective on it, a scalar value for a matrix node.
+func TestHostRunBoundValues(t *testing.T) {
 	rng := newRand(t)
 	comm := Self()
 	for _, oc := range opCases(rng, 1) {
-		if oc.name == "AllReduce(max)" || oc.name == "ReduceScatter(min)" {
-			continue // not defined on the complex input below
-		}
-		g := G.NewGraph()
-		x := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, 2, 3}))))
-		y, err := oc.build(x, comm)
-		if err != nil {
-			t.Fatalf("%s: %v", oc.name, err)
-		}
-		op := y.Op().(*collOp)
-		inputs := []struct {
-			dt    tensor.Dtype
-			shape tensor.Shape
-		}{{tensor.Float64, tensor.Shape{3}}, {tensor.Float64, tensor.Shape{2, 5}}, {tensor.Float64, tensor.Shape{4}}, {tensor.Complex128, tensor.Shape{4}}, {tensor.Float64, tensor.Shape{3}}}
-		for _, in := range inputs {
-			vals := randomValues(rng, in.dt, in.shape.TotalSize())
-			out, err := op.Do(newDense(t, in.dt, in.shape, vals))
-			if err != nil {
-				t.Fatalf("%s: input %v %v: %v", oc.name, in.dt, in.shape, err)
-			}
-			want := expectedBlocks(oc, 1, [][]complex128{vals})[0]
-			if !out.Shape().Eq(in.shape) || out.Dtype() != in.dt {
-				t.Fatalf("%s: input %v %v: output %v %v", oc.name, in.dt, in.shape, out.Dtype(), out.Shape())
-			}
-			for i, v := range denseValues(t, out) {
-				if cmplx.Abs(v-want[i]) > 1e-12*(1+cmplx.Abs(want[i])) {
-					t.Fatalf("%s: input %v %v: element %d = %v, want %v", oc.name, in.dt, in.shape, i, v, want[i])
-				}
-			}
-		}
-		// Column-major inputs (tensor.AsFortran), 2-D and 3-D, in their
-		// logical order: they used to arrive with the backing array's order.
-		for _, shape := range []tensor.Shape{{2, 3}, {2, 3, 2}} {
+		for _, shape := range []tensor.Shape{{3}, {2, 3}, {2, 3, 2}} {
 			n := shape.TotalSize()
-			logical := make([]float64, n) // row-major values 0, 1, …
-			backing := make([]float64, n)
-			for i := range n {
-				logical[i] = float64(i)
-				// the column-major position of row-major index i
-				rem, pos, stride := i, 0, 1
-				idx := make([]int, len(shape))
-				for d := len(shape) - 1; d >= 0; d-- {
-					idx[d] = rem % shape[d]
-					rem /= shape[d]
-				}
-				for d := range shape {
-					pos += idx[d] * stride
-					stride *= shape[d]
-				}
-				backing[pos] = logical[i]
-			}
-			in := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing), tensor.AsFortran(nil))
-			out, err := op.Do(in)
+			g := G.NewGraph()
+			x := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"), G.WithInit(G.Zeroes()))
+			y, err := oc.build(x, comm)
 			if err != nil {
-				t.Fatalf("%s: column-major %v: %v", oc.name, shape, err)
+				t.Fatalf("%s: %v", oc.name, err)
 			}
-			want := expectedBlocks(oc, 1, [][]complex128{realsToComplex(logical)})[0]
-			for i, v := range denseValues(t, out) {
-				if cmplx.Abs(v-want[i]) > 1e-12*(1+cmplx.Abs(want[i])) {
-					t.Fatalf("%s: column-major %v: element %d = %v, want %v", oc.name, shape, i, v, want[i])
+			op := y.Op().(*collOp)
+			check := func(what string, in G.Value, logical []float64) {
+				t.Helper()
+				out, err := op.Do(in)
+				if err != nil {
+					t.Fatalf("%s %v: %s: %v", oc.name, shape, what, err)
+				}
+				if !out.Shape().Eq(shape) || out.Dtype() != tensor.Float64 {
+					t.Fatalf("%s %v: %s: output %v %v", oc.name, shape, what, out.Dtype(), out.Shape())
+				}
+				want := expectedBlocks(oc, 1, [][]complex128{realsToComplex(logical)})[0]
+				for i, v := range denseValues(t, out) {
+					if cmplx.Abs(v-want[i]) > 1e-12*(1+cmplx.Abs(want[i])) {
+						t.Fatalf("%s %v: %s: element %d = %v, want %v", oc.name, shape, what, i, v, want[i])
+					}
 				}
 			}
-		}
-		if _, err := op.Do(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(1, 0))); !errors.Is(err, ErrBadCall) {
-			t.Errorf("%s: an empty input: %v, want ErrBadCall", oc.name, err)
+			for run := range 2 { // new memory each run
+				vals := randomReals(rng, n)
+				check(fmt.Sprintf("run %d", run), tensor.New(tensor.WithShape(shape...), tensor.WithBacking(vals)), vals)
+			}
+			if len(shape) == 1 {
+				for _, eq := range []tensor.Shape{{1, n}, {n, 1}} {
+					vals := randomReals(rng, n)
+					check(fmt.Sprintf("a %v value", eq), tensor.New(tensor.WithShape(eq...), tensor.WithBacking(vals)), vals)
+				}
+			} else {
+				// Column-major (tensor.AsFortran), read in its logical order.
+				logical := randomReals(rng, n)
+				backing := make([]float64, n)
+				for i := range n {
+					// the column-major position of row-major index i
+					rem, pos, stride := i, 0, 1
+					idx := make([]int, len(shape))
+					for d := len(shape) - 1; d >= 0; d-- {
+						idx[d] = rem % shape[d]
+						rem /= shape[d]
+					}
+					for d := range shape {
+						pos += idx[d] * stride
+						stride *= shape[d]
+					}
+					backing[pos] = logical[i]
+				}
+				check("column-major", tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing), tensor.AsFortran(nil)), logical)
+			}
+			for _, bad := range []G.Value{
+				G.NewF64(3), G.NewF32(3), G.NewI(3),
+				tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(4)),
+				tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(n, 2)),
+				tensor.New(tensor.Of(tensor.Complex128), tensor.WithShape(shape...)),
+				tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(1, 0)),
+			} {
+				if _, err := op.Do(bad); !errors.Is(err, ErrBadCall) || !errors.Is(err, sharding.ErrBadInput) || !strings.Contains(err.Error(), "input node of shape") {
+					t.Errorf("%s %v: a %v %v value: %v, want ErrBadCall and ErrBadInput naming the node's shape", oc.name, shape, bad.Dtype(), bad.Shape(), err)
+				}
+			}
+			vals := randomReals(rng, n)
+			check("after the refusals", tensor.New(tensor.WithShape(shape...), tensor.WithBacking(vals)), vals)
 		}
 	}
+}
+
+// randomReals is n standard normal values.
+func randomReals(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
 }
 
 // TestHostInputGradient: a host node fed to mesh collectives (which place it

@@ -92,19 +92,23 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			v = d
 		}
 	}
+	switch v.(type) {
+	case *sharding.Tensor, *tensor.Dense:
+	case GridResident: // distops' grid value, bound with Let
+		return nil, fmt.Errorf("%w: ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", sharding.ErrBadInput, o, v)
+	case gorgonia.Scalar: // gorgonia.Let binds a Go number to any node, unchecked
+		return nil, fmt.Errorf("%w: ops: %v: a %v number (%v) for a node of shape %v: bind a tensor of the node's shape", sharding.ErrBadInput, o, v.Dtype(), v, o.inShape)
+	default:
+		return nil, fmt.Errorf("%w: ops: %v: unsupported value %T", sharding.ErrBadInput, o, v)
+	}
 	out, err := sharding.Reuse(o.out, o.to.Mesh, v.Shape(), v.Dtype(), o.to.Layout)
 	if err != nil {
 		return nil, err
 	}
-	switch x := v.(type) {
-	case *sharding.Tensor:
+	if x, ok := v.(*sharding.Tensor); ok {
 		err = x.RelayoutInto(out)
-	case *tensor.Dense:
-		err = out.Load(x)
-	case GridResident: // distops' grid value, bound with Let
-		err = fmt.Errorf("%w: ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", sharding.ErrBadInput, o, v)
-	default:
-		err = fmt.Errorf("%w: ops: %v: unsupported value %T", sharding.ErrBadInput, o, v)
+	} else {
+		err = out.Load(v.(*tensor.Dense))
 	}
 	if err != nil {
 		return nil, err
