@@ -106,7 +106,7 @@ func TestConcurrentGraphs(t *testing.T) {
 								got, err := run(bs[i], lisp)
 								if err == nil {
 									for k := range got {
-										if fmt.Sprint(bitsOf(got[k])) != fmt.Sprint(bitsOf(alone[i][k])) {
+										if fmt.Sprint(elementBits(t, got[k])) != fmt.Sprint(elementBits(t, alone[i][k])) {
 											err = fmt.Errorf("run %d: output %d differs from the graph run alone", r, k)
 											break
 										}
@@ -161,7 +161,7 @@ func TestConcurrentGraphs(t *testing.T) {
 			}
 			tol := tolerance(dt)
 			for k, want := range [][]float64{x.RawVector().Data, {chol.LogDet()}, y, gb} {
-				have := asFloat64s(got[k])
+				have := grValue(t, got[k])
 				require.Len(t, have, len(want))
 				for i := range want {
 					require.InDelta(t, want[i], have[i], tol*(1+math.Abs(want[i])), "output %d element %d (seed %d)", k, i, testSeed)
@@ -169,46 +169,4 @@ func TestConcurrentGraphs(t *testing.T) {
 			}
 		})
 	}
-}
-
-// asFloat64s is v's real elements in float64.
-func asFloat64s(v G.Value) []float64 {
-	switch d := v.Data().(type) {
-	case []float64:
-		return d
-	case []float32:
-		out := make([]float64, len(d))
-		for i, f := range d {
-			out[i] = float64(f)
-		}
-		return out
-	case float64:
-		return []float64{d}
-	case float32:
-		return []float64{float64(d)}
-	}
-	panic(fmt.Sprintf("asFloat64s: %T", v.Data()))
-}
-
-// bitsOf is v's elements as bit patterns (float32 widened exactly).
-func bitsOf(v G.Value) []uint64 {
-	switch d := v.Data().(type) {
-	case []float64:
-		out := make([]uint64, len(d))
-		for i, f := range d {
-			out[i] = math.Float64bits(f)
-		}
-		return out
-	case []float32:
-		out := make([]uint64, len(d))
-		for i, f := range d {
-			out[i] = uint64(math.Float32bits(f))
-		}
-		return out
-	case float64:
-		return []uint64{math.Float64bits(d)}
-	case float32:
-		return []uint64{uint64(math.Float32bits(d))}
-	}
-	panic(fmt.Sprintf("bitsOf: %T", v.Data()))
 }

@@ -266,6 +266,10 @@ func elementBits(t *testing.T, v G.Value) []uint64 {
 		for _, f := range x {
 			out = append(out, math.Float64bits(real(f)), math.Float64bits(imag(f)))
 		}
+	case float32:
+		out = append(out, uint64(math.Float32bits(x)))
+	case float64:
+		out = append(out, math.Float64bits(x))
 	default:
 		t.Fatalf("unexpected value data %T", v.Data())
 	}
