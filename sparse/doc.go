@@ -27,7 +27,9 @@
 // Success is an error wrapping ErrNotConverged (a *StatusError carrying the
 // Info), unless WithStatusOnly: then the last iterate is returned and the
 // caller reads the Status. Every solve starts from x = 0, so equal inputs
-// give equal outputs.
+// give equal outputs (but with WithKeepHierarchy, whose hierarchy comes from
+// the values the solver saw first: the same values and b then give answers
+// that agree to the tolerance).
 //
 // Caching. The solver keeps the values it last loaded and the hierarchy it
 // built for them. A run whose values equal the loaded ones (compared entry by

@@ -120,27 +120,52 @@ func compareRowBlocks(t *testing.T, rng *rand.Rand, h *commHandle, c solverCase,
 	}
 }
 
-// TestMPIBadInputOnOneRank: NaN in the last rank's block of b fails the run
-// on every rank; nothing hangs.
+// TestMPIBadInputOnOneRank: NaN in the right-hand side, NaN in the matrix
+// values, or a zero diagonal entry, on the last rank only: every rank fails
+// with the same sentinels as that rank's own error, so that ranks that
+// branch on them take the same branch (NaN values matched ErrNonFinite on
+// the last rank only).
 func TestMPIBadInputOnOneRank(t *testing.T) {
 	rng, h := worldRNG(t, 600)
 	tr := laplace2D(rng, 7, 6, 0)
 	b := randVec(rng, tr.n)
 	lo, rows := BlockRows(tr.n, h.rank, h.size)
 	blk := tr.block(t, lo, lo+rows)
-	bl := slices.Clone(b[lo : lo+rows])
-	if h.rank == h.size-1 {
-		bl[rows-1] = math.NaN()
-	}
-	for _, c := range solverCases() {
-		s, err := NewSolver(blk.Pattern, append(slices.Clone(c.opts), WithComm(worldFortran()))...)
-		require.NoError(t, err)
-		_, err = s.run(c.kind, false, false, blk.Values, bl)
-		t.Logf("%s: %v", c.name, err)
-		// The same sentinel on every rank, so that ranks that branch on it
-		// take the same branch.
-		require.ErrorIs(t, err, ErrNonFinite)
-		s.Close()
+	last := h.rank == h.size-1
+	for _, bad := range []struct {
+		name  string
+		spoil func(vals, b []float64)
+		want  []error
+		skip  func(c solverCase) bool
+	}{
+		{"NaN in b", func(_, b []float64) { b[len(b)-1] = math.NaN() }, []error{ErrNonFinite}, nil},
+		{"NaN in the values", func(vals, _ []float64) { vals[len(vals)-1] = math.NaN() }, []error{ErrBadMatrix, ErrNonFinite}, nil},
+		{"zero diagonal", func(vals, _ []float64) {
+			rp, ci := blk.Pattern.RowPtr(), blk.Pattern.ColInd()
+			for k := rp[rows-1]; k < rp[rows]; k++ {
+				if ci[k] == lo+rows-1 {
+					vals[k] = 0
+				}
+			}
+		}, []error{ErrZeroDiagonal}, func(c solverCase) bool { return c.name == "CG/none" }}, // divides by no diagonal
+	} {
+		for _, c := range solverCases() {
+			if bad.skip != nil && bad.skip(c) {
+				continue
+			}
+			vals, bl := slices.Clone(blk.Values), slices.Clone(b[lo:lo+rows])
+			if last {
+				bad.spoil(vals, bl)
+			}
+			s, err := NewSolver(blk.Pattern, append(slices.Clone(c.opts), WithComm(worldFortran()))...)
+			require.NoError(t, err)
+			_, err = s.run(c.kind, false, false, vals, bl)
+			t.Logf("%s, %s: %v", bad.name, c.name, err)
+			for _, want := range bad.want {
+				require.ErrorIs(t, err, want, "%s, %s", bad.name, c.name)
+			}
+			s.Close()
+		}
 	}
 }
 

@@ -394,7 +394,7 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind, badLe
 		return errLocal
 	}
 	if class != 0 {
-		return fmt.Errorf("%w: %s: bad input on another rank", classSentinel(class), name)
+		return classError(class, name)
 	}
 	// Loading is collective: when the values changed on any rank, every
 	// rank loads (its own, possibly unchanged, values).
@@ -531,17 +531,20 @@ func errorClass(err error) int {
 	return 1 // lengths: ErrBadInput
 }
 
-// classSentinel is the sentinel of an error class.
-func classSentinel(class int) error {
+// classError is the error of a rank whose inputs passed where another
+// rank's failed with an error of the class: it matches the sentinels that
+// rank's own error matches (non-finite values are ErrBadMatrix and
+// ErrNonFinite), so that every rank takes the same branch on them.
+func classError(class int, name string) error {
 	switch class {
 	case 2:
-		return ErrBadMatrix
+		return fmt.Errorf("%w: %s: %w: values on another rank", ErrBadMatrix, name, ErrNonFinite)
 	case 3:
-		return ErrNonFinite
+		return fmt.Errorf("%w: %s: a right-hand side on another rank", ErrNonFinite, name)
 	case 4:
-		return ErrZeroDiagonal
+		return fmt.Errorf("%w: %s: on another rank", ErrZeroDiagonal, name)
 	}
-	return ErrBadInput
+	return fmt.Errorf("%w: %s: bad input on another rank", ErrBadInput, name)
 }
 
 // needsDiagonal: BoomerAMG (its interpolation and smoothers) and Jacobi
