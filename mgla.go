@@ -78,8 +78,9 @@ var ErrComplexGradient = ops.ErrComplexGradient
 // that leave those eigenvectors unused, get their gradient.
 var ErrRepeatedEigenvalues = ops.ErrRepeatedEigenvalues
 
-// ErrMeshMismatch is returned when nodes or options name different meshes;
-// at build time the error matches ErrBadInput too.
+// ErrMeshMismatch is returned when nodes or options name different meshes,
+// and at run time for a sharded value bound with gorgonia.Let on another
+// mesh than its node's; the error matches ErrBadInput too.
 var ErrMeshMismatch = sharding.ErrMeshMismatch
 
 // ErrBadInput is matched by every build-time error about shapes, dtypes,

@@ -1253,3 +1253,65 @@ func TestScalarBoundWithLet(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherMeshBoundWithLet: a sharded value on another mesh than its node's
+// (ops.Input rebound with gorgonia.Let) is refused at run time with
+// ErrMeshMismatch and ErrBadInput, as at build time, by every op that
+// reads it, on both machines (it matched ErrMeshMismatch alone).
+func TestOtherMeshBoundWithLet(t *testing.T) {
+	m2, err := testMesh(t, 2)
+	require.NoError(t, err)
+	m3, err := testMesh(t, 3)
+	require.NoError(t, err)
+	spd := func() *tensor.Dense {
+		return tensor.New(tensor.WithShape(4, 4), tensor.WithBacking([]float64{4, 0, 0, 0, 0, 4, 0, 0, 0, 0, 4, 0, 0, 0, 0, 4}))
+	}
+	on2, err := sharding.Put(spd(), m2, sharding.Cyclic(2))
+	require.NoError(t, err)
+	on3, err := sharding.Put(spd(), m3, sharding.Cyclic(2))
+	require.NoError(t, err)
+	for _, bc := range []struct {
+		name  string
+		build func(a *G.Node) (*G.Node, error)
+	}{
+		{"Potrs", func(a *G.Node) (*G.Node, error) {
+			b := G.NewVector(a.Graph(), tensor.Float64, G.WithShape(4), G.WithName("b"), G.WithInit(G.Ones()))
+			return mgla.Potrs(a, b, mgla.WithTile(2))
+		}},
+		{"Potri", func(a *G.Node) (*G.Node, error) { return mgla.Potri(a, mgla.WithTile(2)) }},
+		{"Cholesky", func(a *G.Node) (*G.Node, error) { return mgla.Cholesky(a, mgla.WithTile(2)) }},
+		{"LogDet", func(a *G.Node) (*G.Node, error) { return mgla.LogDet(a, mgla.WithTile(2)) }},
+		{"Syevd", func(a *G.Node) (*G.Node, error) {
+			w, _, err := mgla.Syevd(a, mgla.WithTile(2), mgla.EigenvaluesOnly())
+			return w, err
+		}},
+		{"Relayout", func(a *G.Node) (*G.Node, error) {
+			r, err := ops.Relayout(a, sharding.Cyclic(1))
+			if err != nil {
+				return nil, err
+			}
+			return ops.Gather(r)
+		}},
+		{"AllReduce", func(a *G.Node) (*G.Node, error) {
+			comm, err := mgla.NewMeshComm(m2)
+			if err != nil {
+				return nil, err
+			}
+			return mgla.AllReduce(a, comm, mgla.ReduceSum)
+		}},
+	} {
+		for _, lisp := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%s", bc.name, map[bool]string{false: "tape", true: "lisp"}[lisp]), func(t *testing.T) {
+				g := G.NewGraph()
+				a := ops.Input(g, on2, "A")
+				out, err := bc.build(a)
+				require.NoError(t, err)
+				require.NoError(t, G.Let(a, on3))
+				err = mgla.Cause(run(t, g, lisp))
+				require.ErrorIs(t, err, mgla.ErrMeshMismatch)
+				require.ErrorIs(t, err, mgla.ErrBadInput)
+				require.Nil(t, out.Value(), "an output was written")
+			})
+		}
+	}
+}

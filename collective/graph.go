@@ -533,7 +533,8 @@ func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (g
 	switch v := x.(type) {
 	case *sharding.Tensor:
 		if !v.Mesh().Same(o.mesh) {
-			return nil, fmt.Errorf("%w: %s: value on %v, communicator on %v", sharding.ErrMeshMismatch, o.name, v.Mesh(), o.mesh)
+			// A value bound with gorgonia.Let: the builder checked the node's mesh.
+			return nil, fmt.Errorf("%w: %w: %s: value on %v, communicator on %v", sharding.ErrBadInput, sharding.ErrMeshMismatch, o.name, v.Mesh(), o.mesh)
 		}
 		xt = v
 		if v.Layout() != sharding.RowBlocks() {

@@ -92,8 +92,12 @@ func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			v = d
 		}
 	}
-	switch v.(type) {
-	case *sharding.Tensor, *tensor.Dense:
+	switch x := v.(type) {
+	case *sharding.Tensor:
+		if !x.Mesh().Same(o.to.Mesh) { // bound with Let: the builder checked the node's mesh
+			return nil, fmt.Errorf("%w: %w: ops: %v: value on %v", sharding.ErrBadInput, sharding.ErrMeshMismatch, o, x.Mesh())
+		}
+	case *tensor.Dense:
 	case GridResident: // distops' grid value, bound with Let
 		return nil, fmt.Errorf("%w: ops: %v: a grid value (%T) reaches an op built without WithGrid: build the op with the grid's WithGrid", sharding.ErrBadInput, o, v)
 	case gorgonia.Scalar: // gorgonia.Let binds a Go number to any node, unchecked

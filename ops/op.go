@@ -116,7 +116,8 @@ func asSharded(v gorgonia.Value, p Placement) (t *sharding.Tensor, err error) {
 	switch x := v.(type) {
 	case *sharding.Tensor:
 		if !x.Mesh().Same(p.Mesh) {
-			return nil, fmt.Errorf("%w: value on %v, op on %v", sharding.ErrMeshMismatch, x.Mesh(), p.Mesh)
+			// A value bound with gorgonia.Let: the builders checked the meshes.
+			return nil, fmt.Errorf("%w: %w: value on %v, op on %v", sharding.ErrBadInput, sharding.ErrMeshMismatch, x.Mesh(), p.Mesh)
 		}
 		if x.Layout() == p.Layout {
 			return x, nil
@@ -125,9 +126,9 @@ func asSharded(v gorgonia.Value, p Placement) (t *sharding.Tensor, err error) {
 	case tensor.Tensor:
 		return sharding.Put(x, p.Mesh, p.Layout)
 	case gorgonia.Scalar:
-		return nil, fmt.Errorf("ops: expected a matrix, got the scalar %v", v)
+		return nil, fmt.Errorf("%w: ops: expected a matrix, got the scalar %v", sharding.ErrBadInput, v)
 	}
-	return nil, fmt.Errorf("ops: unsupported value %T", v)
+	return nil, fmt.Errorf("%w: ops: unsupported value %T", sharding.ErrBadInput, v)
 }
 
 // toHost returns v as a host tensor (gathering sharded values).
