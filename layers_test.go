@@ -4,6 +4,7 @@ import (
 	"go/build"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,31 @@ var layers = map[string][]string{
 }
 
 const module = "github.com/mgla/mgla"
+
+// readmeOrder is the README's list of the packages from the bottom up
+// ("Architecture"): each may import only those before it.
+var readmeOrder = []string{"cyclic", "kernels", "sharding", "ops", "collective", "mgla", "dist", "sparse"}
+
+// TestReadmeOrder: the layers of the packages the README lists allow only
+// imports of packages listed before them (a root package listed below
+// collective, which it imports, passed TestPackageLayers unnoticed).
+func TestReadmeOrder(t *testing.T) {
+	for i, pkg := range readmeOrder {
+		dir := pkg
+		if pkg == "mgla" {
+			dir = "."
+		}
+		for _, imp := range layers[dir] {
+			top, _, _ := strings.Cut(imp, "/")
+			if top == pkg {
+				continue // kernels/lapack under kernels
+			}
+			if j := slices.Index(readmeOrder, top); j < 0 || j > i {
+				t.Errorf("%s may import %s, which the README lists after it (or not at all)", pkg, imp)
+			}
+		}
+	}
+}
 
 // TestPackageLayers checks the non-test imports of every listed package, in
 // the default build and under each build tag, against layers: no package
