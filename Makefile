@@ -34,7 +34,7 @@ unit:
 # trip, 76 s under -race on the 2-vCPU VM), which the unit step runs.
 race:
 	$(GO) test -count=1 -race -short $(RACE_PKGS)
-	$(GO) test -count=1 -race -run '^TestConcurrentGraphs$$' .
+	$(GO) test -count=1 -race -run '^(TestConcurrentGraphs|TestConcurrentCalls)$$' . ./kernels/
 
 # The kernels through OpenBLAS and LAPACK's column-major routines called directly (Debian libopenblas-dev, liblapacke-dev).
 openblas:
