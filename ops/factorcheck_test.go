@@ -14,7 +14,8 @@ import (
 )
 
 // factorCheck passes LAPACK's factors on meshes of 1, 2, 3 and 5 CPU
-// devices, every dtype, orders that are not multiples of the tile, and
+// devices, every dtype, orders that are not multiples of the tile (within
+// the typical threshold: right), and
 // catches a factor with one element of its last row off by 1e-6 (float64,
 // complex128) or 1e-2 (float32, complex64) times that row's diagonal
 // element: a lost panel update is far larger.
@@ -37,6 +38,9 @@ func TestFactorCheck(t *testing.T) {
 				require.NoError(t, err, what)
 				require.NoError(t, (hostSolver{}).potrf(a, l), what)
 				require.NoError(t, check.verify(l), what)
+				ratio, _, err := check.worst(l)
+				require.NoError(t, err, what)
+				require.True(t, check.right(ratio), "%s: a right factor computed again (%.3g)", what, ratio)
 				// One element below the diagonal (or the diagonal itself
 				// when n = 1), in the last tile's rows.
 				host, err := l.Gather()
@@ -67,6 +71,9 @@ func TestFactorCheck(t *testing.T) {
 				require.NoError(t, l.Load(host), what)
 				err = check.verify(l)
 				require.True(t, errors.Is(err, kernels.ErrWrongResult), "%s: %v", what, err)
+				ratio, _, err = check.worst(l)
+				require.NoError(t, err, what)
+				require.False(t, check.right(ratio), what)
 				check.release() // the next case may reuse its vectors
 			}
 		}

@@ -22,10 +22,13 @@ import (
 
 // A factor that cuSolverMg got wrong is computed again: meshPotrf on a mesh
 // of 2 or 3 GPUs, with the factor of the first attempt spoiled, returns the
-// right factor (from one GPU, where the matrix fits, or from the mesh's
-// second attempt) and counts one wrong factor; with every mesh attempt
-// spoiled and no fallback to one GPU it returns ErrWrongResult after
-// potrfAttempts attempts. Every dtype; N = 1000, T = 256.
+// right factor from one GPU, where the matrix fits, and counts one wrong
+// factor; without that fallback it computes it on the mesh again, also
+// after a factor only slightly off (beyond the check's typical threshold,
+// within its rigorous bound); with every mesh attempt spoiled, much or
+// slightly, it returns ErrWrongResult after potrfAttempts attempts. Every
+// dtype; N = 1000, T = 256. A factor off the host's is reported with what
+// the check saw at each attempt and what a check with another v sees.
 func TestMeshPotrfRetry(t *testing.T) {
 	ngpu, err := cu.NumDevices()
 	require.NoError(t, err)
@@ -52,33 +55,38 @@ func TestMeshPotrfRetry(t *testing.T) {
 		require.NoError(t, (hostSolver{}).potrf(a, want), what)
 		require.NoError(t, want.ZeroStrictUpper(), what)
 		spoiled := 0
-		spoil := func(l *sharding.Tensor, attempt int) error {
-			spoiled++
-			host, err := l.Gather()
-			if err != nil {
-				return err
-			}
-			// A lost update of the last tile: its rows scaled by 1.001.
-			for i := n - n%tile; i < n; i++ {
-				for j := 0; j <= i; j++ {
-					v, _ := host.At(i, j)
-					switch v := v.(type) {
-					case float32:
-						err = host.SetAt(v*1.001, i, j)
-					case float64:
-						err = host.SetAt(v*1.001, i, j)
-					case complex64:
-						err = host.SetAt(v*1.001, i, j)
-					case complex128:
-						err = host.SetAt(v*1.001, i, j)
-					}
-					if err != nil {
-						return err
+		// scaled spoils the factor: the last tile's rows scaled by
+		// 1 + by, the same way every time.
+		scaled := func(by float64) func(l *sharding.Tensor, attempt int) error {
+			return func(l *sharding.Tensor, attempt int) error {
+				spoiled++
+				host, err := l.Gather()
+				if err != nil {
+					return err
+				}
+				for i := n - n%tile; i < n; i++ {
+					for j := 0; j <= i; j++ {
+						v, _ := host.At(i, j)
+						switch v := v.(type) {
+						case float32:
+							err = host.SetAt(v*float32(1+by), i, j)
+						case float64:
+							err = host.SetAt(v*(1+by), i, j)
+						case complex64:
+							err = host.SetAt(v*complex64(complex(1+by, 0)), i, j)
+						case complex128:
+							err = host.SetAt(v*complex(1+by, 0), i, j)
+						}
+						if err != nil {
+							return err
+						}
 					}
 				}
+				return l.Load(host)
 			}
-			return l.Load(host)
 		}
+		// A lost update of the last tile: far beyond the rigorous bound.
+		spoil := scaled(1e-3)
 		spoilFactor = func(l *sharding.Tensor, attempt int) error {
 			if attempt > 1 {
 				return nil
@@ -87,17 +95,89 @@ func TestMeshPotrfRetry(t *testing.T) {
 		}
 		ref, err := want.Gather()
 		require.NoError(t, err, what)
-		for _, fallback := range []bool{true, false} {
-			singleFallback, spoiled = fallback, 0
-			before := WrongFactorsCaught()
-			require.NoError(t, gpuSolver{DispatchMesh}.potrf(a, l), what)
-			require.Equal(t, 1, spoiled, what)
-			// (≥: cuSolverMg's own wrong factors on busy GPUs count too)
-			require.GreaterOrEqual(t, WrongFactorsCaught(), before+1, what)
+		// The check of each attempt, and a run that tolerates cuSolverMg's
+		// own wrong factors where only the mesh may compute: on GPUs that
+		// the suite's other steps keep busy it can be wrong many times in
+		// a row (the shim's TestMg saw 20 at N = 1537, call 39), so
+		// ErrWrongResult is accepted there when every attempt the test did
+		// not spoil failed the check by itself (logged), and a factor
+		// that comes back must be the host's.
+		var attempts []attemptTrace
+		traceAttempt = func(attempt int, ratio float64, row int, right bool) {
+			attempts = append(attempts, attemptTrace{attempt, ratio, row, right})
+		}
+		defer func() { traceAttempt = nil }()
+		meshOnly := func(spoiledAttempts int, what string) {
+			t.Helper()
+			attempts = nil
+			err := gpuSolver{DispatchMesh}.potrf(a, l)
+			require.GreaterOrEqual(t, len(attempts), spoiledAttempts+1, "%s: a spoiled factor kept: %v", what, attempts)
+			for _, at := range attempts[:spoiledAttempts] {
+				require.False(t, at.right, "%s: a spoiled factor passed its check: %v", what, attempts)
+			}
+			if errors.Is(err, kernels.ErrWrongResult) {
+				for _, at := range attempts[spoiledAttempts:] {
+					require.False(t, at.right, "%s: %v after a right factor: %v", what, err, attempts)
+				}
+				t.Logf("%s: cuSolverMg wrong on every later attempt (busy GPUs): %v", what, attempts)
+				return
+			}
+			require.NoError(t, err, what)
 			got, err := l.Gather()
 			require.NoError(t, err, what)
-			require.InDeltaSlice(t, toFloats(ref.Data()), toFloats(got.Data()), 1e-3, "%s fallback %v", what, fallback)
+			if d, at := maxDiff(toFloats(ref.Data()), toFloats(got.Data())); d > 1e-3 {
+				// What the check saw, and what another v sees now.
+				require.NoError(t, a.RelayoutInto(want), what)
+				again, err := newFactorCheck(want)
+				require.NoError(t, err, what)
+				ratio, row, err := again.worst(l)
+				again.release()
+				require.NoError(t, err, what)
+				require.NoError(t, (hostSolver{}).potrf(a, want), what)
+				require.NoError(t, want.ZeroStrictUpper(), what)
+				k := at // the element of the matrix (complex: two floats each)
+				if len(toFloats(got.Data())) == 2*n*n {
+					k /= 2
+				}
+				t.Fatalf("%s: the factor is %.3g off the host's at row %d, column %d (%v against %v); the check's attempts: %v; another v: %.3g at row %d (typical threshold %.3g)",
+					what, d, k/n, k%n, toFloats(got.Data())[at], toFloats(ref.Data())[at], attempts, ratio, row, again.typical())
+			}
 		}
+		// A lost update on the first attempt: from one GPU, or from the
+		// mesh again.
+		singleFallback, spoiled, attempts = true, 0, nil
+		before := WrongFactorsCaught()
+		require.NoError(t, gpuSolver{DispatchMesh}.potrf(a, l), what)
+		require.Equal(t, 1, spoiled, what)
+		// (≥: cuSolverMg's own wrong factors on busy GPUs count too)
+		require.GreaterOrEqual(t, WrongFactorsCaught(), before+1, what)
+		got, err := l.Gather()
+		require.NoError(t, err, what)
+		require.InDeltaSlice(t, toFloats(ref.Data()), toFloats(got.Data()), 1e-3, "%s, from one GPU", what)
+		singleFallback = false
+		meshOnly(1, what+", the mesh again")
+		// A slightly wrong factor (a thousand times the dtype's eps off in
+		// the last tile: beyond the typical threshold, within the rigorous
+		// bound) on the first attempt only: computed again on the mesh.
+		eps := 0x1p-52
+		if dt == tensor.Float32 || dt == tensor.Complex64 {
+			eps = 0x1p-23
+		}
+		suspect := scaled(1000 * eps)
+		spoilFactor = func(l *sharding.Tensor, attempt int) error {
+			if attempt > 1 {
+				return nil
+			}
+			return suspect(l, attempt)
+		}
+		meshOnly(1, what+", slightly wrong")
+		// The same slightly wrong factor on every attempt (cuSolverMg's
+		// wrong factors can repeat bit for bit): ErrWrongResult.
+		spoiled, spoilFactor = 0, suspect
+		err = gpuSolver{DispatchMesh}.potrf(a, l)
+		require.True(t, errors.Is(err, kernels.ErrWrongResult), "%s: a repeated slightly wrong factor: %v", what, err)
+		require.Equal(t, potrfAttempts, spoiled, what)
+
 		spoiled, singleFallback = 0, false
 		spoilFactor = spoil
 		err = gpuSolver{DispatchMesh}.potrf(a, l)
@@ -112,6 +192,24 @@ func TestMeshPotrfRetry(t *testing.T) {
 }
 
 // toFloats lists the real and imaginary parts of a float or complex slice.
+// attemptTrace is what meshPotrf's check found at one attempt.
+type attemptTrace struct {
+	attempt int
+	ratio   float64
+	row     int
+	right   bool
+}
+
+// maxDiff is the largest |a[i] − b[i]| and its index.
+func maxDiff(a, b []float64) (d float64, at int) {
+	for i := range a {
+		if e := math.Abs(a[i] - b[i]); e > d {
+			d, at = e, i
+		}
+	}
+	return d, at
+}
+
 func toFloats(data any) []float64 {
 	var out []float64
 	switch s := data.(type) {

@@ -1,0 +1,151 @@
+//go:build mglacuda
+
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/kernels/cusolver"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/cu"
+	"gorgonia.org/tensor"
+)
+
+// TestFactorErrorStudy (MGLA_FACTOR_STUDY=1; not part of the suite)
+// measures what factorCheck's bound leaves room for: cusolverMgPotrf on a
+// mesh of every visible GPU, the same matrix factored again and again, each
+// factor against the host's (float64 arithmetic) and against the first
+// factor (correct factors are bitwise equal), with the check's worst row in
+// units of eps·(|A|·|v| + |L|·|Lᴴ|·|v|) (the bound is 4(n+2) of them).
+func TestFactorErrorStudy(t *testing.T) {
+	if os.Getenv("MGLA_FACTOR_STUDY") == "" {
+		t.Skip("MGLA_FACTOR_STUDY not set")
+	}
+	ngpu, err := cu.NumDevices()
+	require.NoError(t, err)
+	ids := make([]int, ngpu)
+	for i := range ids {
+		ids[i] = i
+	}
+	mesh, err := sharding.GPUMesh(ids...)
+	require.NoError(t, err)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d, %d GPUs", seed, ngpu)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	reps := 20
+	for _, c := range []struct{ n, tile int }{{1000, 256}, {4000, 512}} {
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Complex64, tensor.Float64} {
+			a, err := sharding.Put(randomHPD(rng, dt, c.n), mesh, sharding.Cyclic(c.tile))
+			require.NoError(t, err)
+			want, err := sharding.New(mesh, tensor.Shape{c.n, c.n}, dt, sharding.Cyclic(c.tile))
+			require.NoError(t, err)
+			require.NoError(t, (hostSolver{}).potrf(a, want))
+			require.NoError(t, want.ZeroStrictUpper())
+			refT, err := want.Gather()
+			require.NoError(t, err)
+			ref := toFloats(refT.Data())
+			refMax := 0.0
+			for _, v := range ref {
+				refMax = max(refMax, math.Abs(v))
+			}
+			eps := 0x1p-52
+			if dt == tensor.Float32 || dt == tensor.Complex64 {
+				eps = 0x1p-23
+			}
+			l, err := sharding.New(mesh, tensor.Shape{c.n, c.n}, dt, sharding.Cyclic(c.tile))
+			require.NoError(t, err)
+			var first []float64
+			var entryErrs, ratios []float64
+			differ := 0
+			for r := range reps {
+				require.NoError(t, a.RelayoutInto(l))
+				check, err := newFactorCheck(l)
+				require.NoError(t, err)
+				require.NoError(t, mgCall(l, func(h *cusolver.Mg, p []uintptr) error {
+					return notPD(h.Potrf(a.Dtype(), a.Rows(), mgTile(l), p), a, l)
+				}))
+				ratio, err := check.worstRatio(l)
+				require.NoError(t, err)
+				check.release()
+				require.NoError(t, l.ZeroStrictUpper())
+				gotT, err := l.Gather()
+				require.NoError(t, err)
+				got := toFloats(gotT.Data())
+				worst := 0.0
+				for i := range got {
+					worst = max(worst, math.Abs(got[i]-ref[i]))
+				}
+				if first == nil {
+					first = got
+				} else if !slices.Equal(first, got) {
+					differ++
+				}
+				entryErrs = append(entryErrs, worst/(eps*refMax))
+				ratios = append(ratios, ratio)
+				if r < 3 || worst/(eps*refMax) > 4*entryErrs[0] {
+					t.Logf("n %d tile %d %v rep %d: max|L-Lref| %.3g = %.3g eps·max|L|; check %.3g eps (bound %d)", c.n, c.tile, dt, r, worst, worst/(eps*refMax), ratio, 4*(c.n+2))
+				}
+			}
+			fmt.Printf("STUDY n=%d tile=%d %v gpus=%d: entry error / (eps·max|L|) median %.3g max %.3g; check worst / eps median %.3g max %.3g (bound %d); factors differing from the first: %d of %d\n",
+				c.n, c.tile, dt, ngpu, median(entryErrs), slices.Max(entryErrs), median(ratios), slices.Max(ratios), 4*(c.n+2), differ, reps-1)
+			// The same through meshPotrf, which checks and computes again.
+			singleFallback = false
+			before := WrongFactorsCaught()
+			var checked []float64
+			failed := 0
+			for range reps {
+				if err := (gpuSolver{DispatchMesh}).potrf(a, l); errors.Is(err, kernels.ErrWrongResult) {
+					failed++
+					continue
+				} else {
+					require.NoError(t, err)
+				}
+				gotT, err := l.Gather()
+				require.NoError(t, err)
+				got := toFloats(gotT.Data())
+				worst := 0.0
+				for i := range got {
+					worst = max(worst, math.Abs(got[i]-ref[i]))
+				}
+				checked = append(checked, worst/(eps*refMax))
+			}
+			singleFallback = true
+			if len(checked) == 0 {
+				checked = []float64{math.NaN()}
+			}
+			fmt.Printf("STUDY checked n=%d tile=%d %v: entry error / (eps·max|L|) median %.3g max %.3g; wrong factors caught %d; ErrWrongResult %d of %d\n",
+				c.n, c.tile, dt, median(checked), slices.Max(checked), WrongFactorsCaught()-before, failed, reps)
+			for _, x := range []*sharding.Tensor{a, want, l} {
+				x.Free()
+			}
+		}
+	}
+}
+
+// worstRatio is the check's worst row, |A·v − L·Lᴴ·v| in units of
+// eps·(|A|·|v| + |L|·|Lᴴ|·|v|).
+func (c *factorCheck) worstRatio(l *sharding.Tensor) (float64, error) {
+	if err := l.MulCholeskyInto(c.y, c.yAbs, c.v, c.vAbs); err != nil {
+		return 0, err
+	}
+	worst := 0.0
+	for i := range c.v {
+		worst = max(worst, abs(c.av[i]-c.y[i])/(c.eps*(c.avAbs[i]+c.yAbs[i])))
+	}
+	return worst, nil
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
