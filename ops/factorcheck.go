@@ -30,6 +30,7 @@ type factorCheck struct {
 	vAbs, avAbs []float64    // |v| and |A|·|v|
 	yAbs        []float64    // |L|·(|Lᴴ|·|v|)
 	eps         float64      // machine epsilon of the dtype
+	floor       float64      // the least rounding scale of a row (worst)
 	releases    []func()     // give the vectors back
 }
 
@@ -52,8 +53,10 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 		c.releases = append(c.releases, release)
 	}
 	single := a.Dtype() == tensor.Float32 || a.Dtype() == tensor.Complex64
+	c.floor = float64(n+2) * math.SmallestNonzeroFloat64
 	if single {
 		c.eps = 0x1p-23
+		c.floor = float64(n+2) * math.SmallestNonzeroFloat32
 	}
 	// A generator of the check's own: the global one costs about three
 	// times as much per number.
@@ -87,17 +90,17 @@ func (c *factorCheck) release() {
 
 // worst compares L·(Lᴴ·v) with A·v, L being the lower triangle of l, row
 // by row in units of the row's rounding scale eps·(|A|·|v| + |L|·|Lᴴ|·|v|)
-// and returns the largest ratio (NaN when a row is NaN) and its row.
+// and returns the largest ratio (NaN when a row is NaN) and its row. The
+// scale has a floor of n+2 of the dtype's smallest subnormals, the
+// rounding of gradual underflow: rows of entries near the smallest normal
+// number would otherwise divide by a scale that underflowed to 0.
 func (c *factorCheck) worst(l *sharding.Tensor) (ratio float64, row int, err error) {
 	if err := l.MulCholeskyInto(c.y, c.yAbs, c.v, c.vAbs); err != nil {
 		return 0, 0, err
 	}
 	row = -1
 	for i := range c.v {
-		r := abs(c.av[i]-c.y[i]) / (c.eps * (c.avAbs[i] + c.yAbs[i]))
-		if c.avAbs[i]+c.yAbs[i] == 0 {
-			r = abs(c.av[i] - c.y[i]) // 0, or NaN: no scale to divide by
-		}
+		r := abs(c.av[i]-c.y[i]) / max(c.eps*(c.avAbs[i]+c.yAbs[i]), c.floor)
 		if row < 0 || r > ratio || math.IsNaN(r) {
 			ratio, row = r, i
 			if math.IsNaN(r) {

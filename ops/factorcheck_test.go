@@ -96,6 +96,11 @@ func randomHPD(rng *rand.Rand, dt tensor.Dtype, n int) *tensor.Dense {
 		}
 		a[i*n+i] = complex(float64(n), 0)
 	}
+	return denseOf(dt, n, a)
+}
+
+// denseOf is the row-major n×n matrix a as a host tensor of dtype dt.
+func denseOf(dt tensor.Dtype, n int, a []complex128) *tensor.Dense {
 	d := tensor.New(tensor.WithShape(n, n), tensor.Of(dt))
 	for k, v := range a {
 		var e any
@@ -114,4 +119,58 @@ func randomHPD(rng *rand.Rand, dt tensor.Dtype, n int) *tensor.Dense {
 		}
 	}
 	return d
+}
+
+// TestFactorCheckTinyMatrices: the exact factor of s·I, and LAPACK's of a
+// random matrix scaled by s, is right down to the smallest numbers, in
+// every dtype: a row whose rounding scale eps·(|A|·|v| + |L|·|Lᴴ|·|v|)
+// underflowed to 0 gave 0/0, NaN, and a right factor computed again (and on
+// a mesh too large for one GPU, ErrWrongResult).
+func TestFactorCheckTinyMatrices(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 4))
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
+		scales := []float64{1e-300, 1e-305, 1e-308, 1e-310, 1e-320}
+		if dt == tensor.Float32 || dt == tensor.Complex64 {
+			scales = []float64{1e-30, 1e-36, 1e-38, 1e-40, 1e-44}
+		}
+		for _, s := range scales {
+			for _, n := range []int{1, 2, 50} {
+				for _, identity := range []bool{true, false} {
+					what := fmt.Sprintf("seed %d, %v, %g·%s, n=%d", seed, dt, s, map[bool]string{true: "I", false: "random"}[identity], n)
+					// s·I, or s on the diagonal and entries uniform in ±s/n below it.
+					m := make([]complex128, n*n)
+					for i := range n {
+						m[i*n+i] = complex(s, 0)
+						if identity {
+							continue
+						}
+						for j := range i {
+							v := complex(s*(2*rng.Float64()-1)/float64(n), 0)
+							m[i*n+j], m[j*n+i] = v, v
+						}
+					}
+					a0 := denseOf(dt, n, m)
+					a, err := sharding.Put(a0, mesh, sharding.Cyclic(16))
+					require.NoError(t, err, what)
+					l, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(16))
+					require.NoError(t, err, what)
+					require.NoError(t, a.RelayoutInto(l), what)
+					check, err := newFactorCheck(l)
+					require.NoError(t, err, what)
+					if err := (hostSolver{}).potrf(a, l); err != nil {
+						check.release()
+						continue // not positive definite once rounded to the dtype: nothing to check
+					}
+					ratio, row, err := check.worst(l)
+					require.NoError(t, err, what)
+					require.True(t, check.right(ratio), "%s: a right factor judged wrong: %v at row %d", what, ratio, row)
+					check.release()
+				}
+			}
+		}
+	}
 }
