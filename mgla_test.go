@@ -1315,3 +1315,30 @@ func TestOtherMeshBoundWithLet(t *testing.T) {
 		}
 	}
 }
+
+// TestMeshMismatchAtBuild: a collective of a node on another mesh than its
+// communicator's, and Shard of a sharded node to another mesh, are refused
+// with ErrMeshMismatch and ErrBadInput (collectives with ErrBadCall too, as
+// their other build errors), as the dense builders' are (they matched
+// ErrMeshMismatch alone).
+func TestMeshMismatchAtBuild(t *testing.T) {
+	m2, err := testMesh(t, 2)
+	require.NoError(t, err)
+	m3, err := testMesh(t, 3)
+	require.NoError(t, err)
+	comm2, err := mgla.NewMeshComm(m2)
+	require.NoError(t, err)
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(6), G.WithName("x"), G.WithInit(G.Ones()))
+	on3, err := ops.Shard(x, m3, sharding.RowBlocks())
+	require.NoError(t, err)
+	for _, comm := range []mgla.Comm{comm2, collective.Self()} {
+		_, err := mgla.AllReduce(on3, comm, mgla.ReduceSum)
+		for _, want := range []error{mgla.ErrMeshMismatch, mgla.ErrBadInput, mgla.ErrBadCall} {
+			require.ErrorIs(t, err, want, "AllReduce on %v", comm)
+		}
+	}
+	_, err = ops.Shard(on3, m2, sharding.RowBlocks())
+	require.ErrorIs(t, err, mgla.ErrMeshMismatch)
+	require.ErrorIs(t, err, mgla.ErrBadInput)
+}

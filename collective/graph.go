@@ -188,7 +188,7 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 			return nil, bad("%v of complex values is not defined", s.op)
 		}
 		if p, ok := ops.PlacementOf(x); ok && (op.mesh == nil || !p.Mesh.Same(op.mesh)) {
-			return nil, fmt.Errorf("%w: %s: %v is on %v, the communicator is %v", sharding.ErrMeshMismatch, o.name, x.Name(), p.Mesh, comm)
+			return nil, fmt.Errorf("%w: %w: %w: %s: %v is on %v, the communicator is %v", ErrBadCall, sharding.ErrBadInput, sharding.ErrMeshMismatch, o.name, x.Name(), p.Mesh, comm)
 		}
 		if _, _, err := op.shapes(x.Shape()); err != nil {
 			return nil, err

@@ -45,7 +45,7 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 		return x, nil
 	}
 	if sharded && !p.Mesh.Same(mesh) {
-		return nil, fmt.Errorf("%w: Shard moves %v within its mesh %v, not to %v (Gather it first)", sharding.ErrMeshMismatch, x.Name(), p.Mesh, mesh)
+		return nil, fmt.Errorf("%w: %w: Shard moves %v within its mesh %v, not to %v (Gather it first)", sharding.ErrBadInput, sharding.ErrMeshMismatch, x.Name(), p.Mesh, mesh)
 	}
 	name := "Shard"
 	if IsSharded(x) {
