@@ -160,7 +160,8 @@ func abs(z complex128) float64 {
 var wrongFactors atomic.Int64
 
 // WrongFactorsCaught returns how many factorizations on GPU meshes since
-// the process started gave a wrong result that mgla replaced: a factor that
-// failed mgla's check and was computed again (see mgla.ErrWrongResult), or
-// an error cuSolverMg reported for a matrix that the host then factored.
+// the process started gave a wrong result that mgla caught: a factor that
+// failed mgla's check and was computed again, or that was the last attempt
+// (the op then fails with mgla.ErrWrongResult), or an error cuSolverMg
+// reported for a matrix that the host then factored.
 func WrongFactorsCaught() int64 { return wrongFactors.Load() }
