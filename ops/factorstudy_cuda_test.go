@@ -97,6 +97,30 @@ func TestFactorErrorStudy(t *testing.T) {
 			}
 			fmt.Printf("STUDY n=%d tile=%d %v gpus=%d: entry error / (eps·max|L|) median %.3g max %.3g; check worst / eps median %.3g max %.3g (bound %d); factors differing from the first: %d of %d\n",
 				c.n, c.tile, dt, ngpu, median(entryErrs), slices.Max(entryErrs), median(ratios), slices.Max(ratios), 4*(c.n+2), differ, reps-1)
+			// cuSOLVER on the first GPU (meshPotrf's fallback, unchecked).
+			var single []float64
+			singleDiffer := 0
+			var singleFirst []float64
+			for range reps {
+				require.NoError(t, a.RelayoutInto(l))
+				require.NoError(t, singlePotrf(a, l))
+				require.NoError(t, l.ZeroStrictUpper())
+				gotT, err := l.Gather()
+				require.NoError(t, err)
+				got := toFloats(gotT.Data())
+				worst := 0.0
+				for i := range got {
+					worst = max(worst, math.Abs(got[i]-ref[i]))
+				}
+				if singleFirst == nil {
+					singleFirst = got
+				} else if !slices.Equal(singleFirst, got) {
+					singleDiffer++
+				}
+				single = append(single, worst/(eps*refMax))
+			}
+			fmt.Printf("STUDY single n=%d tile=%d %v: entry error / (eps·max|L|) median %.3g max %.3g; factors differing from the first: %d of %d\n",
+				c.n, c.tile, dt, median(single), slices.Max(single), singleDiffer, reps-1)
 			// The same through meshPotrf, which checks and computes again.
 			singleFallback = false
 			before := WrongFactorsCaught()
