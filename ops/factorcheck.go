@@ -116,9 +116,10 @@ func (c *factorCheck) worst(l *sharding.Tensor) (ratio float64, row int, err err
 // products: a factor beyond it is wrong. Typical is 2√(n+2): rounding errors
 // grow like √n in practice, and the right factors of cusolverMgPotrf stay
 // far below it (at most 0.07√n on 2 H100s, every dtype, N = 1000 and 4000:
-// call 36 in docs/bench/gpu-4xH100-2026-11-27-review.txt), where the wrong
-// ones it returned beside other GPU work reached 641–2760 in single
-// precision, within the rigorous bound, which let them through (right).
+// calls 36–42 in docs/bench/gpu-4xH100-2026-11-27-review.txt), where the
+// wrong ones it returned beside other GPU work were off by 320–3410 in
+// single precision, within the rigorous bound, which let them through
+// (right).
 func (c *factorCheck) typical() float64  { return 2 * math.Sqrt(float64(len(c.v)+2)) }
 func (c *factorCheck) rigorous() float64 { return 4 * float64(len(c.v)+2) }
 
