@@ -87,7 +87,8 @@ var ErrMeshMismatch = sharding.ErrMeshMismatch
 // nodes and options, and by the ops' run-time errors about a value bound
 // with gorgonia.Let that they cannot take (a right-hand side of another
 // order, a grid value without WithGrid, a tensor type they do not read, a
-// Go number, which Let binds to a node of any shape without a check).
+// Go number, which Let binds to a node of any shape without a check), on a
+// mesh or, with WithGrid, on a grid (dist.ErrBadInput matches it).
 var ErrBadInput = sharding.ErrBadInput
 
 // Cause returns the op's own error inside an error returned by a Gorgonia

@@ -53,10 +53,9 @@
 package dist
 
 import (
-	"errors"
-
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
 )
 
 // Scalar is an element type ScaLAPACK computes with.
@@ -66,7 +65,10 @@ type Scalar interface {
 
 var (
 	// ErrBadInput is matched by errors about shapes, block sizes and grids.
-	ErrBadInput = errors.New("dist: bad input")
+	// Such an error matches mgla's ErrBadInput (sharding.ErrBadInput) too,
+	// so that a graph built with mgla's WithGrid refuses a value bound with
+	// gorgonia.Let as the mesh ops do.
+	ErrBadInput error = badInput{}
 	// ErrMismatch is matched when ranks call with different shapes or types.
 	ErrMismatch = collective.ErrMismatch
 	// ErrNotPositiveDefinite is matched when a factorization finds a
@@ -89,3 +91,10 @@ var (
 
 // DefaultBlock is the block size (rows and columns) when none is given.
 const DefaultBlock = 64
+
+// badInput is ErrBadInput: its own sentinel, which also matches
+// sharding.ErrBadInput.
+type badInput struct{}
+
+func (badInput) Error() string        { return "dist: bad input" }
+func (badInput) Is(target error) bool { return target == sharding.ErrBadInput }

@@ -1051,3 +1051,33 @@ func TestConstantRightHandSideOnGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestScalarBoundOnGrid: a Go number bound with gorgonia.Let (which Let
+// does not check) to an operand of a grid op built by mgla's WithGrid is
+// refused at run time on every rank with an error that matches mgla's
+// ErrBadInput as the mesh ops' does, beside dist.ErrBadInput (it matched
+// dist.ErrBadInput alone).
+func TestScalarBoundOnGrid(t *testing.T) {
+	for _, grid := range grids(t) {
+		for _, bound := range []string{"A", "b"} {
+			g := G.NewGraph()
+			a := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("A"),
+				G.WithValue(tensor.New(tensor.WithShape(3, 3), tensor.WithBacking([]float64{4, 1, 0, 1, 3, 1, 0, 1, 2}))))
+			b := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 1), G.WithName("b"),
+				G.WithValue(tensor.New(tensor.WithShape(3, 1), tensor.WithBacking([]float64{1, 2, 3}))))
+			x, err := mgla.Potrs(a, b, mgla.WithGrid(distops.On(grid)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := G.Let(map[string]*G.Node{"A": a, "b": b}[bound], 3.0); err != nil {
+				t.Fatal(err)
+			}
+			m := G.NewTapeMachine(g)
+			err = mgla.Cause(m.RunAll())
+			m.Close()
+			if !errors.Is(err, mgla.ErrBadInput) || !errors.Is(err, dist.ErrBadInput) || x.Value() != nil {
+				t.Errorf("%s, a number bound to %s: %v (output %v), want mgla's and dist's ErrBadInput and no output", gridName(grid), bound, err, x.Value())
+			}
+		}
+	}
+}
