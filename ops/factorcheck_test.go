@@ -29,14 +29,8 @@ func TestFactorCheck(t *testing.T) {
 		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
 			for _, n := range []int{1, 37, 130} {
 				what := fmt.Sprintf("seed %d, %d devices, %v, n=%d", seed, ndev, dt, n)
-				a, err := sharding.Put(randomHPD(rng, dt, n), mesh, sharding.Cyclic(16))
+				l, check, err := hostFactored(t, mesh, randomHPD(rng, dt, n), 16, what)
 				require.NoError(t, err, what)
-				l, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(16))
-				require.NoError(t, err, what)
-				require.NoError(t, a.RelayoutInto(l), what)
-				check, err := newFactorCheck(l)
-				require.NoError(t, err, what)
-				require.NoError(t, (hostSolver{}).potrf(a, l), what)
 				require.NoError(t, check.verify(l), what)
 				ratio, _, err := check.worst(l)
 				require.NoError(t, err, what)
@@ -78,6 +72,21 @@ func TestFactorCheck(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hostFactored puts a0 on mesh in tiles of tile, starts a factorCheck of
+// it and factors it on the host into l; the factorization's error is
+// returned (l and check are valid either way), any other fails the test.
+func hostFactored(t *testing.T, mesh *sharding.Mesh, a0 *tensor.Dense, tile int, what string) (*sharding.Tensor, *factorCheck, error) {
+	t.Helper()
+	a, err := sharding.Put(a0, mesh, sharding.Cyclic(tile))
+	require.NoError(t, err, what)
+	l, err := sharding.New(mesh, a0.Shape().Clone(), a0.Dtype(), sharding.Cyclic(tile))
+	require.NoError(t, err, what)
+	require.NoError(t, a.RelayoutInto(l), what)
+	check, err := newFactorCheck(l)
+	require.NoError(t, err, what)
+	return l, check, (hostSolver{}).potrf(a, l)
 }
 
 // randomHPD is a random Hermitian positive definite matrix of dtype dt:
@@ -153,15 +162,8 @@ func TestFactorCheckTinyMatrices(t *testing.T) {
 							m[i*n+j], m[j*n+i] = v, v
 						}
 					}
-					a0 := denseOf(dt, n, m)
-					a, err := sharding.Put(a0, mesh, sharding.Cyclic(16))
-					require.NoError(t, err, what)
-					l, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(16))
-					require.NoError(t, err, what)
-					require.NoError(t, a.RelayoutInto(l), what)
-					check, err := newFactorCheck(l)
-					require.NoError(t, err, what)
-					if err := (hostSolver{}).potrf(a, l); err != nil {
+					l, check, err := hostFactored(t, mesh, denseOf(dt, n, m), 16, what)
+					if err != nil {
 						check.release()
 						continue // not positive definite once rounded to the dtype: nothing to check
 					}

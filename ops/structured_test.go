@@ -148,14 +148,8 @@ func TestFactorCheckStructured(t *testing.T) {
 			for _, n := range []int{61, 301} {
 				for k, kind := range structuredHPD {
 					what := fmt.Sprintf("seed %d, %d devices, %v, %s, n=%d", seed, ndev, dt, kind.name, n)
-					a, err := sharding.Put(structuredMatrix(rng, k, dt, n), mesh, sharding.Cyclic(32))
+					l, check, err := hostFactored(t, mesh, structuredMatrix(rng, k, dt, n), 32, what)
 					require.NoError(t, err, what)
-					l, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(32))
-					require.NoError(t, err, what)
-					require.NoError(t, a.RelayoutInto(l), what)
-					check, err := newFactorCheck(l)
-					require.NoError(t, err, what)
-					require.NoError(t, (hostSolver{}).potrf(a, l), what)
 					ratio, row, err := check.worst(l)
 					require.NoError(t, err, what)
 					require.True(t, check.right(ratio), "%s: a right factor judged wrong: %.3g (threshold %.3g) at row %d", what, ratio, check.typical(), row)
