@@ -111,21 +111,23 @@ func randomHPD(rng *rand.Rand, dt tensor.Dtype, n int) *tensor.Dense {
 // denseOf is the row-major n×n matrix a as a host tensor of dtype dt.
 func denseOf(dt tensor.Dtype, n int, a []complex128) *tensor.Dense {
 	d := tensor.New(tensor.WithShape(n, n), tensor.Of(dt))
-	for k, v := range a {
-		var e any
-		switch dt {
-		case tensor.Float32:
-			e = float32(real(v))
-		case tensor.Float64:
-			e = real(v)
-		case tensor.Complex64:
-			e = complex64(v)
-		default:
-			e = v
+	switch data := d.Data().(type) {
+	case []float32:
+		for k, v := range a {
+			data[k] = float32(real(v))
 		}
-		if err := d.SetAt(e, k/n, k%n); err != nil {
-			panic(err)
+	case []float64:
+		for k, v := range a {
+			data[k] = real(v)
 		}
+	case []complex64:
+		for k, v := range a {
+			data[k] = complex64(v)
+		}
+	case []complex128:
+		copy(data, a)
+	default:
+		panic(fmt.Sprintf("denseOf: dtype %v", dt))
 	}
 	return d
 }

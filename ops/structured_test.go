@@ -57,32 +57,10 @@ var structuredHPD = []struct {
 		return fill(n, func(i, j int) float64 { return math.Pow(0.9, math.Abs(float64(i-j))) })
 	}},
 	{"graded", func(rng *rand.Rand, n int, single bool) []complex128 {
-		g := 3.0
 		if single {
-			g = 1.5
+			return gradedHPD(rng, n, 1.5)
 		}
-		d := make([]float64, n)
-		for i := range d {
-			d[i] = math.Pow(10, -g+2*g*float64(i)/float64(max(n-1, 1)))
-		}
-		r := fill(n, func(i, j int) float64 {
-			if i == j {
-				return float64(n)
-			}
-			return 0
-		})
-		for i := range n {
-			for j := range i {
-				v := 2*rng.Float64() - 1
-				r[i*n+j], r[j*n+i] = complex(v, 0), complex(v, 0)
-			}
-		}
-		for i := range n {
-			for j := range n {
-				r[i*n+j] *= complex(d[i]*d[j], 0)
-			}
-		}
-		return r
+		return gradedHPD(rng, n, 3)
 	}},
 	{"Lehmer + jitter", func(_ *rand.Rand, n int, single bool) []complex128 {
 		jitter := 0.0
@@ -99,6 +77,33 @@ var structuredHPD = []struct {
 	}},
 }
 
+// gradedHPD is D·R·D with R a random diagonally dominant matrix (randomHPD's
+// kind) and D's diagonal rising evenly in exponent from 10^-g to 10^g.
+func gradedHPD(rng *rand.Rand, n int, g float64) []complex128 {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = math.Pow(10, -g+2*g*float64(i)/float64(max(n-1, 1)))
+	}
+	r := fill(n, func(i, j int) float64 {
+		if i == j {
+			return float64(n)
+		}
+		return 0
+	})
+	for i := range n {
+		for j := range i {
+			v := 2*rng.Float64() - 1
+			r[i*n+j], r[j*n+i] = complex(v, 0), complex(v, 0)
+		}
+	}
+	for i := range n {
+		for j := range n {
+			r[i*n+j] *= complex(d[i]*d[j], 0)
+		}
+	}
+	return r
+}
+
 // fill is the row-major n×n matrix of f's values.
 func fill(n int, f func(i, j int) float64) []complex128 {
 	a := make([]complex128, n*n)
@@ -113,7 +118,13 @@ func fill(n int, f func(i, j int) float64) []complex128 {
 // structuredMatrix is kind k of structuredHPD as a host tensor of dtype dt.
 func structuredMatrix(rng *rand.Rand, k int, dt tensor.Dtype, n int) *tensor.Dense {
 	single := dt == tensor.Float32 || dt == tensor.Complex64
-	a := structuredHPD[k].gen(rng, n, single)
+	return withPhases(rng, dt, n, structuredHPD[k].gen(rng, n, single))
+}
+
+// withPhases is the real symmetric row-major n×n matrix a as a host tensor
+// of dtype dt, as D·A·Dᴴ with D a diagonal of random phases in the complex
+// dtypes.
+func withPhases(rng *rand.Rand, dt tensor.Dtype, n int, a []complex128) *tensor.Dense {
 	if dt == tensor.Complex64 || dt == tensor.Complex128 {
 		phase := make([]complex128, n)
 		for i := range phase {
