@@ -71,8 +71,9 @@ type gradOp struct {
 // gradNode applies the backward computation kind to ins; the result is the
 // n×n gradient of the sharded node of, of dtype dt, placed like of. When of
 // has several consumers its gradient must reach Gorgonia as a host value (see
-// gradFor); the result is then written straight into a host tensor, which
-// saves a sharded copy and a Gather of N×N values.
+// gradFor), and when of is a host node's Shard its gradient is gathered to
+// the host (moveOp.SymDiff); the result is then written straight into a host
+// tensor, which saves a sharded copy and a Gather of N×N values.
 func gradNode(kind gradKind, of *gorgonia.Node, dt tensor.Dtype, ins ...*gorgonia.Node) (*gorgonia.Node, error) {
 	if len(ins) != gradArity[kind] {
 		return nil, fmt.Errorf("ops: %s takes %d inputs, got %d", gradNames[kind], gradArity[kind], len(ins))
@@ -88,11 +89,20 @@ func gradNode(kind gradKind, of *gorgonia.Node, dt tensor.Dtype, ins ...*gorgoni
 	if len(s) != 2 || s[0] != s[1] {
 		return nil, fmt.Errorf("ops: %s: %v is not square", gradNames[kind], of)
 	}
-	o := &gradOp{base: base{name: gradNames[kind]}, kind: kind, dt: dt, pl: pl, n: s[0], host: consumers(of) > 1}
+	o := &gradOp{base: base{name: gradNames[kind]}, kind: kind, dt: dt, pl: pl, n: s[0], host: consumers(of) > 1 || shardOfHost(of)}
 	if o.host {
 		o.name += "→host"
 	}
 	return gorgonia.ApplyOp(o, ins...)
+}
+
+// shardOfHost reports whether x is the Shard of a host node.
+func shardOfHost(x *gorgonia.Node) bool {
+	if _, ok := x.Op().(*moveOp); !ok {
+		return false
+	}
+	in := x.Graph().From(x.ID())
+	return in.Next() && !IsSharded(in.Node().(*gorgonia.Node))
 }
 
 func (o *gradOp) Placement() (Placement, bool) { return o.pl, !o.host }
@@ -358,17 +368,15 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		gZeroStrictUpper(n, dst)
 
 	case gSandwich:
+		// C is symmetric, so sym(C·C̄·C) = C·sym(C̄)·C: C̄ needs no
+		// symmetric copy of its own.
 		c, cbar := mats[0], mats[1]
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
-		s, releaseS := lend[T](n * n)
-		defer releaseS()
-		copy(s, cbar)
-		kernels.Symmetrize(n, s, n)
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
-		kernels.Gemm(false, false, n, n, n, 1, c, n, s, n, 0, t, n)
+		kernels.Gemm(false, false, n, n, n, 1, c, n, cbar, n, 0, t, n)
 		kernels.Gemm(false, false, n, n, n, -1, t, n, c, n, 0, dst, n)
 		kernels.Symmetrize(n, dst, n)
 
@@ -390,7 +398,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
-		l, releaseL := gLowerCopy(n, mats[0])
+		l, releaseL := gLower(n, mats[0]) // the Cholesky op's own output: L, zero above
 		defer releaseL()
 		lbar, releaseLbar := gLowerCopy(n, mats[1]) // L's strict upper triangle is structurally zero
 		defer releaseLbar()
@@ -485,7 +493,7 @@ func gMatrixOf[T gradReal](v gorgonia.Value, rows int) (g []T, cols int, release
 		if x.Rows() != rows {
 			return nil, 0, nil, fmt.Errorf("%v has %d rows, want %d", x, x.Rows(), rows)
 		}
-		g, release, err := colMajor[T](x, true)
+		g, _, release, err := colMajor[T](x)
 		return g, x.Cols(), release, err
 	case tensor.Tensor:
 		d, err := toHost(x)
@@ -592,6 +600,19 @@ func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
 		copy(out[j*n+j:j*n+n], a[j*n+j:j*n+n])
 	}
 	return out, release
+}
+
+// gLower is a, when its strict upper triangle is zero, or else
+// gLowerCopy's copy of its lower triangle.
+func gLower[T gradReal](n int, a []T) (out []T, release func()) {
+	for j := 1; j < n; j++ {
+		for _, v := range a[j*n : j*n+j] {
+			if v != 0 {
+				return gLowerCopy(n, a)
+			}
+		}
+	}
+	return a, keep
 }
 
 func gZeroStrictUpper[T gradReal](n int, a []T) {

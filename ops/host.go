@@ -4,30 +4,32 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
 
-// colMajor returns the global column-major copy (leading dimension = rows) of
-// a sharded tensor, for the host kernels. On a one-device mesh in a column
-// layout the shard already is that matrix: with alias set it is returned
-// without a copy, and the caller must not modify it. The copy of the shards
-// of a CPU mesh of several devices is lent by the scratch pool: release
-// gives it back once the kernel is done with it (for the other results
-// release does nothing).
-func colMajor[T any](t *sharding.Tensor, alias bool) (g []T, release func(), err error) {
+// colMajor returns the global column-major matrix (leading dimension = rows)
+// of a sharded tensor, for the host kernels. On a one-device CPU mesh in a
+// column layout the shard already is that matrix and is returned itself: the
+// caller must not modify it. Otherwise g is a copy, private: the caller may
+// overwrite it. The copy of the shards of a CPU mesh of several devices is
+// lent by the scratch pool: release gives it back once the kernel is done
+// with it (for the other results release does nothing).
+func colMajor[T any](t *sharding.Tensor) (g []T, private bool, release func(), err error) {
 	rows, cols := t.Rows(), t.Cols()
 	if t.Mesh().Kind() != sharding.CPU {
 		// Other meshes: through a row-major host copy.
 		d, err := t.Gather()
 		if err != nil {
-			return nil, nil, err
+			return nil, false, nil, err
 		}
 		rm, ok := d.Data().([]T)
 		if !ok {
-			return nil, nil, fmt.Errorf("ops: gathered %T", d.Data())
+			return nil, false, nil, fmt.Errorf("ops: gathered %T", d.Data())
 		}
 		g := make([]T, rows*cols)
 		for i := range rows {
@@ -35,21 +37,18 @@ func colMajor[T any](t *sharding.Tensor, alias bool) (g []T, release func(), err
 				g[i+j*rows] = rm[i*cols+j]
 			}
 		}
-		return g, keep, nil
+		return g, true, keep, nil
 	}
 	sh, err := sharding.HostShards[T](t)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
 	if len(sh) == 1 && t.Layout().Kind != cyclic.RowBlocks {
-		if alias {
-			return sh[0], keep, nil
-		}
-		return append([]T(nil), sh[0]...), keep, nil
+		return sh[0], false, keep, nil
 	}
 	g, release = lend[T](rows * cols)
 	cyclic.Gather(t.Layout(), rows, cols, len(sh), sh, g, rows, false)
-	return g, release, nil
+	return g, true, release, nil
 }
 
 // storeColMajor writes a global column-major matrix into t's shards.
@@ -148,5 +147,24 @@ func lend[T any](n int) ([]T, func()) {
 		b := make([]T, class.cap)
 		buf = &b
 	}
-	return (*buf)[:n], func() { pool.Put(buf) }
+	lent.add(int64(n) * int64(unsafe.Sizeof(*new(T))))
+	return (*buf)[:n], func() {
+		lent.add(-int64(n) * int64(unsafe.Sizeof(*new(T))))
+		pool.Put(buf)
+	}
 }
+
+// lent counts the bytes of scratch buffers lent out (not the capacity
+// beyond what was asked for) and their high-water mark since the last
+// resetPeak, which the tests of the ops' memory read.
+var lent lentCount
+
+type lentCount struct{ bytes, peak atomic.Int64 }
+
+func (c *lentCount) add(b int64) {
+	v := c.bytes.Add(b)
+	for p := c.peak.Load(); v > p && !c.peak.CompareAndSwap(p, v); p = c.peak.Load() {
+	}
+}
+
+func (c *lentCount) resetPeak() { c.peak.Store(c.bytes.Load()) }

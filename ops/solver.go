@@ -83,13 +83,23 @@ func withHost(t *sharding.Tensor, run func(hostKernels) error) error {
 	return sharding.CheckDtype(t.Dtype())
 }
 
+// The host kernels work in place on a private copy of their input
+// (colMajor's of a CPU mesh of several devices, or of a GPU mesh), and
+// otherwise from the input's own shard into the output's (writable).
+
 func (hostOf[T, R]) potrf(a, l *sharding.Tensor) error {
 	n := a.Rows()
-	src, releaseSrc, err := colMajor[T](a, true)
+	src, private, releaseSrc, err := colMajor[T](a)
 	if err != nil {
 		return err
 	}
 	defer releaseSrc()
+	if private {
+		if err := kernels.Potrf(n, src, n); err != nil {
+			return err
+		}
+		return storeColMajor(src, l)
+	}
 	dst, releaseDst := writable[T](l)
 	defer releaseDst()
 	if err := kernels.PotrfTo(n, src, n, dst, n); err != nil {
@@ -100,12 +110,12 @@ func (hostOf[T, R]) potrf(a, l *sharding.Tensor) error {
 
 func (hostOf[T, R]) potrs(l, b, x *sharding.Tensor) error {
 	n, k := l.Rows(), b.Cols()
-	lg, releaseL, err := colMajor[T](l, true)
+	lg, _, releaseL, err := colMajor[T](l)
 	if err != nil {
 		return err
 	}
 	defer releaseL()
-	bg, releaseB, err := colMajor[T](b, true)
+	bg, private, releaseB, err := colMajor[T](b)
 	if err != nil {
 		return err
 	}
@@ -113,9 +123,13 @@ func (hostOf[T, R]) potrs(l, b, x *sharding.Tensor) error {
 	if err := kernels.CheckFinite(n, k, bg, n, false); err != nil {
 		return fmt.Errorf("right-hand side: %w", err)
 	}
-	xg, releaseX := writable[T](x)
-	defer releaseX()
-	copy(xg, bg)
+	xg := bg
+	if !private {
+		var releaseX func()
+		xg, releaseX = writable[T](x)
+		defer releaseX()
+		copy(xg, bg)
+	}
 	if err := kernels.Potrs(n, k, lg, n, xg, n); err != nil {
 		return err
 	}
@@ -127,7 +141,7 @@ func (hostOf[T, R]) potrs(l, b, x *sharding.Tensor) error {
 // it: a factor of mgla's own holds none).
 func (hostOf[T, R]) checkFactor(l *sharding.Tensor) error {
 	n := l.Rows()
-	lg, release, err := colMajor[T](l, true)
+	lg, _, release, err := colMajor[T](l)
 	if err != nil {
 		return err
 	}
@@ -137,11 +151,17 @@ func (hostOf[T, R]) checkFactor(l *sharding.Tensor) error {
 
 func (hostOf[T, R]) potri(l, c *sharding.Tensor) error {
 	n := l.Rows()
-	lg, releaseL, err := colMajor[T](l, true)
+	lg, private, releaseL, err := colMajor[T](l)
 	if err != nil {
 		return err
 	}
 	defer releaseL()
+	if private {
+		if err := kernels.Potri(n, lg, n); err != nil {
+			return err
+		}
+		return storeColMajor(lg, c)
+	}
 	cg, releaseC := writable[T](c)
 	defer releaseC()
 	if err := kernels.PotriTo(n, lg, n, cg, n); err != nil {
@@ -152,7 +172,7 @@ func (hostOf[T, R]) potri(l, c *sharding.Tensor) error {
 
 func (hostOf[T, R]) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) error {
 	n := a.Rows()
-	src, releaseSrc, err := colMajor[T](a, true)
+	src, private, releaseSrc, err := colMajor[T](a)
 	if err != nil {
 		return err
 	}
@@ -160,15 +180,17 @@ func (hostOf[T, R]) syevd(a *sharding.Tensor, w []float64, v *sharding.Tensor) e
 	if err := kernels.CheckFinite(n, n, src, n, true); err != nil {
 		return err
 	}
-	var work []T
-	var releaseWork func()
-	if v != nil {
-		work, releaseWork = writable[T](v)
-	} else {
-		work, releaseWork = lend[T](n * n) // values only: a scratch copy, fully overwritten below
+	work := src
+	if !private {
+		var releaseWork func()
+		if v != nil {
+			work, releaseWork = writable[T](v)
+		} else {
+			work, releaseWork = lend[T](n * n) // values only: a scratch copy, fully overwritten below
+		}
+		defer releaseWork()
+		copy(work, src)
 	}
-	defer releaseWork()
-	copy(work, src)
 	wr := make([]R, n)
 	if err := kernels.Syevd(n, work, n, wr, v != nil); err != nil {
 		return err

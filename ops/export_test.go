@@ -1,0 +1,8 @@
+package ops
+
+// LentPeak is the high-water mark of the scratch bytes lent out since
+// ResetLentPeak.
+func LentPeak() int64 { return lent.peak.Load() }
+
+// ResetLentPeak starts a new high-water mark from the bytes lent out now.
+func ResetLentPeak() { lent.resetPeak() }

@@ -1,0 +1,111 @@
+package ops_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestScratchPeak pins the scratch memory of each op's forward and
+// backward run (the buffers the host kernels and the gradients borrow from
+// ops' pool, at their high-water mark), in n×n matrices, float64, on a
+// one-device and a three-device CPU mesh.
+func TestScratchPeak(t *testing.T) {
+	const n = 150
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	type build func(g *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error)
+	one := func(f func(*G.Node, ...mgla.Option) (*G.Node, error)) build {
+		return func(_ *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) { return f(a, mesh) }
+	}
+	potrs := func(g *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) {
+		b := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 3), G.WithName("B"), G.WithInit(G.Gaussian(0, 1)))
+		return mgla.Potrs(a, b, mesh)
+	}
+	for _, c := range []struct {
+		op   string
+		out  build
+		mesh int
+		want float64 // matrices
+	}{
+		{"Cholesky", one(mgla.Cholesky), 1, 2},
+		{"Potri", one(mgla.Potri), 1, 1},
+		{"LogDet", one(mgla.LogDet), 1, 0},
+		{"Potrs", potrs, 1, 0},
+		{"Cholesky", one(mgla.Cholesky), 3, 4},
+		{"Potri", one(mgla.Potri), 3, 3},
+		{"LogDet", one(mgla.LogDet), 3, 1},
+		{"Potrs", potrs, 3, 1.02},
+	} {
+		t.Run(fmt.Sprintf("%s/%d-devices", c.op, c.mesh), func(t *testing.T) {
+			mesh, err := sharding.CPUMesh(c.mesh)
+			require.NoError(t, err)
+			g := G.NewGraph()
+			a := diagonallyDominant(rng, n)
+			an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+				G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
+			out, err := c.out(g, an, mgla.WithMesh(mesh))
+			require.NoError(t, err)
+			cost := out
+			if len(out.Shape()) > 0 {
+				cost = G.Must(G.Sum(out))
+			}
+			_, err = G.Grad(cost, an)
+			require.NoError(t, err)
+			m := G.NewTapeMachine(g)
+			defer m.Close()
+			require.NoError(t, m.RunAll()) // the ops' own buffers
+			m.Reset()
+			ops.ResetLentPeak()
+			require.NoError(t, m.RunAll())
+			got := float64(ops.LentPeak()) / (n * n * 8)
+			t.Logf("%s on %d devices: scratch peak %.2f matrices", c.op, c.mesh, got)
+			require.LessOrEqual(t, got, c.want+0.01, "scratch peak of %s, forward and backward", c.op)
+		})
+	}
+}
+
+// TestHostGradientOfShard: the gradient of a sharded op's operand that is
+// a host node's Shard is written straight to the host (the gradient op is
+// "→host"), not into a sharded tensor that Shard's gradient then gathers.
+func TestHostGradientOfShard(t *testing.T) {
+	const n = 40
+	rng := rand.New(rand.NewPCG(1, 9))
+	for _, devices := range []int{1, 3} {
+		mesh, err := sharding.CPUMesh(devices)
+		require.NoError(t, err)
+		for name, f := range map[string]func(*G.Node, ...mgla.Option) (*G.Node, error){
+			"Cholesky": mgla.Cholesky, "Potri": mgla.Potri, "LogDet": mgla.LogDet,
+		} {
+			g := G.NewGraph()
+			an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+				G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(diagonallyDominant(rng, n)))))
+			out, err := f(an, mgla.WithMesh(mesh))
+			require.NoError(t, err)
+			cost := out
+			if len(out.Shape()) > 0 {
+				cost = G.Must(G.Sum(out))
+			}
+			_, err = G.Grad(cost, an)
+			require.NoError(t, err)
+			grads := 0
+			for _, x := range g.AllNodes() {
+				if op := x.Op(); op != nil && strings.Contains(op.String(), "Grad") {
+					grads++
+					require.True(t, strings.HasSuffix(op.String(), "→host"), "%s on %d devices: %s", name, devices, op)
+				}
+			}
+			require.Equal(t, 1, grads, "%s on %d devices", name, devices)
+		}
+	}
+}
