@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	gonumlapack "gonum.org/v1/gonum/lapack"
 
@@ -30,6 +31,12 @@ type dcWork struct {
 	delta          []float64 // k×k secular differences, then U
 	ug             []float64 // k×k rows of U in group order
 }
+
+// dcWorkPool keeps the workspaces of earlier calls (each up to about four
+// n×n matrices at the top merge) for the next ones, which would otherwise
+// allocate them again; a sync.Pool drops what two garbage collections find
+// unused.
+var dcWorkPool = sync.Pool{New: func() any { return new(dcWork) }}
 
 func grow(s []float64, n int) []float64 {
 	if cap(s) < n {
@@ -70,7 +77,8 @@ func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) bool {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			w2 := &dcWork{}
+			w2 := dcWorkPool.Get().(*dcWork)
+			defer dcWorkPool.Put(w2)
 			ok2 = w2.solve(m-m1, d[m1:], e[m1:], q[m1+m1*ldq:], ldq)
 		}()
 		ok1 := w.solve(m1, d[:m1], e[:m1-1], q, ldq)

@@ -18,7 +18,8 @@ const (
 // holds the eigenvalues in ascending order and the columns of the n×n block of
 // z (column-major, leading dimension ldz ≥ max(1, n)) the orthonormal
 // eigenvectors, column j belonging to d[j]; e is destroyed and rows n..ldz-1
-// of z are not touched. Dstedc allocates its own workspace.
+// of z are not touched. Dstedc takes its workspace from a pool that later
+// calls reuse.
 //
 // T is split where an off-diagonal entry is negligible (|e_i| ≤
 // ε·√|d_i|·√|d_i+1|); each unreduced block is scaled to unit max-norm and
@@ -42,7 +43,8 @@ func Dstedc(n int, d, e []float64, z []float64, ldz int) bool {
 	if n == 0 {
 		return true
 	}
-	ws := &dcWork{}
+	ws := dcWorkPool.Get().(*dcWork)
+	defer dcWorkPool.Put(ws)
 	start := 0
 	for start < n {
 		// Find the end of the unreduced block starting at start.
