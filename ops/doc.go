@@ -24,8 +24,10 @@
 // the host first (Gather), summed by Gorgonia, and the gradient ops of Shard
 // and Relayout accept such host gradients. The O(N³) backward kernels still
 // run sharded; only the N×N results are gathered. A sharded node with one
-// consumer keeps its gradient on the mesh. The LispMachine accumulates dual
-// values in place and never needs this.
+// consumer keeps its gradient on the mesh, unless it is a host node's Shard,
+// whose gradient ends on the host anyway: the backward op then writes it
+// there directly. The LispMachine accumulates dual values in place and never
+// needs this.
 //
 // Host scratch. The host kernels of a CPU mesh of several devices work on
 // the global column-major matrix, gathered from the shards and scattered

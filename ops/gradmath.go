@@ -18,7 +18,8 @@ import (
 // it is the gradient of, so the symbolic backward graph stays on the mesh; the
 // LispMachine's DoDiff runs the same computations directly (runGrad). When
 // that matrix is a sharded node with several consumers, Gorgonia needs its
-// gradient on the host (see gradFor and the package doc): the op then writes
+// gradient on the host (see gradFor and the package doc), and when it is a
+// host node's Shard its gradient is gathered to the host: the op then writes
 // its result straight into a reused row-major host tensor instead of into
 // shards that a Gather would copy out again.
 //
