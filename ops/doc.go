@@ -30,10 +30,12 @@
 // needs this.
 //
 // Host scratch. The host kernels of a CPU mesh of several devices work on
-// the global column-major matrix, gathered from the shards and scattered
-// back; those matrices, the backward computations' temporaries and the
-// factor check's vectors are lent by one pool (host.go, lend) and given back
-// after each call, so repeated runs do not pay for fresh memory.
+// the global column-major matrix, gathered from the shards (the kernel runs
+// in place on that private copy) and scattered back; those matrices, the
+// backward computations' temporaries and the factor check's vectors are
+// lent by one pool (host.go, lend) and given back after each call, so
+// repeated runs do not pay for fresh memory. TestScratchPeak pins how many
+// n×n matrices each op borrows at once.
 //
 // The package owns the sharded-level ops, their gradients, the choice
 // between cuSolverMg over a mesh and single-GPU cuSOLVER (dispatch.go) and
