@@ -45,24 +45,11 @@ func TestFactorCheck(t *testing.T) {
 				if j > i {
 					j = i
 				}
-				v, _ := host.At(i, j)
-				diag, _ := host.At(i, i)
 				rel := 1e-6
 				if dt == tensor.Float32 || dt == tensor.Complex64 {
 					rel = 1e-2
 				}
-				var bumped any
-				switch v := v.(type) {
-				case float32:
-					bumped = v + float32(rel)*diag.(float32)
-				case float64:
-					bumped = v + rel*diag.(float64)
-				case complex64:
-					bumped = v + complex64(complex(rel, 0))*diag.(complex64)
-				case complex128:
-					bumped = v + complex(rel, 0)*diag.(complex128)
-				}
-				require.NoError(t, host.SetAt(bumped, i, j))
+				moveEntry(t, host, i, j, rel)
 				require.NoError(t, l.Load(host), what)
 				err = check.verify(l)
 				require.True(t, errors.Is(err, kernels.ErrWrongResult), "%s: %v", what, err)
@@ -88,6 +75,28 @@ func hostFactored(t *testing.T, mesh *sharding.Mesh, a0 *tensor.Dense, tile int,
 	check, err := newFactorCheck(l)
 	require.NoError(t, err, what)
 	return l, check, (hostSolver{}).potrf(a, l)
+}
+
+// moveEntry adds rel times the diagonal entry of row i to entry (i, j) of
+// the host matrix m.
+func moveEntry(t *testing.T, m *tensor.Dense, i, j int, rel float64) {
+	t.Helper()
+	v, err := m.At(i, j)
+	require.NoError(t, err)
+	diag, err := m.At(i, i)
+	require.NoError(t, err)
+	var moved any
+	switch v := v.(type) {
+	case float32:
+		moved = v + float32(rel)*diag.(float32)
+	case float64:
+		moved = v + rel*diag.(float64)
+	case complex64:
+		moved = v + complex64(complex(rel, 0))*diag.(complex64)
+	case complex128:
+		moved = v + complex(rel, 0)*diag.(complex128)
+	}
+	require.NoError(t, m.SetAt(moved, i, j))
 }
 
 // randomHPD is a random Hermitian positive definite matrix of dtype dt:
@@ -204,20 +213,7 @@ func TestFactorCheckSlightlyWrong(t *testing.T) {
 			// moved by rel times L[n-1, n-1].
 			moved := func(rel float64) float64 {
 				host := right.Clone().(*tensor.Dense)
-				v, _ := host.At(n-1, j)
-				diag, _ := host.At(n-1, n-1)
-				var m any
-				switch v := v.(type) {
-				case float32:
-					m = v + float32(rel)*diag.(float32)
-				case float64:
-					m = v + rel*diag.(float64)
-				case complex64:
-					m = v + complex64(complex(rel, 0))*diag.(complex64)
-				case complex128:
-					m = v + complex(rel, 0)*diag.(complex128)
-				}
-				require.NoError(t, host.SetAt(m, n-1, j))
+				moveEntry(t, host, n-1, j, rel)
 				require.NoError(t, l.Load(host), what)
 				ratio, _, err := check.worst(l)
 				require.NoError(t, err, what)

@@ -31,16 +31,7 @@ func TestFactorErrorStudy(t *testing.T) {
 	if os.Getenv("MGLA_FACTOR_STUDY") == "" {
 		t.Skip("MGLA_FACTOR_STUDY not set")
 	}
-	ngpu, err := cu.NumDevices()
-	require.NoError(t, err)
-	ids := make([]int, ngpu)
-	for i := range ids {
-		ids[i] = i
-	}
-	mesh, err := sharding.GPUMesh(ids...)
-	require.NoError(t, err)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d, %d GPUs", seed, ngpu)
+	mesh, ngpu, seed := studyMesh(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	reps := 20
 	for _, c := range []struct{ n, tile int }{{1000, 256}, {4000, 512}} {
@@ -146,6 +137,22 @@ func TestFactorErrorStudy(t *testing.T) {
 	}
 }
 
+// studyMesh is a mesh of every visible GPU, their number and a fresh seed
+// (logged).
+func studyMesh(t *testing.T) (*sharding.Mesh, int, uint64) {
+	ngpu, err := cu.NumDevices()
+	require.NoError(t, err)
+	ids := make([]int, ngpu)
+	for i := range ids {
+		ids[i] = i
+	}
+	mesh, err := sharding.GPUMesh(ids...)
+	require.NoError(t, err)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d, %d GPUs", seed, ngpu)
+	return mesh, ngpu, seed
+}
+
 func median(x []float64) float64 {
 	s := slices.Clone(x)
 	slices.Sort(s)
@@ -163,16 +170,7 @@ func TestFactorGradedStudy(t *testing.T) {
 	if os.Getenv("MGLA_FACTOR_STUDY") != "graded" {
 		t.Skip("MGLA_FACTOR_STUDY=graded not set")
 	}
-	ngpu, err := cu.NumDevices()
-	require.NoError(t, err)
-	ids := make([]int, ngpu)
-	for i := range ids {
-		ids[i] = i
-	}
-	mesh, err := sharding.GPUMesh(ids...)
-	require.NoError(t, err)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d, %d GPUs", seed, ngpu)
+	mesh, ngpu, seed := studyMesh(t)
 	rng := rand.New(rand.NewPCG(seed, 8))
 	wrong, all := 0, 0
 	type graded struct {

@@ -15,6 +15,32 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// build adds an op on the host matrix a to g.
+type build func(g *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error)
+
+// one is the build of a builder of one operand.
+func one(f func(*G.Node, ...mgla.Option) (*G.Node, error)) build {
+	return func(_ *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) { return f(a, mesh) }
+}
+
+// gradientGraph is a graph of op on a random n×n positive definite host
+// matrix A, its sum (or its value, when a scalar) and the gradient wrt A.
+func gradientGraph(t *testing.T, rng *rand.Rand, n int, op build, opt mgla.Option) *G.ExprGraph {
+	t.Helper()
+	g := G.NewGraph()
+	an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
+		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(diagonallyDominant(rng, n)))))
+	out, err := op(g, an, opt)
+	require.NoError(t, err)
+	cost := out
+	if len(out.Shape()) > 0 {
+		cost = G.Must(G.Sum(out))
+	}
+	_, err = G.Grad(cost, an)
+	require.NoError(t, err)
+	return g
+}
+
 // TestScratchPeak pins the scratch memory of each op's forward and
 // backward run (the buffers the host kernels and the gradients borrow from
 // ops' pool, at their high-water mark), in n×n matrices, float64, on a
@@ -24,10 +50,6 @@ func TestScratchPeak(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
-	type build func(g *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error)
-	one := func(f func(*G.Node, ...mgla.Option) (*G.Node, error)) build {
-		return func(_ *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) { return f(a, mesh) }
-	}
 	potrs := func(g *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) {
 		b := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 3), G.WithName("B"), G.WithInit(G.Gaussian(0, 1)))
 		return mgla.Potrs(a, b, mesh)
@@ -50,18 +72,7 @@ func TestScratchPeak(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d-devices", c.op, c.mesh), func(t *testing.T) {
 			mesh, err := sharding.CPUMesh(c.mesh)
 			require.NoError(t, err)
-			g := G.NewGraph()
-			a := diagonallyDominant(rng, n)
-			an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
-				G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))))
-			out, err := c.out(g, an, mgla.WithMesh(mesh))
-			require.NoError(t, err)
-			cost := out
-			if len(out.Shape()) > 0 {
-				cost = G.Must(G.Sum(out))
-			}
-			_, err = G.Grad(cost, an)
-			require.NoError(t, err)
+			g := gradientGraph(t, rng, n, c.out, mgla.WithMesh(mesh))
 			m := G.NewTapeMachine(g)
 			defer m.Close()
 			require.NoError(t, m.RunAll()) // the ops' own buffers
@@ -87,17 +98,7 @@ func TestHostGradientOfShard(t *testing.T) {
 		for name, f := range map[string]func(*G.Node, ...mgla.Option) (*G.Node, error){
 			"Cholesky": mgla.Cholesky, "Potri": mgla.Potri, "LogDet": mgla.LogDet,
 		} {
-			g := G.NewGraph()
-			an := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("A"),
-				G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(diagonallyDominant(rng, n)))))
-			out, err := f(an, mgla.WithMesh(mesh))
-			require.NoError(t, err)
-			cost := out
-			if len(out.Shape()) > 0 {
-				cost = G.Must(G.Sum(out))
-			}
-			_, err = G.Grad(cost, an)
-			require.NoError(t, err)
+			g := gradientGraph(t, rng, n, one(f), mgla.WithMesh(mesh))
 			grads := 0
 			for _, x := range g.AllNodes() {
 				if op := x.Op(); op != nil && strings.Contains(op.String(), "Grad") {
