@@ -3,8 +3,6 @@ package lapack
 import (
 	"math"
 	"runtime"
-	"slices"
-	"sort"
 	"sync"
 
 	gonumlapack "gonum.org/v1/gonum/lapack"
@@ -26,10 +24,8 @@ import (
 // dcWork holds the workspace of the divide and conquer recursion.
 type dcWork struct {
 	steqrZ, steqrW []float64
-	out            []float64 // m×m: new eigenvectors, then deflated columns
-	qg             []float64 // m×k gathered old eigenvector columns
-	delta          []float64 // k×k secular differences, then U
-	ug             []float64 // k×k rows of U in group order
+	qg             []float64 // the nonzero blocks of the old eigenvectors the product reads
+	delta          []float64 // k×k secular differences, then U (rows in group order)
 }
 
 // dcWorkPool keeps the workspaces of earlier calls (each up to about four
@@ -208,9 +204,12 @@ func (w *dcWork) merge(m, m1 int, d []float64, beta float64, q []float64, ldq in
 	}
 	k := len(nondef)
 
-	out := grow(w.out, m*m)
-	w.out = out
-	lam := make([]float64, m) // eigenvalues matching the columns of out
+	lam := make([]float64, m) // eigenvalues: the k roots, then the deflated ones
+	for c, p := range deflated {
+		lam[k+c] = dl[p]
+	}
+	var order []int // the nondeflated coordinates grouped by type
+	var k1, k2 int  // how many of type 1, of type 2
 	if k > 0 {
 		dlam := make([]float64, k)
 		wv := make([]float64, k)
@@ -267,9 +266,9 @@ func (w *dcWork) merge(m, m1 int, d []float64, beta float64, q []float64, ldq in
 			}
 		}
 		// Group the nondeflated coordinates by type (1, 2, 3) so that the
-		// product with the old eigenvectors skips the zero blocks.
-		order := make([]int, 0, k)
-		var k1, k2 int
+		// product with the old eigenvectors skips the zero blocks: U's rows
+		// in that order (in place, a column at a time).
+		order = make([]int, 0, k)
 		for _, want := range []uint8{1, 2, 3} {
 			for i, p := range nondef {
 				if typ[p] == want {
@@ -283,48 +282,70 @@ func (w *dcWork) merge(m, m1 int, d []float64, beta float64, q []float64, ldq in
 				k2 = len(order) - k1
 			}
 		}
-		qg := grow(w.qg, m*k)
-		w.qg = qg
-		ug := grow(w.ug, k*k)
-		w.ug = ug
-		for c, i := range order {
-			copy(qg[c*m:(c+1)*m], q[perm[nondef[i]]*ldq:perm[nondef[i]]*ldq+m])
-			for col := 0; col < k; col++ {
-				ug[c+col*k] = delta[i+col*k]
+		row := make([]float64, k)
+		for col := 0; col < k; col++ {
+			u := delta[col*k : (col+1)*k]
+			for c, i := range order {
+				row[c] = u[i]
 			}
+			copy(u, row)
 		}
-		n2 := m - n1
+	}
+	// The old eigenvectors that the product reads, only their nonzero rows:
+	// qTop holds the top n1 rows of the columns of types 1 and 2, qBot the
+	// bottom n2 rows of types 2 and 3, in the grouped order.
+	n2 := m - n1
+	qg := grow(w.qg, n1*(k1+k2)+n2*(k-k1))
+	w.qg = qg
+	qTop, qBot := qg[:n1*(k1+k2)], qg[n1*(k1+k2):]
+	for c, i := range order {
+		src := q[perm[nondef[i]]*ldq:]
+		if c < k1+k2 {
+			copy(qTop[c*n1:(c+1)*n1], src[:n1])
+		}
+		if c >= k1 {
+			copy(qBot[(c-k1)*n2:(c-k1+1)*n2], src[n1:m])
+		}
+	}
+	// Their columns of q are free now: the deflated vectors move to
+	// columns k..m-1 (column k+c ← old column perm[deflated[c]]; the
+	// nondeflated columns take the sources left over), and the product
+	// writes the new vectors into columns 0..k-1.
+	from := make([]int, m)
+	taken := make([]bool, m)
+	for c, p := range deflated {
+		from[k+c] = perm[p]
+		taken[perm[p]] = true
+	}
+	free := 0
+	for c := 0; c < k; c++ {
+		for taken[free] {
+			free++
+		}
+		from[c] = free
+		free++
+	}
+	permuteColumns(m, m, nil, q, ldq, from)
+	if k > 0 {
+		u := w.delta[:k*k]
 		// Top rows: columns of type 1 and 2. Bottom rows: types 2 and 3.
 		if k1+k2 > 0 {
-			Dgemm(false, false, n1, k, k1+k2, 1, qg, m, ug, k, 0, out, m)
+			Dgemm(false, false, n1, k, k1+k2, 1, qTop, max(1, n1), u, k, 0, q, ldq)
 		} else {
 			for c := 0; c < k; c++ {
-				clear(out[c*m : c*m+n1])
+				clear(q[c*ldq : c*ldq+n1])
 			}
 		}
 		if k-k1 > 0 {
-			Dgemm(false, false, n2, k, k-k1, 1, qg[n1+k1*m:], m, ug[k1:], k, 0, out[n1:], m)
+			Dgemm(false, false, n2, k, k-k1, 1, qBot, max(1, n2), u[k1:], k, 0, q[n1:], ldq)
 		} else {
 			for c := 0; c < k; c++ {
-				clear(out[c*m+n1 : (c+1)*m])
+				clear(q[c*ldq+n1 : c*ldq+m])
 			}
 		}
 	}
-	for c, p := range deflated {
-		copy(out[(k+c)*m:(k+c+1)*m], q[perm[p]*ldq:perm[p]*ldq+m])
-		lam[k+c] = dl[p]
-	}
-	// Sort the merged eigenvalues and write them back with their vectors.
-	idx := make([]int, m)
-	for i := range idx {
-		idx[i] = i
-	}
-	if !slices.IsSorted(lam) {
-		sort.SliceStable(idx, func(a, b int) bool { return lam[idx[a]] < lam[idx[b]] })
-	}
-	for p, src := range idx {
-		d[p] = lam[src]
-		copy(q[p*ldq:p*ldq+m], out[src*m:(src+1)*m])
-	}
+	// Sort the merged eigenvalues, their vectors with them.
+	copy(d[:m], lam)
+	sortEigen(m, d, q, ldq)
 	return true
 }

@@ -110,8 +110,9 @@ func sortEigen(n int, d []float64, z []float64, ldz int) {
 	permuteColumns(n, n, d, z, ldz, idx)
 }
 
-// permuteColumns reorders d and the columns of the rows×n matrix z so that new
-// position p holds old position idx[p]. idx is destroyed.
+// permuteColumns reorders d (unless nil) and the columns of the rows×n
+// matrix z so that new position p holds old position idx[p] (idx a
+// permutation).
 func permuteColumns(rows, n int, d []float64, z []float64, ldz int, idx []int) {
 	tmp := make([]float64, rows)
 	done := make([]bool, n)
@@ -122,18 +123,25 @@ func permuteColumns(rows, n int, d []float64, z []float64, ldz int, idx []int) {
 		}
 		// Follow the cycle starting at p.
 		copy(tmp, z[p*ldz:p*ldz+rows])
-		dp := d[p]
+		var dp float64
+		if d != nil {
+			dp = d[p]
+		}
 		cur := p
 		for {
 			src := idx[cur]
 			done[cur] = true
 			if src == p {
 				copy(z[cur*ldz:cur*ldz+rows], tmp)
-				d[cur] = dp
+				if d != nil {
+					d[cur] = dp
+				}
 				break
 			}
 			copy(z[cur*ldz:cur*ldz+rows], z[src*ldz:src*ldz+rows])
-			d[cur] = d[src]
+			if d != nil {
+				d[cur] = d[src]
+			}
 			cur = src
 		}
 	}

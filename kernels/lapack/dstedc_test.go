@@ -175,3 +175,40 @@ func TestDstedcReusesWorkspace(t *testing.T) {
 	}
 	t.Logf("the second call allocated %d bytes (%.2f matrices)", bytes, float64(bytes)/(n*n*8))
 }
+
+// TestDstedcWorkspaceSize: a call of order n, its workspace made afresh,
+// allocates less than 2.5 n×n matrices (the gathered nonzero blocks of the
+// old eigenvectors and the secular matrix U, grown merge by merge; the new
+// vectors are written into z itself). It allocated about five: a copy of
+// the new vectors, the gathered columns whole and a regrouped copy of U.
+func TestDstedcWorkspaceSize(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one workspace
+	rnd := newRand(t, 5)
+	for _, n := range []int{500, 1001} {
+		// The tridiagonal of a random dense symmetric matrix: its
+		// eigenvectors spread (a random tridiagonal's are localized, and
+		// most of their coordinates deflate).
+		a := make([]float64, n*n)
+		for j := range n {
+			for i := j; i < n; i++ {
+				a[i+j*n] = rnd.NormFloat64()
+			}
+		}
+		d, e, tau, z := make([]float64, n), make([]float64, n-1), make([]float64, n-1), make([]float64, n*n)
+		Dsytrd(n, a, n, d, e, tau)
+		w := dcWorkPool.Get().(*dcWork)
+		*w = dcWork{} // start from nothing
+		dcWorkPool.Put(w)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if !Dstedc(n, d, e, z, n) {
+			t.Fatal("Dstedc did not converge")
+		}
+		runtime.ReadMemStats(&after)
+		got := float64(after.TotalAlloc-before.TotalAlloc) / float64(n*n*8)
+		t.Logf("n = %d: %.2f matrices allocated", n, got)
+		if got > 2.5 {
+			t.Errorf("n = %d: Dstedc allocated %.2f n×n matrices", n, got)
+		}
+	}
+}
