@@ -369,15 +369,18 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		gZeroStrictUpper(n, dst)
 
 	case gSandwich:
-		// C is symmetric, so sym(C·C̄·C) = C·sym(C̄)·C: C̄ needs no
-		// symmetric copy of its own.
+		// sym(C̄) first (in dst, which the last product overwrites): the
+		// antisymmetric part of C̄ has no share in the gradient, and taken
+		// through the products its rounding would be.
 		c, cbar := mats[0], mats[1]
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
+		copy(dst, cbar)
+		kernels.Symmetrize(n, dst, n)
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
-		kernels.Gemm(false, false, n, n, n, 1, c, n, cbar, n, 0, t, n)
+		kernels.Gemm(false, false, n, n, n, 1, c, n, dst, n, 0, t, n)
 		kernels.Gemm(false, false, n, n, n, -1, t, n, c, n, 0, dst, n)
 		kernels.Symmetrize(n, dst, n)
 

@@ -458,3 +458,70 @@ func TestVectorOfWidens(t *testing.T) {
 		}
 	}
 }
+
+// Potri's gradient of Σ W∘Potri(A) for an antisymmetric W is exactly zero
+// (Potri(A) is symmetric: the cost is 0 for every symmetric A), however
+// large W: C̄ is symmetrized before the products, where the rounding of its
+// antisymmetric part would come through (2e28 here when it did).
+func TestPotriGradientOfAntisymmetricWeights(t *testing.T) {
+	const n = 12
+	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+		a, w := make([]float64, n*n), make([]float64, n*n)
+		for i := range n {
+			for j := range n {
+				a[i*n+j] = 1e-3 / (1 + math.Abs(float64(i-j)))
+				if i > j {
+					v := 1e30 * math.Sin(float64(7*i+3*j))
+					w[i*n+j], w[j*n+i] = v, -v
+				}
+			}
+			a[i*n+i] = 3e-3
+		}
+		for _, devices := range []int{1, 3} {
+			mesh, err := sharding.CPUMesh(devices)
+			require.NoError(t, err)
+			g := G.NewGraph()
+			an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(denseOfFloats(dt, n, a)))
+			wn := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("W"), G.WithValue(denseOfFloats(dt, n, w)))
+			ac, err := Shard(an, mesh, sharding.Cyclic(2))
+			require.NoError(t, err)
+			l, err := Cholesky(ac)
+			require.NoError(t, err)
+			c, err := Potri(ac, l)
+			require.NoError(t, err)
+			ch, err := Gather(c)
+			require.NoError(t, err)
+			cost := G.Must(G.Sum(G.Must(G.HadamardProd(ch, wn))))
+			_, err = G.Grad(cost, an)
+			require.NoError(t, err)
+			m := G.NewTapeMachine(g)
+			require.NoError(t, m.RunAll())
+			gv, err := an.Grad()
+			require.NoError(t, err)
+			grad := gv.Data()
+			if f, ok := grad.([]float32); ok {
+				for k, v := range f {
+					require.Zero(t, v, "%v on %d devices: dcost/dA[%d]", dt, devices, k)
+				}
+			} else {
+				for k, v := range grad.([]float64) {
+					require.Zero(t, v, "%v on %d devices: dcost/dA[%d]", dt, devices, k)
+				}
+			}
+			m.Close()
+		}
+	}
+}
+
+// denseOfFloats is the row-major n×n matrix a as a host tensor of dtype dt
+// (float32 or float64).
+func denseOfFloats(dt tensor.Dtype, n int, a []float64) *tensor.Dense {
+	if dt == tensor.Float32 {
+		f := make([]float32, len(a))
+		for i, v := range a {
+			f[i] = float32(v)
+		}
+		return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(f))
+	}
+	return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
+}

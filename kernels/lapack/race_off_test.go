@@ -1,0 +1,5 @@
+//go:build !race
+
+package lapack
+
+const raceEnabled = false
