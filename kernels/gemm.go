@@ -57,6 +57,27 @@ func Gemm[T Scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b
 	}
 }
 
+// TrmmLowerLeft overwrites the real m×n matrix B (leading dimension ldb)
+// with op(L)·B, where L is m×m lower triangular with a non-unit diagonal
+// (leading dimension ldl; only its lower triangle is read) and op(L) is L,
+// or Lᵀ when trans is set: the BLAS triangular multiply, half the flops of
+// a general product with L.
+func TrmmLowerLeft[T float32 | float64](trans bool, m, n int, l []T, ldl int, b []T, ldb int) {
+	checkMatrix("l", m, m, ldl, len(l))
+	checkMatrix("b", m, n, ldb, len(b))
+	if m == 0 || n == 0 {
+		return
+	}
+	// The backend is row-major: it sees Bᵀ and, in L's memory, the upper
+	// triangular Lᵀ, so op(L)·B is Bᵀ·op(L)ᵀ.
+	switch b := any(b).(type) {
+	case []float64:
+		cpubackend.BLAS.Dtrmm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, any(l).([]float64), ldl, b, ldb)
+	case []float32:
+		cpubackend.BLAS.Strmm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, any(l).([]float32), ldl, b, ldb)
+	}
+}
+
 func blasTrans(t bool) blas.Transpose {
 	if t {
 		return blas.Trans

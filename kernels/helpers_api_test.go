@@ -121,6 +121,44 @@ func testTrsm[T Scalar](t *testing.T) {
 	}
 }
 
+func TestTrmmLowerLeft(t *testing.T) {
+	t.Run("float32", testTrmm[float32])
+	t.Run("float64", testTrmm[float64])
+}
+
+// testTrmm: op(L)·B against the product of the dense matrices, with NaN in
+// L's strict upper triangle and padding (never read).
+func testTrmm[T float32 | float64](t *testing.T) {
+	rnd := newRand(t, 8)
+	tol := tolT[T]()
+	for _, m := range []int{1, 5, 64, 65, 130} {
+		for _, n := range []int{1, 3, 70} {
+			L := randDense(rnd, m, m, false)
+			for j := 0; j < m; j++ {
+				for i := 0; i < j; i++ {
+					L.set(i, j, 0)
+				}
+			}
+			L = roundTo[T](L)
+			junk := complex(math.NaN(), 0)
+			l := store[T](L, m+1, &junk)
+			for _, trans := range []bool{false, true} {
+				B := roundTo[T](randDense(rnd, m, n, false))
+				b := store[T](B, m+2, nil)
+				TrmmLowerLeft(trans, m, n, l, m+1, b, m+2)
+				opL := L
+				if trans {
+					opL = adjoint(L)
+				}
+				want := mul(opL, B)
+				if e := fnorm(sub(denseOf(m, n, b, m+2), want)) / (fnorm(L) * fnorm(B)); !(e <= tol) {
+					t.Errorf("seed %d m=%d n=%d trans=%v: error %.3g", testSeed, m, n, trans, e)
+				}
+			}
+		}
+	}
+}
+
 func TestSymmetrize(t *testing.T) {
 	forAllTypes(t, testSymmetrize[float32], testSymmetrize[float64], testSymmetrize[complex64], testSymmetrize[complex128])
 }

@@ -37,6 +37,26 @@ func BenchmarkPotrsBackward(b *testing.B) {
 	benchBackward(b, g, cost)
 }
 
+// BenchmarkCholeskyBackward: the same for cost = Σ w∘L, L = Cholesky(A)
+// (N = 1000, float64): the backward pass is two triangular solves with N
+// right-hand sides and a triangular product, about the forward's flops
+// three times over.
+func BenchmarkCholeskyBackward(b *testing.B) {
+	const n = 1000
+	mesh, g, an, _, w := backwardInputs(b, n, n*n)
+	wn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("w"),
+		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(w))))
+	l, err := mgla.Cholesky(an, mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cost := G.Must(G.Sum(G.Must(G.HadamardProd(l, wn))))
+	if _, err := G.Grad(cost, an); err != nil {
+		b.Fatal(err)
+	}
+	benchBackward(b, g, cost)
+}
+
 // benchBackward times the forward nodes of g (those cost depends on) and
 // the whole graph with its gradients, in turns, and reports their medians
 // and ratios.

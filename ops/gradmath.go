@@ -402,14 +402,14 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
-		l, releaseL := gLower(n, mats[0]) // the Cholesky op's own output: L, zero above
-		defer releaseL()
-		lbar, releaseLbar := gLowerCopy(n, mats[1]) // L's strict upper triangle is structurally zero
-		defer releaseLbar()
-		// P = Φ(Lᵀ·L̄): the lower triangle with the diagonal halved.
-		p, releaseP := lend[T](n * n) // written by the gemm
+		l := mats[0] // only its lower triangle is read, by the triangular products
+		// P = Φ(Lᵀ·tril(L̄)) (L's strict upper triangle is structurally
+		// zero, so is L̄'s share there): the triangular product in place on
+		// L̄'s lower triangle, then its lower triangle with the diagonal
+		// halved.
+		p, releaseP := gLowerCopy(n, mats[1])
 		defer releaseP()
-		kernels.Gemm(true, false, n, n, n, 1, l, n, lbar, n, 0, p, n)
+		kernels.TrmmLowerLeft(true, n, n, l, n, p, n)
 		for j := range n {
 			clear(p[j*n : j*n+j])
 			p[j+j*n] /= 2
