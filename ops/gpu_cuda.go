@@ -17,13 +17,15 @@ import (
 // gpuSolver runs the forward kernels on the GPUs of a mesh: cuSolverMg over
 // every device, or single-GPU cuSOLVER on the mesh's first device, as its
 // dispatch decides (dispatch.go). One cuSolverMg handle (with its device
-// grid, descriptors and workspaces) is kept per mesh and one cuSOLVER handle
-// per device, and reused by every call.
+// grid, descriptors and workspaces) is kept per list of devices — meshes
+// over the same GPUs in the same order share it, so a program that makes
+// meshes again and again does not pile up handles and their workspaces —
+// and one cuSOLVER handle per device, and reused by every call.
 type gpuSolver struct{ dispatch Dispatch }
 
 var (
 	handleMu sync.Mutex
-	mgCache  = map[uint64]*cusolver.Mg{}
+	mgCache  = map[string]*cusolver.Mg{} // by the devices' ordinals, in order
 	dnCache  = map[int]*cusolver.Dn{}
 )
 
@@ -32,21 +34,27 @@ func init() { gpuSolverFor = func(d Dispatch) meshSolver { return gpuSolver{d} }
 func mgFor(m *sharding.Mesh) (*cusolver.Mg, error) {
 	handleMu.Lock()
 	defer handleMu.Unlock()
-	if h, ok := mgCache[m.Key()]; ok {
+	ids := make([]int, m.Size())
+	for i, d := range m.Devices() {
+		ids[i] = d.ID
+	}
+	key := fmt.Sprint(ids)
+	if h, ok := mgCache[key]; ok {
 		return h, nil
 	}
 	if err := cusolver.Load(); err != nil {
 		return nil, err
 	}
-	ids := make([]int, m.Size())
-	for i, d := range m.Devices() {
-		ids[i] = d.ID
-	}
 	h, err := cusolver.NewMg(ids)
+	if err != nil && sharding.ReclaimDeviceMemory() {
+		// cuSolverMg allocates device memory of its own (per device, in
+		// cusolverMgDeviceSelect), which unreachable buffers may hold.
+		h, err = cusolver.NewMg(ids)
+	}
 	if err != nil {
 		return nil, err
 	}
-	mgCache[m.Key()] = h
+	mgCache[key] = h
 	return h, nil
 }
 
@@ -57,6 +65,9 @@ func dnFor(device int) (*cusolver.Dn, error) {
 		return h, nil
 	}
 	h, err := cusolver.NewDn(device)
+	if err != nil && sharding.ReclaimDeviceMemory() {
+		h, err = cusolver.NewDn(device)
+	}
 	if err != nil {
 		return nil, err
 	}

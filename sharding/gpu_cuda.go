@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -85,10 +86,23 @@ var (
 	live = map[*deviceMemory]weak.Pointer[DeviceBuffer]{}
 )
 
+// ReclaimDeviceMemory frees the device memory of the buffers that are no
+// longer reachable, now instead of when their cleanups run after a garbage
+// collection, and reports whether it freed any. The ops call it before
+// trying again an engine call (cuSolverMg or NCCL resources) that failed:
+// the engines allocate device memory of their own, which unreachable
+// buffers may hold.
+func ReclaimDeviceMemory() bool { return reclaim() }
+
+// The cuSolverMg and cuSOLVER workspaces are allocated by package cusolver,
+// which reclaims through this too when a device runs out.
+func init() { cusolver.Reclaim = reclaim }
+
 // reclaim runs the garbage collector and frees the device memory of every
 // buffer it found unreachable (whose cleanups may not have run yet). It
 // reports whether it freed any.
 func reclaim() bool {
+	sinceReclaim.Store(0)
 	runtime.GC()
 	var dead []*deviceMemory
 	liveMu.Lock()
@@ -104,10 +118,45 @@ func reclaim() bool {
 	return len(dead) > 0
 }
 
-// memAlloc allocates bytes in ctx, the current context: after an
-// out-of-memory error it reclaims unreachable buffers (whose frees make
-// their own devices current) and tries once more in ctx.
+// The device memory of an unreachable buffer is freed when a garbage
+// collection has run its cleanup, and Go's collector runs after the host
+// heap grows, not the devices' memory: a program that allocates little on
+// the host could fill a device with unreachable buffers. mgla's own
+// allocations then reclaim them (memAlloc), but cuSolverMg, cuSOLVER and
+// NCCL allocate on their own and fail (cusolverMgDeviceSelect's
+// CUSOLVER_STATUS_INTERNAL_ERROR, NCCL's "out of memory" on 3 and 4 H100s,
+// 2026-11-28). So every time the buffers allocated since the last
+// reclaim add up to a quarter of a device's memory, the next allocation
+// reclaims first.
+var (
+	sinceReclaim atomic.Int64 // bytes allocated since the last reclaim
+	reclaimEvery atomic.Int64 // a quarter of the first device's memory, once known
+)
+
+// reclaimDue counts an allocation of bytes in the current context and
+// reports whether a reclaim is due before it.
+func reclaimDue(bytes int64) bool {
+	every := reclaimEvery.Load()
+	if every == 0 {
+		total := int64(16 << 30)
+		if _, t, err := cu.MemInfo(); err == nil && t > 0 {
+			total = t
+		}
+		every = total / 4
+		reclaimEvery.Store(every)
+	}
+	return sinceReclaim.Add(bytes) > every
+}
+
+// memAlloc allocates bytes in ctx, the current context: when a reclaim is
+// due, and after an out-of-memory error, it reclaims unreachable buffers
+// (whose frees make their own devices current) and allocates in ctx again.
 func memAlloc(ctx cu.CUContext, bytes int64) (cu.DevicePtr, error) {
+	if reclaimDue(bytes) && reclaim() {
+		if err := cu.SetCurrentContext(ctx); err != nil {
+			return 0, err
+		}
+	}
 	p, err := cu.MemAlloc(bytes)
 	if errors.Is(err, cu.OutOfMemory) && reclaim() {
 		if err := cu.SetCurrentContext(ctx); err != nil {

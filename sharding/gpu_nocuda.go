@@ -16,3 +16,7 @@ func GPUMesh(ids ...int) (*Mesh, error) {
 func RegisterHost(data any) (unregister func() error, err error) {
 	return func() error { return nil }, nil
 }
+
+// ReclaimDeviceMemory frees the device memory of unreachable buffers; without
+// the mglacuda build there is none, and it reports false.
+func ReclaimDeviceMemory() bool { return false }

@@ -20,7 +20,7 @@ package main
 //     1024), which should fail with an out-of-memory error.
 //
 // Each job runs in a child process of its own (the same binary with
-// -capacity-job op:k): mgla keeps one cuSolverMg handle per mesh and one
+// -capacity-job op:k): mgla keeps one cuSolverMg handle per list of GPUs and one
 // cuSOLVER handle per GPU for the life of the process, with workspaces that
 // only grow, so the jobs before would otherwise change what the next one
 // finds free. A job prints progress lines (indented) and one summary line

@@ -85,7 +85,13 @@ func newMeshEngine(m *sharding.Mesh) (*engine, error) {
 	for i, d := range e.devices {
 		devs[i] = C.int(d)
 	}
-	if err := ncclErr("ncclCommInitAll", C.mgla_nccl_comm_init_all(&comms[0], C.int(n), &devs[0]), 0); err != nil {
+	err := ncclErr("ncclCommInitAll", C.mgla_nccl_comm_init_all(&comms[0], C.int(n), &devs[0]), 0)
+	if err != nil && sharding.ReclaimDeviceMemory() {
+		// NCCL allocates device memory of its own, which unreachable
+		// buffers may hold.
+		err = ncclErr("ncclCommInitAll", C.mgla_nccl_comm_init_all(&comms[0], C.int(n), &devs[0]), 0)
+	}
+	if err != nil {
 		e.release()
 		return nil, fmt.Errorf("%w (on %v)", err, m)
 	}

@@ -105,7 +105,15 @@ type heldAlloc struct {
 // made device on a locked OS thread, and counts them as held.
 func deviceMalloc(device, bytes int) (uintptr, error) {
 	var q C.uintptr_t
-	if err := cudaErr("cudaMalloc", C.mgla_cudaMalloc(&q, C.size_t(bytes))); err != nil {
+	rc := C.mgla_cudaMalloc(&q, C.size_t(bytes))
+	if rc == cudaErrorMemoryAllocation && Reclaim != nil && Reclaim() {
+		// Reclaim's frees make their own devices current.
+		if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(device))); err != nil {
+			return 0, err
+		}
+		rc = C.mgla_cudaMalloc(&q, C.size_t(bytes))
+	}
+	if err := cudaErr("cudaMalloc", rc); err != nil {
 		return 0, err
 	}
 	if q != 0 {
@@ -115,6 +123,14 @@ func deviceMalloc(device, bytes int) (uintptr, error) {
 	}
 	return uintptr(q), nil
 }
+
+// cudaErrorMemoryAllocation is cudaMalloc's out-of-memory code.
+const cudaErrorMemoryAllocation = 2
+
+// Reclaim, set by package sharding, frees the device memory of buffers that
+// are no longer reachable and reports whether it freed any: deviceMalloc
+// calls it when the device has run out and tries once more.
+var Reclaim func() bool
 
 // deviceFree frees p (from deviceMalloc) on its device, which the caller has
 // made current; memory that cudaFree fails to free stays counted as held.
