@@ -61,6 +61,7 @@ func (b *DeviceBuffer) viewOf(off, n int) Buffer {
 type deviceMemory struct {
 	dev  Device
 	ptr  cu.DevicePtr
+	size int64
 	once sync.Once
 }
 
@@ -146,6 +147,13 @@ func reclaimDue(bytes int64) bool {
 		reclaimEvery.Store(every)
 	}
 	return sinceReclaim.Add(bytes) > every
+}
+
+// uncount takes bytes freed explicitly off the count since the last
+// reclaim (not below 0).
+func uncount(bytes int64) {
+	for v := sinceReclaim.Load(); !sinceReclaim.CompareAndSwap(v, max(v-bytes, 0)); v = sinceReclaim.Load() {
+	}
 }
 
 // memAlloc allocates bytes in ctx, the current context: when a reclaim is
@@ -323,7 +331,7 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 		if err != nil {
 			return fmt.Errorf("sharding: allocating %d bytes on %v: %w", n*b.elem, dev, err)
 		}
-		b.ptr, b.mem = p, &deviceMemory{dev: dev, ptr: p}
+		b.ptr, b.mem = p, &deviceMemory{dev: dev, ptr: p, size: int64(n * b.elem)}
 		liveMu.Lock()
 		live[b.mem] = weak.Make(b)
 		liveMu.Unlock()
@@ -342,6 +350,7 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 func (gpuBackend) free(b Buffer) {
 	db := b.(*DeviceBuffer)
 	if db.mem != nil {
+		uncount(db.mem.size) // freed now: no garbage for a reclaim to find
 		db.mem.free()
 		db.mem, db.ptr = nil, 0
 	}

@@ -125,9 +125,14 @@ int mgla_nccl_get_unique_id(void *id) { return CALL(ncclGetUniqueId, (mgla_nccl_
 
 int mgla_nccl_comm_init_all(uintptr_t *comms, int n, const int *devs) {
     void *c[n > 0 ? n : 1];
+    memset(c, 0, sizeof c);
     st r = CALL(ncclCommInitAll, c, n, devs);
-    for (int i = 0; r == 0 && i < n; i++) {
-        comms[i] = (uintptr_t)c[i];
+    for (int i = 0; i < n; i++) {
+        if (r == 0) {
+            comms[i] = (uintptr_t)c[i];
+        } else if (c[i] != NULL) {
+            CALL(ncclCommAbort, c[i]); /* a failed init leaves its communicators to the caller */
+        }
     }
     return r;
 }

@@ -107,6 +107,7 @@ func deviceMalloc(device, bytes int) (uintptr, error) {
 	var q C.uintptr_t
 	rc := C.mgla_cudaMalloc(&q, C.size_t(bytes))
 	if rc == cudaErrorMemoryAllocation && Reclaim != nil && Reclaim() {
+		C.mgla_cudaGetLastError() // clear the error, as cudaErr does
 		// Reclaim's frees make their own devices current.
 		if err := cudaErr("cudaSetDevice", C.mgla_cudaSetDevice(C.int(device))); err != nil {
 			return 0, err
