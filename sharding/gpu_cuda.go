@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -103,7 +102,7 @@ func init() { cusolver.Reclaim = reclaim }
 // buffer it found unreachable (whose cleanups may not have run yet). It
 // reports whether it freed any.
 func reclaim() bool {
-	sinceReclaim.Store(0)
+	pace.reset()
 	runtime.GC()
 	var dead []*deviceMemory
 	liveMu.Lock()
@@ -119,48 +118,24 @@ func reclaim() bool {
 	return len(dead) > 0
 }
 
-// The device memory of an unreachable buffer is freed when a garbage
-// collection has run its cleanup, and Go's collector runs after the host
-// heap grows, not the devices' memory: a program that allocates little on
-// the host could fill a device with unreachable buffers. mgla's own
-// allocations then reclaim them (memAlloc), but cuSolverMg, cuSOLVER and
-// NCCL allocate on their own and fail (cusolverMgDeviceSelect's
-// CUSOLVER_STATUS_INTERNAL_ERROR, NCCL's "out of memory" on 3 and 4 H100s,
-// 2026-11-28). So every time the buffers allocated since the last
-// reclaim add up to a quarter of a device's memory, the next allocation
-// reclaims first.
-var (
-	sinceReclaim atomic.Int64 // bytes allocated since the last reclaim
-	reclaimEvery atomic.Int64 // a quarter of the first device's memory, once known
-)
+// pace decides when an allocation reclaims unreachable buffers first
+// (reclaimpace.go).
+var pace reclaimPace
 
-// reclaimDue counts an allocation of bytes in the current context and
-// reports whether a reclaim is due before it.
-func reclaimDue(bytes int64) bool {
-	every := reclaimEvery.Load()
-	if every == 0 {
-		total := int64(16 << 30)
-		if _, t, err := cu.MemInfo(); err == nil && t > 0 {
-			total = t
-		}
-		every = total / 4
-		reclaimEvery.Store(every)
+// deviceTotal is the memory of the current context's device, or 16 GiB when
+// the driver does not say.
+func deviceTotal() int64 {
+	if _, t, err := cu.MemInfo(); err == nil && t > 0 {
+		return t
 	}
-	return sinceReclaim.Add(bytes) > every
-}
-
-// uncount takes bytes freed explicitly off the count since the last
-// reclaim (not below 0).
-func uncount(bytes int64) {
-	for v := sinceReclaim.Load(); !sinceReclaim.CompareAndSwap(v, max(v-bytes, 0)); v = sinceReclaim.Load() {
-	}
+	return 16 << 30
 }
 
 // memAlloc allocates bytes in ctx, the current context: when a reclaim is
 // due, and after an out-of-memory error, it reclaims unreachable buffers
 // (whose frees make their own devices current) and allocates in ctx again.
 func memAlloc(ctx cu.CUContext, bytes int64) (cu.DevicePtr, error) {
-	if reclaimDue(bytes) && reclaim() {
+	if pace.due(bytes, deviceTotal) && reclaim() {
 		if err := cu.SetCurrentContext(ctx); err != nil {
 			return 0, err
 		}
@@ -350,7 +325,7 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 func (gpuBackend) free(b Buffer) {
 	db := b.(*DeviceBuffer)
 	if db.mem != nil {
-		uncount(db.mem.size) // freed now: no garbage for a reclaim to find
+		pace.freed(db.mem.size) // freed now: no garbage for a reclaim to find
 		db.mem.free()
 		db.mem, db.ptr = nil, 0
 	}
