@@ -60,3 +60,11 @@ func ScratchLen[T Scalar](g *Grid) int {
 	}
 	return cap(s)
 }
+
+// SetAssembleChunk sets the pieces of the sum moves to bytes until restore
+// is called.
+func SetAssembleChunk(bytes int) (restore func()) {
+	old := assembleChunkBytes
+	assembleChunkBytes = bytes
+	return func() { assembleChunkBytes = old }
+}

@@ -321,11 +321,10 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 			copy(full[first+j*total:], band[j*rows:(j+1)*rows])
 		}
 	}
-	sum := make([]T, len(full))
-	if err := collect(g, collective.AllReduce, 0, full, sum); err != nil {
+	if err := assembleInPlace(g, collective.AllReduce, 0, full); err != nil {
 		return nil, err
 	}
-	m.extract(sum, o)
+	m.extract(full, o)
 	return m, nil
 }
 
@@ -422,14 +421,13 @@ func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 	if root >= 0 {
 		kind = collective.Reduce
 	}
-	sum := make([]T, len(full))
-	if err := collect(g, kind, root, full, sum); err != nil {
+	if err := assembleInPlace(g, kind, root, full); err != nil {
 		return nil, err
 	}
 	if root >= 0 && me != root {
 		return nil, nil
 	}
-	return sum, nil
+	return full, nil
 }
 
 // collect runs a Bcast, a sum (AllReduce or Reduce) of matrices in which
@@ -465,6 +463,32 @@ func assemble[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T)
 		return collectBits(g, kind, root, bitsOf[int32](send), bitsOf[int32](recv))
 	}
 	return collectBits(g, kind, root, bitsOf[int64](send), bitsOf[int64](recv))
+}
+
+// assembleChunkBytes bounds the pieces of assembleInPlace's sum (a
+// variable for the tests).
+var assembleChunkBytes = 16 << 20
+
+// assembleInPlace is assemble into whole itself (on every rank for
+// AllReduce, on root for Reduce), a piece of at most assembleChunkBytes at
+// a time through one buffer of that size, so that a rank holds the whole
+// matrix once and not twice (the parts it sends and their sum). Every rank
+// walks the same pieces: whole has the same length everywhere.
+func assembleInPlace[T Scalar](g *Grid, kind collective.Kind, root int, whole []T) error {
+	var x T
+	chunk := max(assembleChunkBytes/int(unsafe.Sizeof(x)), 1)
+	buf := make([]T, min(chunk, len(whole)))
+	keep := kind == collective.AllReduce || g.comm.Rank() == root
+	for lo := 0; lo < len(whole); lo += chunk {
+		hi := min(lo+chunk, len(whole))
+		if err := assemble(g, kind, root, whole[lo:hi], buf[:hi-lo]); err != nil {
+			return err
+		}
+		if keep {
+			copy(whole[lo:hi], buf[:hi-lo])
+		}
+	}
+	return nil
 }
 
 // bitsOf is xs as the integers of its element size (two per complex value).

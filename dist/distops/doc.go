@@ -33,7 +33,12 @@
 // distributed first, and its matrix outputs are grid values (X, L, A⁻¹,
 // the eigenvectors), while the eigenvalues and log det stay small host
 // values on every rank. Its gradients stay on the grid too (dist's PBLAS
-// gradient functions): no rank ever holds an N×N gradient.
+// gradient functions): no rank keeps an N×N gradient. The moves between a
+// band and the grid (FromRowBlocks, and RowBlock for the band's gradient)
+// go through the whole matrix on every rank for a moment below 4
+// processes, where that is faster than p?gemr2d, for matrices up to 512
+// MiB (dist's move rule); a larger one, or on 4 processes or more, moves by
+// p?gemr2d, each rank holding its blocks and its band only.
 //
 // Gradients of grid values in gorgonia.Grad: Gorgonia sums the gradients
 // of a node with several consumers (A in Potrs(A, y) and LogDet(A)) with
