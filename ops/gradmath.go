@@ -356,14 +356,16 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		if cols[1] != k || cols[2] != n {
 			return fmt.Errorf("operands with %d, %d and %d columns", k, cols[1], cols[2])
 		}
-		l, releaseL := gLowerCopy(n, mats[2])
-		defer releaseL()
-		u, releaseU := lend[T](n * k) // the gemms below write all of u and w
+		// L: only its lower triangle is read, by the triangular products.
+		l := mats[2]
+		u, releaseU := lend[T](n * k) // LᵀX
 		defer releaseU()
-		w, releaseW := lend[T](n * k)
+		w, releaseW := lend[T](n * k) // LᵀB̄
 		defer releaseW()
-		kernels.Gemm(true, false, n, k, n, 1, l, n, x, n, 0, u, n)
-		kernels.Gemm(true, false, n, k, n, 1, l, n, bbar, n, 0, w, n)
+		copy(u, x[:n*k])
+		kernels.TrmmLowerLeft(true, n, k, l, n, u, n)
+		copy(w, bbar[:n*k])
+		kernels.TrmmLowerLeft(true, n, k, l, n, w, n)
 		kernels.Gemm(false, true, n, n, k, -1, bbar, n, u, n, 0, dst, n)
 		kernels.Gemm(false, true, n, n, k, -1, x, n, w, n, 1, dst, n)
 		gZeroStrictUpper(n, dst)

@@ -54,12 +54,37 @@ func TestScratchPeak(t *testing.T) {
 		b := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 3), G.WithName("B"), G.WithInit(G.Gaussian(0, 1)))
 		return mgla.Potrs(a, b, mesh)
 	}
+	cholSolve := func(g *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) {
+		l, err := mgla.Cholesky(a, mesh)
+		if err != nil {
+			return nil, err
+		}
+		b := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 3), G.WithName("B"), G.WithInit(G.Gaussian(0, 1)))
+		return mgla.CholSolve(l, b, mesh)
+	}
+	syevd := func(_ *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) {
+		w, v, err := mgla.Syevd(a, mesh)
+		if err != nil {
+			return nil, err
+		}
+		return G.Add(G.Must(G.Sum(w)), G.Must(G.Sum(G.Must(G.Square(v)))))
+	}
+	values := func(_ *G.ExprGraph, a *G.Node, mesh mgla.Option) (*G.Node, error) {
+		w, _, err := mgla.Syevd(a, mesh, mgla.EigenvaluesOnly())
+		return w, err
+	}
 	for _, c := range []struct {
 		op   string
 		out  build
 		mesh int
 		want float64 // matrices
 	}{
+		{"CholSolve", cholSolve, 1, 1.04},
+		{"Syevd", syevd, 1, 2},
+		{"SyevdValues", values, 1, 1},
+		{"CholSolve", cholSolve, 3, 3},
+		{"Syevd", syevd, 3, 4},
+		{"SyevdValues", values, 3, 2},
 		{"Cholesky", one(mgla.Cholesky), 1, 1},
 		{"Potri", one(mgla.Potri), 1, 1},
 		{"LogDet", one(mgla.LogDet), 1, 0},
