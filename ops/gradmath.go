@@ -405,10 +405,9 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
 		l := mats[0] // only its lower triangle is read, by the triangular products
-		// P = Φ(Lᵀ·tril(L̄)) (L's strict upper triangle is structurally
-		// zero, so is L̄'s share there): the triangular product in place on
-		// L̄'s lower triangle, then its lower triangle with the diagonal
-		// halved.
+		// P = Φ(Lᵀ·L̄), the lower triangle with the diagonal halved. Only
+		// L̄'s lower triangle enters it (L is lower triangular), so it is
+		// the triangular product in place on a copy of that triangle.
 		p, releaseP := gLowerCopy(n, mats[1])
 		defer releaseP()
 		kernels.TrmmLowerLeft(true, n, n, l, n, p, n)
@@ -606,19 +605,6 @@ func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
 		copy(out[j*n+j:j*n+n], a[j*n+j:j*n+n])
 	}
 	return out, release
-}
-
-// gLower is a, when its strict upper triangle is zero, or else
-// gLowerCopy's copy of its lower triangle.
-func gLower[T gradReal](n int, a []T) (out []T, release func()) {
-	for j := 1; j < n; j++ {
-		for _, v := range a[j*n : j*n+j] {
-			if v != 0 {
-				return gLowerCopy(n, a)
-			}
-		}
-	}
-	return a, keep
 }
 
 func gZeroStrictUpper[T gradReal](n int, a []T) {
