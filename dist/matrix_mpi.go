@@ -430,14 +430,10 @@ func (m *Matrix[T]) gather(op string, root int, o order) ([]T, error) {
 	return full, nil
 }
 
-// collect runs a Bcast, a sum (AllReduce or Reduce) of matrices in which
-// every element is nonzero on at most one rank, or one of reband's
-// messages (a Send of send to rank root, a Recv into recv from it), over
-// the grid's ranks.
+// collect runs a Bcast, or one of reband's messages (a Send of send to
+// rank root, a Recv into recv from it), over the grid's ranks. (The sums
+// of the moves are assembleInPlace's.)
 func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) error {
-	if kind == collective.AllReduce || kind == collective.Reduce {
-		return assemble(g, kind, root, send, recv)
-	}
 	call, err := hostCall(kind, root, dtypeOf[T](), send, recv)
 	if err != nil {
 		return err
@@ -451,7 +447,7 @@ func collect[T Scalar](g *Grid, kind collective.Kind, root int, send, recv []T) 
 	return g.comm.Do(call)
 }
 
-// assemble is collect's sum for matrices put together from disjoint parts
+// assemble is the sum of matrices put together from disjoint parts
 // (every element is one rank's, the others send zeros): it adds the bit
 // patterns as integers, so that every value arrives as its owner sent it.
 // A float sum gives the same numbers but for −0, which (−0) + (+0) turns
