@@ -466,12 +466,12 @@ func TestVectorOfWidens(t *testing.T) {
 func TestPotriGradientOfAntisymmetricWeights(t *testing.T) {
 	const n = 12
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
-		a, w := make([]float64, n*n), make([]float64, n*n)
+		a, w := make([]complex128, n*n), make([]complex128, n*n)
 		for i := range n {
 			for j := range n {
-				a[i*n+j] = 1e-3 / (1 + math.Abs(float64(i-j)))
+				a[i*n+j] = complex(1e-3/(1+math.Abs(float64(i-j))), 0)
 				if i > j {
-					v := 1e30 * math.Sin(float64(7*i+3*j))
+					v := complex(1e30*math.Sin(float64(7*i+3*j)), 0)
 					w[i*n+j], w[j*n+i] = v, -v
 				}
 			}
@@ -481,8 +481,8 @@ func TestPotriGradientOfAntisymmetricWeights(t *testing.T) {
 			mesh, err := sharding.CPUMesh(devices)
 			require.NoError(t, err)
 			g := G.NewGraph()
-			an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(denseOfFloats(dt, n, a)))
-			wn := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("W"), G.WithValue(denseOfFloats(dt, n, w)))
+			an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(denseOf(dt, n, a)))
+			wn := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("W"), G.WithValue(denseOf(dt, n, w)))
 			ac, err := Shard(an, mesh, sharding.Cyclic(2))
 			require.NoError(t, err)
 			l, err := Cholesky(ac)
@@ -511,17 +511,4 @@ func TestPotriGradientOfAntisymmetricWeights(t *testing.T) {
 			m.Close()
 		}
 	}
-}
-
-// denseOfFloats is the row-major n×n matrix a as a host tensor of dtype dt
-// (float32 or float64).
-func denseOfFloats(dt tensor.Dtype, n int, a []float64) *tensor.Dense {
-	if dt == tensor.Float32 {
-		f := make([]float32, len(a))
-		for i, v := range a {
-			f[i] = float32(v)
-		}
-		return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(f))
-	}
-	return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a))
 }
