@@ -18,9 +18,9 @@ var layers = map[string][]string{
 	"kernels/ptx":           {},
 	"kernels/lapack":        {"kernels/cpubackend"},
 	"kernels":               {"kernels/cpubackend", "kernels/lapack"},
-	"kernels/cusolver":      {"kernels", "internal/libpath"},
+	"kernels/cusolver":      {"kernels", "internal/libpath", "internal/cudaguard"},
 	"cyclic":                {},
-	"sharding":              {"cyclic", "kernels"},
+	"sharding":              {"cyclic", "kernels", "internal/cudaguard"},
 	"ops":                   {"cyclic", "sharding", "kernels"},
 	"collective":            {"cyclic", "sharding", "ops"},
 	".":                     {"collective", "cyclic", "sharding", "ops", "kernels"},
@@ -38,6 +38,7 @@ var layers = map[string][]string{
 	"cmd/collbench":         {"collective", "sharding"},
 	"cmd/internal/benchcsv": {},
 	"internal/benchpair":    {},
+	"internal/cudaguard":    {},
 	"cmd/benchreport":       {"cmd/internal/benchcsv"},
 	"cmd/mgbench":           {"mgla", "ops", "sharding", "kernels/cusolver", "cmd/internal/benchcsv"},
 }
@@ -46,7 +47,7 @@ const module = "github.com/mgla/mgla"
 
 // readmeOrder is the README's list of the packages from the bottom up
 // ("Architecture"): each may import only those before it.
-var readmeOrder = []string{"cyclic", "kernels", "sharding", "ops", "collective", "mgla", "dist", "sparse"}
+var readmeOrder = []string{"internal", "cyclic", "kernels", "sharding", "ops", "collective", "mgla", "dist", "sparse"}
 
 // TestReadmeOrder: the layers of the packages the README lists allow only
 // imports of packages listed before them (a root package listed below

@@ -3,7 +3,8 @@
 # on a GPU machine that has the NVIDIA driver and the CUDA runtime libraries
 # but no Go toolchain. Full logs go to $OUT (or ./gpu-logs); a pass/fail
 # summary with timings is printed last. STEP_TIMEOUT (seconds, default 600)
-# bounds each step; PARALLEL=1 runs the steps of one call at the same time,
+# bounds each step (a step that reaches it prints its goroutines' stacks);
+# PARALLEL=1 runs the steps of one call at the same time,
 # except two that run after the others, alone: graph-flat, which reads the
 # devices' free memory (cudaMemGetInfo counts every process on a GPU), and
 # sharding-oom (TestDroppedTensorsFreeDeviceMemory, part of the sharding
@@ -47,7 +48,10 @@ run_step() {
 	local name=$1
 	shift
 	local start=$SECONDS
-	if timeout "${STEP_TIMEOUT:-600}" "$@" >"$LOG/$name.log" 2>&1; then r=PASS; else r="FAIL(rc=$?)"; fi
+	# At the timeout a step gets SIGQUIT, on which a Go test binary prints
+	# the stacks of all its goroutines (GOTRACEBACK=system: the runtime's
+	# too, among them the one that runs cleanups) before it exits.
+	if GOTRACEBACK=system timeout -s QUIT -k 20 "${STEP_TIMEOUT:-600}" "$@" >"$LOG/$name.log" 2>&1; then r=PASS; else r="FAIL(rc=$?)"; fi
 	printf '%-10s %-28s %4d s\n' "$r" "$name" $((SECONDS - start)) >"$LOG/$name.result"
 	grep -E '^(--- FAIL|FAIL|panic|capacity:)' "$LOG/$name.log" | head -20
 }

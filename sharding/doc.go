@@ -48,7 +48,8 @@
 // helpers of the cuSolverMg shim. It also holds what every builder of the
 // module's graph ops reads of their operands (ErrBadInput; InNodeShape for
 // values that Let bound in an equivalent shape; GraphOf and InGraph for the
-// operands' graph and the constants that join it). It may import cyclic and the
+// operands' graph and the constants that join it). It may import cyclic, the
 // kernels packages (the kernel API's errors; with mglacuda, the CUDA shim and
-// the PTX); never ops, collective or the root package, which build on it.
+// the PTX) and internal/cudaguard; never ops, collective or the root
+// package, which build on it.
 package sharding

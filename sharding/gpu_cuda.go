@@ -5,12 +5,14 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"unsafe"
 	"weak"
 
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/internal/cudaguard"
 	"github.com/mgla/mgla/kernels/cusolver"
 	"gorgonia.org/cu"
 	"gorgonia.org/tensor"
@@ -69,11 +71,28 @@ func (m *deviceMemory) free() {
 		if testHookFree != nil {
 			testHookFree()
 		}
-		_ = onDevice(m.dev, func() error { return cu.MemFree(m.ptr) })
+		_ = onDevice(m.dev, func() error { return memFree(m.ptr) })
 		liveMu.Lock()
 		delete(live, m)
 		liveMu.Unlock()
 	})
+}
+
+// memFree, memcpyHtoD and memcpyDtoH are cu's calls of those names, made
+// through cudaguard.Blocking: each may wait for a GPU's work while it holds
+// the driver's locks, which must not happen during a launch across GPUs
+// (cuSolverMg, NCCL). Every free and synchronous copy between a GPU and
+// pageable host memory in this package goes through them.
+func memFree(p cu.DevicePtr) error {
+	return cudaguard.Blocking(func() error { return cu.MemFree(p) })
+}
+
+func memcpyHtoD(dst cu.DevicePtr, src unsafe.Pointer, bytes int64) error {
+	return cudaguard.Blocking(func() error { return cu.MemcpyHtoD(dst, src, bytes) })
+}
+
+func memcpyDtoH(dst unsafe.Pointer, src cu.DevicePtr, bytes int64) error {
+	return cudaguard.Blocking(func() error { return cu.MemcpyDtoH(dst, src, bytes) })
 }
 
 // testHookFree, when set by a test, runs at the start of every free.
@@ -131,11 +150,20 @@ func deviceTotal() int64 {
 	return 16 << 30
 }
 
+// deviceFree is the free memory of the current context's device, over every
+// process that uses it; when the driver does not say, as if it were empty.
+func deviceFree() int64 {
+	if f, _, err := cu.MemInfo(); err == nil {
+		return f
+	}
+	return math.MaxInt64
+}
+
 // memAlloc allocates bytes in ctx, the current context: when a reclaim is
 // due, and after an out-of-memory error, it reclaims unreachable buffers
 // (whose frees make their own devices current) and allocates in ctx again.
 func memAlloc(ctx cu.CUContext, bytes int64) (cu.DevicePtr, error) {
-	if pace.due(bytes, deviceTotal) && reclaim() {
+	if pace.due(bytes, deviceTotal, deviceFree) && reclaim() {
 		if err := cu.SetCurrentContext(ctx); err != nil {
 			return 0, err
 		}

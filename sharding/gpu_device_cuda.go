@@ -62,7 +62,7 @@ func (s *scratch) reserve(bytes int) (cu.DevicePtr, error) {
 		return s.ptr, nil
 	}
 	if s.ptr != 0 {
-		if err := cu.MemFree(s.ptr); err != nil {
+		if err := memFree(s.ptr); err != nil {
 			return 0, err
 		}
 		s.ptr, s.bytes = 0, 0
@@ -151,7 +151,7 @@ func (g *gpuDevice) release() {
 			_ = cusolver.FreeHost(slot.host)
 		}
 		if slot.dev != 0 {
-			_ = cu.MemFree(slot.dev)
+			_ = memFree(slot.dev)
 		}
 		if slot.done != (cu.Event{}) {
 			_ = cu.DestroyEvent(&slot.done)
@@ -432,8 +432,8 @@ func eachRowBands(t *Tensor, hostPtr unsafe.Pointer, direct bool, workers int, m
 			if err != nil {
 				return err
 			}
-			defer func() { _ = cu.Synchronize(); _ = cu.MemFree(dtable) }()
-			if err := cu.MemcpyHtoD(dtable, unsafe.Pointer(&table[0]), int64(8*len(table))); err != nil {
+			defer func() { _ = cu.Synchronize(); _ = memFree(dtable) }()
+			if err := memcpyHtoD(dtable, unsafe.Pointer(&table[0]), int64(8*len(table))); err != nil {
 				return err
 			}
 			// The non-blocking streams do not wait for the legacy stream.
@@ -753,8 +753,8 @@ func (gpuBackend) mirrorLower(t *Tensor) error {
 		if err != nil {
 			return err
 		}
-		defer cu.MemFree(table)
-		if err := cu.MemcpyHtoD(table, unsafe.Pointer(&ptrs[0]), int64(8*ndev)); err != nil {
+		defer memFree(table)
+		if err := memcpyHtoD(table, unsafe.Pointer(&ptrs[0]), int64(8*ndev)); err != nil {
 			return err
 		}
 		if err := g.launch(name, ceilDiv(n, 32), ceilDiv(lcols, 32), 32, 8,
@@ -813,7 +813,7 @@ func flagged(dev Device, n int, launch func(g *gpuDevice, flags cu.DevicePtr) er
 		if err := cu.Synchronize(); err != nil {
 			return err
 		}
-		return cu.MemcpyDtoH(unsafe.Pointer(&out[0]), flags, int64(4*n))
+		return memcpyDtoH(unsafe.Pointer(&out[0]), flags, int64(4*n))
 	})
 	return out, err
 }
@@ -902,7 +902,7 @@ func (gpuBackend) setDiagonalOnes(t *Tensor, r diagonalRun) error {
 	return onDevice(db.dev, func() error {
 		if pitch > maxPitch { // a shard of more than 2³¹ bytes a column: one copy an element
 			for k := range r.count {
-				if err := cu.MemcpyHtoD(cu.DevicePtr(dst+uintptr(k*(r.ld+1)*db.elem)), unsafe.Add(src, k*db.elem), int64(db.elem)); err != nil {
+				if err := memcpyHtoD(cu.DevicePtr(dst+uintptr(k*(r.ld+1)*db.elem)), unsafe.Add(src, k*db.elem), int64(db.elem)); err != nil {
 					return err
 				}
 			}

@@ -10,23 +10,35 @@ import "sync/atomic"
 // unreachable buffers. mgla's own allocations then reclaim them, but
 // cuSolverMg, cuSOLVER and NCCL allocate on their own and fail
 // (cusolverMgDeviceSelect's CUSOLVER_STATUS_INTERNAL_ERROR, NCCL's "out of
-// memory" on 3 and 4 H100s, 2026-11-28). So every time the buffers
-// allocated since the last reclaim, less those freed explicitly, add up to a
-// quarter of a device's memory, the next allocation reclaims first.
+// memory" on 3 and 4 H100s, 2026-11-28), and so do other processes on the
+// same GPUs, whose unreachable buffers this process cannot reclaim. So the
+// next allocation reclaims first when the buffers allocated since the last
+// reclaim, less those freed explicitly, add up to a quarter of a device's
+// memory, or to a 64th of it while the device (all its processes together)
+// would be left with less than an eighth free.
 type reclaimPace struct {
 	since atomic.Int64 // bytes allocated, and not freed explicitly, since the last reclaim
-	every atomic.Int64 // a quarter of a device's memory, once known
+	total atomic.Int64 // a device's memory, once known
 }
 
 // due counts an allocation of bytes and reports whether a reclaim is due
-// before it; deviceTotal, asked once, is a device's memory in bytes.
-func (p *reclaimPace) due(bytes int64, deviceTotal func() int64) bool {
-	every := p.every.Load()
-	if every == 0 {
-		every = max(deviceTotal()/4, 1)
-		p.every.Store(every)
+// before it. deviceTotal, asked once, is a device's memory in bytes;
+// deviceFree, asked only once a 64th has been allocated since the last
+// reclaim, is the free memory of the device the allocation is for.
+func (p *reclaimPace) due(bytes int64, deviceTotal, deviceFree func() int64) bool {
+	total := p.total.Load()
+	if total == 0 {
+		total = max(deviceTotal(), 64)
+		p.total.Store(total)
 	}
-	return p.since.Add(bytes) > every
+	since := p.since.Add(bytes)
+	switch {
+	case since > total/4:
+		return true
+	case since < total/64:
+		return false
+	}
+	return deviceFree()-bytes < total/8
 }
 
 // freed takes bytes freed explicitly off the count (not below 0).

@@ -3,25 +3,34 @@ package sharding
 import "testing"
 
 // reclaimPace: a reclaim is due once the bytes allocated since the last one,
-// less those freed explicitly, pass a quarter of the device's memory; the
-// device's memory is asked once.
+// less those freed explicitly, pass a quarter of the device's memory, or a
+// 64th of it while the device would be left with less than an eighth free;
+// the device's memory is asked once, its free memory only past a 64th.
 func TestReclaimPace(t *testing.T) {
 	var p reclaimPace
-	asked := 0
-	total := func() int64 { asked++; return 400 }
+	totalAsked, freeAsked := 0, 0
+	free := int64(6400)
+	total := func() int64 { totalAsked++; return 6400 } // a quarter 1600, a 64th 100, an eighth 800
+	devFree := func() int64 { freeAsked++; return free }
 	for i, step := range []struct {
-		alloc, free int64
-		reset       bool
-		want        bool
+		alloc, free  int64
+		reset        bool
+		deviceFree   int64 // 0: unchanged
+		want         bool
+		wantFreeAsks int // the free memory asked so far
 	}{
-		{alloc: 50, want: false},
-		{alloc: 50, want: false},              // 100: a quarter, not past it
-		{alloc: 1, want: true},                // 101
-		{reset: true, alloc: 60},              // 60
-		{free: 40, alloc: 70},                 // 20 + 70 = 90
-		{free: 1000, alloc: 100},              // 0 + 100
-		{alloc: 1, want: true},                // 101
-		{reset: true, alloc: 500, want: true}, // one allocation past a quarter
+		{alloc: 50},
+		{alloc: 49},                                               // 99: below a 64th, free not asked
+		{alloc: 1000, wantFreeAsks: 1},                            // 1099: 6400−1000 free after, plenty
+		{alloc: 501, wantFreeAsks: 2},                             // 1600: a quarter, not past it
+		{alloc: 1, want: true, wantFreeAsks: 2},                   // 1601: past a quarter, free not needed
+		{reset: true, alloc: 60, wantFreeAsks: 2},                 // 60
+		{free: 40, alloc: 70, wantFreeAsks: 2},                    // 20 + 70 = 90
+		{free: 1000, alloc: 100, wantFreeAsks: 3},                 // 0 + 100: a 64th, 6300 free after
+		{alloc: 1, want: true, deviceFree: 700, wantFreeAsks: 4},  // 699 free after: below an eighth
+		{reset: true, alloc: 99, deviceFree: 10, wantFreeAsks: 4}, // a device nearly full, but little garbage here
+		{alloc: 1, deviceFree: 801, wantFreeAsks: 5},              // 100 since, 800 free after: an eighth, not below
+		{reset: true, alloc: 5000, want: true, wantFreeAsks: 5},   // one allocation past a quarter
 	} {
 		if step.reset {
 			p.reset()
@@ -29,11 +38,17 @@ func TestReclaimPace(t *testing.T) {
 		if step.free > 0 {
 			p.freed(step.free)
 		}
-		if got := p.due(step.alloc, total); got != step.want {
+		if step.deviceFree > 0 {
+			free = step.deviceFree
+		}
+		if got := p.due(step.alloc, total, devFree); got != step.want {
 			t.Errorf("step %d: due = %v, want %v (count %d)", i, got, step.want, p.since.Load())
 		}
+		if freeAsked != step.wantFreeAsks {
+			t.Errorf("step %d: the free memory was asked %d times, want %d", i, freeAsked, step.wantFreeAsks)
+		}
 	}
-	if asked != 1 {
-		t.Errorf("the device's memory was asked %d times, want once", asked)
+	if totalAsked != 1 {
+		t.Errorf("the device's memory was asked %d times, want once", totalAsked)
 	}
 }

@@ -59,7 +59,7 @@ func (e *engine) freeMeta() {
 		return
 	}
 	_ = cu.SetCurrentContext(e.ctxs[0])
-	_ = cu.MemFree(e.meta.dev)
+	_ = memFree(e.meta.dev)
 	C.free(e.meta.host)
 	e.meta = meta{}
 }
@@ -124,7 +124,7 @@ func (e *engine) finishCheck(cc *collective.Call, deadline time.Time, timeout ti
 	m := e.meta
 	err := cu.SetCurrentContext(e.ctxs[0])
 	if err == nil {
-		err = cu.MemcpyDtoH(m.hostSlot(first), m.dev+cu.DevicePtr(first*collective.RecordBytes), int64(n*collective.RecordBytes))
+		err = memcpyDtoH(m.hostSlot(first), m.dev+cu.DevicePtr(first*collective.RecordBytes), int64(n*collective.RecordBytes))
 	}
 	if err != nil {
 		err = fmt.Errorf("%w: collective/nccl: %v on %s: %v", collective.ErrEngine, cc, e.what, err)
@@ -267,7 +267,7 @@ func (e *engine) grow(p *cu.DevicePtr, capacity *int64, bytes int64) error {
 		return nil
 	}
 	if *p != 0 {
-		_ = cu.MemFree(*p)
+		_ = memFree(*p)
 		*p, *capacity = 0, 0
 	}
 	d, err := cu.MemAlloc(bytes)
@@ -327,7 +327,7 @@ func (e *engine) stageOut(c *collective.Call) error {
 	if err := cu.SetCurrentContext(e.ctxs[0]); err != nil {
 		return fmt.Errorf("%w: collective/nccl: %s: %v", collective.ErrEngine, e.what, err)
 	}
-	if err := cu.MemcpyDtoH(p, e.stage.recv, bytes); err != nil {
+	if err := memcpyDtoH(p, e.stage.recv, bytes); err != nil {
 		return fmt.Errorf("%w: collective/nccl: %v on %s: copying the result to the host: %v", collective.ErrEngine, c, e.what, err)
 	}
 	return nil
@@ -341,7 +341,7 @@ func (e *engine) freeStage() {
 	_ = cu.SetCurrentContext(e.ctxs[0])
 	for _, p := range []cu.DevicePtr{e.stage.send, e.stage.recv} {
 		if p != 0 {
-			_ = cu.MemFree(p)
+			_ = memFree(p)
 		}
 	}
 	e.stage = stage{}

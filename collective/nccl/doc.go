@@ -3,9 +3,10 @@
 //
 //   - NewMesh: one process drives every device of a GPU sharding.Mesh, each
 //     device a rank (ncclCommInitAll). The NCCL communicators of a mesh are
-//     made on first use and cached by the mesh's Key for the rest of the
-//     process (ReleaseMesh frees them); every NewMesh handle of that mesh
-//     shares them. Importing this package sets collective.GPUMeshComm, so
+//     made on first use and cached by the mesh's ordered GPUs for the rest
+//     of the process (ReleaseMesh frees them); every NewMesh handle of a
+//     mesh over those GPUs in that order shares them, and its calls are
+//     serialized. Importing this package sets collective.GPUMeshComm, so
 //     collective.NewMesh returns this engine for GPU meshes.
 //   - NewProcess: one GPU per process, every process a rank
 //     (ncclCommInitRank). Rank 0's ncclUniqueId reaches the other ranks
@@ -114,5 +115,5 @@
 // NewProcessMPI does without either of the mglacuda and mpi tags. The
 // library search and the bootstraps are plain Go and tested without a GPU.
 // The package may import collective, collective/mpi (the bootstrap over
-// MPI), sharding, internal/libpath and gorgonia.org/cu.
+// MPI), sharding, internal/libpath, internal/cudaguard and gorgonia.org/cu.
 package nccl

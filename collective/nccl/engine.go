@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/internal/cudaguard"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/cu"
 	"gorgonia.org/tensor"
@@ -52,10 +53,11 @@ type engine struct {
 }
 
 // Comm is an NCCL communicator; it implements collective.Comm. Handles of
-// one mesh share its cached engine; a process communicator and the
-// communicators made by Split own theirs.
+// meshes over the same GPUs share their cached engine; a process
+// communicator and the communicators made by Split own theirs.
 type Comm struct {
 	e       *engine
+	mesh    *sharding.Mesh // the handle's own mesh (NewMesh); nil: e.mesh
 	timeout time.Duration
 	checks  bool // process communicators: compare the calls across ranks first
 	owned   bool // Close destroys e
@@ -70,7 +72,12 @@ func (h *Comm) Size() int { return h.e.size }
 
 // Mesh is the GPU mesh whose devices are the ranks of a mesh communicator
 // (nil for a process communicator), so that it is a collective.MeshComm.
-func (h *Comm) Mesh() *sharding.Mesh { return h.e.mesh }
+func (h *Comm) Mesh() *sharding.Mesh {
+	if h.mesh != nil {
+		return h.mesh
+	}
+	return h.e.mesh
+}
 
 // LocalRanks are the ranks this process drives: every rank of a mesh, the
 // process's own rank otherwise.
@@ -132,7 +139,7 @@ func (e *engine) release() {
 	for i, p := range e.scratch {
 		if p != 0 {
 			_ = cu.SetCurrentContext(e.ctxs[i])
-			_ = cu.MemFree(p)
+			_ = memFree(p)
 		}
 	}
 	for i := range e.ctxs {
@@ -151,7 +158,8 @@ func (e *engine) destroy(why error) error {
 	defer runtime.UnlockOSThread()
 	var first error
 	for _, c := range e.comms {
-		r := C.mgla_nccl_comm_destroy(C.uintptr_t(c))
+		var r C.int
+		_ = cudaguard.Blocking(func() error { r = C.mgla_nccl_comm_destroy(C.uintptr_t(c)); return nil }) // it frees device memory
 		if r != ncclInProgress && first == nil {
 			first = ncclErr("ncclCommDestroy", r, 0)
 		}
@@ -421,7 +429,7 @@ func (e *engine) toKeys(c *collective.Call, send []uintptr) (*collective.Call, [
 		for i, p := range keys {
 			if p != 0 {
 				_ = cu.SetCurrentContext(e.ctxs[i])
-				_ = cu.MemFree(cu.DevicePtr(p))
+				_ = memFree(cu.DevicePtr(p))
 			}
 		}
 	}
@@ -503,17 +511,7 @@ func addresses(bs []sharding.Buffer, n int) []uintptr {
 // addresses send and recv (one per local rank, for the sides c has); free
 // releases the temporaries once the streams are done.
 func (e *engine) enqueue(c *collective.Call, send, recv []uintptr) (free func(), err error) {
-	at := func(addrs []uintptr, i, off int) C.uintptr_t { return C.uintptr_t(addrs[i] + uintptr(off)) }
 	free = func() {}
-	typ, parts, _ := ncclType(c.Dtype) // checkCall checked it
-	n := C.size_t(c.Count * parts)
-	block := 0 // bytes of one rank's block
-	if c.Kind != collective.Barrier {
-		block = c.Count * int(c.Dtype.Size())
-	}
-	op := ncclOp(c.Op)
-	root := C.int(c.Root)
-
 	// Zeros into the receive buffers that NCCL leaves alone.
 	if c.Kind == collective.Reduce || c.Kind == collective.Gather {
 		for i, r := range e.local {
@@ -535,7 +533,7 @@ func (e *engine) enqueue(c *collective.Call, send, recv []uintptr) (free func(),
 			for i, p := range ident {
 				if p != 0 {
 					_ = cu.SetCurrentContext(ctxs[i])
-					_ = cu.MemFree(p)
+					_ = memFree(p)
 				}
 			}
 		}
@@ -552,9 +550,41 @@ func (e *engine) enqueue(c *collective.Call, send, recv []uintptr) (free func(),
 			first = ncclErr(fn, r, e.comms[i])
 		}
 	}
-	if r := C.mgla_nccl_group_start(); r != ncclSuccess {
-		return free, ncclErr("ncclGroupStart", r, 0)
+	launch := func() error {
+		if r := C.mgla_nccl_group_start(); r != ncclSuccess {
+			return ncclErr("ncclGroupStart", r, 0)
+		}
+		e.enqueueRanks(c, send, recv, ident, note)
+		if r := C.mgla_nccl_group_end(); r != ncclSuccess && r != ncclInProgress && first == nil {
+			first = ncclErr("ncclGroupEnd", r, e.comms[0])
+		}
+		return nil
 	}
+	if len(e.local) > 1 {
+		// One kernel per GPU, each waiting for the others, launched by
+		// this thread: no cudaFree or synchronous copy may run beside it.
+		err = cudaguard.MultiGPU(launch)
+	} else {
+		err = launch()
+	}
+	if err != nil {
+		return free, err
+	}
+	return free, first
+}
+
+// enqueueRanks makes the NCCL calls of c for every local rank, inside the
+// group that enqueue opened; note records the first failure.
+func (e *engine) enqueueRanks(c *collective.Call, send, recv []uintptr, ident []cu.DevicePtr, note func(string, C.int, int)) {
+	at := func(addrs []uintptr, i, off int) C.uintptr_t { return C.uintptr_t(addrs[i] + uintptr(off)) }
+	typ, parts, _ := ncclType(c.Dtype) // checkCall checked it
+	n := C.size_t(c.Count * parts)
+	block := 0 // bytes of one rank's block
+	if c.Kind != collective.Barrier {
+		block = c.Count * int(c.Dtype.Size())
+	}
+	op := ncclOp(c.Op)
+	root := C.int(c.Root)
 	for i, rank := range e.local {
 		comm, s := C.uintptr_t(e.comms[i]), e.stream(i)
 		switch c.Kind {
@@ -609,10 +639,6 @@ func (e *engine) enqueue(c *collective.Call, send, recv []uintptr) (free func(),
 			note("ncclAllReduce", C.mgla_nccl_all_reduce(p, p, 1, 7, 0, comm, s), i)
 		}
 	}
-	if r := C.mgla_nccl_group_end(); r != ncclSuccess && r != ncclInProgress && first == nil {
-		first = ncclErr("ncclGroupEnd", r, e.comms[0])
-	}
-	return free, first
 }
 
 // zero enqueues zeros into the first bytes at local rank i's address p.
@@ -644,7 +670,7 @@ func (e *engine) makeScratch() error {
 		if err != nil {
 			for j := range i {
 				_ = cu.SetCurrentContext(e.ctxs[j])
-				_ = cu.MemFree(scratch[j])
+				_ = memFree(scratch[j])
 			}
 			return fmt.Errorf("%w: collective/nccl: barrier scratch on gpu:%d: %v", collective.ErrEngine, e.devices[i], err)
 		}
@@ -686,7 +712,7 @@ func (e *engine) identities(c *collective.Call) ([]cu.DevicePtr, error) {
 			for j, p := range out {
 				if p != 0 {
 					_ = cu.SetCurrentContext(e.ctxs[j])
-					_ = cu.MemFree(p)
+					_ = memFree(p)
 				}
 			}
 			return nil, fmt.Errorf("%w: collective/nccl: %v: identity buffer of %d bytes on gpu:%d: %v",
@@ -856,4 +882,16 @@ func pause(waited time.Duration) {
 		return
 	}
 	time.Sleep(min(waited/20, 200*time.Microsecond))
+}
+
+// memFree and memcpyDtoH are cu's calls of those names, made
+// through cudaguard.Blocking: each may wait for a GPU's work while it holds
+// the driver's locks, which must not happen while a mesh's group of
+// kernels is being launched (enqueue), by this engine or another.
+func memFree(p cu.DevicePtr) error {
+	return cudaguard.Blocking(func() error { return cu.MemFree(p) })
+}
+
+func memcpyDtoH(dst unsafe.Pointer, src cu.DevicePtr, bytes int64) error {
+	return cudaguard.Blocking(func() error { return cu.MemcpyDtoH(dst, src, bytes) })
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -28,14 +30,31 @@ func init() {
 
 var (
 	meshMu      sync.Mutex
-	meshEngines = map[uint64]*engine{} // by Mesh.Key
+	meshEngines = map[string]*engine{} // by meshKey: one per ordered list of GPUs
 )
+
+// meshKey names the ordered GPUs of m: meshes over the same GPUs in the same
+// order (sharding.Mesh.Same) share one set of NCCL communicators, so that a
+// program that makes a mesh per model or per run holds one set, not one per
+// mesh (each takes device memory of its own on every GPU).
+func meshKey(m *sharding.Mesh) string {
+	var b strings.Builder
+	for i, d := range m.Devices() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(d.ID))
+	}
+	return b.String()
+}
 
 // NewMesh returns a communicator whose ranks are the devices of the GPU mesh
 // m, in mesh order, all driven by this process. The NCCL communicators
-// (ncclCommInitAll) are made on the mesh's first NewMesh and shared by every
-// later one until ReleaseMesh, or until a timeout or NCCL failure aborts
-// them (the next NewMesh then makes new ones).
+// (ncclCommInitAll) are made on the first NewMesh of a mesh over these GPUs
+// in this order and shared by every later one, of this mesh or another over
+// the same GPUs, until ReleaseMesh, or until a timeout or NCCL failure
+// aborts them (the next NewMesh then makes new ones). Calls on them are
+// serialized.
 func NewMesh(m *sharding.Mesh, opts ...Option) (collective.Comm, error) {
 	if m == nil || m.Kind() != sharding.GPU {
 		return nil, fmt.Errorf("%w: collective/nccl: NewMesh needs a GPU mesh, got %v", collective.ErrBadCall, m)
@@ -47,9 +66,10 @@ func NewMesh(m *sharding.Mesh, opts ...Option) (collective.Comm, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
+	key := meshKey(m)
 	meshMu.Lock()
 	defer meshMu.Unlock()
-	e := meshEngines[m.Key()]
+	e := meshEngines[key]
 	if e != nil {
 		e.mu.Lock()
 		usable := e.dead == nil
@@ -62,9 +82,9 @@ func NewMesh(m *sharding.Mesh, opts ...Option) (collective.Comm, error) {
 		if e, err = newMeshEngine(m); err != nil {
 			return nil, err
 		}
-		meshEngines[m.Key()] = e
+		meshEngines[key] = e
 	}
-	return &Comm{e: e, timeout: o.timeout}, nil
+	return &Comm{e: e, mesh: m, timeout: o.timeout}, nil
 }
 
 func newMeshEngine(m *sharding.Mesh) (*engine, error) {
@@ -101,13 +121,18 @@ func newMeshEngine(m *sharding.Mesh) (*engine, error) {
 	return e, nil
 }
 
-// ReleaseMesh destroys the cached NCCL communicators of m; the handles that
-// use them return collective.ErrClosed from then on. Releasing a mesh that
-// has none is not an error.
+// ReleaseMesh destroys the cached NCCL communicators of m's GPUs, which every
+// mesh over the same GPUs in the same order shares; the handles that use
+// them, of any such mesh, return collective.ErrClosed from then on.
+// Releasing a mesh that has none is not an error.
 func ReleaseMesh(m *sharding.Mesh) error {
+	if m == nil || m.Kind() != sharding.GPU {
+		return nil
+	}
+	key := meshKey(m)
 	meshMu.Lock()
-	e := meshEngines[m.Key()]
-	delete(meshEngines, m.Key())
+	e := meshEngines[key]
+	delete(meshEngines, key)
 	meshMu.Unlock()
 	if e == nil {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -619,6 +620,70 @@ func TestMeshCacheAndSplit(t *testing.T) {
 		t.Fatal("NewMesh after ReleaseMesh reused the released communicators")
 	}
 	runCase(t, rng, c, m, callCase{collective.Scan, collective.Max, tensor.Float64}, 777, 0, false)
+}
+
+// Meshes over the same GPUs in the same order share one set of NCCL
+// communicators (each set takes device memory on every GPU, so a mesh per
+// run must not make one per mesh), each handle reports its own mesh, and
+// ReleaseMesh of one releases them for every such mesh; meshes over the same
+// GPUs in another order get a set of their own.
+func TestMeshesOfOneGPUListShareCommunicators(t *testing.T) {
+	rng := seeded(t)
+	for _, m := range testMeshes(t) {
+		ids := make([]int, m.Size())
+		for i, d := range m.Devices() {
+			ids[i] = d.ID
+		}
+		twin, err := sharding.GPUMesh(ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if twin.Key() == m.Key() {
+			t.Fatalf("GPUMesh%v twice gave one mesh: the test needs two", ids)
+		}
+		a, err := NewMesh(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewMesh(twin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.(*Comm).e != b.(*Comm).e {
+			t.Errorf("%v: two meshes over the same GPUs made two sets of NCCL communicators", m)
+		}
+		if a.(*Comm).Mesh() != m || b.(*Comm).Mesh() != twin {
+			t.Errorf("%v: the handles report meshes %p and %p, want their own %p and %p", m, a.(*Comm).Mesh(), b.(*Comm).Mesh(), m, twin)
+		}
+		runCase(t, rng, b, twin, callCase{collective.AllReduce, collective.Sum, tensor.Float64}, 513, 0, false)
+		if m.Size() > 1 {
+			slices.Reverse(ids)
+			other, err := sharding.GPUMesh(ids...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewMesh(other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.(*Comm).e == a.(*Comm).e {
+				t.Errorf("%v and %v, the same GPUs in another order, share NCCL communicators", m, other)
+			}
+			runCase(t, rng, c, other, callCase{collective.AllGather, collective.Sum, tensor.Float32}, 300, 0, false)
+			if err := ReleaseMesh(other); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ReleaseMesh(twin); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Do(&collective.Call{Kind: collective.Barrier}); !errors.Is(err, collective.ErrClosed) {
+			t.Errorf("%v: Do after ReleaseMesh of a mesh over the same GPUs: %v, want ErrClosed", m, err)
+		}
+	}
+	if err := ReleaseMesh(nil); err != nil {
+		t.Errorf("ReleaseMesh(nil): %v", err)
+	}
 }
 
 // A call that can never complete (a lone Send to itself on a one-rank

@@ -17,6 +17,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/mgla/mgla/internal/cudaguard"
 	"github.com/mgla/mgla/kernels"
 )
 
@@ -185,7 +186,9 @@ func (d *Dn) ensure(dev, host int64) error {
 // info reads back the device info written by the last call.
 func (d *Dn) info() (int, error) {
 	var v C.int
-	if err := cudaErr("cudaMemcpy(DeviceToHost)", C.mgla_cudaMemcpyDtoH(unsafe.Pointer(&v), C.uintptr_t(d.dinfo), 4)); err != nil {
+	if err := cudaguard.Blocking(func() error {
+		return cudaErr("cudaMemcpy(DeviceToHost)", C.mgla_cudaMemcpyDtoH(unsafe.Pointer(&v), C.uintptr_t(d.dinfo), 4))
+	}); err != nil {
 		return 0, err
 	}
 	return int(v), nil

@@ -41,5 +41,10 @@
 // its buffer is N × LocalCols(M, T, ndev, d) elements.
 //
 // All calls block until the result is ready, and every method of Mg and Dn
-// is safe for concurrent use (calls on one value are serialized).
+// is safe for concurrent use (calls on one value are serialized). The
+// cuSolverMg routines of a process run one at a time, and its cudaFree and
+// synchronous copies never beside them (internal/cudaguard).
+//
+// The package may import kernels (the kernel API's errors),
+// internal/libpath and internal/cudaguard.
 package cusolver

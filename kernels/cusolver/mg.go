@@ -16,6 +16,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/mgla/mgla/internal/cudaguard"
 	"github.com/mgla/mgla/kernels"
 )
 
@@ -191,6 +192,15 @@ func (m *Mg) release() error {
 	}
 	m.workBytes = 0
 	return errors.Join(errs...)
+}
+
+// mgLaunch runs a cuSolverMg routine, which launches kernels on every GPU
+// of the handle that wait for one another, through cudaguard.MultiGPU: no
+// cudaFree or synchronous copy of this process runs beside it.
+func mgLaunch(routine func() C.int) C.int {
+	var rc C.int
+	_ = cudaguard.MultiGPU(func() error { rc = routine(); return nil })
+	return rc
 }
 
 func (m *Mg) mallocOn(device, bytes int, p *uintptr) error {
@@ -386,8 +396,10 @@ func (m *Mg) Potrf(dt tensor.Dtype, n, tile int, a []uintptr) error {
 			return err
 		}
 		var info C.int
-		rc := C.mgla_mgPotrf(m.handle, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, ct,
-			cptrs(m.work), C.int64_t(lw), &info)
+		rc := mgLaunch(func() C.int {
+			return C.mgla_mgPotrf(m.handle, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, ct,
+				cptrs(m.work), C.int64_t(lw), &info)
+		})
 		if err := solverErr(fn, rc); err != nil {
 			return err
 		}
@@ -451,8 +463,10 @@ func (m *Mg) PotrsBlock(dt tensor.Dtype, n, nrhs, tile, tileB int, a, b []uintpt
 			return err
 		}
 		var info C.int
-		rc := C.mgla_mgPotrs(m.handle, fillLower, C.int(n), C.int(nrhs), cptrs(pa), da, cptrs(pb), db,
-			C.int(len(pa)), ct, cptrs(m.work), C.int64_t(lw), &info)
+		rc := mgLaunch(func() C.int {
+			return C.mgla_mgPotrs(m.handle, fillLower, C.int(n), C.int(nrhs), cptrs(pa), da, cptrs(pb), db,
+				C.int(len(pa)), ct, cptrs(m.work), C.int64_t(lw), &info)
+		})
 		if err := solverErr(fn, rc); err != nil {
 			return err
 		}
@@ -500,8 +514,10 @@ func (m *Mg) Potri(dt tensor.Dtype, n, tile int, a []uintptr) error {
 			return err
 		}
 		var info C.int
-		rc := C.mgla_mgPotri(m.handle, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, ct,
-			cptrs(m.work), C.int64_t(lw), &info)
+		rc := mgLaunch(func() C.int {
+			return C.mgla_mgPotri(m.handle, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, ct,
+				cptrs(m.work), C.int64_t(lw), &info)
+		})
 		if err := solverErr(fn, rc); err != nil {
 			return err
 		}
@@ -569,8 +585,10 @@ func (m *Mg) Syevd(dt tensor.Dtype, n, tile int, a []uintptr, w []float64, vecto
 			return err
 		}
 		var info C.int
-		rc := C.mgla_mgSyevd(m.handle, jobz, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, wp, rt, ct,
-			cptrs(m.work), C.int64_t(lw), &info)
+		rc := mgLaunch(func() C.int {
+			return C.mgla_mgSyevd(m.handle, jobz, fillLower, C.int(n), cptrs(pa), C.int(len(pa)), da, wp, rt, ct,
+				cptrs(m.work), C.int64_t(lw), &info)
+		})
 		if err := solverErr(fn, rc); err != nil {
 			return err
 		}

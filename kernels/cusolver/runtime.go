@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/mgla/mgla/internal/cudaguard"
 )
 
 // onDevice runs f on a locked OS thread whose current device is device.
@@ -136,7 +138,8 @@ var Reclaim func() bool
 // deviceFree frees p (from deviceMalloc) on its device, which the caller has
 // made current; memory that cudaFree fails to free stays counted as held.
 func deviceFree(p uintptr) error {
-	if err := cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(p))); err != nil {
+	err := cudaguard.Blocking(func() error { return cudaErr("cudaFree", C.mgla_cudaFree(C.uintptr_t(p))) })
+	if err != nil {
 		return err
 	}
 	held.Lock()
@@ -166,7 +169,9 @@ func MemcpyHtoD(device int, dst uintptr, src unsafe.Pointer, bytes int) error {
 		return nil
 	}
 	return onDevice(device, func() error {
-		return cudaErr("cudaMemcpy(HostToDevice)", C.mgla_cudaMemcpyHtoD(C.uintptr_t(dst), src, C.size_t(bytes)))
+		return cudaguard.Blocking(func() error {
+			return cudaErr("cudaMemcpy(HostToDevice)", C.mgla_cudaMemcpyHtoD(C.uintptr_t(dst), src, C.size_t(bytes)))
+		})
 	})
 }
 
@@ -177,7 +182,9 @@ func MemcpyDtoH(device int, dst unsafe.Pointer, src uintptr, bytes int) error {
 		return nil
 	}
 	return onDevice(device, func() error {
-		return cudaErr("cudaMemcpy(DeviceToHost)", C.mgla_cudaMemcpyDtoH(dst, C.uintptr_t(src), C.size_t(bytes)))
+		return cudaguard.Blocking(func() error {
+			return cudaErr("cudaMemcpy(DeviceToHost)", C.mgla_cudaMemcpyDtoH(dst, C.uintptr_t(src), C.size_t(bytes)))
+		})
 	})
 }
 
@@ -188,7 +195,9 @@ func Memcpy2DDtoH(device int, dst unsafe.Pointer, dpitch int, src uintptr, spitc
 		return nil
 	}
 	return onDevice(device, func() error {
-		return cudaErr("cudaMemcpy2D(DeviceToHost)", C.mgla_cudaMemcpy2DDtoH(dst, C.size_t(dpitch), C.uintptr_t(src), C.size_t(spitch), C.size_t(width), C.size_t(height)))
+		return cudaguard.Blocking(func() error {
+			return cudaErr("cudaMemcpy2D(DeviceToHost)", C.mgla_cudaMemcpy2DDtoH(dst, C.size_t(dpitch), C.uintptr_t(src), C.size_t(spitch), C.size_t(width), C.size_t(height)))
+		})
 	})
 }
 
@@ -298,7 +307,7 @@ func HostAlloc(bytes int) (unsafe.Pointer, error) {
 
 // FreeHost releases memory from HostAlloc.
 func FreeHost(p unsafe.Pointer) error {
-	return cudaErr("cudaFreeHost", C.mgla_cudaFreeHost(p))
+	return cudaguard.Blocking(func() error { return cudaErr("cudaFreeHost", C.mgla_cudaFreeHost(p)) })
 }
 
 // HostRegister page-locks bytes of existing host memory at p (for example
@@ -346,5 +355,5 @@ func HostRegistered(p unsafe.Pointer) bool {
 
 // HostUnregister undoes HostRegister.
 func HostUnregister(p unsafe.Pointer) error {
-	return cudaErr("cudaHostUnregister", C.mgla_cudaHostUnregister(p))
+	return cudaguard.Blocking(func() error { return cudaErr("cudaHostUnregister", C.mgla_cudaHostUnregister(p)) })
 }
