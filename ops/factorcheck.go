@@ -62,16 +62,26 @@ func newFactorCheck(a *sharding.Tensor) (*factorCheck, error) {
 	// times as much per number.
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	isComplex := a.Dtype() == tensor.Complex64 || a.Dtype() == tensor.Complex128
+	// Every entry of v has a modulus between ½ and 1 and a random sign
+	// (complex: phase). With entries near 0, as a uniform draw from
+	// [−1, 1] gives, a wrong entry of L in that column would go almost
+	// unseen: the ratio of an error in one entry would vary from one v to
+	// another by any factor, here by at most about 2 (a kept factor 1.8
+	// times the threshold off by another v, call 51).
 	for i := range c.v {
-		re, im := 2*rng.Float64()-1, 0.0
-		if isComplex {
-			im = 2*rng.Float64() - 1
+		mod := 0.5 + 0.5*rng.Float64()
+		z := complex(mod, 0)
+		switch {
+		case isComplex:
+			z = cmplx.Rect(mod, 2*math.Pi*rng.Float64())
+		case rng.IntN(2) == 0:
+			z = -z
 		}
 		if single { // exactly representable in the dtype
-			re, im = float64(float32(re)), float64(float32(im))
+			z = complex(float64(float32(real(z))), float64(float32(imag(z))))
 		}
-		c.v[i] = complex(re, im)
-		c.vAbs[i] = abs(c.v[i])
+		c.v[i] = z
+		c.vAbs[i] = abs(z)
 	}
 	if err := a.MulHermitianInto(c.av, c.avAbs, c.v, c.vAbs); err != nil {
 		c.release()
