@@ -4,5 +4,9 @@ package ops
 // ResetLentPeak.
 func LentPeak() int64 { return lent.peak.Load() }
 
-// ResetLentPeak starts a new high-water mark from the bytes lent out now.
-func ResetLentPeak() { lent.resetPeak() }
+// ResetLentPeak starts a new high-water mark from the bytes lent out now,
+// which it returns.
+func ResetLentPeak() int64 {
+	lent.resetPeak()
+	return lent.peak.Load()
+}
