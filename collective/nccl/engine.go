@@ -177,7 +177,7 @@ func (e *engine) abort(why error) {
 	}
 	for _, c := range e.comms {
 		if c != 0 && !e.aborted {
-			C.mgla_nccl_comm_abort(C.uintptr_t(c))
+			commAbort(c)
 		}
 	}
 	e.aborted = true
@@ -842,7 +842,7 @@ func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Dura
 		}
 		if err != nil {
 			for _, comm := range e.comms {
-				C.mgla_nccl_comm_abort(C.uintptr_t(comm))
+				commAbort(comm)
 			}
 			e.aborted = true
 			w.fired <- err
@@ -894,4 +894,11 @@ func memFree(p cu.DevicePtr) error {
 
 func memcpyDtoH(dst unsafe.Pointer, src cu.DevicePtr, bytes int64) error {
 	return cudaguard.Blocking(func() error { return cu.MemcpyDtoH(dst, src, bytes) })
+}
+
+// commAbort aborts comm (ncclCommAbort), through cudaguard.Aborting: it ends
+// the communicator's kernels, which may never end otherwise, and frees its
+// device memory.
+func commAbort(comm uintptr) {
+	_ = cudaguard.Aborting(func() error { C.mgla_nccl_comm_abort(C.uintptr_t(comm)); return nil })
 }

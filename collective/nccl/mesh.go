@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/internal/cudaguard"
 	"github.com/mgla/mgla/sharding"
 )
 
@@ -105,11 +106,18 @@ func newMeshEngine(m *sharding.Mesh) (*engine, error) {
 	for i, d := range e.devices {
 		devs[i] = C.int(d)
 	}
-	err := ncclErr("ncclCommInitAll", C.mgla_nccl_comm_init_all(&comms[0], C.int(n), &devs[0]), 0)
+	// ncclCommInitAll allocates and frees device memory, and on failure
+	// the shim aborts what it made: a blocking call (cudaguard).
+	initAll := func() error {
+		return cudaguard.Blocking(func() error {
+			return ncclErr("ncclCommInitAll", C.mgla_nccl_comm_init_all(&comms[0], C.int(n), &devs[0]), 0)
+		})
+	}
+	err := initAll()
 	if err != nil && sharding.ReclaimDeviceMemory() {
 		// NCCL allocates device memory of its own, which unreachable
 		// buffers may hold.
-		err = ncclErr("ncclCommInitAll", C.mgla_nccl_comm_init_all(&comms[0], C.int(n), &devs[0]), 0)
+		err = initAll()
 	}
 	if err != nil {
 		e.release()
@@ -206,7 +214,7 @@ func (h *Comm) Split(color, key func(rank int) int) ([]collective.Comm, error) {
 	}
 	if first != nil {
 		for _, c := range made {
-			C.mgla_nccl_comm_abort(C.uintptr_t(c))
+			commAbort(c)
 		}
 		return nil, first
 	}

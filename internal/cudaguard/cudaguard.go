@@ -19,28 +19,85 @@
 // at a time with no blocking call beside them, blocking calls run beside
 // each other.
 //
+// An abort of kernels that may never end otherwise (ncclCommAbort, which
+// frees the communicator's memory too) goes through Aborting: it waits for a
+// launch under way, which ends by itself, but not for launches queued behind
+// blocking calls, which may be waiting for the very kernels it ends.
+//
 // The package is pure Go and imports only the standard library, so that
 // sharding, kernels/cusolver and collective/nccl can all use it.
 package cudaguard
 
 import "sync"
 
-var mu sync.RWMutex
+// guard is a readers-writer lock whose writers (launches) go before new
+// readers (blocking calls) once they wait, and whose aborts wait only for
+// a writer under way.
+type guard struct {
+	mu      sync.Mutex
+	changed *sync.Cond // readers, writing or waiting changed
+	readers int        // blocking calls and aborts under way
+	writing bool       // a launch under way
+	waiting int        // launches waiting to start
+}
+
+var g = func() *guard {
+	x := &guard{}
+	x.changed = sync.NewCond(&x.mu)
+	return x
+}()
 
 // MultiGPU runs launch, which launches kernels on several GPUs that wait for
-// one another, while no Blocking call runs. launch must not call Blocking
-// or MultiGPU.
+// one another, while no Blocking call, abort or other launch runs. launch
+// must not call Blocking, Aborting or MultiGPU.
 func MultiGPU(launch func() error) error {
-	mu.Lock()
-	defer mu.Unlock()
+	g.mu.Lock()
+	g.waiting++
+	for g.writing || g.readers > 0 {
+		g.changed.Wait()
+	}
+	g.waiting--
+	g.writing = true
+	g.mu.Unlock()
+	defer g.end(func() { g.writing = false })
 	return launch()
 }
 
 // Blocking runs call, which may wait for a GPU's work while it holds the
-// driver's locks, while no MultiGPU launch runs. call must not call
-// MultiGPU.
+// driver's locks, while no MultiGPU launch runs or waits to start (so that
+// a stream of blocking calls cannot hold launches off for ever). Blocking
+// calls run beside each other. call must not call MultiGPU.
 func Blocking(call func() error) error {
-	mu.RLock()
-	defer mu.RUnlock()
-	return call()
+	g.mu.Lock()
+	for g.writing || g.waiting > 0 {
+		g.changed.Wait()
+	}
+	return g.read(call)
+}
+
+// Aborting runs abort, which ends kernels that may never end otherwise,
+// while no MultiGPU launch runs; it does not wait for launches waiting to
+// start. abort must not call MultiGPU.
+func Aborting(abort func() error) error {
+	g.mu.Lock()
+	for g.writing {
+		g.changed.Wait()
+	}
+	return g.read(abort)
+}
+
+// read runs f as a reader; g.mu is held on entry.
+func (x *guard) read(f func() error) error {
+	x.readers++
+	x.mu.Unlock()
+	defer x.end(func() { x.readers-- })
+	return f()
+}
+
+// end applies the change under g.mu and wakes the waiters.
+func (x *guard) end(change func()) {
+	x.mu.Lock()
+	change()
+	x.mu.Unlock()
+	x.changed.Broadcast()
 }

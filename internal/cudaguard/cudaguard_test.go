@@ -60,3 +60,60 @@ func TestGuard(t *testing.T) {
 type errTest struct{}
 
 func (errTest) Error() string { return "test" }
+
+// The deadlock Aborting exists for: a blocking call waits for kernels that
+// only an abort ends, a launch queues behind that call, and the abort must
+// not queue behind the launch. An abort still waits for a launch under way.
+func TestAbortPassesQueuedLaunches(t *testing.T) {
+	aborted := make(chan struct{})
+	blockingDone := make(chan struct{})
+	go func() { // a cudaFree waiting for a hung kernel
+		_ = Blocking(func() error { <-aborted; return nil })
+		close(blockingDone)
+	}()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.readers == 1 }, "the blocking call to start")
+	launched := make(chan struct{})
+	go func() { _ = MultiGPU(func() error { close(launched); return nil }) }()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting == 1 }, "the launch to queue")
+	abortDone := make(chan struct{})
+	go func() { _ = Aborting(func() error { close(aborted); return nil }); close(abortDone) }()
+	for _, c := range []struct {
+		done chan struct{}
+		what string
+	}{{abortDone, "the abort, queued behind a waiting launch"}, {blockingDone, "the blocking call"}, {launched, "the launch"}} {
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not run within 5 s", c.what)
+		}
+	}
+
+	// An abort waits for a launch under way.
+	inLaunch, release := make(chan struct{}), make(chan struct{})
+	go func() { _ = MultiGPU(func() error { close(inLaunch); <-release; return nil }) }()
+	<-inLaunch
+	var ranDuringLaunch atomic.Bool
+	var launchOver atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		_ = Aborting(func() error { ranDuringLaunch.Store(!launchOver.Load()); return nil })
+		close(done)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	launchOver.Store(true)
+	close(release)
+	<-done
+	if ranDuringLaunch.Load() {
+		t.Error("an abort ran during a launch")
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
