@@ -72,6 +72,7 @@ func (m *deviceMemory) free() {
 			testHookFree()
 		}
 		_ = onDevice(m.dev, func() error { return memFree(m.ptr) })
+		pace.freed(m.size) // explicitly, by a cleanup or a reclaim: no garbage left to find
 		liveMu.Lock()
 		delete(live, m)
 		liveMu.Unlock()
@@ -353,7 +354,6 @@ func (gpuBackend) alloc(dev Device, dt tensor.Dtype, n int, zero bool) (Buffer, 
 func (gpuBackend) free(b Buffer) {
 	db := b.(*DeviceBuffer)
 	if db.mem != nil {
-		pace.freed(db.mem.size) // freed now: no garbage for a reclaim to find
 		db.mem.free()
 		db.mem, db.ptr = nil, 0
 	}

@@ -3,14 +3,16 @@ package sharding
 import "testing"
 
 // reclaimPace: a reclaim is due once the bytes allocated since the last one,
-// less those freed explicitly, pass a quarter of the device's memory, or a
-// 64th of it while the device would be left with less than an eighth free;
-// the device's memory is asked once, its free memory only past a 64th.
+// less those freed since, pass a quarter of the device's memory, or a 64th
+// of it while the device would be left with less than an eighth free; the
+// device's memory is asked once, its free memory only past a 64th and then
+// at most once a 256th.
 func TestReclaimPace(t *testing.T) {
 	var p reclaimPace
 	totalAsked, freeAsked := 0, 0
 	free := int64(6400)
-	total := func() int64 { totalAsked++; return 6400 } // a quarter 1600, a 64th 100, an eighth 800
+	// A quarter is 1600, a 64th 100, a 256th 25, an eighth 800.
+	total := func() int64 { totalAsked++; return 6400 }
 	devFree := func() int64 { freeAsked++; return free }
 	for i, step := range []struct {
 		alloc, free  int64
@@ -21,16 +23,21 @@ func TestReclaimPace(t *testing.T) {
 	}{
 		{alloc: 50},
 		{alloc: 49},                                               // 99: below a 64th, free not asked
-		{alloc: 1000, wantFreeAsks: 1},                            // 1099: 6400−1000 free after, plenty
-		{alloc: 501, wantFreeAsks: 2},                             // 1600: a quarter, not past it
-		{alloc: 1, want: true, wantFreeAsks: 2},                   // 1601: past a quarter, free not needed
-		{reset: true, alloc: 60, wantFreeAsks: 2},                 // 60
-		{free: 40, alloc: 70, wantFreeAsks: 2},                    // 20 + 70 = 90
-		{free: 1000, alloc: 100, wantFreeAsks: 3},                 // 0 + 100: a 64th, 6300 free after
-		{alloc: 1, want: true, deviceFree: 700, wantFreeAsks: 4},  // 699 free after: below an eighth
-		{reset: true, alloc: 99, deviceFree: 10, wantFreeAsks: 4}, // a device nearly full, but little garbage here
-		{alloc: 1, deviceFree: 801, wantFreeAsks: 5},              // 100 since, 800 free after: an eighth, not below
-		{reset: true, alloc: 5000, want: true, wantFreeAsks: 5},   // one allocation past a quarter
+		{alloc: 1, wantFreeAsks: 1},                               // 100: a 64th, 6399 free after
+		{alloc: 24, wantFreeAsks: 1},                              // 124: less than a 256th since the last ask
+		{alloc: 1, wantFreeAsks: 2},                               // 125: a 256th since
+		{alloc: 1000, wantFreeAsks: 3},                            // 1125: 5400 free after, plenty
+		{alloc: 475, wantFreeAsks: 4},                             // 1600: a quarter, not past it
+		{alloc: 1, want: true, wantFreeAsks: 4},                   // 1601: past a quarter, free not needed
+		{reset: true, alloc: 60, wantFreeAsks: 4},                 // 60
+		{free: 40, alloc: 70, wantFreeAsks: 4},                    // 20 + 70 = 90
+		{free: 1000, alloc: 100, wantFreeAsks: 5},                 // 0 + 100: a 64th, 6300 free after
+		{alloc: 30, want: true, deviceFree: 820, wantFreeAsks: 6}, // 130: 790 free after, below an eighth
+		{reset: true, alloc: 99, deviceFree: 10, wantFreeAsks: 6}, // a device nearly full, little garbage here
+		{alloc: 1, deviceFree: 801, wantFreeAsks: 7},              // 100: 800 free after, an eighth, not below
+		{free: 50, alloc: 1, deviceFree: 10, wantFreeAsks: 7},     // 51: below a 64th again
+		{alloc: 60, want: true, wantFreeAsks: 8},                  // 111: 61 allocated since the ask, frees aside
+		{reset: true, alloc: 5000, want: true, wantFreeAsks: 8},   // one allocation past a quarter
 	} {
 		if step.reset {
 			p.reset()
