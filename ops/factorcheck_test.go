@@ -75,6 +75,15 @@ func hostFactored(t *testing.T, mesh *sharding.Mesh, a0 *tensor.Dense, tile int,
 	return l, check, (hostSolver{}).potrf(a, l)
 }
 
+// loadMoved loads into l the host factor right with entry (i, j) moved by
+// rel times the diagonal entry of row i (right itself stays as it is).
+func loadMoved(t *testing.T, l *sharding.Tensor, right *tensor.Dense, i, j int, rel float64, what string) {
+	t.Helper()
+	host := right.Clone().(*tensor.Dense)
+	moveEntry(t, host, i, j, rel)
+	require.NoError(t, l.Load(host), what)
+}
+
 // moveEntry adds rel times the diagonal entry of row i to entry (i, j) of
 // the host matrix m.
 func moveEntry(t *testing.T, m *tensor.Dense, i, j int, rel float64) {
@@ -210,9 +219,7 @@ func TestFactorCheckSlightlyWrong(t *testing.T) {
 			// moved is the check's ratio for the factor with L[n-1, j]
 			// moved by rel times L[n-1, n-1].
 			moved := func(rel float64) float64 {
-				host := right.Clone().(*tensor.Dense)
-				moveEntry(t, host, n-1, j, rel)
-				require.NoError(t, l.Load(host), what)
+				loadMoved(t, l, right, n-1, j, rel, what)
 				ratio, _, err := check.worst(l)
 				require.NoError(t, err, what)
 				return ratio
@@ -271,9 +278,7 @@ func TestFactorCheckEveryProbe(t *testing.T) {
 		// ratios are the checks' ratios for the factor with L[n-1, j]
 		// moved by rel times L[n-1, n-1].
 		ratios := func(rel float64) []float64 {
-			host := right.Clone().(*tensor.Dense)
-			moveEntry(t, host, n-1, j, rel)
-			require.NoError(t, l.Load(host), what)
+			loadMoved(t, l, right, n-1, j, rel, what)
 			out := make([]float64, len(checks))
 			for i, c := range checks {
 				out[i], _, err = c.worst(l)
