@@ -153,12 +153,6 @@ func studyMesh(t *testing.T) (*sharding.Mesh, int, uint64) {
 	return mesh, ngpu, seed
 }
 
-func median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // TestFactorGradedStudy (MGLA_FACTOR_STUDY=graded; not part of the suite)
 // asks whether cusolverMgPotrf's wrong factors of graded matrices
 // (gradedHPD; TestFactorCheckStructuredGPU saw them on 2–4 GPUs beside the
