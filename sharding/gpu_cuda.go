@@ -164,17 +164,27 @@ func deviceFree() int64 {
 // due, and after an out-of-memory error, it reclaims unreachable buffers
 // (whose frees make their own devices current) and allocates in ctx again.
 func memAlloc(ctx cu.CUContext, bytes int64) (cu.DevicePtr, error) {
-	if pace.due(bytes, deviceTotal, deviceFree) && reclaim() {
-		if err := cu.SetCurrentContext(ctx); err != nil {
-			return 0, err
+	reclaimed := false
+	if pace.due(bytes, deviceTotal, deviceFree) {
+		reclaimed = true
+		if reclaim() {
+			if err := cu.SetCurrentContext(ctx); err != nil {
+				return 0, err
+			}
 		}
 	}
 	p, err := cu.MemAlloc(bytes)
-	if errors.Is(err, cu.OutOfMemory) && reclaim() {
-		if err := cu.SetCurrentContext(ctx); err != nil {
-			return 0, err
+	if errors.Is(err, cu.OutOfMemory) {
+		reclaimed = true
+		if reclaim() {
+			if err := cu.SetCurrentContext(ctx); err != nil {
+				return 0, err
+			}
+			p, err = cu.MemAlloc(bytes)
 		}
-		p, err = cu.MemAlloc(bytes)
+	}
+	if reclaimed && err == nil {
+		pace.count(bytes) // the reclaim started the count again after due counted it
 	}
 	return p, err
 }

@@ -42,10 +42,19 @@ func (p *reclaimPace) due(bytes int64, deviceTotal, deviceFree func() int64) boo
 		return false
 	}
 	last := p.asked.Load()
-	if made-last < total/256 || !p.asked.CompareAndSwap(last, made) {
+	// asked > made: a reset (a reclaim beside this allocation) came
+	// between the two counts and the swap; the next ask is due now.
+	if last <= made && made-last < total/256 || !p.asked.CompareAndSwap(last, made) {
 		return false // asked within the last 256th, or just now by another allocation
 	}
 	return deviceFree()-bytes < total/8
+}
+
+// count counts an allocation of bytes without asking whether a reclaim is
+// due (one made right after a reclaim that its own due call set off).
+func (p *reclaimPace) count(bytes int64) {
+	p.since.Add(bytes)
+	p.made.Add(bytes)
 }
 
 // freed takes bytes freed off the count (not below 0).

@@ -59,3 +59,26 @@ func TestReclaimPace(t *testing.T) {
 		t.Errorf("the device's memory was asked %d times, want once", totalAsked)
 	}
 }
+
+// A reset between due's counts and its swap of the asked mark (a reclaim
+// beside the allocation) leaves the mark above the new count: the next due
+// asks the free memory at once instead of never until the count catches up.
+func TestReclaimPaceStaleMark(t *testing.T) {
+	var p reclaimPace
+	asked := 0
+	total := func() int64 { return 6400 }
+	devFree := func() int64 { asked++; return 10 }
+	p.total.Store(6400)
+	p.asked.Store(60000) // the mark of a count before a reset
+	p.made.Store(200)
+	p.since.Store(200)
+	if !p.due(1, total, devFree) || asked != 1 {
+		t.Errorf("with a stale mark the free memory was asked %d times (want 1) and no reclaim was due", asked)
+	}
+	// count adds to both counts.
+	p.reset()
+	p.count(300)
+	if p.since.Load() != 300 || p.made.Load() != 300 {
+		t.Errorf("count(300) after a reset: since %d, made %d; want 300 and 300", p.since.Load(), p.made.Load())
+	}
+}

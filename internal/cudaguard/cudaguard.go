@@ -21,14 +21,21 @@
 //
 // An abort of kernels that may never end otherwise (ncclCommAbort, which
 // frees the communicator's memory too) goes through Aborting: it waits for a
-// launch under way, which ends by itself, but not for launches queued behind
-// blocking calls, which may be waiting for the very kernels it ends.
+// launch under way, but not for launches queued behind blocking calls,
+// which may be waiting for the very kernels it ends; and it waits for the
+// launch under way at most AbortWait. An NCCL group launches in
+// microseconds, but a cuSolverMg routine returns only when its kernels are
+// done, and one that synchronizes a device with a hung NCCL kernel on it
+// would never end: the abort then runs beside it.
 //
 // The package is pure Go and imports only the standard library, so that
 // sharding, kernels/cusolver and collective/nccl can all use it.
 package cudaguard
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // guard is a readers-writer lock whose writers (launches) go before new
 // readers (blocking calls) once they wait, and whose aborts wait only for
@@ -75,12 +82,23 @@ func Blocking(call func() error) error {
 	return g.read(call)
 }
 
+// AbortWait bounds how long Aborting waits for a launch under way.
+var AbortWait = 10 * time.Second
+
 // Aborting runs abort, which ends kernels that may never end otherwise,
-// while no MultiGPU launch runs; it does not wait for launches waiting to
-// start. abort must not call MultiGPU.
+// once no MultiGPU launch runs or one has run for AbortWait since Aborting
+// began to wait for it; it does not wait for launches waiting to start.
+// abort must not call MultiGPU.
 func Aborting(abort func() error) error {
+	deadline := time.Now().Add(AbortWait)
+	wake := time.AfterFunc(AbortWait, func() {
+		g.mu.Lock() // so that the broadcast cannot fall between a check and Wait
+		g.mu.Unlock()
+		g.changed.Broadcast()
+	})
+	defer wake.Stop()
 	g.mu.Lock()
-	for g.writing {
+	for g.writing && time.Now().Before(deadline) {
 		g.changed.Wait()
 	}
 	return g.read(abort)

@@ -117,3 +117,38 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		}
 	}
 }
+
+// An abort waits for a launch under way at most AbortWait: a launch that
+// waits for the kernels the abort ends (a cuSolverMg routine synchronizing
+// a device with a hung NCCL kernel) must not hang it.
+func TestAbortWaitsBoundedForALaunch(t *testing.T) {
+	defer func(w time.Duration) { AbortWait = w }(AbortWait)
+	AbortWait = 50 * time.Millisecond
+	aborted := make(chan struct{})
+	inLaunch := make(chan struct{})
+	launchDone := make(chan struct{})
+	go func() {
+		_ = MultiGPU(func() error { close(inLaunch); <-aborted; return nil })
+		close(launchDone)
+	}()
+	<-inLaunch
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { _ = Aborting(func() error { close(aborted); return nil }); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an abort waited more than 5 s for a launch that waits for it")
+	}
+	if waited := time.Since(start); waited < AbortWait {
+		t.Errorf("the abort ran after %v, before AbortWait (%v): it must wait for a launch under way first", waited, AbortWait)
+	}
+	<-launchDone
+	// The guard is usable after: a launch and a blocking call run.
+	if err := MultiGPU(func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := Blocking(func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
