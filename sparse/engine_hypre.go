@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/mgla/mgla/collective"
@@ -40,6 +41,8 @@ type hypreEngine struct {
 	e       *C.mh_engine
 	tol     float64
 	maxIter int
+	timeout time.Duration // of meet
+	broken  error         // a timed-out meet: the communicator holds an abandoned request
 }
 
 func hypreErr(what string, rc C.int, buf []C.char) error {
@@ -110,7 +113,7 @@ func newEngine(p *Pattern, cfg *config) (engine, error) {
 		}
 		return nil, hypreErr("creating the matrix", rc, buf)
 	}
-	return &hypreEngine{p: p, e: e, tol: cfg.tol, maxIter: cfg.maxIter}, nil
+	return &hypreEngine{p: p, e: e, tol: cfg.tol, maxIter: cfg.maxIter, timeout: cfg.timeout}, nil
 }
 
 func (h *hypreEngine) load(vals []float64) error {
@@ -206,6 +209,29 @@ func (h *hypreEngine) maxAll(x float64) (float64, error) {
 	return h.allreduce(x, true)
 }
 
+// meet is maxAll waiting for the other ranks at most the solver's timeout.
+// A timeout breaks the engine: MPI keeps the abandoned request, which a late
+// rank may still complete, so no later call may use the communicator.
+func (h *hypreEngine) meet(x float64) (float64, error) {
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	if h.broken != nil {
+		return 0, h.brokenErr()
+	}
+	buf := make([]C.char, errLen)
+	v := C.double(x)
+	switch rc := C.mh_timed_max(h.e, &v, C.longlong(h.timeout.Nanoseconds()), &buf[0], errLen); rc {
+	case 0:
+		return float64(v), nil
+	case C.MH_TIMEOUT:
+		h.broken = fmt.Errorf("%w: sparse: a rank of the solver's communicator did not start the run within %v (it skipped the run, came later or stopped); the solver is broken on this rank: make a new one",
+			collective.ErrTimeout, h.timeout)
+		return 0, h.broken
+	default:
+		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	}
+}
+
 func (h *hypreEngine) agree(ok bool) (bool, error) {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()
@@ -229,7 +255,18 @@ func (h *hypreEngine) usable() error {
 	if mpi.Finalized() {
 		return fmt.Errorf("%w: mpi.Finalize was called", collective.ErrClosed)
 	}
+	hypreMu.Lock()
+	defer hypreMu.Unlock()
+	if h.broken != nil {
+		return h.brokenErr()
+	}
 	return nil
+}
+
+// brokenErr is the error of every call after a timed-out meet; the caller
+// holds hypreMu.
+func (h *hypreEngine) brokenErr() error {
+	return fmt.Errorf("%w: sparse: the solver was broken by an earlier timeout (%w)", collective.ErrClosed, h.broken)
 }
 
 func (h *hypreEngine) close() {

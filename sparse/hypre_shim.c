@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 
 #include <HYPRE.h>
 #include <HYPRE_parcsr_ls.h>
@@ -456,6 +458,54 @@ int mh_allreduce(mh_engine *e, double *v, int max, char *err, int errlen) {
 		return rc;
 	}
 	return 0;
+}
+
+// mh_timed_max replaces *v by its largest value over the ranks, waiting at
+// most timeout_ns. It returns 0 when done, MH_TIMEOUT when a rank did not
+// come in time, an MPI code on error. After a timeout the request is freed
+// but MPI may still complete it against a late rank, so its buffers are
+// left to MPI (16 bytes).
+int mh_timed_max(mh_engine *e, double *v, long long timeout_ns, char *err, int errlen) {
+	double *buf = malloc(2 * sizeof(double));
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return MPI_ERR_NO_MEM;
+	}
+	buf[0] = *v;
+	MPI_Request req;
+	int rc = MPI_Iallreduce(&buf[0], &buf[1], 1, MPI_DOUBLE, MPI_MAX, e->comm, &req);
+	if (rc != MPI_SUCCESS) {
+		free(buf);
+		snprintf(err, errlen, "MPI_Iallreduce failed (%d)", rc);
+		return rc;
+	}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0;; i++) {
+		int flag = 0;
+		rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS) {
+			snprintf(err, errlen, "MPI_Test failed (%d)", rc);
+			return rc; // buf stays with MPI
+		}
+		if (flag) {
+			*v = buf[1];
+			free(buf);
+			return 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long long ns = (long long)(t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec);
+		if (ns >= timeout_ns) {
+			MPI_Request_free(&req);
+			return MH_TIMEOUT;
+		}
+		if (ns > 10000000) { // past 10 ms, poll every 100 µs
+			struct timespec nap = {0, 100000};
+			nanosleep(&nap, NULL);
+		} else if (i >= 64) { // a rank that comes within 10 ms costs no sleep's slack
+			sched_yield();
+		}
+	}
 }
 
 int mh_agree(mh_engine *e, int ok, int *all, char *err, int errlen) {

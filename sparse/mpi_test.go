@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/collective/mpi"
@@ -491,6 +492,43 @@ func TestMPIDifferentRuns(t *testing.T) {
 		require.NoError(t, err, "%s: the next run", c.name)
 		require.Len(t, x, rows)
 	}
+}
+
+// TestMPIRunTimeout: the last rank starts a run after the others' timeout.
+// Every rank gets collective.ErrTimeout, the late one too (it completes the
+// first exchange against the others' abandoned requests and times out in
+// the second, which they never make), no rank enters hypre, and the solver
+// refuses later runs with collective.ErrClosed on every rank; a new solver
+// works.
+func TestMPIRunTimeout(t *testing.T) {
+	rng, h := worldRNG(t, 901)
+	if h.size == 1 {
+		t.Skip("needs 2 ranks")
+	}
+	tr := laplace2D(rng, 7, 6, 0)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	blk := tr.block(t, lo, lo+rows)
+	b := randVec(rng, rows)
+	const timeout = 1500 * time.Millisecond
+	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10), WithTimeout(timeout))
+	require.NoError(t, err)
+	defer s.Close()
+	if h.rank == h.size-1 {
+		time.Sleep(2 * timeout) // the others have given up
+	}
+	start := time.Now()
+	_, _, err = s.SolveValues(blk.Values, b, false)
+	require.ErrorIs(t, err, collective.ErrTimeout)
+	require.Less(t, time.Since(start), 2*timeout, "the run's error came after its timeout (%v)", timeout)
+	_, _, err = s.SolveValues(blk.Values, b, false)
+	require.ErrorIs(t, err, collective.ErrClosed, "a run on the broken solver")
+
+	fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
+	require.NoError(t, err)
+	defer fresh.Close()
+	x, _, err := fresh.SolveValues(blk.Values, b, false)
+	require.NoError(t, err, "a new solver")
+	require.Len(t, x, rows)
 }
 
 // lastRunsOther builds op on the last rank and other on the others.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mgla/mgla/collective"
 )
@@ -216,6 +217,7 @@ type config struct {
 	progress     func(Info)
 	comm         *commHandle
 	hasSmoothers bool
+	timeout      time.Duration
 }
 
 // hash is a number (exact in a float64) for the options that every rank
@@ -234,7 +236,8 @@ func (c *config) hash() float64 {
 
 func defaultConfig() config {
 	return config{method: PCG, tol: 1e-8, maxIter: 500, coarsen: HMIS, interp: ExtPlusIInterp,
-		smoother: L1GaussSeidel, strong: 0.25, cycle: VCycle, restart: 30, precond: defaultPrecond}
+		smoother: L1GaussSeidel, strong: 0.25, cycle: VCycle, restart: 30, precond: defaultPrecond,
+		timeout: collective.DefaultTimeout}
 }
 
 // Option configures a Solver.
@@ -247,6 +250,23 @@ func WithMethod(m Method) Option {
 			return fmt.Errorf("%w: unknown method %d", ErrBadInput, int(m))
 		}
 		c.method = m
+		return nil
+	}
+}
+
+// WithTimeout bounds how long a rank of an MPI-mode solver (WithComm)
+// waits for the other ranks at the start of a run (collective.DefaultTimeout
+// by default). A rank that does not come in time — it skipped the run, came
+// later or stopped — gives collective.ErrTimeout on every rank, the late one
+// too, and breaks the solver: its later runs return collective.ErrClosed.
+// The ranks may pass different timeouts. Inside hypre's solve nothing is
+// timed: a rank that stops there leaves the others waiting.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithTimeout(%v): want a positive duration", ErrBadInput, d)
+		}
+		c.timeout = d
 		return nil
 	}
 }

@@ -33,6 +33,10 @@ type engine interface {
 	agree(ok bool) (bool, error)
 	// maxAll is the largest x of the ranks.
 	maxAll(x float64) (float64, error)
+	// meet is maxAll waiting for the other ranks at most the solver's
+	// timeout (WithTimeout): collective.ErrTimeout after it, and the engine
+	// refuses every later call (usable).
+	meet(x float64) (float64, error)
 	// free drops the hierarchies (the matrix stays); close releases all.
 	free()
 	close()
@@ -54,9 +58,11 @@ type engine interface {
 // serialised). In MPI mode (WithComm) every rank makes the same calls on
 // its own Solver in the same order, which goroutines racing for a Solver,
 // or for two Solvers, do not give: the ranks pair one goroutine's run with
-// another's (wrong answers) or wait for each other in hypre for ever. Run
-// the MPI-mode solvers of a process from one goroutine at a time, in the
-// same order on every rank.
+// another's (wrong answers), or wait for each other at the start of two
+// Solvers' runs met in different orders until a solver's timeout
+// (collective.ErrTimeout; a solver that timed out is broken). Run the MPI-mode
+// solvers of a process from one goroutine at a time, in the same order on
+// every rank.
 type Solver struct {
 	pat *Pattern
 	cfg config
@@ -466,11 +472,15 @@ func (s *Solver) trueResidual(trans bool, b, x []float64, info Info) (Info, erro
 // LispMachine, which differentiates at run time, is not told apart.)
 func (s *Solver) agreeOnRun(kind runKind, adjoint, differentiated bool) error {
 	id := float64(int(kind)*4 + btoi(adjoint)*2 + btoi(differentiated))
-	hi, err := s.eng.maxAll(id)
+	// The first exchanges of a run wait for the other ranks by the
+	// solver's timeout. A rank that comes after the others gave up
+	// completes the first against their abandoned requests, and then times
+	// out in the second, which they never make: no rank enters hypre.
+	hi, err := s.eng.meet(id)
 	if err != nil {
 		return err
 	}
-	lo, err := s.eng.maxAll(-id)
+	lo, err := s.eng.meet(-id)
 	if err != nil {
 		return err
 	}
