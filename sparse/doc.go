@@ -74,16 +74,18 @@
 // options: a difference is ErrMismatch (collective) on every rank, and an
 // option refused on one rank ErrBadInput on every rank — but for WithComm
 // itself: a rank whose communicator handle is refused cannot take part.
-// The ranks meet at the start of every run within the solver's timeout
-// (WithTimeout; collective.DefaultTimeout by default): a rank that skips a
-// run, comes later than that or has stopped gives collective.ErrTimeout on
-// every rank, the late one too, and the solver refuses its later runs
+// A run's own exchanges (the agreements above, and the others before and
+// between hypre's calls) wait within the solver's timeout (WithTimeout;
+// collective.DefaultTimeout by default): a rank that skips a run, comes
+// later than that or has stopped gives collective.ErrTimeout on every rank,
+// the late one too, and the solver refuses its later runs
 // (collective.ErrClosed; make a new one). So do runs that reach the ranks
 // in different orders (MPI-mode solvers run from several goroutines of a
 // process at once: see Solver). NewSolver's agreement on the options and
-// hypre's own MPI calls inside a run have no timeout: a rank that dies
-// inside a solve, or whose WithComm was refused, leaves the others waiting,
-// as in any MPI program.
+// hypre's own MPI calls have no timeout: a rank that dies inside a solve,
+// or whose WithComm was refused, leaves the others waiting, as in any MPI
+// program, and so, in a narrow window, does a rank held up past the timeout
+// after its share of the last exchange before a hypre call.
 //
 // The package may import collective (its errors), sharding (its reading of
 // host tensors) and, in the mpi build, collective/mpi; nothing in mgla

@@ -203,44 +203,48 @@ func (h *hypreEngine) gather(local []float64) ([]float64, error) {
 	return global, nil
 }
 
+// maxAll and agree are the run's own exchanges, before and between hypre's
+// collective calls, and wait for the other ranks at most the solver's
+// timeout (timedReduce).
 func (h *hypreEngine) maxAll(x float64) (float64, error) {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()
-	return h.allreduce(x, true)
-}
-
-// meet is maxAll waiting for the other ranks at most the solver's timeout.
-// A timeout breaks the engine: MPI keeps the abandoned request, which a late
-// rank may still complete, so no later call may use the communicator.
-func (h *hypreEngine) meet(x float64) (float64, error) {
-	hypreMu.Lock()
-	defer hypreMu.Unlock()
-	if h.broken != nil {
-		return 0, h.brokenErr()
-	}
-	buf := make([]C.char, errLen)
-	v := C.double(x)
-	switch rc := C.mh_timed_max(h.e, &v, C.longlong(h.timeout.Nanoseconds()), &buf[0], errLen); rc {
-	case 0:
-		return float64(v), nil
-	case C.MH_TIMEOUT:
-		h.broken = fmt.Errorf("%w: sparse: a rank of the solver's communicator did not start the run within %v (it skipped the run, came later or stopped); the solver is broken on this rank: make a new one",
-			collective.ErrTimeout, h.timeout)
-		return 0, h.broken
-	default:
-		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
-	}
+	return h.timedReduce(x, 0)
 }
 
 func (h *hypreEngine) agree(ok bool) (bool, error) {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()
-	var all C.int
-	buf := make([]C.char, errLen)
-	if rc := C.mh_agree(h.e, cbool(ok), &all, &buf[0], errLen); rc != 0 {
-		return false, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	v := 0.0
+	if ok {
+		v = 1
 	}
-	return all != 0, nil
+	all, err := h.timedReduce(v, 1)
+	return all == 1, err
+}
+
+// timedReduce is the largest (op 0) or smallest (op 1) x of the ranks,
+// waiting at most the solver's timeout; the caller holds hypreMu. A timeout
+// breaks the engine: MPI keeps the abandoned request, which a late rank may
+// still complete, so no later call may use the communicator. A rank that
+// comes after the others gave up completes the exchange against their
+// abandoned requests and times out in the next, which they never make.
+func (h *hypreEngine) timedReduce(x float64, op int) (float64, error) {
+	if h.broken != nil {
+		return 0, h.brokenErr()
+	}
+	buf := make([]C.char, errLen)
+	v := C.double(x)
+	switch rc := C.mh_timed_reduce(h.e, &v, C.int(op), C.longlong(h.timeout.Nanoseconds()), &buf[0], errLen); rc {
+	case 0:
+		return float64(v), nil
+	case C.MH_TIMEOUT:
+		h.broken = fmt.Errorf("%w: sparse: a rank of the solver's communicator did not come to an exchange of the run within %v (it skipped the run, came later or stopped); the solver is broken on this rank: make a new one",
+			collective.ErrTimeout, h.timeout)
+		return 0, h.broken
+	default:
+		return 0, fmt.Errorf("%w: %s", ErrHypre, C.GoString(&buf[0]))
+	}
 }
 
 func (h *hypreEngine) free() {

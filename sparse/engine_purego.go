@@ -43,8 +43,6 @@ func (e *goEngine) agree(ok bool) (bool, error) { return ok, nil }
 
 func (e *goEngine) maxAll(x float64) (float64, error) { return x, nil }
 
-func (e *goEngine) meet(x float64) (float64, error) { return x, nil }
-
 func (e *goEngine) free()  {}
 func (e *goEngine) close() {}
 

@@ -460,12 +460,12 @@ int mh_allreduce(mh_engine *e, double *v, int max, char *err, int errlen) {
 	return 0;
 }
 
-// mh_timed_max replaces *v by its largest value over the ranks, waiting at
-// most timeout_ns. It returns 0 when done, MH_TIMEOUT when a rank did not
-// come in time, an MPI code on error. After a timeout the request is freed
-// but MPI may still complete it against a late rank, so its buffers are
-// left to MPI (16 bytes).
-int mh_timed_max(mh_engine *e, double *v, long long timeout_ns, char *err, int errlen) {
+// mh_timed_reduce replaces *v by its largest (op 0) or smallest (op 1)
+// value over the ranks, waiting at most timeout_ns. It returns 0 when done,
+// MH_TIMEOUT when a rank did not come in time, an MPI code on error. After a
+// timeout the request is freed but MPI may still complete it against a late
+// rank, so its buffers are left to MPI (16 bytes).
+int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char *err, int errlen) {
 	double *buf = malloc(2 * sizeof(double));
 	if (!buf) {
 		snprintf(err, errlen, "out of memory");
@@ -473,7 +473,7 @@ int mh_timed_max(mh_engine *e, double *v, long long timeout_ns, char *err, int e
 	}
 	buf[0] = *v;
 	MPI_Request req;
-	int rc = MPI_Iallreduce(&buf[0], &buf[1], 1, MPI_DOUBLE, MPI_MAX, e->comm, &req);
+	int rc = MPI_Iallreduce(&buf[0], &buf[1], 1, MPI_DOUBLE, op ? MPI_MIN : MPI_MAX, e->comm, &req);
 	if (rc != MPI_SUCCESS) {
 		free(buf);
 		snprintf(err, errlen, "MPI_Iallreduce failed (%d)", rc);
@@ -506,15 +506,6 @@ int mh_timed_max(mh_engine *e, double *v, long long timeout_ns, char *err, int e
 			sched_yield();
 		}
 	}
-}
-
-int mh_agree(mh_engine *e, int ok, int *all, char *err, int errlen) {
-	int rc = MPI_Allreduce(&ok, all, 1, MPI_INT, MPI_LAND, e->comm);
-	if (rc != MPI_SUCCESS) {
-		snprintf(err, errlen, "MPI_Allreduce failed (%d)", rc);
-		return rc;
-	}
-	return 0;
 }
 
 int mh_gather(mh_engine *e, const double *local, double *global, char *err, int errlen) {

@@ -30,8 +30,7 @@ int mh_vcycle(mh_engine *e, int trans, const double *r, double *z, char *err, in
 int mh_matvec(mh_engine *e, int trans, const double *x, double *y, char *err, int errlen);
 int mh_allreduce(mh_engine *e, double *v, int max, char *err, int errlen);
 #define MH_TIMEOUT (-3)
-int mh_timed_max(mh_engine *e, double *v, long long timeout_ns, char *err, int errlen);
-int mh_agree(mh_engine *e, int ok, int *all, char *err, int errlen);
+int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char *err, int errlen);
 int mh_gather(mh_engine *e, const double *local, double *global, char *err, int errlen);
 void mh_free_hierarchies(mh_engine *e);
 void mh_destroy(mh_engine *e);

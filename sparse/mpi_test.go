@@ -531,6 +531,54 @@ func TestMPIRunTimeout(t *testing.T) {
 	require.Len(t, x, rows)
 }
 
+// TestMPIRunStall: rank 0 is held up between the run's first two exchanges
+// for twice the timeout (as a descheduled or stopped rank would be). The
+// others time out in the second; rank 0 then completes it against their
+// abandoned requests and must time out in the next exchange, which they
+// never make, instead of going on into hypre alone (it hung there when only
+// the first two exchanges were timed: a review's reproduction).
+func TestMPIRunStall(t *testing.T) {
+	rng, h := worldRNG(t, 902)
+	if h.size == 1 {
+		t.Skip("needs 2 ranks")
+	}
+	tr := laplace2D(rng, 7, 6, 0)
+	lo, rows := BlockRows(tr.n, h.rank, h.size)
+	blk := tr.block(t, lo, lo+rows)
+	b := randVec(rng, rows)
+	const timeout = 500 * time.Millisecond
+	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10), WithTimeout(timeout))
+	require.NoError(t, err)
+	defer s.Close()
+	if h.rank == 0 {
+		s.eng = &stallBeforeExchange{engine: s.eng, at: 2, pause: 2 * timeout}
+	}
+	_, _, err = s.SolveValues(blk.Values, b, false)
+	require.ErrorIs(t, err, collective.ErrTimeout)
+
+	fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
+	require.NoError(t, err)
+	defer fresh.Close()
+	x, _, err := fresh.SolveValues(blk.Values, b, false)
+	require.NoError(t, err, "a new solver")
+	require.Len(t, x, rows)
+}
+
+// stallBeforeExchange is an engine held up for pause before its at-th
+// maxAll.
+type stallBeforeExchange struct {
+	engine
+	n, at int
+	pause time.Duration
+}
+
+func (s *stallBeforeExchange) maxAll(x float64) (float64, error) {
+	if s.n++; s.n == s.at {
+		time.Sleep(s.pause)
+	}
+	return s.engine.maxAll(x)
+}
+
 // lastRunsOther builds op on the last rank and other on the others.
 func lastRunsOther(last bool, op, other func(v, b *G.Node) (*G.Node, error)) func(g *G.ExprGraph, v, bn *G.Node) error {
 	return func(_ *G.ExprGraph, v, bn *G.Node) error {

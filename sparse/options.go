@@ -226,8 +226,8 @@ type config struct {
 // collective).
 func (c *config) hash() float64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d|%g|%d|%d|%d|%d|%g|%d|%d|%d|%t|%t|%d|%d|%d", c.method, c.tol, c.maxIter, c.coarsen, c.interp,
-		c.smoother, c.strong, c.cycle, c.aggLevels, c.restart, c.statusOnly, c.keepOld, c.symmetry, c.precond, c.printLevel)
+	fmt.Fprintf(h, "%d|%g|%d|%d|%d|%d|%g|%d|%d|%d|%t|%t|%d|%d|%d|%d", c.method, c.tol, c.maxIter, c.coarsen, c.interp,
+		c.smoother, c.strong, c.cycle, c.aggLevels, c.restart, c.statusOnly, c.keepOld, c.symmetry, c.precond, c.printLevel, c.timeout)
 	for _, name := range slices.Sorted(maps.Keys(c.set)) {
 		fmt.Fprintf(h, "|%s=%g", name, c.set[name])
 	}
@@ -255,12 +255,16 @@ func WithMethod(m Method) Option {
 }
 
 // WithTimeout bounds how long a rank of an MPI-mode solver (WithComm)
-// waits for the other ranks at the start of a run (collective.DefaultTimeout
-// by default). A rank that does not come in time — it skipped the run, came
-// later or stopped — gives collective.ErrTimeout on every rank, the late one
-// too, and breaks the solver: its later runs return collective.ErrClosed.
-// The ranks may pass different timeouts. Inside hypre's solve nothing is
-// timed: a rank that stops there leaves the others waiting.
+// waits for the other ranks in each of a run's own exchanges, before and
+// between hypre's calls (collective.DefaultTimeout by default). A rank that
+// does not come in time — it skipped the run, came later or stopped — gives
+// collective.ErrTimeout on every rank, the late one too, and breaks the
+// solver: its later runs return collective.ErrClosed. Every rank passes the
+// same timeout (NewSolver checks it with the other options). hypre's own
+// calls are not timed: a rank that stops inside them leaves the others
+// waiting, and so, in a narrow window, does one held up past the timeout
+// after its share of the last exchange before such a call (the others then
+// finish that exchange without it).
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

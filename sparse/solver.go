@@ -29,14 +29,12 @@ type engine interface {
 	vcycle(trans bool, r, z []float64) error
 	// gather returns the global vector whose row blocks the ranks hold.
 	gather(local []float64) ([]float64, error)
-	// agree is true on every rank when ok is true on every rank.
+	// agree is true on every rank when ok is true on every rank; maxAll is
+	// the largest x of the ranks. Both wait for the other ranks at most the
+	// solver's timeout (WithTimeout): collective.ErrTimeout after it, and
+	// the engine refuses every later call (usable).
 	agree(ok bool) (bool, error)
-	// maxAll is the largest x of the ranks.
 	maxAll(x float64) (float64, error)
-	// meet is maxAll waiting for the other ranks at most the solver's
-	// timeout (WithTimeout): collective.ErrTimeout after it, and the engine
-	// refuses every later call (usable).
-	meet(x float64) (float64, error)
 	// free drops the hierarchies (the matrix stays); close releases all.
 	free()
 	close()
@@ -472,15 +470,13 @@ func (s *Solver) trueResidual(trans bool, b, x []float64, info Info) (Info, erro
 // LispMachine, which differentiates at run time, is not told apart.)
 func (s *Solver) agreeOnRun(kind runKind, adjoint, differentiated bool) error {
 	id := float64(int(kind)*4 + btoi(adjoint)*2 + btoi(differentiated))
-	// The first exchanges of a run wait for the other ranks by the
-	// solver's timeout. A rank that comes after the others gave up
-	// completes the first against their abandoned requests, and then times
-	// out in the second, which they never make: no rank enters hypre.
-	hi, err := s.eng.meet(id)
+	// The run's exchanges wait for the other ranks by the solver's timeout
+	// (engine.maxAll and agree).
+	hi, err := s.eng.maxAll(id)
 	if err != nil {
 		return err
 	}
-	lo, err := s.eng.meet(-id)
+	lo, err := s.eng.maxAll(-id)
 	if err != nil {
 		return err
 	}
