@@ -74,18 +74,21 @@
 // options: a difference is ErrMismatch (collective) on every rank, and an
 // option refused on one rank ErrBadInput on every rank — but for WithComm
 // itself: a rank whose communicator handle is refused cannot take part.
-// A run's own exchanges (the agreements above, and the others before and
-// between hypre's calls) wait within the solver's timeout (WithTimeout;
-// collective.DefaultTimeout by default): a rank that skips a run, comes
-// later than that or has stopped gives collective.ErrTimeout on every rank,
+// A run's agreements (on the run, on bad input, on loading new values) and
+// its maximum of b wait within the solver's timeout (WithTimeout;
+// collective.DefaultTimeout by default): a rank that skips a run, or comes
+// to the run later than that, gives collective.ErrTimeout on every rank,
 // the late one too, and the solver refuses its later runs
-// (collective.ErrClosed; make a new one). So do runs that reach the ranks
-// in different orders (MPI-mode solvers run from several goroutines of a
-// process at once: see Solver). NewSolver's agreement on the options and
-// hypre's own MPI calls have no timeout: a rank that dies inside a solve,
-// or whose WithComm was refused, leaves the others waiting, as in any MPI
-// program, and so, in a narrow window, does a rank held up past the timeout
-// after its share of the last exchange before a hypre call.
+// (collective.ErrClosed; Close it and make a new one). So do runs that
+// reach the ranks in different orders (MPI-mode solvers run from several
+// goroutines of a process at once: see Solver). Not timed: NewSolver's
+// agreement on the options, hypre's own MPI calls, and the reductions
+// inside a solve (dot products, norms, gathers). A rank that dies in a
+// solve, or whose WithComm was refused, leaves the others waiting, as in
+// any MPI program; so can a rank held up past the timeout within a run,
+// before the last timed exchange ahead of an untimed call: the others time
+// out, and it finishes that exchange against their abandoned requests and
+// goes on alone.
 //
 // The package may import collective (its errors), sharding (its reading of
 // host tensors) and, in the mpi build, collective/mpi; nothing in mgla

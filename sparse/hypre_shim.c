@@ -14,6 +14,7 @@
 
 struct mh_engine {
 	MPI_Comm comm;
+	int abandoned; // a timed-out exchange left a request on comm: never free it
 	int n, ilower, nrows, nnz, size;
 	int *ncols;            // entries per local row
 	HYPRE_BigInt *rows;    // global row indices
@@ -497,6 +498,7 @@ int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char 
 		long long ns = (long long)(t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec);
 		if (ns >= timeout_ns) {
 			MPI_Request_free(&req);
+			e->abandoned = 1;
 			return MH_TIMEOUT;
 		}
 		if (ns > 10000000) { // past 10 ms, poll every 100 µs
@@ -534,7 +536,10 @@ void mh_destroy(mh_engine *e) {
 	free(e->cols);
 	free(e->counts);
 	free(e->displs);
-	if (e->comm != MPI_COMM_NULL && !done) MPI_Comm_free(&e->comm);
+	// A communicator that a timed-out exchange left a request on is not
+	// freed: MPI may still complete the request against a late rank, and
+	// freeing the communicator under it crashed the next MPI call.
+	if (e->comm != MPI_COMM_NULL && !done && !e->abandoned) MPI_Comm_free(&e->comm);
 	free(e);
 }
 

@@ -522,6 +522,7 @@ func TestMPIRunTimeout(t *testing.T) {
 	require.Less(t, time.Since(start), 2*timeout, "the run's error came after its timeout (%v)", timeout)
 	_, _, err = s.SolveValues(blk.Values, b, false)
 	require.ErrorIs(t, err, collective.ErrClosed, "a run on the broken solver")
+	s.Close() // before the new solver: closing it used to free the communicator under the abandoned request (SIGSEGV in the next MPI call)
 
 	fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
 	require.NoError(t, err)
@@ -555,6 +556,7 @@ func TestMPIRunStall(t *testing.T) {
 	}
 	_, _, err = s.SolveValues(blk.Values, b, false)
 	require.ErrorIs(t, err, collective.ErrTimeout)
+	s.Close()
 
 	fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
 	require.NoError(t, err)

@@ -255,16 +255,13 @@ func WithMethod(m Method) Option {
 }
 
 // WithTimeout bounds how long a rank of an MPI-mode solver (WithComm)
-// waits for the other ranks in each of a run's own exchanges, before and
-// between hypre's calls (collective.DefaultTimeout by default). A rank that
-// does not come in time — it skipped the run, came later or stopped — gives
-// collective.ErrTimeout on every rank, the late one too, and breaks the
-// solver: its later runs return collective.ErrClosed. Every rank passes the
-// same timeout (NewSolver checks it with the other options). hypre's own
-// calls are not timed: a rank that stops inside them leaves the others
-// waiting, and so, in a narrow window, does one held up past the timeout
-// after its share of the last exchange before such a call (the others then
-// finish that exchange without it).
+// waits for the other ranks in a run's agreements and its maximum of b
+// (collective.DefaultTimeout by default). A rank that skips a run or comes
+// later than that gives collective.ErrTimeout on every rank, the late one
+// too, and breaks the solver: its later runs return collective.ErrClosed.
+// Every rank passes the same timeout (NewSolver checks it with the other
+// options). hypre's calls and the reductions inside a solve are not timed
+// (see the package documentation for what that leaves).
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

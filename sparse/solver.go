@@ -116,7 +116,7 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 	case refusedElsewhere:
 		return nil, fmt.Errorf("%w: sparse: NewSolver: another rank refused its options or pattern", ErrBadInput)
 	case differ:
-		return nil, fmt.Errorf("%w: sparse: NewSolver: the ranks' solver options differ (method, tolerance, iterations, AMG or print settings, WithStatusOnly, WithKeepHierarchy, symmetry or preconditioner)", collective.ErrMismatch)
+		return nil, fmt.Errorf("%w: sparse: NewSolver: the ranks' solver options differ (method, tolerance, iterations, AMG or print settings, WithStatusOnly, WithKeepHierarchy, symmetry, preconditioner or timeout)", collective.ErrMismatch)
 	}
 	eng, err := newEngine(p, &cfg)
 	if err != nil {
