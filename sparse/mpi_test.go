@@ -449,19 +449,25 @@ func TestMPIOptionsDifferOnOneRank(t *testing.T) {
 	}
 }
 
-// TestMPIDifferentRuns: ranks in different runs of one solver (a gradient
-// built on one rank only; Solve on one rank and CG on the others) get
-// ErrMismatch on every rank before hypre (they waited there, or in the
-// solver's agreements, for ever); the next run alike on every rank works.
-func TestMPIDifferentRuns(t *testing.T) {
-	rng, h := worldRNG(t, 900)
+// smallSystem is this rank's row block of a 42-unknown Laplacian and of a
+// random right-hand side, for the tests that need 2 ranks (skipped on one).
+func smallSystem(t *testing.T, stream uint64) (h *commHandle, blk *CSR, b []float64, rows int) {
+	t.Helper()
+	rng, h := worldRNG(t, stream)
 	if h.size == 1 {
 		t.Skip("needs 2 ranks")
 	}
 	tr := laplace2D(rng, 7, 6, 0)
 	lo, rows := BlockRows(tr.n, h.rank, h.size)
-	blk := tr.block(t, lo, lo+rows)
-	b := randVec(rng, rows)
+	return h, tr.block(t, lo, lo+rows), randVec(rng, rows), rows
+}
+
+// TestMPIDifferentRuns: ranks in different runs of one solver (a gradient
+// built on one rank only; Solve on one rank and CG on the others) get
+// ErrMismatch on every rank before hypre (they waited there, or in the
+// solver's agreements, for ever); the next run alike on every rank works.
+func TestMPIDifferentRuns(t *testing.T) {
+	h, blk, b, rows := smallSystem(t, 900)
 	last := h.rank == h.size-1
 	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
 	require.NoError(t, err)
@@ -494,76 +500,53 @@ func TestMPIDifferentRuns(t *testing.T) {
 	}
 }
 
-// TestMPIRunTimeout: the last rank starts a run after the others' timeout.
-// Every rank gets collective.ErrTimeout, the late one too (it completes the
-// first exchange against the others' abandoned requests and times out in
-// the second, which they never make), no rank enters hypre, and the solver
-// refuses later runs with collective.ErrClosed on every rank; a new solver
-// works.
+// TestMPIRunTimeout: a rank that comes to a run later than the others'
+// timeout, at its start or between two of its exchanges. Every rank gets
+// collective.ErrTimeout, the late one too (it completes one exchange
+// against the others' abandoned requests and times out in the next, which
+// they never make), no rank enters hypre alone, the solver refuses later
+// runs with collective.ErrClosed, it can be closed, and a new solver works.
+// Cases: the last rank starts the run twice the timeout late; rank 0 is
+// held up twice the timeout before the second exchange (it hung in hypre
+// when only the first two exchanges were timed: a review's reproduction).
+// Closing the broken solver freed its communicator under the abandoned
+// request, and the next MPI call crashed.
 func TestMPIRunTimeout(t *testing.T) {
-	rng, h := worldRNG(t, 901)
-	if h.size == 1 {
-		t.Skip("needs 2 ranks")
-	}
-	tr := laplace2D(rng, 7, 6, 0)
-	lo, rows := BlockRows(tr.n, h.rank, h.size)
-	blk := tr.block(t, lo, lo+rows)
-	b := randVec(rng, rows)
-	const timeout = 1500 * time.Millisecond
-	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10), WithTimeout(timeout))
-	require.NoError(t, err)
-	defer s.Close()
-	if h.rank == h.size-1 {
-		time.Sleep(2 * timeout) // the others have given up
-	}
-	start := time.Now()
-	_, _, err = s.SolveValues(blk.Values, b, false)
-	require.ErrorIs(t, err, collective.ErrTimeout)
-	require.Less(t, time.Since(start), 2*timeout, "the run's error came after its timeout (%v)", timeout)
-	_, _, err = s.SolveValues(blk.Values, b, false)
-	require.ErrorIs(t, err, collective.ErrClosed, "a run on the broken solver")
-	s.Close() // before the new solver: closing it used to free the communicator under the abandoned request (SIGSEGV in the next MPI call)
+	h, blk, b, rows := smallSystem(t, 901)
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		late    func(s *Solver, rank int) // holds this rank up
+	}{
+		{"the last rank starts late", 1500 * time.Millisecond, func(s *Solver, rank int) {
+			if rank == h.size-1 {
+				time.Sleep(2 * s.cfg.timeout)
+			}
+		}},
+		{"rank 0 held up before the second exchange", 500 * time.Millisecond, func(s *Solver, rank int) {
+			if rank == 0 {
+				s.eng = &stallBeforeExchange{engine: s.eng, at: 2, pause: 2 * s.cfg.timeout}
+			}
+		}},
+	} {
+		s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10), WithTimeout(c.timeout))
+		require.NoError(t, err, c.name)
+		start := time.Now()
+		c.late(s, h.rank)
+		_, _, err = s.SolveValues(blk.Values, b, false)
+		require.ErrorIs(t, err, collective.ErrTimeout, c.name)
+		require.Less(t, time.Since(start), 6*c.timeout, "%s: the error came too late", c.name)
+		_, _, err = s.SolveValues(blk.Values, b, false)
+		require.ErrorIs(t, err, collective.ErrClosed, "%s: a run on the broken solver", c.name)
+		s.Close()
 
-	fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
-	require.NoError(t, err)
-	defer fresh.Close()
-	x, _, err := fresh.SolveValues(blk.Values, b, false)
-	require.NoError(t, err, "a new solver")
-	require.Len(t, x, rows)
-}
-
-// TestMPIRunStall: rank 0 is held up between the run's first two exchanges
-// for twice the timeout (as a descheduled or stopped rank would be). The
-// others time out in the second; rank 0 then completes it against their
-// abandoned requests and must time out in the next exchange, which they
-// never make, instead of going on into hypre alone (it hung there when only
-// the first two exchanges were timed: a review's reproduction).
-func TestMPIRunStall(t *testing.T) {
-	rng, h := worldRNG(t, 902)
-	if h.size == 1 {
-		t.Skip("needs 2 ranks")
+		fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
+		require.NoError(t, err, c.name)
+		x, _, err := fresh.SolveValues(blk.Values, b, false)
+		require.NoError(t, err, "%s: a new solver", c.name)
+		require.Len(t, x, rows)
+		fresh.Close()
 	}
-	tr := laplace2D(rng, 7, 6, 0)
-	lo, rows := BlockRows(tr.n, h.rank, h.size)
-	blk := tr.block(t, lo, lo+rows)
-	b := randVec(rng, rows)
-	const timeout = 500 * time.Millisecond
-	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10), WithTimeout(timeout))
-	require.NoError(t, err)
-	defer s.Close()
-	if h.rank == 0 {
-		s.eng = &stallBeforeExchange{engine: s.eng, at: 2, pause: 2 * timeout}
-	}
-	_, _, err = s.SolveValues(blk.Values, b, false)
-	require.ErrorIs(t, err, collective.ErrTimeout)
-	s.Close()
-
-	fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
-	require.NoError(t, err)
-	defer fresh.Close()
-	x, _, err := fresh.SolveValues(blk.Values, b, false)
-	require.NoError(t, err, "a new solver")
-	require.Len(t, x, rows)
 }
 
 // stallBeforeExchange is an engine held up for pause before its at-th
