@@ -160,6 +160,22 @@ func eye(n int) dense {
 	return d
 }
 
+// randLower is a random m×m lower triangular matrix, well conditioned: its
+// entries below the diagonal divided by m, 3 added to its diagonal.
+func randLower(rnd *rand.Rand, m int, cplx bool) dense {
+	L := randDense(rnd, m, m, cplx)
+	for j := 0; j < m; j++ {
+		for i := 0; i < j; i++ {
+			L.set(i, j, 0)
+		}
+		for i := j + 1; i < m; i++ {
+			L.set(i, j, L.at(i, j)/complex(float64(m), 0))
+		}
+		L.set(j, j, L.at(j, j)+complex(3, 0))
+	}
+	return L
+}
+
 func randDense(rnd *rand.Rand, r, c int, cplx bool) dense {
 	d := newDense(r, c)
 	for i := range d.v {
