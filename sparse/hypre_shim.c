@@ -449,11 +449,10 @@ int mh_matvec(mh_engine *e, int t, const double *x, double *y, char *err, int er
 	return 0;
 }
 
-// mh_allreduce replaces *v by its sum over the ranks (max = 0) or its
-// maximum (max = 1).
-int mh_allreduce(mh_engine *e, double *v, int max, char *err, int errlen) {
+// mh_sum replaces *v by its sum over the ranks.
+int mh_sum(mh_engine *e, double *v, char *err, int errlen) {
 	double in = *v;
-	int rc = MPI_Allreduce(&in, v, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, e->comm);
+	int rc = MPI_Allreduce(&in, v, 1, MPI_DOUBLE, MPI_SUM, e->comm);
 	if (rc != MPI_SUCCESS) {
 		snprintf(err, errlen, "MPI_Allreduce failed (%d)", rc);
 		return rc;

@@ -28,7 +28,7 @@ int mh_setup(mh_engine *e, int trans, char *err, int errlen);
 int mh_solve(mh_engine *e, int trans, const double *b, double *x, int *iters, double *res, int *status, char *err, int errlen);
 int mh_vcycle(mh_engine *e, int trans, const double *r, double *z, char *err, int errlen);
 int mh_matvec(mh_engine *e, int trans, const double *x, double *y, char *err, int errlen);
-int mh_allreduce(mh_engine *e, double *v, int max, char *err, int errlen);
+int mh_sum(mh_engine *e, double *v, char *err, int errlen);
 #define MH_TIMEOUT (-3)
 int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char *err, int errlen);
 int mh_gather(mh_engine *e, const double *local, double *global, char *err, int errlen);
