@@ -25,7 +25,7 @@ type gpuSolver struct{ dispatch Dispatch }
 
 var (
 	handleMu sync.Mutex
-	mgCache  = map[string]*cusolver.Mg{} // by the devices' ordinals, in order
+	mgCache  = map[string]*cusolver.Mg{} // by Mesh.DevicesKey
 	dnCache  = map[int]*cusolver.Dn{}
 )
 
@@ -34,16 +34,16 @@ func init() { gpuSolverFor = func(d Dispatch) meshSolver { return gpuSolver{d} }
 func mgFor(m *sharding.Mesh) (*cusolver.Mg, error) {
 	handleMu.Lock()
 	defer handleMu.Unlock()
-	ids := make([]int, m.Size())
-	for i, d := range m.Devices() {
-		ids[i] = d.ID
-	}
-	key := fmt.Sprint(ids)
+	key := m.DevicesKey()
 	if h, ok := mgCache[key]; ok {
 		return h, nil
 	}
 	if err := cusolver.Load(); err != nil {
 		return nil, err
+	}
+	ids := make([]int, m.Size())
+	for i, d := range m.Devices() {
+		ids[i] = d.ID
 	}
 	h, err := cusolver.NewMg(ids)
 	if err != nil && sharding.ReclaimDeviceMemory() {

@@ -146,16 +146,21 @@ func (m *Mesh) Same(o *Mesh) bool {
 	return true
 }
 
-func (m *Mesh) String() string {
+func (m *Mesh) String() string { return "mesh[" + m.DevicesKey() + "]" }
+
+// Key identifies the mesh in caches (stable for the mesh's lifetime).
+func (m *Mesh) Key() uint64 { return m.id }
+
+// DevicesKey names the mesh's devices in order ("gpu:1,gpu:0"): meshes
+// with the same key are Same, and share what is cached by device list (a
+// cuSolverMg handle, NCCL communicators).
+func (m *Mesh) DevicesKey() string {
 	parts := make([]string, len(m.devices))
 	for i, d := range m.devices {
 		parts[i] = d.String()
 	}
-	return "mesh[" + strings.Join(parts, ",") + "]"
+	return strings.Join(parts, ",")
 }
-
-// Key identifies the mesh in caches (stable for the mesh's lifetime).
-func (m *Mesh) Key() uint64 { return m.id }
 
 // Dtypes are the element types sharded tensors compute with: every kernel
 // and op supports them.

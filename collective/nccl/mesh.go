@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -29,25 +27,14 @@ func init() {
 	}
 }
 
+// meshEngines holds the NCCL communicators of mesh communicators by
+// Mesh.DevicesKey: one set per ordered list of GPUs (each set takes device
+// memory on every GPU), so that a program that makes a mesh per run holds
+// one set, not one per mesh.
 var (
 	meshMu      sync.Mutex
-	meshEngines = map[string]*engine{} // by meshKey: one per ordered list of GPUs
+	meshEngines = map[string]*engine{}
 )
-
-// meshKey names the ordered GPUs of m: meshes over the same GPUs in the same
-// order (sharding.Mesh.Same) share one set of NCCL communicators, so that a
-// program that makes a mesh per model or per run holds one set, not one per
-// mesh (each takes device memory of its own on every GPU).
-func meshKey(m *sharding.Mesh) string {
-	var b strings.Builder
-	for i, d := range m.Devices() {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(d.ID))
-	}
-	return b.String()
-}
 
 // NewMesh returns a communicator whose ranks are the devices of the GPU mesh
 // m, in mesh order, all driven by this process. The NCCL communicators
@@ -67,7 +54,7 @@ func NewMesh(m *sharding.Mesh, opts ...Option) (collective.Comm, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
-	key := meshKey(m)
+	key := m.DevicesKey()
 	meshMu.Lock()
 	defer meshMu.Unlock()
 	e := meshEngines[key]
@@ -137,7 +124,7 @@ func ReleaseMesh(m *sharding.Mesh) error {
 	if m == nil || m.Kind() != sharding.GPU {
 		return nil
 	}
-	key := meshKey(m)
+	key := m.DevicesKey()
 	meshMu.Lock()
 	e := meshEngines[key]
 	delete(meshEngines, key)
