@@ -355,7 +355,7 @@ func TestRunBadInput(t *testing.T) {
 	_, err = s.Preconditioner(nil, vn)
 	require.ErrorIs(t, err, ErrBadInput)
 	for _, o := range []Option{WithTolerance(0), WithTolerance(math.NaN()), WithMaxIterations(0), WithMethod(9),
-		WithStrongThreshold(1), WithCycle(3), WithHypre("NoSuchSetting", 1), WithHypre("MaxLevels", math.Inf(1)), WithPrecond(7)} {
+		WithStrongThreshold(1), WithCycle(3), WithHypre("NoSuchSetting", 1), WithHypre("MaxLevels", math.Inf(1)), WithPrecond(7), WithTimeout(0), WithTimeout(-time.Second)} {
 		_, err := NewSolver(a.Pattern, o)
 		require.ErrorIs(t, err, ErrBadInput)
 	}
