@@ -398,6 +398,9 @@ func TestMPIOptionsDifferOnOneRank(t *testing.T) {
 		{"BoomerAMG setting", []Option{WithHypre("MaxLevels", 3)}, true},
 		{"print level", []Option{WithPrintLevel(1)}, true}, // hypre's statistics are collective
 		{"progress", []Option{WithProgress(func(Info) {})}, false},
+		// A rank with another timeout would give up on a late peer while
+		// the others still wait: the timeout is agreed like the rest.
+		{"timeout", []Option{WithTimeout(7 * time.Second)}, true},
 		// WithKeepHierarchy defaults the smoother to symmetric Gauss–Seidel:
 		// an explicit ℓ1 one differs from it, an explicit symmetric one not.
 		{"keep hierarchy, ℓ1 smoother", []Option{WithKeepHierarchy(), WithSmoother(L1GaussSeidel)}, true},
