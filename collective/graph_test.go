@@ -516,6 +516,9 @@ func TestGraphOpsBuildErrors(t *testing.T) {
 			return SendRecvNode(vec(3, tensor.Float64), mesh, []int{1, 2, 3}, []int{2, 0, 1}, 0)
 		}, ErrBadCall},
 		{"negative tag", func() (*G.Node, error) { return SendRecvNode(vec(3, tensor.Float64), self, []int{0}, []int{0}, -1) }, ErrBadCall},
+		// Open MPI's MPI_ANY_SOURCE and MPI_ANY_TAG are −1: no wildcards.
+		{"recv from any source", func() (*G.Node, error) { return RecvNode(g, self, tensor.Shape{3}, tensor.Float64, -1, 0) }, ErrBadCall},
+		{"recv with any tag", func() (*G.Node, error) { return RecvNode(g, self, tensor.Shape{3}, tensor.Float64, 0, -1) }, ErrBadCall},
 		{"value on another mesh", func() (*G.Node, error) { return AllReduceNode(other, mesh, Sum) }, sharding.ErrMeshMismatch},
 		{"sharded value on a process communicator", func() (*G.Node, error) { return AllReduceNode(other, self, Sum) }, sharding.ErrMeshMismatch},
 		{"nil communicator", func() (*G.Node, error) { return AllReduceNode(vec(3, tensor.Float64), nil, Sum) }, ErrBadCall},

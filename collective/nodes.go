@@ -79,7 +79,12 @@ func SendNode(x *gorgonia.Node, comm Comm, dest, tag int, opts ...Option) (*gorg
 }
 
 // RecvNode (process communicators only) adds to g a node that receives a
-// tensor of the given shape and dtype from rank src.
+// tensor of the given shape and dtype from rank src. src and tag are a rank
+// of comm and a tag, not MPI_ANY_SOURCE or MPI_ANY_TAG (mpi4jax's recv takes
+// those, with a status): the two ends of a transfer check each other's
+// records before any data moves (package collective/mpi, "Consistency
+// checks"), so each must know its peer. To take blocks from several ranks,
+// use Gather or SendRecv.
 func RecvNode(g *gorgonia.ExprGraph, comm Comm, shape tensor.Shape, dt tensor.Dtype, src, tag int, opts ...Option) (*gorgonia.Node, error) {
 	return newNode(g, nil, comm, spec{kind: Recv, src: []int{src}, tag: tag}, shape.Clone(), dt, opts)
 }
