@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"flag"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -22,8 +23,8 @@ import (
 // ((fwd+bwd) − fwd)/fwd; fwd+bwd/fwd is the whole gradient run over the
 // forward run (a refactorisation in the backward pass would make it ≈ 2).
 func BenchmarkPotrsBackward(b *testing.B) {
-	const n = 1000
-	mesh, g, an, yn, w := backwardInputs(b, n, n)
+	mesh, g, an, yn, w := backwardInputs(b, false)
+	n := *backwardN
 	wn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("w"),
 		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(w))))
 	x, err := mgla.Potrs(an, yn, mgla.WithMesh(mesh))
@@ -42,8 +43,8 @@ func BenchmarkPotrsBackward(b *testing.B) {
 // right-hand sides and a triangular product, about the forward's flops
 // three times over.
 func BenchmarkCholeskyBackward(b *testing.B) {
-	const n = 1000
-	mesh, g, an, _, w := backwardInputs(b, n, n*n)
+	mesh, g, an, _, w := backwardInputs(b, true)
+	n := *backwardN
 	wn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("w"),
 		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(w))))
 	l, err := mgla.Cholesky(an, mgla.WithMesh(mesh))
@@ -111,8 +112,8 @@ func diagonallyDominant(rng *rand.Rand, n int) []float64 {
 // Their backward computations take n×n temporaries (bwd/fwd shows what
 // they cost on top of the forward ops).
 func BenchmarkBackwardAll(b *testing.B) {
-	const n = 1000
-	mesh, g, an, yn, w := backwardInputs(b, n, n*n)
+	mesh, g, an, yn, w := backwardInputs(b, true)
+	n := *backwardN
 	wn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("W"),
 		G.WithValue(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(w))))
 	must := func(x *G.Node, err error) *G.Node {
@@ -134,14 +135,36 @@ func BenchmarkBackwardAll(b *testing.B) {
 	benchBackward(b, g, cost)
 }
 
-// backwardInputs starts a backward benchmark: a one-device CPU mesh, a new
-// graph with A (n×n, diagonally dominant) and y (length n) as nodes, and
-// weights normal entries for the cost.
-func backwardInputs(b *testing.B, n, weights int) (mesh *sharding.Mesh, g *G.ExprGraph, an, yn *G.Node, w []float64) {
-	mesh, err := sharding.CPUMesh(1)
+// The backward benchmarks run at N = 1000 on a one-device CPU mesh; on a GPU
+// machine (mglacuda build) -ops.backward-mesh gpu runs them on every visible
+// GPU, at -ops.backward-n.
+var (
+	backwardMesh = flag.String("ops.backward-mesh", "cpu", "mesh of the backward benchmarks: cpu (one device) or gpu (every visible GPU)")
+	backwardN    = flag.Int("ops.backward-n", 1000, "matrix order of the backward benchmarks")
+)
+
+// backwardInputs starts a backward benchmark: its mesh (-ops.backward-mesh),
+// a new graph with A (n×n, diagonally dominant; n = -ops.backward-n) and y
+// (length n) as nodes, and weights normal entries for the cost, n or n·n of
+// them (square).
+func backwardInputs(b *testing.B, square bool) (mesh *sharding.Mesh, g *G.ExprGraph, an, yn *G.Node, w []float64) {
+	var err error
+	switch *backwardMesh {
+	case "cpu":
+		mesh, err = sharding.CPUMesh(1)
+	case "gpu":
+		mesh, err = sharding.GPUMesh()
+	default:
+		b.Fatalf("-ops.backward-mesh %q: want cpu or gpu", *backwardMesh)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
+	n, weights := *backwardN, *backwardN
+	if square {
+		weights *= n
+	}
+	b.Logf("mesh %v, N = %d", mesh, n)
 	rng := rand.New(rand.NewPCG(1, 2))
 	a := diagonallyDominant(rng, n)
 	y := make([]float64, n)
