@@ -442,9 +442,9 @@ func TrsmLowerLeft[T Scalar](conjTrans bool, m, n int, l []T, ldl int, b []T, ld
 	}
 	switch dtypeOf[T]() {
 	case dtFloat64:
-		trsmLowerLeftF64(conjTrans, m, n, cast[float64](l), ldl, cast[float64](b), ldb)
+		trsmLowerLeftReal(conjTrans, m, n, cast[float64](l), ldl, cast[float64](b), ldb)
 	case dtFloat32:
-		trsmLowerLeftF32(conjTrans, m, n, cast[float32](l), ldl, cast[float32](b), ldb)
+		trsmLowerLeftReal(conjTrans, m, n, cast[float32](l), ldl, cast[float32](b), ldb)
 	case dtComplex128:
 		lc := cast[complex128](l)
 		if !strictUpperZero(m, lc, ldl) {

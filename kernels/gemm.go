@@ -61,20 +61,40 @@ func Gemm[T Scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b
 // with op(L)·B, where L is m×m lower triangular with a non-unit diagonal
 // (leading dimension ldl; only its lower triangle is read) and op(L) is L,
 // or Lᵀ when trans is set: the BLAS triangular multiply, half the flops of
-// a general product with L.
+// a general product with L. Where blockTriangular says so it is blocked
+// like the triangular solve (trsmLowerLeftReal): the diagonal blocks by the
+// backend's trmm, the rest by Gemm.
 func TrmmLowerLeft[T float32 | float64](trans bool, m, n int, l []T, ldl int, b []T, ldb int) {
 	checkMatrix("l", m, m, ldl, len(l))
 	checkMatrix("b", m, n, ldb, len(b))
 	if m == 0 || n == 0 {
 		return
 	}
-	// The backend is row-major: it sees Bᵀ and, in L's memory, the upper
-	// triangular Lᵀ, so op(L)·B is Bᵀ·op(L)ᵀ.
-	switch b := any(b).(type) {
-	case []float64:
-		cpubackend.BLAS.Dtrmm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, any(l).([]float64), ldl, b, ldb)
-	case []float32:
-		cpubackend.BLAS.Strmm(blas.Right, blas.Upper, blasTrans(trans), blas.NonUnit, n, m, 1, any(l).([]float32), ldl, b, ldb)
+	const nb = triangularBlock
+	if !blockTriangular(m, n) {
+		backendTrmm(trans, n, m, l, ldl, b, ldb)
+		return
+	}
+	if trans {
+		// Row block I of LᵀB is L_IIᵀ·B_I + L_KIᵀ·B_K over the blocks K below
+		// I: top down, the rows below are still B's.
+		for i0 := 0; i0 < m; i0 += nb {
+			ib := min(nb, m-i0)
+			backendTrmm(true, n, ib, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+			if i0+ib < m {
+				Gemm(true, false, ib, n, m-i0-ib, 1, l[i0+ib+i0*ldl:], ldl, b[i0+ib:], ldb, 1, b[i0:], ldb)
+			}
+		}
+		return
+	}
+	// Row block I of LB is L_II·B_I + L_IK·B_K over the blocks K above I:
+	// bottom up, the rows above are still B's.
+	for i0 := (m - 1) / nb * nb; i0 >= 0; i0 -= nb {
+		ib := min(nb, m-i0)
+		backendTrmm(false, n, ib, l[i0+i0*ldl:], ldl, b[i0:], ldb)
+		if i0 > 0 {
+			Gemm(false, false, ib, n, i0, 1, l[i0:], ldl, b, ldb, 1, b[i0:], ldb)
+		}
 	}
 }
 

@@ -2,8 +2,10 @@ package kernels
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/cmplx"
+	"runtime"
 	"testing"
 )
 
@@ -79,14 +81,22 @@ func testGemm[T Scalar](t *testing.T) {
 }
 
 func TestTrsmLowerLeft(t *testing.T) {
-	forAllTypes(t, testTrsm[float32], testTrsm[float64], testTrsm[complex64], testTrsm[complex128])
+	// GOMAXPROCS 1 and 2: the backend's solve and, in the pure-Go build,
+	// the blocked one (blockTriangular).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			forAllTypes(t, testTrsm[float32], testTrsm[float64], testTrsm[complex64], testTrsm[complex128])
+		})
+	}
 }
 
 func testTrsm[T Scalar](t *testing.T) {
 	rnd := newRand(t, 7)
 	cplx := isComplexT[T]()
 	tol := tolT[T]()
-	for _, m := range []int{1, 5, 64, 65, 130} {
+	for _, m := range []int{1, 5, 64, 65, 130, 300} { // 300: three blocks of the blocked path, the last partial
 		for _, n := range []int{1, 3, 70} {
 			L := roundTo[T](randLower(rnd, m, cplx))
 			junk := complex(1e30, math.NaN())
@@ -112,8 +122,12 @@ func testTrsm[T Scalar](t *testing.T) {
 }
 
 func TestTrmmLowerLeft(t *testing.T) {
-	t.Run("float32", testTrmm[float32])
-	t.Run("float64", testTrmm[float64])
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2} { // as in TestTrsmLowerLeft
+		runtime.GOMAXPROCS(procs)
+		t.Run(fmt.Sprintf("procs=%d/float32", procs), testTrmm[float32])
+		t.Run(fmt.Sprintf("procs=%d/float64", procs), testTrmm[float64])
+	}
 }
 
 // testTrmm: op(L)·B against the product of the dense matrices, with NaN in
@@ -121,7 +135,7 @@ func TestTrmmLowerLeft(t *testing.T) {
 func testTrmm[T float32 | float64](t *testing.T) {
 	rnd := newRand(t, 8)
 	tol := tolT[T]()
-	for _, m := range []int{1, 5, 64, 65, 130} {
+	for _, m := range []int{1, 5, 64, 65, 130, 300} { // 300: three blocks of the blocked path, the last partial
 		for _, n := range []int{1, 3, 70} {
 			L := roundTo[T](randLower(rnd, m, false))
 			junk := complex(math.NaN(), 0)

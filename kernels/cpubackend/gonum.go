@@ -11,6 +11,11 @@ import (
 // "gonum" (pure Go) or, when built with -tags openblas, "openblas".
 const Name = "gonum"
 
+// SerialTriangular says that the backend's triangular solve and product
+// (Dtrsm, Dtrmm, Strsm, Strmm) run on one goroutine: gonum's do, its gemm
+// does not.
+const SerialTriangular = true
+
 var (
 	LAPACK Lapack64 = lapackgonum.Implementation{}
 	BLAS   BlasReal = gonum.Implementation{}

@@ -25,6 +25,11 @@ import (
 // "gonum" (pure Go) or, when built with -tags openblas, "openblas".
 const Name = "openblas"
 
+// SerialTriangular says that the backend's triangular solve and product
+// (Dtrsm, Dtrmm, Strsm, Strmm) run on one goroutine: OpenBLAS's are
+// threaded.
+const SerialTriangular = false
+
 var (
 	LAPACK Lapack64 = lapacknetlib.Implementation{}
 	BLAS   BlasReal = netlib.Implementation{}
