@@ -259,28 +259,32 @@ func BenchmarkComplex(b *testing.B) {
 	}
 }
 
-// BenchmarkTriangular times the blocked triangular solve and product
-// (TrsmLowerLeft, TrmmLowerLeft: float64, N×N L, N right-hand sides, both
-// transposes) against the backend's own call on the whole matrix, in turns;
-// x-vs-backend is the backend's time over the kernel's (higher is better).
-// With the pure-Go backend the blocked kernels put most flops in gonum's
-// parallel gemm, where gonum's triangular routines run on one goroutine;
-// with OpenBLAS both sides are OpenBLAS.
+// BenchmarkTriangular times the triangular solve and product
+// (TrsmLowerLeft, TrmmLowerLeft: N×N L, N right-hand sides, both transposes,
+// float64 and float32) against the backend's own call on the whole matrix,
+// in turns; x-vs-backend is the backend's time over the kernel's (higher is
+// better; 1 where blockTriangular leaves the call to the backend, as with
+// OpenBLAS).
 func BenchmarkTriangular(b *testing.B) {
+	b.Run("float64", benchTriangular[float64])
+	b.Run("float32", benchTriangular[float32])
+}
+
+func benchTriangular[T float32 | float64](b *testing.B) {
 	const n = 1000
 	rnd := rand.New(rand.NewPCG(5, 6))
-	l := make([]float64, n*n)
+	l := make([]T, n*n)
 	for j := range n {
 		for i := j; i < n; i++ {
-			l[i+j*n] = rnd.NormFloat64() / n
+			l[i+j*n] = T(rnd.NormFloat64() / n)
 		}
 		l[j+j*n] += 3
 	}
-	b0 := make([]float64, n*n)
+	b0 := make([]T, n*n)
 	for i := range b0 {
-		b0[i] = rnd.NormFloat64()
+		b0[i] = T(rnd.NormFloat64())
 	}
-	x := make([]float64, n*n)
+	x := make([]T, n*n)
 	for _, c := range []struct {
 		name            string
 		kernel, backend func(trans bool)

@@ -71,7 +71,7 @@ func TrmmLowerLeft[T float32 | float64](trans bool, m, n int, l []T, ldl int, b 
 		return
 	}
 	const nb = triangularBlock
-	if !blockTriangular(m, n) {
+	if !blockTriangular[T](m, n) {
 		backendTrmm(trans, n, m, l, ldl, b, ldb)
 		return
 	}

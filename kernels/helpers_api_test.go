@@ -81,8 +81,8 @@ func testGemm[T Scalar](t *testing.T) {
 }
 
 func TestTrsmLowerLeft(t *testing.T) {
-	// GOMAXPROCS 1 and 2: the backend's solve and, in the pure-Go build,
-	// the blocked one (blockTriangular).
+	// GOMAXPROCS 1 and 2: float32 goes by blocks only on two cores or more
+	// (blockTriangular; the pure-Go build).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2} {
 		runtime.GOMAXPROCS(procs)
@@ -97,7 +97,7 @@ func testTrsm[T Scalar](t *testing.T) {
 	cplx := isComplexT[T]()
 	tol := tolT[T]()
 	for _, m := range []int{1, 5, 64, 65, 130, 300} { // 300: three blocks of the blocked path, the last partial
-		for _, n := range []int{1, 3, 70} {
+		for _, n := range []int{1, 3, 70, 260} { // 70, 260: float64's and float32's blocked path
 			L := roundTo[T](randLower(rnd, m, cplx))
 			junk := complex(1e30, math.NaN())
 			if !cplx {
@@ -136,7 +136,7 @@ func testTrmm[T float32 | float64](t *testing.T) {
 	rnd := newRand(t, 8)
 	tol := tolT[T]()
 	for _, m := range []int{1, 5, 64, 65, 130, 300} { // 300: three blocks of the blocked path, the last partial
-		for _, n := range []int{1, 3, 70} {
+		for _, n := range []int{1, 3, 70, 260} { // 70, 260: float64's and float32's blocked path
 			L := roundTo[T](randLower(rnd, m, false))
 			junk := complex(math.NaN(), 0)
 			l := store[T](L, m+1, &junk)

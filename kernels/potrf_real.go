@@ -117,7 +117,7 @@ func trsmLowerLeftReal[T float32 | float64](trans bool, m, n int, l []T, ldl int
 		return
 	}
 	const nb = triangularBlock
-	if !blockTriangular(m, n) {
+	if !blockTriangular[T](m, n) {
 		backendTrsm(trans, n, m, l, ldl, b, ldb)
 		return
 	}
@@ -145,14 +145,25 @@ func trsmLowerLeftReal[T float32 | float64](trans bool, m, n int, l []T, ldl int
 const triangularBlock = 128
 
 // blockTriangular reports whether the triangular solve and product of an
-// m×m L and m×n B go by blocks, the updates by Gemm: with many columns,
-// where the backend's own routines run on one goroutine (gonum) and Gemm,
-// which runs in parallel, has two cores or more. BenchmarkTriangular, N =
-// 1000, 2 vCPUs: the blocked kernels 1.14–1.46 times as fast as gonum's on
-// two cores, 0.71–0.88 on one; against OpenBLAS's threaded routines
-// 0.74–1.04.
-func blockTriangular(m, n int) bool {
-	return cpubackend.SerialTriangular && n >= 8 && m > triangularBlock && runtime.GOMAXPROCS(0) >= 2
+// m×m L and m×n B of element type T go by blocks, the updates by Gemm. Only
+// where the backend's own routines run on one goroutine (gonum), which also
+// stream all of L once per column of B. Measured with BenchmarkTriangular
+// and paired runs of the two paths on 1 and 2 vCPUs (2026-11-28; the ratio is
+// the backend's time over the blocked path's):
+//   - float64: from 64 columns. m = 2000, n = 64 and 2000: 1.8–3.6 on one
+//     core, 2.0–4.4 on two; m = 1000: n = 64 0.79–1.37, n = 256 1.28–1.48
+//     on two cores, n = 1000 0.71–0.88 on one; n = 8 0.68–1.15.
+//   - float32 (gonum's single-precision routines are faster, its Sgemm not):
+//     from 256 columns with two cores or more. m = 2000, n = 2000: 1.32–1.66
+//     on two cores, 0.72–0.95 on one; m = 1000, n = 256: 0.99–1.15.
+func blockTriangular[T float32 | float64](m, n int) bool {
+	if !cpubackend.SerialTriangular || m <= triangularBlock {
+		return false
+	}
+	if _, single := any(T(0)).(float32); single {
+		return n >= 256 && runtime.GOMAXPROCS(0) >= 2
+	}
+	return n >= 64
 }
 
 // backendTrsm is the backend's row-major right-side solve Bᵀ·op(U)⁻¹ with
