@@ -407,10 +407,16 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		l := mats[0] // only its lower triangle is read, by the triangular products
 		// P = Φ(Lᵀ·L̄), the lower triangle with the diagonal halved. Only
 		// L̄'s lower triangle enters it (L is lower triangular), so it is
-		// the triangular product in place on a copy of that triangle.
+		// the triangular product in place on a copy of that triangle; and
+		// only P's lower triangle is kept, so by column blocks J, from J's
+		// first row down: P[j0:, J] = L[j0:, j0:]ᵀ·L̄[j0:, J], a third of
+		// the whole product's flops.
 		p, releaseP := gLowerCopy(n, mats[1])
 		defer releaseP()
-		kernels.TrmmLowerLeft(true, n, n, l, n, p, n)
+		const cholBlock = 256
+		for j0 := 0; j0 < n; j0 += cholBlock {
+			kernels.TrmmLowerLeft(true, n-j0, min(cholBlock, n-j0), l[j0+j0*n:], n, p[j0+j0*n:], n)
+		}
 		for j := range n {
 			clear(p[j*n : j*n+j])
 			p[j+j*n] /= 2

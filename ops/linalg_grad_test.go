@@ -9,6 +9,7 @@ import (
 
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -511,4 +512,95 @@ func TestPotriGradientOfAntisymmetricWeights(t *testing.T) {
 			m.Close()
 		}
 	}
+}
+
+// TestCholeskyGradientByBlocks: Cholesky's backward computation (gCholesky,
+// which forms Φ(Lᵀ·L̄) by column blocks of 256) against the formula in
+// float64 through gonum's dense products, at orders of one, two and three
+// blocks, the last partial.
+func TestCholeskyGradientByBlocks(t *testing.T) {
+	rng := lgRNG(t, 40)
+	for _, n := range []int{100, 256, 300, 600} {
+		// L lower triangular, well conditioned; L̄ with junk above the
+		// diagonal (only its lower triangle enters).
+		l, lbar := make([]float64, n*n), make([]float64, n*n)
+		for i := range n {
+			for j := range n {
+				lbar[i*n+j] = rng.NormFloat64()
+				if j < i {
+					l[i*n+j] = rng.NormFloat64() / float64(n)
+				}
+			}
+			l[i*n+i] = 2 + rng.Float64()
+		}
+		want := choleskyGradReference(n, l, lbar)
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			host := func(x []float64) *tensor.Dense {
+				if dt == tensor.Float32 {
+					y := make([]float32, len(x))
+					for i, v := range x {
+						y[i] = float32(v)
+					}
+					return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(y))
+				}
+				return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]float64(nil), x...)))
+			}
+			out := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+			require.NoError(t, runGradHost(gCholesky, out, host(l), host(lbar)), "n=%d %v", n, dt)
+			var diff, norm float64
+			for i, w := range want {
+				var got float64
+				switch d := out.Data().(type) {
+				case []float64:
+					got = d[i]
+				case []float32:
+					got = float64(d[i])
+				}
+				diff += (got - w) * (got - w)
+				norm += w * w
+			}
+			tol := 1e-13
+			if dt == tensor.Float32 {
+				tol = 1e-5
+			}
+			if e := math.Sqrt(diff / norm); !(e <= tol) {
+				t.Errorf("n=%d %v: relative error %.3g, want ≤ %g", n, dt, e, tol)
+			}
+		}
+	}
+}
+
+// choleskyGradReference is Ā = sym(L⁻ᵀ·Φ(Lᵀ·tril(L̄))·L⁻¹) in float64 (L
+// and L̄ row-major n×n; Φ keeps the lower triangle and halves the
+// diagonal), by dense products and explicit inverses.
+func choleskyGradReference(n int, l, lbar []float64) []float64 {
+	lt := mat.NewTriDense(n, mat.Lower, append([]float64(nil), l...))
+	lb := mat.NewDense(n, n, nil)
+	for i := range n {
+		for j := 0; j <= i; j++ {
+			lb.Set(i, j, lbar[i*n+j])
+		}
+	}
+	var p mat.Dense
+	p.Mul(lt.T(), lb)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			p.Set(i, j, 0)
+		}
+		p.Set(i, i, p.At(i, i)/2)
+	}
+	var inv mat.TriDense
+	if err := inv.InverseTri(lt); err != nil {
+		panic(err)
+	}
+	var s, s2 mat.Dense
+	s.Mul(inv.T(), &p)
+	s2.Mul(&s, &inv)
+	out := make([]float64, n*n)
+	for i := range n {
+		for j := range n {
+			out[i*n+j] = (s2.At(i, j) + s2.At(j, i)) / 2
+		}
+	}
+	return out
 }
