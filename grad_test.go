@@ -1011,7 +1011,7 @@ func TestGradientIntermediatesBeyondRange(t *testing.T) {
 				return nil, err
 			}
 			return G.Sum(G.Must(G.HadamardProd(c, w)))
-		}, []float64{1e-200, 0, 0, 1e200}, "on the way"},
+		}, []float64{1e200, 0, 0, 1e-200}, "on the way"}, // C = diag(1e-200, 1e200): the lower triangle of C·sym(W)·C, which the gradient computes (it is symmetric), goes through (C·sym(W))₁₀ = 1e400
 		{"float32 1e-12·LogDet, A⁻¹ beyond float32", tensor.Float32, func(g *G.ExprGraph, a *G.Node) (*G.Node, error) {
 			ld, err := mgla.LogDet(a)
 			if err != nil {
@@ -1070,4 +1070,93 @@ func grTensor(dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
 		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v32))
 	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), v...)))
+}
+
+// TestGradientProductsByBlocks: the backward products whose symmetric
+// results are formed by column blocks of 256, their lower triangles only
+// (Potri's −C·sym(C̄)·C, Syevd's V·(diag(w̄) + sym(F∘(VᵀV̄)))·Vᵀ), at orders
+// of two and three blocks, against the formulas in float64 (gonum) on the
+// op's own forward results; float64 and float32, TapeMachine.
+func TestGradientProductsByBlocks(t *testing.T) {
+	rng := grRNG(t, 30)
+	for _, n := range []int{300, 520} {
+		a := grSpectral(rng, n) // eigenvalues apart: Syevd's gradient is well defined
+		w1, w2 := grRandom(rng, n, n), grRandom(rng, n, n)
+		u := grRandom(rng, n, 0)
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			what := fmt.Sprintf("N=%d %v seed=%d", n, dt, grSeed)
+			g := G.NewGraph()
+			an := G.NewMatrix(g, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(a.dense(dt)))
+			inv, err := mgla.Potri(an)
+			require.NoError(t, err, what)
+			w, v, err := mgla.Syevd(an)
+			require.NoError(t, err, what)
+			var cv, wv, vv G.Value
+			G.Read(inv, &cv)
+			G.Read(w, &wv)
+			G.Read(v, &vv)
+			weighted := func(x *G.Node, m grMat, name string) *G.Node {
+				mn := G.NewTensor(g, dt, len(m.shape()), G.WithShape(m.shape()...), G.WithName(name), G.WithValue(m.dense(dt)))
+				return G.Must(G.Sum(G.Must(G.HadamardProd(x, mn))))
+			}
+			cost := G.Must(G.Add(weighted(inv, w1, "W1"), weighted(v, w2, "W2")))
+			cost = G.Must(G.Add(cost, weighted(w, u, "u")))
+			require.NoError(t, grRunBackward(t, g, cost, an, false), what)
+			gv, err := an.Grad()
+			require.NoError(t, err, what)
+			got := grValue(t, gv)
+			c, lam, vecs := grValue(t, cv), grValue(t, wv), grValue(t, vv)
+			want := grBlocksReference(n, c, lam, vecs, w1.data, w2.data, u.data)
+			var diff, norm float64
+			for i := range want {
+				diff += (got[i] - want[i]) * (got[i] - want[i])
+				norm += want[i] * want[i]
+			}
+			tol := 1e-11
+			if dt == tensor.Float32 {
+				tol = 1e-4
+			}
+			if e := math.Sqrt(diff / norm); !(e <= tol) {
+				t.Errorf("%s: relative error %.3g, want ≤ %g", what, e, tol)
+			}
+		}
+	}
+}
+
+// grBlocksReference is the gradient of Σ W1∘Potri(A) + Σ W2∘V + Σ u∘w in
+// float64 from the forward results C = A⁻¹, w and V (row-major):
+// −C·sym(W1)·C + sym(V·(diag(u) + F∘(Vᵀ·W2))·Vᵀ), F_ij = 1/(w_j − w_i) off
+// the diagonal and 0 on it.
+func grBlocksReference(n int, c, w, v, w1, w2, u []float64) []float64 {
+	cm, vm := mat.NewDense(n, n, c), mat.NewDense(n, n, v)
+	s := mat.NewDense(n, n, nil)
+	for i := range n {
+		for j := range n {
+			s.Set(i, j, (w1[i*n+j]+w1[j*n+i])/2)
+		}
+	}
+	var cs, potri mat.Dense
+	cs.Mul(cm, s)
+	potri.Mul(&cs, cm)
+	var m mat.Dense
+	m.Mul(vm.T(), mat.NewDense(n, n, w2))
+	for i := range n {
+		for j := range n {
+			if i == j {
+				m.Set(i, i, u[i])
+			} else {
+				m.Set(i, j, m.At(i, j)/(w[j]-w[i]))
+			}
+		}
+	}
+	var vmv, eig mat.Dense
+	vmv.Mul(vm, &m)
+	eig.Mul(&vmv, vm.T())
+	out := make([]float64, n*n)
+	for i := range n {
+		for j := range n {
+			out[i*n+j] = -potri.At(i, j) + (eig.At(i, j)+eig.At(j, i))/2
+		}
+	}
+	return out
 }

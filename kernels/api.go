@@ -468,6 +468,15 @@ func TrsmLowerLeft[T Scalar](conjTrans bool, m, n int, l []T, ldl int, b []T, ld
 	}
 }
 
+// MirrorLower copies the strict lower triangle of the real n×n column-major
+// a (leading dimension lda) into its strict upper one, so that a is exactly
+// symmetric, and reports whether that lower triangle, diagonal included, is
+// finite. Large matrices are shared out by column blocks.
+func MirrorLower[T float32 | float64](n int, a []T, lda int) bool {
+	checkMatrix("a", n, n, lda, len(a))
+	return mirrorLower(n, a, lda)
+}
+
 // Symmetrize replaces the n×n column-major matrix a by its Hermitian part
 // (A + Aᴴ)/2 (real: (A + Aᵀ)/2). The result is exactly Hermitian:
 // a[j,i] == conj(a[i,j]) bitwise and the diagonal is real. It halves before

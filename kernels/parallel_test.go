@@ -47,27 +47,32 @@ func TestColumnBlocks(t *testing.T) {
 	}
 }
 
-// TestMirrorLowerF64: the strict upper triangle becomes the transpose of the
+// TestMirrorLower: the strict upper triangle becomes the transpose of the
 // strict lower one, which stays as it was, and so do the diagonal and the
 // rows past n of each column; sizes on both sides of columnBlocks' shared
 // passes (n = 704, at GOMAXPROCS 4), of the 64-wide blocks and of the 8-wide
-// groups of columns.
-func TestMirrorLowerF64(t *testing.T) {
+// groups of columns; float64 and float32.
+func TestMirrorLower(t *testing.T) {
 	withProcs(t, 4)
+	t.Run("float64", testMirrorLower[float64])
+	t.Run("float32", testMirrorLower[float32])
+}
+
+func testMirrorLower[T float32 | float64](t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed, 17))
 	for _, n := range []int{1, 2, 9, 15, 16, 17, 33, 63, 64, 65, 71, 511, 512, 700, 704, 705, 1031} {
 		lda := n + 3
-		a := make([]float64, lda*n)
+		a := make([]T, lda*n)
 		for i := range a {
-			a[i] = rng.NormFloat64()
+			a[i] = T(rng.NormFloat64())
 		}
 		for j := range n {
 			for i := range j {
-				a[i+j*lda] = math.NaN() // the upper triangle is overwritten
+				a[i+j*lda] = T(math.NaN()) // the upper triangle is overwritten
 			}
 		}
-		before := append([]float64(nil), a...)
-		if !mirrorLowerF64(n, a, lda) {
+		before := append([]T(nil), a...)
+		if !MirrorLower(n, a, lda) {
 			t.Fatalf("seed %d n=%d: a finite lower triangle reported non-finite", testSeed, n)
 		}
 		for j := range n {
@@ -86,12 +91,12 @@ func TestMirrorLowerF64(t *testing.T) {
 	}
 }
 
-// TestMirrorLowerF64Finite: the mirror reports a NaN or ±Inf anywhere in
+// TestMirrorLowerFinite: the mirror reports a NaN or ±Inf anywhere in
 // the lower triangle, diagonal included (in an eight-wide strip's body, in
 // its triangle, in the narrower last strip), and no other element: entries
 // near the largest float64, whose sums overflow, and NaN above the diagonal
 // (overwritten) are fine.
-func TestMirrorLowerF64Finite(t *testing.T) {
+func TestMirrorLowerFinite(t *testing.T) {
 	withProcs(t, 4)
 	const n, lda = 1031, 1033 // the last strip is 7 wide
 	big := math.MaxFloat64
@@ -117,8 +122,8 @@ func TestMirrorLowerF64Finite(t *testing.T) {
 			}
 		}
 		a[tc.i+tc.j*lda] = tc.v
-		if got := mirrorLowerF64(n, a, lda); got != tc.finite {
-			t.Errorf("%s: mirrorLowerF64 reported finite=%v, want %v", tc.name, got, tc.finite)
+		if got := mirrorLower(n, a, lda); got != tc.finite {
+			t.Errorf("%s: mirrorLower reported finite=%v, want %v", tc.name, got, tc.finite)
 		}
 	}
 }

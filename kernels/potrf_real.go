@@ -204,35 +204,35 @@ func potriF64(n int, l []float64, ldl int) error {
 		// keep the contract if the backend disagrees.
 		return checkCholDiagF64(n, l, ldl)
 	}
-	if !mirrorLowerF64(n, l, ldl) {
+	if !mirrorLower(n, l, ldl) {
 		return errResultNonFinite
 	}
 	return nil
 }
 
-// mirrorLowerF64 copies the strict lower triangle into the strict upper one;
-// columnBlocks shares the source's column blocks out, and mirrorColumnsF64
+// mirrorLower copies the strict lower triangle into the strict upper one;
+// columnBlocks shares the source's column blocks out, and mirrorColumns
 // copies each. It reports whether the lower triangle, diagonal included, is
 // finite (in the same pass).
-func mirrorLowerF64(n int, a []float64, lda int) bool {
+func mirrorLower[T float32 | float64](n int, a []T, lda int) bool {
 	var nonFinite atomic.Bool
 	columnBlocks(n, func(j0, j1 int) {
-		if !mirrorColumnsF64(n, a, lda, j0, j1) {
+		if !mirrorColumns(n, a, lda, j0, j1) {
 			nonFinite.Store(true)
 		}
 	})
 	return !nonFinite.Load()
 }
 
-// mirrorColumnsF64 copies the columns [j0, j1) of a's strict lower triangle
+// mirrorColumns copies the columns [j0, j1) of a's strict lower triangle
 // into the rows [j0, j1) of its strict upper one and reports whether those
 // columns of the lower triangle, diagonal included, are finite. It takes the
 // source eight columns at a time: each row of such a strip is one contiguous
-// 64-byte piece of a destination column, and the eight source columns are
-// read as eight sequential streams (3× faster than square tiles read one
-// source column at a time, at N = 1000 on one core).
-func mirrorColumnsF64(n int, a []float64, lda int, j0, j1 int) bool {
-	var nan float64 // v*0 is 0 for finite v and NaN for ±Inf and NaN
+// piece of a destination column (64 bytes in float64), and the eight source
+// columns are read as eight sequential streams (3× faster than square tiles
+// read one source column at a time, at N = 1000 on one core).
+func mirrorColumns[T float32 | float64](n int, a []T, lda int, j0, j1 int) bool {
+	var nan T // v*0 is 0 for finite v and NaN for ±Inf and NaN
 	for j := j0; j < j1; j += 8 {
 		w := min(8, j1-j)
 		// The strip's triangle, and all of a narrower strip, entry by entry.

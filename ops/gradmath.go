@@ -383,8 +383,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
 		kernels.Gemm(false, false, n, n, n, 1, c, n, dst, n, 0, t, n)
-		kernels.Gemm(false, false, n, n, n, -1, t, n, c, n, 0, dst, n)
-		kernels.Symmetrize(n, dst, n)
+		gSymmetricProduct(false, n, -1, t, c, dst) // C·sym(C̄)·C is symmetric
 
 	case gScale:
 		g, err := gScalarOf(vals[1])
@@ -444,8 +443,7 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 				t[i+j*n] = x * wbar[j]
 			}
 		}
-		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
-		kernels.Symmetrize(n, dst, n)
+		gSymmetricProduct(true, n, 1, t, v, dst) // V·diag(w̄)·Vᵀ is symmetric
 
 	case gEigVectors:
 		e, ok := vals[0].(*eigenValue)
@@ -474,14 +472,17 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 				if !okA || !okB {
 					return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
 				}
-				m[i+j*n], m[j+i*n] = T(a), T(b)
+				// sym(V·(F∘M)·Vᵀ) = V·sym(F∘M)·Vᵀ: the pair's mean (halves
+				// first: no overflow where both fit), and the last product
+				// symmetric.
+				m[i+j*n] = T(a/2 + b/2)
+				m[j+i*n] = m[i+j*n]
 			}
 		}
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
 		kernels.Gemm(false, false, n, n, n, 1, v, n, m, n, 0, t, n)
-		kernels.Gemm(false, true, n, n, n, 1, t, n, v, n, 0, dst, n)
-		kernels.Symmetrize(n, dst, n)
+		gSymmetricProduct(true, n, 1, t, v, dst)
 
 	default:
 		return fmt.Errorf("unknown backward computation %d", kind)
@@ -611,6 +612,22 @@ func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
 		copy(out[j*n+j:j*n+n], a[j*n+j:j*n+n])
 	}
 	return out, release
+}
+
+// gSymmetricProduct writes alpha·A·op(B) into dst (n×n, column-major; op(B)
+// is Bᵀ when transB is set) for a product known to be symmetric: its lower
+// triangle by column blocks J, from J's first row down (about half the
+// flops), then mirrored into the upper one, so dst is exactly symmetric.
+func gSymmetricProduct[T gradReal](transB bool, n int, alpha T, a, b, dst []T) {
+	const bs = 256
+	for j0 := 0; j0 < n; j0 += bs {
+		bj := b[j0*n:] // op(B)'s columns J: B's columns J, or its rows J
+		if transB {
+			bj = b[j0:]
+		}
+		kernels.Gemm(false, transB, n-j0, min(bs, n-j0), n, alpha, a[j0:], n, bj, n, 0, dst[j0+j0*n:], n)
+	}
+	kernels.MirrorLower(n, dst, n)
 }
 
 func gZeroStrictUpper[T gradReal](n int, a []T) {
