@@ -157,11 +157,7 @@ func denseOf(dt tensor.Dtype, n int, a []complex128) *tensor.Dense {
 // underflowed to 0 gave 0/0, NaN, and a right factor computed again (and on
 // a mesh too large for one GPU, ErrWrongResult).
 func TestFactorCheckTinyMatrices(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 4))
-	mesh, err := sharding.CPUMesh(2)
-	require.NoError(t, err)
+	seed, rng, mesh := factorCheckStart(t, 4)
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
 		scales := []float64{1e-300, 1e-305, 1e-308, 1e-310, 1e-320}
 		if dt == tensor.Float32 || dt == tensor.Complex64 {
@@ -205,11 +201,7 @@ func TestFactorCheckTinyMatrices(t *testing.T) {
 // The factor is LAPACK's with one element of its last row moved, by an
 // amount scaled from a first try so that the check lands in that band.
 func TestFactorCheckSlightlyWrong(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 10))
-	mesh, err := sharding.CPUMesh(2)
-	require.NoError(t, err)
+	seed, rng, mesh := factorCheckStart(t, 10)
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
 		for _, n := range []int{130, 517} {
 			what := fmt.Sprintf("seed %d, %v, n=%d", seed, dt, n)
@@ -251,11 +243,7 @@ func TestFactorCheckSlightlyWrong(t *testing.T) {
 // With entries near 0, as a uniform draw from [−1, 1] gives, a wrong entry of
 // L in such a column goes nearly unseen (TestFactorCheckProbeStudy).
 func TestFactorCheckVectorDraw(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 12))
-	mesh, err := sharding.CPUMesh(2)
-	require.NoError(t, err)
+	seed, rng, mesh := factorCheckStart(t, 12)
 	const n = 400
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
 		what := fmt.Sprintf("seed %d, %v", seed, dt)
@@ -305,11 +293,7 @@ func TestFactorCheckProbeStudy(t *testing.T) {
 	if os.Getenv("MGLA_FACTOR_STUDY") != "probes" {
 		t.Skip("MGLA_FACTOR_STUDY=probes not set")
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 11))
-	mesh, err := sharding.CPUMesh(2)
-	require.NoError(t, err)
+	seed, rng, mesh := factorCheckStart(t, 11)
 	const n, probes = 517, 64
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128} {
 		what := fmt.Sprintf("seed %d, %v, n=%d", seed, dt, n)
@@ -386,4 +370,15 @@ func median(x []float64) float64 {
 	s := slices.Clone(x)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// factorCheckStart starts a factor-check test on the CPU: a seed of its own
+// (logged), the random stream of it, and a mesh of two devices.
+func factorCheckStart(t *testing.T, stream uint64) (seed uint64, rng *rand.Rand, mesh *sharding.Mesh) {
+	t.Helper()
+	seed = uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	return seed, rand.New(rand.NewPCG(seed, stream)), mesh
 }
