@@ -412,12 +412,11 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		// the whole product's flops.
 		p, releaseP := gLowerCopy(n, mats[1])
 		defer releaseP()
-		const cholBlock = 256
-		for j0 := 0; j0 < n; j0 += cholBlock {
-			kernels.TrmmLowerLeft(true, n-j0, min(cholBlock, n-j0), l[j0+j0*n:], n, p[j0+j0*n:], n)
+		for j0 := 0; j0 < n; j0 += gLowerBlock {
+			kernels.TrmmLowerLeft(true, n-j0, min(gLowerBlock, n-j0), l[j0+j0*n:], n, p[j0+j0*n:], n)
 		}
+		gZeroStrictUpper(n, p)
 		for j := range n {
-			clear(p[j*n : j*n+j])
 			p[j+j*n] /= 2
 		}
 		// S = L⁻ᵀ·P·L⁻¹: Y = L⁻ᵀP, then Sᵀ = L⁻ᵀYᵀ; Ā = sym(S) = sym(Sᵀ).
@@ -614,18 +613,22 @@ func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
 	return out, release
 }
 
+// gLowerBlock is the width of the column blocks in which the backward
+// products form only a lower triangle (gCholesky's Φ(Lᵀ·L̄),
+// gSymmetricProduct).
+const gLowerBlock = 256
+
 // gSymmetricProduct writes alpha·A·op(B) into dst (n×n, column-major; op(B)
 // is Bᵀ when transB is set) for a product known to be symmetric: its lower
 // triangle by column blocks J, from J's first row down (about half the
 // flops), then mirrored into the upper one, so dst is exactly symmetric.
 func gSymmetricProduct[T gradReal](transB bool, n int, alpha T, a, b, dst []T) {
-	const bs = 256
-	for j0 := 0; j0 < n; j0 += bs {
+	for j0 := 0; j0 < n; j0 += gLowerBlock {
 		bj := b[j0*n:] // op(B)'s columns J: B's columns J, or its rows J
 		if transB {
 			bj = b[j0:]
 		}
-		kernels.Gemm(false, transB, n-j0, min(bs, n-j0), n, alpha, a[j0:], n, bj, n, 0, dst[j0+j0*n:], n)
+		kernels.Gemm(false, transB, n-j0, min(gLowerBlock, n-j0), n, alpha, a[j0:], n, bj, n, 0, dst[j0+j0*n:], n)
 	}
 	kernels.MirrorLower(n, dst, n)
 }
