@@ -1,9 +1,10 @@
 // Package cusolver binds NVIDIA cuSOLVER for mgla: the multi-GPU cuSolverMg
 // API (Cholesky factorization, solve and inverse, and the Hermitian
 // eigensolver over a 1-D column block-cyclic layout on several GPUs of one
-// host), the single-GPU dense cuSOLVER API as a baseline, and a few CUDA
-// runtime helpers (device count, malloc/free, memcpy, synchronize, memory
-// info).
+// host), the single-GPU dense cuSOLVER API as a baseline, the cuBLAS
+// routines of the backward passes (Blas: gemm, syrkx, syr2k, trmm, trsm,
+// geam, dgmm, scal on one GPU), and a few CUDA runtime helpers (device
+// count, malloc/free, memcpy, synchronize, memory info).
 //
 // Everything except this documentation is behind the `mglacuda` build tag (not
 // `cuda`: that tag also switches Gorgonia to its own CUDA build, which needs cuDNN):
@@ -21,6 +22,8 @@
 //	CUDA runtime: libcudart.so.13, libcudart.so.12, libcudart.so.11.0, libcudart.so.11
 //	cuSOLVER:     libcusolver.so.12, libcusolver.so.11
 //	cuSolverMg:   libcusolverMg.so.12, libcusolverMg.so.11
+//	cuBLAS:       libcublas.so.13, libcublas.so.12, libcublas.so.11 (cuSOLVER
+//	              needs it, so the copy cuSOLVER loaded answers to its name)
 //
 // The candidate paths are tried in this order: every name in each directory
 // of the environment variable MGLA_CUDA_LIB_DIR (a colon-separated list, when

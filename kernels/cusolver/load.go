@@ -35,6 +35,9 @@ var libraries = []library{
 	{C.MGLA_LIB_CUDART, "CUDA runtime", []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so.11"}},
 	{C.MGLA_LIB_CUSOLVER, "cuSOLVER", []string{"libcusolver.so.12", "libcusolver.so.11"}},
 	{C.MGLA_LIB_CUSOLVERMG, "cuSolverMg", []string{"libcusolverMg.so.12", "libcusolverMg.so.11"}},
+	// cuSOLVER needs cuBLAS: once cuSOLVER is open, its soname opens the
+	// copy cuSOLVER loaded, wherever that was found.
+	{C.MGLA_LIB_CUBLAS, "cuBLAS", []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"}},
 }
 
 // requiredSymbols must resolve for Load to succeed; any other symbol of the
@@ -47,6 +50,7 @@ var requiredSymbols = []string{
 	"cusolverMgCreateDeviceGrid", "cusolverMgDestroyGrid", "cusolverMgCreateMatrixDesc",
 	"cusolverMgDestroyMatrixDesc",
 	"cusolverDnCreate", "cusolverDnDestroy",
+	"cublasCreate_v2", "cublasDestroy_v2",
 }
 
 var (
@@ -61,7 +65,7 @@ func candidates(names []string) []string {
 	return libpath.Candidates(names, libpath.EnvDirs(LibDirEnv), libpath.CUDADirs())
 }
 
-// Load opens the CUDA runtime, cuSOLVER and cuSolverMg with dlopen and
+// Load opens the CUDA runtime, cuSOLVER, cuSolverMg and cuBLAS with dlopen and
 // resolves their symbols. It is idempotent: after a success it returns nil at
 // once; after a failure the next call tries again. The error lists every
 // path tried with its dlerror().
@@ -113,10 +117,10 @@ func Load() error {
 	return nil
 }
 
-// LoadedLibraries returns the paths the CUDA runtime, cuSOLVER and
-// cuSolverMg were opened from (empty strings for those not loaded yet).
+// LoadedLibraries returns the paths the CUDA runtime, cuSOLVER, cuSolverMg
+// and cuBLAS were opened from (empty strings for those not loaded yet).
 func LoadedLibraries() []string {
-	return []string{loadedLib[C.MGLA_LIB_CUDART], loadedLib[C.MGLA_LIB_CUSOLVER], loadedLib[C.MGLA_LIB_CUSOLVERMG]}
+	return []string{loadedLib[C.MGLA_LIB_CUDART], loadedLib[C.MGLA_LIB_CUSOLVER], loadedLib[C.MGLA_LIB_CUSOLVERMG], loadedLib[C.MGLA_LIB_CUBLAS]}
 }
 
 // missingSymbols lists the symbols of the table that did not resolve.

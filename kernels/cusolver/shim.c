@@ -89,6 +89,39 @@ typedef t_potri t_cusolverDnDpotri;
 typedef t_potri t_cusolverDnCpotri;
 typedef t_potri t_cusolverDnZpotri;
 
+/* cuBLAS: element pointers and scalars as void* (the S and D functions of a
+   routine have the same shape). */
+typedef st (*t_cublasCreate_v2)(void **);
+typedef st (*t_cublasDestroy_v2)(void *);
+typedef st (*t_blasGemm)(void *, int, int, int, int, int, const void *, const void *, int,
+                         const void *, int, const void *, void *, int);
+typedef st (*t_blasSyrk2)(void *, int, int, int, int, const void *, const void *, int, const void *,
+                          int, const void *, void *, int);
+typedef st (*t_blasTrmm)(void *, int, int, int, int, int, int, const void *, const void *, int,
+                         const void *, int, void *, int);
+typedef st (*t_blasTrsm)(void *, int, int, int, int, int, int, const void *, const void *, int, void *,
+                         int);
+typedef st (*t_blasGeam)(void *, int, int, int, int, const void *, const void *, int, const void *,
+                         const void *, int, void *, int);
+typedef st (*t_blasDgmm)(void *, int, int, int, const void *, int, const void *, int, void *, int);
+typedef st (*t_blasScal)(void *, int, const void *, void *, int);
+typedef t_blasGemm t_cublasSgemm_v2;
+typedef t_blasGemm t_cublasDgemm_v2;
+typedef t_blasSyrk2 t_cublasSsyrkx;
+typedef t_blasSyrk2 t_cublasDsyrkx;
+typedef t_blasSyrk2 t_cublasSsyr2k_v2;
+typedef t_blasSyrk2 t_cublasDsyr2k_v2;
+typedef t_blasTrmm t_cublasStrmm_v2;
+typedef t_blasTrmm t_cublasDtrmm_v2;
+typedef t_blasTrsm t_cublasStrsm_v2;
+typedef t_blasTrsm t_cublasDtrsm_v2;
+typedef t_blasGeam t_cublasSgeam;
+typedef t_blasGeam t_cublasDgeam;
+typedef t_blasDgmm t_cublasSdgmm;
+typedef t_blasDgmm t_cublasDdgmm;
+typedef t_blasScal t_cublasSscal_v2;
+typedef t_blasScal t_cublasDscal_v2;
+
 /* ---- symbol table (X-macro) -------------------------------------------- */
 
 #define MGLA_SYMBOLS(X)                                                                      \
@@ -146,7 +179,25 @@ typedef t_potri t_cusolverDnZpotri;
     X(MGLA_LIB_CUSOLVER, cusolverDnSpotri)                                                   \
     X(MGLA_LIB_CUSOLVER, cusolverDnDpotri)                                                   \
     X(MGLA_LIB_CUSOLVER, cusolverDnCpotri)                                                   \
-    X(MGLA_LIB_CUSOLVER, cusolverDnZpotri)
+    X(MGLA_LIB_CUSOLVER, cusolverDnZpotri)                                                   \
+    X(MGLA_LIB_CUBLAS, cublasCreate_v2)                                                      \
+    X(MGLA_LIB_CUBLAS, cublasDestroy_v2)                                                     \
+    X(MGLA_LIB_CUBLAS, cublasSgemm_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasDgemm_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasSsyrkx)                                                         \
+    X(MGLA_LIB_CUBLAS, cublasDsyrkx)                                                         \
+    X(MGLA_LIB_CUBLAS, cublasSsyr2k_v2)                                                      \
+    X(MGLA_LIB_CUBLAS, cublasDsyr2k_v2)                                                      \
+    X(MGLA_LIB_CUBLAS, cublasStrmm_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasDtrmm_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasStrsm_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasDtrsm_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasSgeam)                                                          \
+    X(MGLA_LIB_CUBLAS, cublasDgeam)                                                          \
+    X(MGLA_LIB_CUBLAS, cublasSdgmm)                                                          \
+    X(MGLA_LIB_CUBLAS, cublasDdgmm)                                                          \
+    X(MGLA_LIB_CUBLAS, cublasSscal_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasDscal_v2)
 
 #define DECLARE(lib, name) static t_##name p_##name;
 MGLA_SYMBOLS(DECLARE)
@@ -433,4 +484,66 @@ int mgla_dnPotri(int kind, void *h, int uplo, int n, uintptr_t a, int lda, uintp
                     (int *)dinfo);
     }
     return 3; /* CUSOLVER_STATUS_INVALID_VALUE */
+}
+
+/* ---- cuBLAS ------------------------------------------------------------ */
+
+int mgla_blasCreate(void **h) { return CALL(cublasCreate_v2, h); }
+int mgla_blasDestroy(void *h) { return CALL(cublasDestroy_v2, h); }
+
+/* SCALARS declares the host scalars of one call in the routine's type:
+   s_alpha and s_beta point to floats for kind 0, to doubles otherwise. */
+#define SCALARS(alpha, beta)                                                                   \
+    float f_alpha = (float)(alpha), f_beta = (float)(beta);                                   \
+    double d_alpha = (alpha), d_beta = (beta);                                                 \
+    const void *s_alpha = kind == 0 ? (const void *)&f_alpha : (const void *)&d_alpha;         \
+    const void *s_beta = kind == 0 ? (const void *)&f_beta : (const void *)&d_beta;            \
+    (void)s_beta;
+
+#define PICK(sname, dname, ...) (kind == 0 ? CALL(sname, __VA_ARGS__) : CALL(dname, __VA_ARGS__))
+
+int mgla_blasGemm(int kind, void *h, int ta, int tb, int m, int n, int k, double alpha, uintptr_t a,
+                  int lda, uintptr_t b, int ldb, double beta, uintptr_t c, int ldc) {
+    SCALARS(alpha, beta)
+    return PICK(cublasSgemm_v2, cublasDgemm_v2, h, ta, tb, m, n, k, s_alpha, (const void *)a, lda,
+                (const void *)b, ldb, s_beta, (void *)c, ldc);
+}
+int mgla_blasSyrkx(int kind, void *h, int uplo, int trans, int n, int k, double alpha, uintptr_t a,
+                   int lda, uintptr_t b, int ldb, double beta, uintptr_t c, int ldc) {
+    SCALARS(alpha, beta)
+    return PICK(cublasSsyrkx, cublasDsyrkx, h, uplo, trans, n, k, s_alpha, (const void *)a, lda,
+                (const void *)b, ldb, s_beta, (void *)c, ldc);
+}
+int mgla_blasSyr2k(int kind, void *h, int uplo, int trans, int n, int k, double alpha, uintptr_t a,
+                   int lda, uintptr_t b, int ldb, double beta, uintptr_t c, int ldc) {
+    SCALARS(alpha, beta)
+    return PICK(cublasSsyr2k_v2, cublasDsyr2k_v2, h, uplo, trans, n, k, s_alpha, (const void *)a,
+                lda, (const void *)b, ldb, s_beta, (void *)c, ldc);
+}
+int mgla_blasTrmm(int kind, void *h, int side, int uplo, int trans, int diag, int m, int n,
+                  double alpha, uintptr_t a, int lda, uintptr_t b, int ldb, uintptr_t c, int ldc) {
+    SCALARS(alpha, 0.0)
+    return PICK(cublasStrmm_v2, cublasDtrmm_v2, h, side, uplo, trans, diag, m, n, s_alpha,
+                (const void *)a, lda, (const void *)b, ldb, (void *)c, ldc);
+}
+int mgla_blasTrsm(int kind, void *h, int side, int uplo, int trans, int diag, int m, int n,
+                  double alpha, uintptr_t a, int lda, uintptr_t b, int ldb) {
+    SCALARS(alpha, 0.0)
+    return PICK(cublasStrsm_v2, cublasDtrsm_v2, h, side, uplo, trans, diag, m, n, s_alpha,
+                (const void *)a, lda, (void *)b, ldb);
+}
+int mgla_blasGeam(int kind, void *h, int ta, int tb, int m, int n, double alpha, uintptr_t a, int lda,
+                  double beta, uintptr_t b, int ldb, uintptr_t c, int ldc) {
+    SCALARS(alpha, beta)
+    return PICK(cublasSgeam, cublasDgeam, h, ta, tb, m, n, s_alpha, (const void *)a, lda, s_beta,
+                (const void *)b, ldb, (void *)c, ldc);
+}
+int mgla_blasDgmm(int kind, void *h, int side, int m, int n, uintptr_t a, int lda, uintptr_t x,
+                  int incx, uintptr_t c, int ldc) {
+    return PICK(cublasSdgmm, cublasDdgmm, h, side, m, n, (const void *)a, lda, (const void *)x, incx,
+                (void *)c, ldc);
+}
+int mgla_blasScal(int kind, void *h, int n, double alpha, uintptr_t x, int incx) {
+    SCALARS(alpha, 0.0)
+    return PICK(cublasSscal_v2, cublasDscal_v2, h, n, s_alpha, (void *)x, incx);
 }

@@ -20,7 +20,8 @@
 #define MGLA_LIB_CUDART 0
 #define MGLA_LIB_CUSOLVER 1
 #define MGLA_LIB_CUSOLVERMG 2
-#define MGLA_NLIBS 3
+#define MGLA_LIB_CUBLAS 3
+#define MGLA_NLIBS 4
 
 /* Most devices one cuSolverMg call can span (cuSolverMg supports 16). */
 #define MGLA_MAX_DEVICES 64
@@ -119,5 +120,26 @@ int mgla_dnPotri_bufferSize(int kind, void *h, int uplo, int n, uintptr_t a, int
                             int *lwork);
 int mgla_dnPotri(int kind, void *h, int uplo, int n, uintptr_t a, int lda, uintptr_t work,
                  int lwork, uintptr_t dinfo);
+
+/* cuBLAS (level 3 and a few helpers, real types). kind: 0 S, 1 D; alpha and
+   beta are passed as doubles and narrowed for S; enums are cuBLAS's
+   (operation 0 N, 1 T; fill 0 lower; side 0 left, 1 right; diag 0 non-unit). */
+int mgla_blasCreate(void **h);
+int mgla_blasDestroy(void *h);
+int mgla_blasGemm(int kind, void *h, int ta, int tb, int m, int n, int k, double alpha, uintptr_t a,
+                  int lda, uintptr_t b, int ldb, double beta, uintptr_t c, int ldc);
+int mgla_blasSyrkx(int kind, void *h, int uplo, int trans, int n, int k, double alpha, uintptr_t a,
+                   int lda, uintptr_t b, int ldb, double beta, uintptr_t c, int ldc);
+int mgla_blasSyr2k(int kind, void *h, int uplo, int trans, int n, int k, double alpha, uintptr_t a,
+                   int lda, uintptr_t b, int ldb, double beta, uintptr_t c, int ldc);
+int mgla_blasTrmm(int kind, void *h, int side, int uplo, int trans, int diag, int m, int n,
+                  double alpha, uintptr_t a, int lda, uintptr_t b, int ldb, uintptr_t c, int ldc);
+int mgla_blasTrsm(int kind, void *h, int side, int uplo, int trans, int diag, int m, int n,
+                  double alpha, uintptr_t a, int lda, uintptr_t b, int ldb);
+int mgla_blasGeam(int kind, void *h, int ta, int tb, int m, int n, double alpha, uintptr_t a, int lda,
+                  double beta, uintptr_t b, int ldb, uintptr_t c, int ldc);
+int mgla_blasDgmm(int kind, void *h, int side, int m, int n, uintptr_t a, int lda, uintptr_t x,
+                  int incx, uintptr_t c, int ldc);
+int mgla_blasScal(int kind, void *h, int n, double alpha, uintptr_t x, int incx);
 
 #endif /* MGLA_CUSOLVER_SHIM_H */
