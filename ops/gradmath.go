@@ -27,11 +27,14 @@ import (
 // operands from the shards (no copy on a one-device mesh), runs the host
 // kernels of package kernels (Gemm, triangular solves) and scatters the result
 // into the output's shards: that is the CPU mesh's execution, as for the
-// forward kernels. On a GPU mesh the same code currently gathers the operands
-// through the host and loads the result back (colMajor/storeColMajor); correct,
-// and acceptable for now, but the O(N³) products should move to the devices
-// (cuBLAS-Mg or per-device gemms on the cyclic panels) when the GPU backward
-// path is tuned.
+// forward kernels. On a GPU mesh (the mglacuda build) the computation runs on
+// the mesh's first GPU with cuBLAS (gradgpu_cuda.go, gradOnDevice): dense
+// copies of the operands there, the products, the result copied into the
+// output's shards. It falls back to the host code above (operands gathered
+// through the host, colMajor/storeColMajor) only where the device cannot:
+// too little free memory on that GPU for the dense copies, an operand on
+// another mesh, or a float32 result beyond the range, which the host
+// computes again in float64 (gradInRange).
 //
 // Operands may be sharded (any layout on the op's mesh) or host values (a
 // gradient Gorgonia summed on the host); scalars and the eigenvalue gradient
@@ -135,7 +138,7 @@ func (o *gradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		if o.hostOut == nil || o.hostOut.Dtype() != o.dt {
 			o.hostOut = tensor.New(tensor.Of(o.dt), tensor.WithShape(o.n, o.n))
 		}
-		if err := runGradHost(o.kind, o.hostOut, vals...); err != nil {
+		if err := runGradHost(o.kind, o.pl.Mesh, o.hostOut, vals...); err != nil {
 			return nil, fmt.Errorf("ops: %s: %w", o.name, err)
 		}
 		return o.hostOut, nil
@@ -160,9 +163,20 @@ func (o *gradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgon
 	return nil, fmt.Errorf("ops: %s: second-order gradients are not supported", o.name)
 }
 
+// gradOnDevice, set by the mglacuda build, runs the backward computation
+// kind of vals on the devices of a GPU mesh, into out or, when out is nil,
+// into the row-major host hostOut. done is false, with no error and nothing
+// written, where it leaves the computation to the host code.
+var gradOnDevice func(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *sharding.Tensor, hostOut *tensor.Dense) (done bool, err error)
+
 // runGrad computes the backward computation kind of vals into the sharded
-// n×n out.
+// n×n out: on its mesh's devices where they can, else on the host.
 func runGrad(kind gradKind, out *sharding.Tensor, vals ...gorgonia.Value) error {
+	if m := out.Mesh(); gradOnDevice != nil && m.Kind() == sharding.GPU {
+		if done, err := gradOnDevice(kind, m, vals, out, nil); done || err != nil {
+			return err
+		}
+	}
 	switch out.Dtype() {
 	case tensor.Float64:
 		return gradSharded[float64](kind, out, vals)
@@ -175,8 +189,14 @@ func runGrad(kind gradKind, out *sharding.Tensor, vals ...gorgonia.Value) error 
 }
 
 // runGradHost computes the backward computation kind of vals into the
-// row-major host n×n out.
-func runGradHost(kind gradKind, out *tensor.Dense, vals ...gorgonia.Value) error {
+// row-major host n×n out: on the devices of mesh (the op's, which may be
+// nil) where they can, else on the host.
+func runGradHost(kind gradKind, mesh *sharding.Mesh, out *tensor.Dense, vals ...gorgonia.Value) error {
+	if gradOnDevice != nil && mesh != nil && mesh.Kind() == sharding.GPU {
+		if done, err := gradOnDevice(kind, mesh, vals, nil, out); done || err != nil {
+			return err
+		}
+	}
 	switch out.Dtype() {
 	case tensor.Float64:
 		return gradDense[float64](kind, out, vals)
@@ -456,27 +476,8 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		m, releaseM := lend[T](n * n) // written by the gemm
 		defer releaseM()
 		kernels.Gemm(true, false, n, n, n, 1, v, n, vbar, n, 0, m, n)
-		// F∘M, a pair i < j at a time (each entry needs its mirror): at
-		// eigenvalues equal to rounding 0 where the cost does not use
-		// their eigenvectors, else ErrRepeatedEigenvalues (kernels).
-		// The eigenvalues' own precision, also when a float32 gradient is
-		// computed again in float64 (gradInRange).
-		gap := kernels.EigenGapTolerance(e.w, e.Dtype() == tensor.Float32)
-		for j := range n {
-			m[j+j*n] = 0
-			for i := range j {
-				ij, ji := float64(m[i+j*n]), float64(m[j+i*n])
-				a, okA := kernels.EigenvectorTerm(ij, ji, e.w[i], e.w[j], gap)
-				b, okB := kernels.EigenvectorTerm(ji, ij, e.w[j], e.w[i], gap)
-				if !okA || !okB {
-					return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
-				}
-				// sym(V·(F∘M)·Vᵀ) = V·sym(F∘M)·Vᵀ: the pair's mean (halves
-				// first: no overflow where both fit), and the last product
-				// symmetric.
-				m[i+j*n] = T(a/2 + b/2)
-				m[j+i*n] = m[i+j*n]
-			}
+		if err := gEigenvectorWeights(n, m, e); err != nil {
+			return err
 		}
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
@@ -490,6 +491,32 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	// NaN or Inf upstream gradient) is ErrNonFinite, not a silent Inf or NaN.
 	if err := kernels.CheckFinite(n, n, dst, n, false); err != nil {
 		return fmt.Errorf("%s: %w", errGradRange, err)
+	}
+	return nil
+}
+
+// gEigenvectorWeights replaces the n×n column-major M = Vᵀ·V̄ by sym(F∘M),
+// F's entries 1/(wⱼ − wᵢ) off the diagonal and 0 on it, a pair i < j at a
+// time (each entry needs its mirror): at eigenvalues equal to rounding 0
+// where the cost does not use their eigenvectors, else
+// ErrRepeatedEigenvalues (kernels). The eigenvalues' own precision counts,
+// also when a float32 gradient is computed again in float64 (gradInRange).
+// sym(V·(F∘M)·Vᵀ) = V·sym(F∘M)·Vᵀ: the pair's mean (halves first: no
+// overflow where both fit) makes the last product symmetric.
+func gEigenvectorWeights[T gradReal](n int, m []T, e *eigenValue) error {
+	gap := kernels.EigenGapTolerance(e.w, e.Dtype() == tensor.Float32)
+	for j := range n {
+		m[j+j*n] = 0
+		for i := range j {
+			ij, ji := float64(m[i+j*n]), float64(m[j+i*n])
+			a, okA := kernels.EigenvectorTerm(ij, ji, e.w[i], e.w[j], gap)
+			b, okB := kernels.EigenvectorTerm(ji, ij, e.w[j], e.w[i], gap)
+			if !okA || !okB {
+				return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
+			}
+			m[i+j*n] = T(a/2 + b/2)
+			m[j+i*n] = m[i+j*n]
+		}
 	}
 	return nil
 }

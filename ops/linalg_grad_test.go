@@ -546,7 +546,7 @@ func TestCholeskyGradientByBlocks(t *testing.T) {
 				return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]float64(nil), x...)))
 			}
 			out := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
-			require.NoError(t, runGradHost(gCholesky, out, host(l), host(lbar)), "n=%d %v", n, dt)
+			require.NoError(t, runGradHost(gCholesky, nil, out, host(l), host(lbar)), "n=%d %v", n, dt)
 			var diff, norm float64
 			for i, w := range want {
 				var got float64

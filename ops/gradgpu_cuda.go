@@ -1,0 +1,479 @@
+//go:build mglacuda
+
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/kernels/cusolver"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// The backward computations of gradmath.go on a GPU mesh run on the mesh's
+// first GPU with cuBLAS, on dense column-major copies of the operands there:
+// the products the host code forms, by the same formulas (the symmetric
+// ones by their lower triangle: syrkx, syr2k), the element-wise steps by
+// cuBLAS (geam, dgmm, scal) and package sharding's kernels (zeroing and
+// mirroring a triangle, the finiteness check). Only the eigenvector share's
+// F∘M, O(N²) with the tests of the eigenvalue gaps, runs on the host, on an
+// N×N copy. The result is checked for NaN and Inf on the device like the
+// forward results; a float32 result beyond the range is left to the host
+// code, which computes it again in float64 (gradInRange).
+
+func init() { gradOnDevice = gradOnGPU }
+
+// gradsOnDevice counts the backward computations that ran on a GPU; tests
+// read it to see that the device path, not the host fallback, ran.
+var gradsOnDevice atomic.Int64
+
+var (
+	blasMu    sync.Mutex
+	blasCache = map[int]*cusolver.Blas{}
+	alone     = map[int]*sharding.Mesh{} // one-GPU meshes that hold the dense copies
+)
+
+// blasOn returns the cuBLAS handle of device id and a mesh of that GPU
+// alone, both made once and reused.
+func blasOn(id int) (*cusolver.Blas, *sharding.Mesh, error) {
+	blasMu.Lock()
+	defer blasMu.Unlock()
+	if b, ok := blasCache[id]; ok {
+		return b, alone[id], nil
+	}
+	m, err := sharding.GPUMesh(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := cusolver.NewBlas(id)
+	if err != nil && sharding.ReclaimDeviceMemory() {
+		b, err = cusolver.NewBlas(id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	blasCache[id], alone[id] = b, m
+	return b, m, nil
+}
+
+// gradDeviceMatrices bounds the n×n dense matrices one computation holds on
+// the first GPU at once: up to three operands and three temporaries or
+// results.
+const gradDeviceMatrices = 6
+
+// errLeaveToHost stops a device computation that the host code must do.
+var errLeaveToHost = errors.New("left to the host")
+
+// gradOnGPU is gradOnDevice for GPU meshes.
+func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *sharding.Tensor, hostOut *tensor.Dense) (bool, error) {
+	var dt tensor.Dtype
+	var n int
+	if out != nil {
+		dt, n = out.Dtype(), out.Rows()
+	} else {
+		dt, n = hostOut.Dtype(), hostOut.Shape()[0]
+	}
+	if isComplex(dt) {
+		return false, ErrComplexGradient
+	}
+	dev := mesh.Device(0).ID
+	free, _, err := cusolver.MemGetInfo(dev)
+	if need := gradDeviceMatrices * n * n * int(dt.Size()); err != nil || need+need/8 > free {
+		return false, nil
+	}
+	b, one, err := blasOn(dev)
+	if err != nil {
+		return false, err
+	}
+	g := &gpuGrad{blas: b, one: one, dt: dt, n: n}
+	defer g.release()
+	var res *sharding.Tensor
+	switch dt {
+	case tensor.Float64:
+		res, err = gpuGradCompute[float64](g, kind, vals)
+	case tensor.Float32:
+		res, err = gpuGradCompute[float32](g, kind, vals)
+	default:
+		return false, sharding.CheckDtype(dt)
+	}
+	if errors.Is(err, errLeaveToHost) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	if err := res.CheckFinite(false); err != nil {
+		if dt == tensor.Float32 && errors.Is(err, kernels.ErrNonFinite) {
+			return false, nil // the host code tries float64
+		}
+		return true, fmt.Errorf("%s: %w", errGradRange, err)
+	}
+	if hostOut != nil {
+		err = res.GatherInto(hostOut)
+	} else {
+		err = g.store(res, out)
+	}
+	if err == nil {
+		gradsOnDevice.Add(1)
+	}
+	return true, err
+}
+
+// gpuGrad holds one computation's handle, its one-GPU mesh and the device
+// buffers it made.
+type gpuGrad struct {
+	blas     *cusolver.Blas
+	one      *sharding.Mesh
+	dt       tensor.Dtype
+	n        int
+	temps    []*sharding.Tensor
+	releases []func()
+}
+
+func (g *gpuGrad) release() {
+	for _, t := range g.temps {
+		t.Free()
+	}
+	for _, r := range g.releases {
+		r()
+	}
+}
+
+// matrix is a new rows×cols matrix on the first GPU (its only shard is the
+// dense column-major matrix) and its address.
+func (g *gpuGrad) matrix(rows, cols int) (*sharding.Tensor, uintptr, error) {
+	t, err := sharding.New(g.one, tensor.Shape{rows, cols}, g.dt, sharding.Cyclic(max(cols, 1)))
+	if err != nil {
+		return nil, 0, err
+	}
+	g.temps = append(g.temps, t)
+	return t, t.Shard(0).(*sharding.DeviceBuffer).Ptr(), nil
+}
+
+// wholeColumns reports whether every device holds whole columns of t's
+// layout, so that t has a dense copy (ToDense, FromDense).
+func wholeColumns(t *sharding.Tensor) bool {
+	k := t.Layout().Kind
+	return k == cyclic.ColCyclic || k == cyclic.ColBlocks
+}
+
+// operand returns the address of a dense column-major copy of the matrix
+// (or vector: one column) value v with n rows on the first GPU, and its
+// columns: the shard itself on a one-GPU mesh, else a copy. A host value is
+// loaded; a tensor on another mesh's devices is left to the host code.
+func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
+	switch x := unwrapEigen(v).(type) {
+	case *sharding.Tensor:
+		if x.Rows() != g.n || x.Dtype() != g.dt {
+			return 0, 0, fmt.Errorf("%v %v, want %d rows of %v", x.Shape(), x.Dtype(), g.n, g.dt)
+		}
+		m := x.Mesh()
+		if m.Kind() != sharding.GPU || m.Device(0) != g.one.Device(0) {
+			return 0, 0, errLeaveToHost
+		}
+		if m.Size() == 1 && wholeColumns(x) {
+			return x.Shard(0).(*sharding.DeviceBuffer).Ptr(), x.Cols(), nil
+		}
+		src := x
+		if !wholeColumns(x) {
+			c, err := sharding.New(m, x.Shape(), g.dt, sharding.Cyclic(x.Cols()))
+			if err != nil {
+				return 0, 0, err
+			}
+			g.temps = append(g.temps, c)
+			if err := x.RelayoutInto(c); err != nil {
+				return 0, 0, err
+			}
+			src = c
+		}
+		d, err := src.ToDense(0)
+		if err != nil {
+			return 0, 0, err
+		}
+		g.releases = append(g.releases, d.Release)
+		return d.Ptr(), x.Cols(), nil
+	case tensor.Tensor:
+		d, err := toHost(x)
+		if err != nil {
+			return 0, 0, err
+		}
+		s := d.Shape()
+		cols := 1
+		switch {
+		case len(s) == 2 && s[0] == g.n:
+			cols = s[1]
+		case len(s) != 1 || s[0] != g.n:
+			return 0, 0, fmt.Errorf("host value of shape %v, want %d rows", s, g.n)
+		}
+		t, p, err := g.matrix(g.n, cols)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := t.Load(tensor.New(tensor.WithShape(g.n, cols), tensor.WithBacking(d.Data()))); err != nil {
+			return 0, 0, err
+		}
+		return p, cols, nil
+	}
+	return 0, 0, fmt.Errorf("unsupported value %T", v)
+}
+
+// operands returns the addresses and columns of the matrix values vals[i]
+// for i in which.
+func (g *gpuGrad) operands(vals []gorgonia.Value, which ...int) ([]uintptr, []int, error) {
+	ps, cols := make([]uintptr, len(which)), make([]int, len(which))
+	for k, i := range which {
+		var err error
+		if ps[k], cols[k], err = g.operand(vals[i]); err != nil {
+			if errors.Is(err, errLeaveToHost) {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("input %d: %w", i, err)
+		}
+	}
+	return ps, cols, nil
+}
+
+// store copies the dense result res into the sharded out.
+func (g *gpuGrad) store(res, out *sharding.Tensor) error {
+	dense := res.Shard(0).(*sharding.DeviceBuffer)
+	if wholeColumns(out) {
+		return out.FromDense(dense)
+	}
+	c, err := sharding.New(out.Mesh(), out.Shape(), g.dt, sharding.Cyclic(g.n))
+	if err != nil {
+		return err
+	}
+	defer c.Free()
+	if err := c.FromDense(dense); err != nil {
+		return err
+	}
+	return c.RelayoutInto(out)
+}
+
+// gpuGradLowerBlock is the width of the column blocks in which Cholesky's
+// backward pass forms the lower triangle of Lᵀ·L̄ on the GPU (gLowerBlock
+// on the host): wide enough that each trmm fills the GPU.
+const gpuGradLowerBlock = 1024
+
+// gpuGradCompute runs the backward computation kind on the first GPU and
+// returns its n×n result there, whole (the strict upper triangle zero for
+// CholSolve's L̄, the symmetric results mirrored).
+func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value) (*sharding.Tensor, error) {
+	if len(vals) != gradArity[kind] {
+		return nil, fmt.Errorf("want %d inputs, got %d", gradArity[kind], len(vals))
+	}
+	n, dt, b := g.n, g.dt, g.blas
+	res, r, err := g.matrix(n, n)
+	if err != nil {
+		return nil, err
+	}
+	elem := uintptr(dt.Size())
+	at := func(p uintptr, i, j int) uintptr { return p + uintptr(i+j*n)*elem }
+	var errs []error
+	do := func(err error) { errs = append(errs, err) }
+	lower := false // only res's lower triangle is computed: mirror it
+	switch kind {
+	case gSymOuter:
+		ps, cols, err := g.operands(vals, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		if cols[0] != cols[1] {
+			return nil, fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+		do(b.Syr2k(dt, n, cols[0], -0.5, ps[0], n, ps[1], n, 0, r, n))
+		lower = true
+
+	case gCholSolveL:
+		ps, cols, err := g.operands(vals, 0, 1, 2)
+		if err != nil {
+			return nil, err
+		}
+		bbar, x, l, k := ps[0], ps[1], ps[2], cols[0]
+		if cols[1] != k || cols[2] != n {
+			return nil, fmt.Errorf("operands with %d, %d and %d columns", k, cols[1], cols[2])
+		}
+		_, u, err := g.matrix(n, k) // LᵀX
+		if err != nil {
+			return nil, err
+		}
+		_, w, err := g.matrix(n, k) // LᵀB̄
+		if err != nil {
+			return nil, err
+		}
+		do(b.TrmmLowerLeft(dt, true, n, k, 1, l, n, x, n, u, n))
+		do(b.TrmmLowerLeft(dt, true, n, k, 1, l, n, bbar, n, w, n))
+		do(b.Gemm(dt, false, true, n, n, k, -1, bbar, n, u, n, 0, r, n))
+		do(b.Gemm(dt, false, true, n, n, k, -1, x, n, w, n, 1, r, n))
+		if err := errors.Join(append(errs, b.Sync())...); err != nil {
+			return nil, err
+		}
+		return res, res.ZeroStrictUpper()
+
+	case gSandwich:
+		ps, cols, err := g.operands(vals, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		c, cbar := ps[0], ps[1]
+		if cols[0] != n || cols[1] != n {
+			return nil, fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+		_, sym, err := g.matrix(n, n)
+		if err != nil {
+			return nil, err
+		}
+		_, t, err := g.matrix(n, n)
+		if err != nil {
+			return nil, err
+		}
+		do(b.Geam(dt, false, true, n, n, 0.5, cbar, n, 0.5, cbar, n, sym, n)) // sym(C̄)
+		do(b.Gemm(dt, false, false, n, n, n, 1, c, n, sym, n, 0, t, n))
+		// −T·C = −T·Cᵀ: C, Potri's result, is exactly symmetric.
+		do(b.Syrkx(dt, n, n, -1, t, n, c, n, 0, r, n))
+		lower = true
+
+	case gScale:
+		s, err := gScalarOf(vals[1])
+		if err != nil {
+			return nil, err
+		}
+		ps, cols, err := g.operands(vals, 0)
+		if err != nil {
+			return nil, err
+		}
+		if cols[0] != n {
+			return nil, fmt.Errorf("operand with %d columns", cols[0])
+		}
+		do(b.Geam(dt, false, false, n, n, float64(T(s)), ps[0], n, 0, ps[0], n, r, n))
+
+	case gCholesky:
+		ps, cols, err := g.operands(vals, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		l, lbar := ps[0], ps[1]
+		if cols[0] != n || cols[1] != n {
+			return nil, fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+		// P = Φ(Lᵀ·L̄) by column blocks J from J's first row down, on a copy
+		// of L̄'s lower triangle (see gradCompute), then S = L⁻ᵀ·P·L⁻¹ by
+		// two triangular solves around a transpose; Ā = sym(S).
+		pt, p, err := g.matrix(n, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := errors.Join(b.Geam(dt, false, false, n, n, 1, lbar, n, 0, lbar, n, p, n), b.Sync()); err != nil {
+			return nil, err
+		}
+		if err := pt.ZeroStrictUpper(); err != nil {
+			return nil, err
+		}
+		for j0 := 0; j0 < n; j0 += gpuGradLowerBlock {
+			blk := at(p, j0, j0)
+			do(b.TrmmLowerLeft(dt, true, n-j0, min(gpuGradLowerBlock, n-j0), 1, at(l, j0, j0), n, blk, n, blk, n))
+		}
+		if err := errors.Join(append(errs, b.Sync())...); err != nil {
+			return nil, err
+		}
+		if err := pt.ZeroStrictUpper(); err != nil {
+			return nil, err
+		}
+		errs = errs[:0]
+		do(b.Scal(dt, n, 0.5, p, n+1)) // the diagonal
+		do(b.TrsmLowerLeft(dt, true, n, n, 1, l, n, p, n))
+		do(b.Geam(dt, true, false, n, n, 1, p, n, 0, p, n, r, n))
+		do(b.TrsmLowerLeft(dt, true, n, n, 1, l, n, r, n))
+		do(b.Geam(dt, false, true, n, n, 0.5, r, n, 0.5, r, n, p, n))
+		if err := errors.Join(append(errs, b.Sync())...); err != nil {
+			return nil, err
+		}
+		return pt, nil
+
+	case gEigValues:
+		wbar, err := gVectorOf[T](vals[1], n)
+		if err != nil {
+			return nil, fmt.Errorf("eigenvalue gradient: %w", err)
+		}
+		ps, cols, err := g.operands(vals, 0)
+		if err != nil {
+			return nil, err
+		}
+		v := ps[0]
+		if cols[0] != n {
+			return nil, fmt.Errorf("eigenvectors with %d columns", cols[0])
+		}
+		wt, w, err := g.matrix(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		if err := wt.Load(tensor.New(tensor.WithShape(n, 1), tensor.WithBacking(wbar))); err != nil {
+			return nil, err
+		}
+		_, t, err := g.matrix(n, n)
+		if err != nil {
+			return nil, err
+		}
+		do(b.DgmmRight(dt, n, n, v, n, w, t, n))      // V·diag(w̄)
+		do(b.Syrkx(dt, n, n, 1, t, n, v, n, 0, r, n)) // ·Vᵀ
+		lower = true
+
+	case gEigVectors:
+		e, ok := vals[0].(*eigenValue)
+		if !ok {
+			return nil, fmt.Errorf("want the value of an Eigen node, got %T", vals[0])
+		}
+		ps, cols, err := g.operands(vals, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		v, vbar := ps[0], ps[1]
+		if cols[0] != n || cols[1] != n || len(e.w) != n {
+			return nil, fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
+		}
+		_, mp, err := g.matrix(n, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := errors.Join(b.Gemm(dt, true, false, n, n, n, 1, v, n, vbar, n, 0, mp, n), b.Sync()); err != nil {
+			return nil, err
+		}
+		// F∘M on the host (the eigenvalue gaps' tests), as gradCompute.
+		m, releaseM := lend[T](n * n)
+		defer releaseM()
+		bytes := n * n * int(elem)
+		if err := cusolver.MemcpyDtoH(b.Device(), unsafe.Pointer(&m[0]), mp, bytes); err != nil {
+			return nil, err
+		}
+		if err := gEigenvectorWeights(n, m, e); err != nil {
+			return nil, err
+		}
+		if err := cusolver.MemcpyHtoD(b.Device(), mp, unsafe.Pointer(&m[0]), bytes); err != nil {
+			return nil, err
+		}
+		_, t, err := g.matrix(n, n)
+		if err != nil {
+			return nil, err
+		}
+		do(b.Gemm(dt, false, false, n, n, n, 1, v, n, mp, n, 0, t, n))
+		do(b.Syrkx(dt, n, n, 1, t, n, v, n, 0, r, n))
+		lower = true
+
+	default:
+		return nil, fmt.Errorf("unknown backward computation %d", kind)
+	}
+	if err := errors.Join(append(errs, b.Sync())...); err != nil {
+		return nil, err
+	}
+	if lower {
+		return res, res.MirrorLower()
+	}
+	return res, nil
+}
