@@ -13,6 +13,7 @@ import (
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/kernels/cusolver"
 	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/cu"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -33,6 +34,10 @@ func init() { gradOnDevice = gradOnGPU }
 // gradsOnDevice counts the backward computations that ran on a GPU; tests
 // read it to see that the device path, not the host fallback, ran.
 var gradsOnDevice atomic.Int64
+
+// failGradAlloc, set by tests, fails the device path's allocation of a
+// temporary when it returns true, as an out-of-memory error.
+var failGradAlloc func() bool
 
 var (
 	blasMu    sync.Mutex
@@ -63,10 +68,50 @@ func blasOn(id int) (*cusolver.Blas, *sharding.Mesh, error) {
 	return b, m, nil
 }
 
-// gradDeviceMatrices bounds the n×n dense matrices one computation holds on
-// the first GPU at once: up to three operands and three temporaries or
-// results.
-const gradDeviceMatrices = 6
+// gradDeviceBytes bounds the device memory that the backward computation
+// kind of vals holds on the first GPU at once: every matrix operand twice
+// (at worst a relayout into whole columns and the dense copy), the
+// temporaries and result of kind (K the most columns of an operand), and a
+// copy of the result for a store into a layout without whole columns.
+func gradDeviceBytes(kind gradKind, n int, dt tensor.Dtype, vals []gorgonia.Value) int {
+	elems, k := 0, 1
+	for _, v := range vals {
+		switch s := v.Shape(); {
+		case len(s) == 2:
+			elems += 2 * s[0] * s[1]
+			k = max(k, s[1])
+		case len(s) == 1:
+			elems += 2 * s[0]
+		}
+	}
+	switch kind {
+	case gCholSolveL:
+		elems += n*n + 2*n*k // the result, LᵀX and LᵀB̄
+	case gSandwich, gEigVectors:
+		elems += 3 * n * n
+	case gCholesky, gEigValues:
+		elems += 2*n*n + n
+	default:
+		elems += n * n
+	}
+	return (elems + n*n) * int(dt.Size())
+}
+
+// outOfMemory reports whether err is a device allocation that failed: the
+// device path then leaves the computation to the host.
+func outOfMemory(err error) bool {
+	var ce *cusolver.CUDAError
+	var be *cusolver.BlasError
+	return errors.Is(err, cu.OutOfMemory) ||
+		errors.As(err, &ce) && ce.Code == cudaErrorMemoryAllocation ||
+		errors.As(err, &be) && be.Status == cublasStatusAllocFailed
+}
+
+// CUDA's and cuBLAS's out-of-memory codes.
+const (
+	cudaErrorMemoryAllocation = 2
+	cublasStatusAllocFailed   = 3
+)
 
 // errLeaveToHost stops a device computation that the host code must do.
 var errLeaveToHost = errors.New("left to the host")
@@ -85,10 +130,13 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 	}
 	dev := mesh.Device(0).ID
 	free, _, err := cusolver.MemGetInfo(dev)
-	if need := gradDeviceMatrices * n * n * int(dt.Size()); err != nil || need+need/8 > free {
+	if need := gradDeviceBytes(kind, n, dt, vals); err != nil || need+need/8 > free {
 		return false, nil
 	}
 	b, one, err := blasOn(dev)
+	if outOfMemory(err) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -103,7 +151,10 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 	default:
 		return false, sharding.CheckDtype(dt)
 	}
-	if errors.Is(err, errLeaveToHost) {
+	// Out of device memory after all (other allocations, the estimate's
+	// miss): the host code writes every element of the result, also over
+	// a store that failed half way.
+	if errors.Is(err, errLeaveToHost) || outOfMemory(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -119,6 +170,9 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 		err = res.GatherInto(hostOut)
 	} else {
 		err = g.store(res, out)
+	}
+	if outOfMemory(err) {
+		return false, nil
 	}
 	if err == nil {
 		gradsOnDevice.Add(1)
@@ -149,6 +203,9 @@ func (g *gpuGrad) release() {
 // matrix is a new rows×cols matrix on the first GPU (its only shard is the
 // dense column-major matrix) and its address.
 func (g *gpuGrad) matrix(rows, cols int) (*sharding.Tensor, uintptr, error) {
+	if failGradAlloc != nil && failGradAlloc() {
+		return nil, 0, fmt.Errorf("a test's allocation: %w", cu.OutOfMemory)
+	}
 	t, err := sharding.New(g.one, tensor.Shape{rows, cols}, g.dt, sharding.Cyclic(max(cols, 1)))
 	if err != nil {
 		return nil, 0, err

@@ -3,12 +3,14 @@
 package ops
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/mgla/mgla/internal/benchpair"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
@@ -93,7 +95,7 @@ func hostTensor(dt tensor.Dtype, rows, cols int, x []float64) *tensor.Dense {
 // values are c's inputs as the op receives them: the matrices sharded on
 // mesh in layout (the one at hostAt, when in range, a host tensor instead),
 // the first one the eigenvectors of an Eigen node for the eigen shares.
-func (c gradCase) values(t *testing.T, dt tensor.Dtype, mesh *sharding.Mesh, layout sharding.Layout, hostAt int) []gorgonia.Value {
+func (c gradCase) values(t testing.TB, dt tensor.Dtype, mesh *sharding.Mesh, layout sharding.Layout, hostAt int) []gorgonia.Value {
 	t.Helper()
 	var vals []gorgonia.Value
 	for i, m := range c.mats {
@@ -254,5 +256,108 @@ func TestGradOnDeviceErrors(t *testing.T) {
 			}
 			out.Free()
 		}
+	}
+}
+
+// Out of device memory part way (the first or a later temporary), the
+// device path leaves the computation to the host code, whose result is the
+// host's, in sharded and host results alike. The memory bound counts the
+// right-hand sides' columns: Potrs' gradient with K = 3N needs its two
+// N×K operands twice, beyond six N×N matrices.
+func TestGradOnDeviceFallsBackOnOutOfMemory(t *testing.T) {
+	mesh, err := sharding.GPUMesh(0)
+	require.NoError(t, err)
+	cpu, err := sharding.CPUMesh(1)
+	require.NoError(t, err)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 13))
+	const n = 67
+	defer func() { failGradAlloc = nil }()
+	for _, c := range gradCases(rng, n) {
+		if c.kind != gCholesky && c.kind != gCholSolveL && c.kind != gEigVectors {
+			continue
+		}
+		dt := tensor.Float64
+		want := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+		require.NoError(t, runGradHost(c.kind, cpu, want, c.values(t, dt, cpu, sharding.Cyclic(64), -1)...), c.name)
+		for _, failAt := range []int{1, 2} {
+			what := fmt.Sprintf("seed %d, %s, allocation %d fails", seed, c.name, failAt)
+			vals := c.values(t, dt, mesh, sharding.Cyclic(64), -1)
+			calls := 0
+			failGradAlloc = func() bool { calls++; return calls == failAt }
+			before := gradsOnDevice.Load()
+			out, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(64))
+			require.NoError(t, err, what)
+			require.NoError(t, runGrad(c.kind, out, vals...), what)
+			got, err := out.Gather()
+			require.NoError(t, err, what)
+			out.Free()
+			calls = 0
+			gotHost := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+			require.NoError(t, runGradHost(c.kind, mesh, gotHost, vals...), what)
+			failGradAlloc = nil
+			require.GreaterOrEqual(t, calls, failAt, "%s: the device path did not allocate", what)
+			require.Equal(t, before, gradsOnDevice.Load(), "%s: counted as run on the device", what)
+			for _, g := range []*tensor.Dense{got, gotHost} {
+				require.Equal(t, toFloats(want.Data()), toFloats(g.Data()), what)
+			}
+		}
+	}
+	wide := gradCase{kind: gSymOuter, n: n, cols: []int{3 * n, 3 * n}, mats: [][]float64{make([]float64, 3*n*n), make([]float64, 3*n*n)}}
+	need := gradDeviceBytes(gSymOuter, n, tensor.Float64, wide.values(t, tensor.Float64, mesh, sharding.Cyclic(64), -1))
+	require.GreaterOrEqual(t, need, 8*(2*2*n*3*n+n*n), "Potrs' gradient with K = 3N")
+}
+
+var gradDeviceN = flag.Int("ops.grad-device-n", 4096, "matrix order of BenchmarkGradOnDevice")
+
+// BenchmarkGradOnDevice times each backward computation on a one-GPU mesh
+// (float64, N = -ops.grad-device-n, operands already on the GPU, a sharded
+// result) in turns with the forward's Cholesky factorization of an N×N
+// matrix on the same GPU (the anchor: cuSOLVER's potrf through the mesh
+// solver). Metrics: ms, the computation's median time; x-potrf, the median
+// ratio of the two.
+func BenchmarkGradOnDevice(b *testing.B) {
+	mesh, err := sharding.GPUMesh(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := *gradDeviceN
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, err := sharding.Put(randomHPD(rng, tensor.Float64, n), mesh, sharding.Cyclic(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	potrf := func() {
+		if err := (gpuSolver{}).potrf(a, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range gradCases(rng, n) {
+		vals := c.values(b, tensor.Float64, mesh, sharding.Cyclic(n), -1)
+		out, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			grad := func() {
+				if err := runGrad(c.kind, out, vals...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			grad() // warm-up: the handle, the first allocations
+			potrf()
+			var p benchpair.Pairs
+			for range b.N {
+				p.Time(grad, potrf)
+			}
+			b.ReportMetric(float64(benchpair.Median(p.Wall[0]))/1e6, "ms")
+			b.ReportMetric(p.MedianRatio(), "x-potrf")
+		})
+		out.Free()
 	}
 }
