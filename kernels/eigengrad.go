@@ -47,3 +47,56 @@ func EigenvectorTerm(m, mt, wi, wj, gap float64) (term float64, ok bool) {
 	}
 	return 0, m == 0 && mt == 0
 }
+
+// SymmetricEigenvectorTerms replaces the n×n column-major M (leading
+// dimension ld) by sym(F∘M): for each pair i < j the mean of
+// EigenvectorTerm(M_ij, M_ji, w_i, w_j) and EigenvectorTerm(M_ji, M_ij,
+// w_j, w_i) (halves first: no overflow where both fit) in both places, and
+// 0 on the diagonal. sym(V·(F∘M)·Vᵀ) = V·sym(F∘M)·Vᵀ, and with a
+// symmetric middle factor the last product is symmetric. It works by
+// square tiles below the diagonal and their mirror images, which stay in
+// cache, and in parallel by column blocks (columnBlocks: block J writes
+// columns J above the diagonal and rows J below it, which no other block
+// touches). When a pair is undefined (EigenvectorTerm's ok is false) it
+// returns ok = false and the first such pair (the smallest j, then the
+// smallest i); M is then partly overwritten.
+func SymmetricEigenvectorTerms[T float32 | float64](n int, m []T, ld int, w []float64, gap float64) (i, j int, ok bool) {
+	checkMatrix("m", n, n, ld, len(m))
+	if len(w) != n {
+		panic("kernels: SymmetricEigenvectorTerms: eigenvalues and matrix of different sizes")
+	}
+	// firstBad[b] is column block b's first undefined pair as j·n + i, or
+	// -1.
+	firstBad := make([]int, (n+blockWidth-1)/blockWidth)
+	columnBlocks(n, func(j0, j1 int) {
+		bad := -1
+		for i0 := 0; i0 < j1; i0 += blockWidth {
+			for j := j0; j < j1; j++ {
+				if i0 == 0 {
+					m[j+j*ld] = 0
+				}
+				col := m[j*ld:]
+				for i := i0; i < min(i0+blockWidth, j); i++ {
+					ij, ji := float64(col[i]), float64(m[j+i*ld])
+					a, okA := EigenvectorTerm(ij, ji, w[i], w[j], gap)
+					b, okB := EigenvectorTerm(ji, ij, w[j], w[i], gap)
+					if !okA || !okB {
+						if k := j*n + i; bad < 0 || k < bad {
+							bad = k
+						}
+						continue
+					}
+					col[i] = T(a/2 + b/2)
+					m[j+i*ld] = col[i]
+				}
+			}
+		}
+		firstBad[j0/blockWidth] = bad
+	})
+	for _, k := range firstBad {
+		if k >= 0 {
+			return k % n, k / n, false
+		}
+	}
+	return 0, 0, true
+}

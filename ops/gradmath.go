@@ -495,28 +495,15 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	return nil
 }
 
-// gEigenvectorWeights replaces the n×n column-major M = Vᵀ·V̄ by sym(F∘M),
-// F's entries 1/(wⱼ − wᵢ) off the diagonal and 0 on it, a pair i < j at a
-// time (each entry needs its mirror): at eigenvalues equal to rounding 0
+// gEigenvectorWeights replaces the n×n column-major M = Vᵀ·V̄ by sym(F∘M)
+// (kernels.SymmetricEigenvectorTerms): at eigenvalues equal to rounding 0
 // where the cost does not use their eigenvectors, else
-// ErrRepeatedEigenvalues (kernels). The eigenvalues' own precision counts,
-// also when a float32 gradient is computed again in float64 (gradInRange).
-// sym(V·(F∘M)·Vᵀ) = V·sym(F∘M)·Vᵀ: the pair's mean (halves first: no
-// overflow where both fit) makes the last product symmetric.
+// ErrRepeatedEigenvalues. The eigenvalues' own precision sets the gap, also
+// when a float32 gradient is computed again in float64 (gradInRange).
 func gEigenvectorWeights[T gradReal](n int, m []T, e *eigenValue) error {
 	gap := kernels.EigenGapTolerance(e.w, e.Dtype() == tensor.Float32)
-	for j := range n {
-		m[j+j*n] = 0
-		for i := range j {
-			ij, ji := float64(m[i+j*n]), float64(m[j+i*n])
-			a, okA := kernels.EigenvectorTerm(ij, ji, e.w[i], e.w[j], gap)
-			b, okB := kernels.EigenvectorTerm(ji, ij, e.w[j], e.w[i], gap)
-			if !okA || !okB {
-				return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
-			}
-			m[i+j*n] = T(a/2 + b/2)
-			m[j+i*n] = m[i+j*n]
-		}
+	if i, j, ok := kernels.SymmetricEigenvectorTerms(n, m, n, e.w, gap); !ok {
+		return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
 	}
 	return nil
 }
