@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""JAX on one GPU: the baseline of ops' backward benchmarks (BENCHMARKS.md,
+gradient cost).
+
+Times, in float64, what a JAX user writes for the costs of
+ops/bench_grad_test.go, forward alone and forward with the gradient:
+
+  potrs     Σ w∘cho_solve(cho_factor(A), y), the gradient wrt A and y
+            (BenchmarkPotrsBackward)
+  cholesky  Σ W∘cholesky(A), the gradient wrt A (BenchmarkCholeskyBackward)
+  all       Σ cho_solve(L, y)² + logdet(A) + Σ A⁻¹ + Σ W∘L, L = cholesky(A),
+            A⁻¹ = cho_solve(L, I), logdet = 2 Σ log diag(L), the gradient
+            wrt A and y (BenchmarkBackwardAll)
+
+A is diagonally dominant (N on the diagonal, uniform [-1, 1) off it,
+symmetric), w, W and y normal, made on the GPU. Every function is jitted;
+one warm-up call, then the median of -reps calls, each ended by
+block_until_ready. Printed per op and N: fwd-ms, fwd+bwd-ms and their
+ratio, as the Go benchmarks report them.
+
+  python3 jax-grad-bench.py -n 4096,8192
+"""
+import argparse
+import statistics
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", default="4096,8192")
+    ap.add_argument("-ops", default="potrs,cholesky,all")
+    ap.add_argument("-reps", type=int, default=5)
+    args = ap.parse_args()
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}, float64", flush=True)
+
+    def inputs(n):
+        k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
+        off = jax.random.uniform(k1, (n, n), jnp.float64, -1, 1)
+        a = jnp.tril(off, -1)
+        a = a + a.T + n * jnp.eye(n, dtype=jnp.float64)
+        w = jax.random.normal(k2, (n, n), jnp.float64)
+        y = jax.random.normal(k3, (n,), jnp.float64)
+        return a, w, y
+
+    def potrs(a, y, w):
+        x = jsl.cho_solve(jsl.cho_factor(a, lower=True), y)
+        return jnp.sum(w[:, 0] * x)
+
+    def cholesky(a, y, w):
+        return jnp.sum(w * jnp.linalg.cholesky(a))
+
+    def every(a, y, w):
+        l = jnp.linalg.cholesky(a)
+        x = jsl.cho_solve((l, True), y)
+        inv = jsl.cho_solve((l, True), jnp.eye(a.shape[0], dtype=a.dtype))
+        logdet = 2 * jnp.sum(jnp.log(jnp.diag(l)))
+        return jnp.sum(x * x) + logdet + jnp.sum(inv) + jnp.sum(w * l)
+
+    costs = {"potrs": (potrs, (0, 1)), "cholesky": (cholesky, 0), "all": (every, (0, 1))}
+
+    def timed(fn, ins, reps):
+        out = []
+        for k in range(reps + 1):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*ins))
+            if k > 0:
+                out.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(out)
+
+    for n in [int(x) for x in args.n.split(",")]:
+        a, w, y = inputs(n)
+        jax.block_until_ready((a, w, y))
+        for op in args.ops.split(","):
+            f, wrt = costs[op]
+            fwd = jax.jit(f)
+            full = jax.jit(jax.value_and_grad(f, argnums=wrt))
+            tf = timed(fwd, (a, y, w), args.reps)
+            tfb = timed(full, (a, y, w), args.reps)
+            print(f"{op:9s} N={n:6d} jax 1 GPU  fwd-ms {tf:9.2f}  fwd+bwd-ms {tfb:9.2f}  fwd+bwd/fwd {tfb / tf:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
