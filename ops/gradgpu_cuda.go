@@ -68,35 +68,6 @@ func blasOn(id int) (*cusolver.Blas, *sharding.Mesh, error) {
 	return b, m, nil
 }
 
-// gradDeviceBytes bounds the device memory that the backward computation
-// kind of vals holds on the first GPU at once: every matrix operand twice
-// (at worst a relayout into whole columns and the dense copy), the
-// temporaries and result of kind (K the most columns of an operand), and a
-// copy of the result for a store into a layout without whole columns.
-func gradDeviceBytes(kind gradKind, n int, dt tensor.Dtype, vals []gorgonia.Value) int {
-	elems, k := 0, 1
-	for _, v := range vals {
-		switch s := v.Shape(); {
-		case len(s) == 2:
-			elems += 2 * s[0] * s[1]
-			k = max(k, s[1])
-		case len(s) == 1:
-			elems += 2 * s[0]
-		}
-	}
-	switch kind {
-	case gCholSolveL:
-		elems += n*n + 2*n*k // the result, LᵀX and LᵀB̄
-	case gSandwich, gEigVectors:
-		elems += 3 * n * n
-	case gCholesky, gEigValues:
-		elems += 2*n*n + n
-	default:
-		elems += n * n
-	}
-	return (elems + n*n) * int(dt.Size())
-}
-
 // outOfMemory reports whether err is a device allocation that failed: the
 // device path then leaves the computation to the host.
 func outOfMemory(err error) bool {
@@ -113,6 +84,12 @@ const (
 	cublasStatusAllocFailed   = 3
 )
 
+// gradSpreadTile is the tile of the column block-cyclic copies on a mesh
+// through which an operand or result in a layout without whole columns
+// passes: spread over the devices, not all on the first one beside the
+// dense copies.
+const gradSpreadTile = 1024
+
 // errLeaveToHost stops a device computation that the host code must do.
 var errLeaveToHost = errors.New("left to the host")
 
@@ -128,12 +105,10 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 	if isComplex(dt) {
 		return false, ErrComplexGradient
 	}
-	dev := mesh.Device(0).ID
-	free, _, err := cusolver.MemGetInfo(dev)
-	if need := gradDeviceBytes(kind, n, dt, vals); err != nil || need+need/8 > free {
-		return false, nil
-	}
-	b, one, err := blasOn(dev)
+	// No estimate of the memory first: free memory (cudaMemGetInfo) does
+	// not count the unreachable tensors that an allocation reclaims, and
+	// an allocation that fails after that is a fallback like any other.
+	b, one, err := blasOn(mesh.Device(0).ID)
 	if outOfMemory(err) {
 		return false, nil
 	}
@@ -240,7 +215,7 @@ func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
 		}
 		src := x
 		if !wholeColumns(x) {
-			c, err := sharding.New(m, x.Shape(), g.dt, sharding.Cyclic(x.Cols()))
+			c, err := sharding.New(m, x.Shape(), g.dt, sharding.Cyclic(gradSpreadTile))
 			if err != nil {
 				return 0, 0, err
 			}
@@ -303,7 +278,7 @@ func (g *gpuGrad) store(res, out *sharding.Tensor) error {
 	if wholeColumns(out) {
 		return out.FromDense(dense)
 	}
-	c, err := sharding.New(out.Mesh(), out.Shape(), g.dt, sharding.Cyclic(g.n))
+	c, err := sharding.New(out.Mesh(), out.Shape(), g.dt, sharding.Cyclic(gradSpreadTile))
 	if err != nil {
 		return err
 	}

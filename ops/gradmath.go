@@ -32,9 +32,10 @@ import (
 // copies of the operands there, the products, the result copied into the
 // output's shards. It falls back to the host code above (operands gathered
 // through the host, colMajor/storeColMajor) only where the device cannot:
-// too little free memory on that GPU for the dense copies, an operand on
-// another mesh, or a float32 result beyond the range, which the host
-// computes again in float64 (gradInRange).
+// an allocation on that GPU that fails (after package sharding reclaimed
+// unreachable tensors), at any step, an operand on another mesh, or a
+// float32 result beyond the range, which the host computes again in
+// float64 (gradInRange).
 //
 // Operands may be sharded (any layout on the op's mesh) or host values (a
 // gradient Gorgonia summed on the host); scalars and the eigenvalue gradient

@@ -94,18 +94,11 @@ func blasOp(trans bool) C.int {
 
 // NewBlas creates a cuBLAS handle on device.
 func NewBlas(device int) (*Blas, error) {
-	if err := Load(); err != nil {
+	if err := loadForDevices("NewBlas", device); err != nil {
 		return nil, err
-	}
-	count, err := DeviceCount()
-	if err != nil {
-		return nil, err
-	}
-	if device < 0 || device >= count {
-		return nil, fmt.Errorf("cusolver: NewBlas: device %d out of range (%d devices)", device, count)
 	}
 	b := &Blas{device: device}
-	err = onDevice(device, func() error {
+	err := onDevice(device, func() error {
 		var h unsafe.Pointer
 		if err := blasErr("cublasCreate", C.mgla_blasCreate(&h)); err != nil {
 			return err

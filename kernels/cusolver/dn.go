@@ -58,15 +58,8 @@ type Dn struct {
 
 // NewDn creates a cuSOLVER dense handle on device.
 func NewDn(device int) (*Dn, error) {
-	if err := Load(); err != nil {
+	if err := loadForDevices("NewDn", device); err != nil {
 		return nil, err
-	}
-	count, err := DeviceCount()
-	if err != nil {
-		return nil, err
-	}
-	if device < 0 || device >= count {
-		return nil, fmt.Errorf("cusolver: NewDn: device %d out of range (%d devices)", device, count)
 	}
 	if err := need("cusolverDnCreateParams", "cusolverDnDestroyParams"); err != nil {
 		return nil, err

@@ -86,22 +86,15 @@ type Mg struct {
 // a 1×len(devices) column-major device grid. Device position d in the list
 // holds column tiles d, d+ndev, … of every distributed matrix.
 func NewMg(devices []int) (*Mg, error) {
-	if err := Load(); err != nil {
-		return nil, err
-	}
 	nd := len(devices)
 	if nd == 0 || nd > maxMgDevices {
 		return nil, fmt.Errorf("cusolver: NewMg: need 1 to %d devices, got %d", maxMgDevices, nd)
 	}
-	count, err := DeviceCount()
-	if err != nil {
+	if err := loadForDevices("NewMg", devices...); err != nil {
 		return nil, err
 	}
 	seen := map[int]bool{}
 	for _, d := range devices {
-		if d < 0 || d >= count {
-			return nil, fmt.Errorf("cusolver: NewMg: device %d out of range (%d devices)", d, count)
-		}
 		if seen[d] {
 			return nil, fmt.Errorf("cusolver: NewMg: device %d listed twice", d)
 		}
@@ -115,6 +108,7 @@ func NewMg(devices []int) (*Mg, error) {
 		dummy:   make([]uintptr, nd),
 	}
 	if nd > 1 {
+		var err error
 		if m.noPeer, err = EnablePeerAccess(m.devices); err != nil {
 			return nil, err
 		}

@@ -30,6 +30,24 @@ func onDevice(device int, f func() error) error {
 	return f()
 }
 
+// loadForDevices loads the libraries and checks that every one of devices
+// exists, for the constructor fn.
+func loadForDevices(fn string, devices ...int) error {
+	if err := Load(); err != nil {
+		return err
+	}
+	count, err := DeviceCount()
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if d < 0 || d >= count {
+			return fmt.Errorf("cusolver: %s: device %d out of range (%d devices)", fn, d, count)
+		}
+	}
+	return nil
+}
+
 // DeviceCount returns the number of CUDA devices (0, not an error, when the
 // runtime reports no device).
 func DeviceCount() (int, error) {
