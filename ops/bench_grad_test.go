@@ -135,6 +135,29 @@ func BenchmarkBackwardAll(b *testing.B) {
 	benchBackward(b, g, cost)
 }
 
+// BenchmarkGPBackward is benchBackward for a Gaussian process's negative
+// log marginal likelihood up to constants, cost = ½·yᵀA⁻¹y + ½·log det A
+// (Potrs and LogDet on the same A; float64, N = 1000, one CPU device), with
+// the gradient wrt A: what training a GP's kernel takes per step, A built
+// on the host.
+func BenchmarkGPBackward(b *testing.B) {
+	mesh, g, an, yn, _ := backwardInputs(b, false)
+	x, err := mgla.Potrs(an, yn, mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ld, err := mgla.LogDet(an, mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fit := G.Must(G.Sum(G.Must(G.HadamardProd(yn, x))))
+	cost := G.Must(G.Mul(G.NewConstant(0.5), G.Must(G.Add(fit, ld))))
+	if _, err := G.Grad(cost, an); err != nil {
+		b.Fatal(err)
+	}
+	benchBackward(b, g, cost)
+}
+
 // The backward benchmarks run at N = 1000 on a one-device CPU mesh; on a GPU
 // machine (mglacuda build) -ops.backward-mesh gpu runs them on every visible
 // GPU, at -ops.backward-n.

@@ -126,9 +126,9 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 	default:
 		return false, sharding.CheckDtype(dt)
 	}
-	// Out of device memory after all (other allocations, the estimate's
-	// miss): the host code writes every element of the result, also over
-	// a store that failed half way.
+	// Out of device memory at any step (here, in the finiteness check and
+	// in the store below): the host code writes every element of the
+	// result, also over a copy into a host result that failed half way.
 	if errors.Is(err, errLeaveToHost) || outOfMemory(err) {
 		return false, nil
 	}
@@ -136,7 +136,7 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 		return true, err
 	}
 	if err := res.CheckFinite(false); err != nil {
-		if dt == tensor.Float32 && errors.Is(err, kernels.ErrNonFinite) {
+		if outOfMemory(err) || dt == tensor.Float32 && errors.Is(err, kernels.ErrNonFinite) {
 			return false, nil // the host code tries float64
 		}
 		return true, fmt.Errorf("%s: %w", errGradRange, err)
@@ -211,7 +211,11 @@ func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
 			return 0, 0, errLeaveToHost
 		}
 		if m.Size() == 1 && wholeColumns(x) {
-			return x.Shard(0).(*sharding.DeviceBuffer).Ptr(), x.Cols(), nil
+			d, ok := x.Shard(0).(*sharding.DeviceBuffer) // nil when x was freed
+			if !ok {
+				return 0, 0, fmt.Errorf("%v: %w", x, sharding.ErrFreed)
+			}
+			return d.Ptr(), x.Cols(), nil
 		}
 		src := x
 		if !wholeColumns(x) {

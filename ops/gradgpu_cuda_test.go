@@ -224,7 +224,7 @@ func gradDeviceStart(t *testing.T, stream uint64) (*sharding.Mesh, uint64, *rand
 // count are ErrRepeatedEigenvalues; a float64 gradient beyond the range is
 // ErrNonFinite; a float32 one is left to the host code (which computes it
 // again in float64 and finds it beyond float32's range too). Nothing is
-// written into the result on an error.
+// written into the result on an error. A freed operand is ErrFreed.
 func TestGradOnDeviceErrors(t *testing.T) {
 	mesh, seed, rng := gradDeviceStart(t, 12)
 	const n = 40
@@ -264,6 +264,14 @@ func TestGradOnDeviceErrors(t *testing.T) {
 			out.Free()
 		}
 	}
+	// A freed operand on a one-GPU mesh is ErrFreed, as on the host path.
+	c := gradCases(rng, n)[0]
+	vals := c.values(t, tensor.Float64, mesh, sharding.Cyclic(64), -1)
+	vals[0].(*sharding.Tensor).Free()
+	out, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(64))
+	require.NoError(t, err)
+	defer out.Free()
+	require.ErrorIs(t, runGrad(c.kind, out, vals...), sharding.ErrFreed)
 }
 
 // Out of device memory part way (the first or a later temporary), the

@@ -166,8 +166,9 @@ func (o *gradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgon
 
 // gradOnDevice, set by the mglacuda build, runs the backward computation
 // kind of vals on the devices of a GPU mesh, into out or, when out is nil,
-// into the row-major host hostOut. done is false, with no error and nothing
-// written, where it leaves the computation to the host code.
+// into the row-major host hostOut. done is false, with no error, where it
+// leaves the computation to the host code, which then writes every element
+// of the result (a copy into it may have failed half way).
 var gradOnDevice func(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *sharding.Tensor, hostOut *tensor.Dense) (done bool, err error)
 
 // runGrad computes the backward computation kind of vals into the sharded

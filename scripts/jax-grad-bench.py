@@ -11,6 +11,8 @@ ops/bench_grad_test.go, forward alone and forward with the gradient:
   all       Σ cho_solve(L, y)² + logdet(A) + Σ A⁻¹ + Σ W∘L, L = cholesky(A),
             A⁻¹ = cho_solve(L, I), logdet = 2 Σ log diag(L), the gradient
             wrt A and y (BenchmarkBackwardAll)
+  gp        ½·yᵀA⁻¹y + ½·logdet(A) from one cho_factor, the gradient wrt A
+            (BenchmarkGPBackward)
 
 A is diagonally dominant (N on the diagonal, uniform [-1, 1) off it,
 symmetric), w, W and y normal, made on the GPU. Every function is jitted;
@@ -28,7 +30,7 @@ import time
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", default="4096,8192")
-    ap.add_argument("-ops", default="potrs,cholesky,all")
+    ap.add_argument("-ops", default="potrs,cholesky,all,gp")
     ap.add_argument("-reps", type=int, default=5)
     args = ap.parse_args()
 
@@ -63,7 +65,12 @@ def main():
         logdet = 2 * jnp.sum(jnp.log(jnp.diag(l)))
         return jnp.sum(x * x) + logdet + jnp.sum(inv) + jnp.sum(w * l)
 
-    costs = {"potrs": (potrs, (0, 1)), "cholesky": (cholesky, 0), "all": (every, (0, 1))}
+    def gp(a, y, w):
+        c = jsl.cho_factor(a, lower=True)
+        logdet = 2 * jnp.sum(jnp.log(jnp.diag(c[0])))
+        return 0.5 * (jnp.dot(y, jsl.cho_solve(c, y)) + logdet)
+
+    costs = {"potrs": (potrs, (0, 1)), "cholesky": (cholesky, 0), "all": (every, (0, 1)), "gp": (gp, 0)}
 
     def timed(fn, ins, reps):
         out = []
