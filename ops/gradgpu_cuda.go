@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/kernels"
@@ -23,11 +22,11 @@ import (
 // the products the host code forms, by the same formulas (the symmetric
 // ones by their lower triangle: syrkx, syr2k), the element-wise steps by
 // cuBLAS (geam, dgmm, scal) and package sharding's kernels (zeroing and
-// mirroring a triangle, the finiteness check). Only the eigenvector share's
-// F∘M, O(N²) with the tests of the eigenvalue gaps, runs on the host, on an
-// N×N copy. The result is checked for NaN and Inf on the device like the
-// forward results; a float32 result beyond the range is left to the host
-// code, which computes it again in float64 (gradInRange).
+// mirroring a triangle, the finiteness check, the eigenvector share's F∘M
+// with the tests of the eigenvalue gaps). The result is checked for NaN and
+// Inf on the device like the forward results; a float32 result beyond the
+// range is left to the host code, which computes it again in float64
+// (gradInRange).
 
 func init() { gradOnDevice = gradOnGPU }
 
@@ -474,25 +473,21 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		if cols[0] != n || cols[1] != n || len(e.w) != n {
 			return nil, fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
 		}
-		_, mp, err := g.matrix(n, n)
+		mt, mp, err := g.matrix(n, n)
 		if err != nil {
 			return nil, err
 		}
 		if err := errors.Join(b.Gemm(dt, true, false, n, n, n, 1, v, n, vbar, n, 0, mp, n), b.Sync()); err != nil {
 			return nil, err
 		}
-		// F∘M on the host (the eigenvalue gaps' tests), as gradCompute.
-		m, releaseM := lend[T](n * n)
-		defer releaseM()
-		bytes := n * n * int(elem)
-		if err := cusolver.MemcpyDtoH(b.Device(), unsafe.Pointer(&m[0]), mp, bytes); err != nil {
+		// F∘M with the eigenvalue gaps' tests, as the host's
+		// gEigenvectorWeights, bit for bit.
+		i, j, ok, err := sharding.EigenvectorTerms(mt, e.w, eigenGap(e))
+		if err != nil {
 			return nil, err
 		}
-		if err := gEigenvectorWeights(n, m, e); err != nil {
-			return nil, err
-		}
-		if err := cusolver.MemcpyHtoD(b.Device(), mp, unsafe.Pointer(&m[0]), bytes); err != nil {
-			return nil, err
+		if !ok {
+			return nil, repeatedEigenvalues(e, i, j)
 		}
 		_, t, err := g.matrix(n, n)
 		if err != nil {

@@ -503,11 +503,20 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 // ErrRepeatedEigenvalues. The eigenvalues' own precision sets the gap, also
 // when a float32 gradient is computed again in float64 (gradInRange).
 func gEigenvectorWeights[T gradReal](n int, m []T, e *eigenValue) error {
-	gap := kernels.EigenGapTolerance(e.w, e.Dtype() == tensor.Float32)
-	if i, j, ok := kernels.SymmetricEigenvectorTerms(n, m, n, e.w, gap); !ok {
-		return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
+	if i, j, ok := kernels.SymmetricEigenvectorTerms(n, m, n, e.w, eigenGap(e)); !ok {
+		return repeatedEigenvalues(e, i, j)
 	}
 	return nil
+}
+
+// eigenGap is the gap below which two of e's eigenvalues count as equal.
+func eigenGap(e *eigenValue) float64 {
+	return kernels.EigenGapTolerance(e.w, e.Dtype() == tensor.Float32)
+}
+
+// repeatedEigenvalues is the error of the undefined pair (i, j).
+func repeatedEigenvalues(e *eigenValue, i, j int) error {
+	return fmt.Errorf("%w: eigenvalues %d and %d are %v and %v", kernels.ErrRepeatedEigenvalues, i, j, e.w[i], e.w[j])
 }
 
 // gMatrixOf returns the global column-major data of a sharded or host value

@@ -247,6 +247,50 @@ extern "C" __global__ void mgla_diag_check_d(const double *a, long long count, l
   diagCheck(a, count, stride, pairs, flag);
 }
 
+// eigenvectorTerms replaces the n×n M (leading dimension ld) by sym(F∘M),
+// the eigenvector share's middle factor in Syevd's gradient, as
+// kernels.SymmetricEigenvectorTerms does on the host, bit for bit: for a
+// pair i < j (thread (i, j0 + y)) the mean of m_ij/(w_j − w_i) and
+// m_ji/(w_i − w_j) in double, halves first, in both places, where
+// |w_j − w_i| > gap; at a smaller gap 0 if m_ij and m_ji are both 0, else
+// the pair is undefined and raises *bad to at least n·n − (j·n + i) (so the
+// first undefined pair, in column order, leaves the largest value) and is
+// left as it was. The diagonal becomes 0.
+template <typename T>
+__device__ void eigenvectorTerms(T *m, long long ld, long long n, long long j0, const double *w,
+                                 double gap, unsigned long long *bad) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long j = j0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= n || j >= n || i > j) return;
+  if (i == j) {
+    m[i + j * ld] = 0;
+    return;
+  }
+  double ij = m[i + j * ld], ji = m[j + i * ld];
+  double a = 0, b = 0;
+  if (fabs(w[j] - w[i]) > gap) {
+    a = ij / (w[j] - w[i]);
+    b = ji / (w[i] - w[j]);
+  } else if (ij != 0 || ji != 0) {
+    atomicMax(bad, (unsigned long long)(n * n - (j * n + i)));
+    return;
+  }
+  T t = (T)__dadd_rn(__dmul_rn(a, 0.5), __dmul_rn(b, 0.5)); // no contraction: the host's a/2 + b/2
+  m[i + j * ld] = t;
+  m[j + i * ld] = t;
+}
+
+extern "C" __global__ void mgla_eigenvector_terms_s(float *m, long long ld, long long n, long long j0,
+                                                    const double *w, double gap,
+                                                    unsigned long long *bad) {
+  eigenvectorTerms(m, ld, n, j0, w, gap, bad);
+}
+extern "C" __global__ void mgla_eigenvector_terms_d(double *m, long long ld, long long n, long long j0,
+                                                    const double *w, double gap,
+                                                    unsigned long long *bad) {
+  eigenvectorTerms(m, ld, n, j0, w, gap, bad);
+}
+
 // rowBand moves a band of whole rows between a row-major staging buffer
 // (h rows of cols elements) and the column-major shards of a layout that
 // keeps whole columns on one device: table[d] is the address of device d's

@@ -5,8 +5,8 @@
 // compiles it for the GPU at hand, and launches the kernels: the transposes
 // of host transfers, the zeroing of a factor's upper triangle, the mirroring
 // of a Hermitian result's lower triangle, axpy, the keys that run Go's min
-// and max of floats through NCCL, the checks for NaN, Inf and zero pivots, and the products with a lower triangle that check a
-// factor computed on a mesh.
+// and max of floats through NCCL, the checks for NaN, Inf and zero pivots, the products with a lower triangle that check a
+// factor computed on a mesh, and the middle factor of Syevd's gradient.
 package ptx
 
 import _ "embed"
@@ -62,10 +62,15 @@ var (
 	LowerMhv = map[byte]string{'s': "mgla_lower_mhv_s", 'd': "mgla_lower_mhv_d", 'c': "mgla_lower_mhv_c", 'z': "mgla_lower_mhv_z"}
 )
 
+// EigenvectorTerms names the kernels that form sym(F∘M) for Syevd's
+// gradient (kernels.SymmetricEigenvectorTerms on the device), by real
+// element size.
+var EigenvectorTerms = map[int]string{4: "mgla_eigenvector_terms_s", 8: "mgla_eigenvector_terms_d"}
+
 // Names lists every kernel the PTX must define.
 func Names() []string {
 	var out []string
-	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows} {
+	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows, EigenvectorTerms} {
 		for _, n := range m {
 			out = append(out, n)
 		}
