@@ -86,7 +86,10 @@ func SymmetricEigenvectorTerms[T float32 | float64](n int, m []T, ld int, w []fl
 						}
 						continue
 					}
-					col[i] = T(a/2 + b/2)
+					// Each half rounded before the sum (the conversions
+					// forbid fusing it into an FMA, which Go does on arm64
+					// and GOAMD64=v3): the GPU kernel's rounding, bit for bit.
+					col[i] = T(float64(a/2) + float64(b/2))
 					m[j+i*ld] = col[i]
 				}
 			}

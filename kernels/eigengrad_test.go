@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 )
@@ -79,6 +80,21 @@ func TestSymmetricEigenvectorTerms(t *testing.T) {
 		}
 		runtime.GOMAXPROCS(old)
 	}
+	// Halves that are not exact (subnormals) are rounded before the sum, as
+	// the GPU kernel rounds them, in builds that fuse multiply-adds too.
+	u := math.SmallestNonzeroFloat64
+	for _, c := range [][2]float64{{u, -2 * u}, {2 * u, -u}} {
+		w := []float64{0, 1}
+		m := []float64{0, c[1], c[0], 0} // M_01 = c[0], M_10 = c[1]
+		if _, _, ok := SymmetricEigenvectorTerms(2, m, 2, w, EigenGapTolerance(w, false)); !ok {
+			t.Fatalf("M_01 = %g, M_10 = %g: undefined", c[0], c[1])
+		}
+		a, b := c[0]/(w[1]-w[0]), c[1]/(w[0]-w[1])
+		want := float64(a*0.5) + float64(b*0.5)
+		if math.Float64bits(m[2]) != math.Float64bits(want) {
+			t.Errorf("M_01 = %g, M_10 = %g: %g, want %g (each half rounded)", c[0], c[1], m[2], want)
+		}
+	}
 }
 
 // eigenvectorTermsByPairs is sym(F∘M) a pair at a time, column by column:
@@ -90,7 +106,7 @@ func eigenvectorTermsByPairs(n int, m, w []float64, gap float64) []float64 {
 		for i := range j {
 			a, _ := EigenvectorTerm(m[i+j*n], m[j+i*n], w[i], w[j], gap)
 			b, _ := EigenvectorTerm(m[j+i*n], m[i+j*n], w[j], w[i], gap)
-			out[i+j*n] = a/2 + b/2
+			out[i+j*n] = float64(a/2) + float64(b/2)
 			out[j+i*n] = out[i+j*n]
 		}
 	}
