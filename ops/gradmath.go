@@ -273,7 +273,7 @@ func gradOperands[T gradReal](kind gradKind, n int, vals []gorgonia.Value) (mats
 		}
 	}
 	for i, v := range vals {
-		if (kind == gScale || kind == gEigValues) && i == 1 {
+		if !gradMatrixInput(kind, i) {
 			continue
 		}
 		var r func()
@@ -284,6 +284,46 @@ func gradOperands[T gradReal](kind gradKind, n int, vals []gorgonia.Value) (mats
 		releases = append(releases, r)
 	}
 	return mats, cols, release, nil
+}
+
+// gradMatrixInput reports whether input i of the backward computation kind
+// is a matrix (or vector) of n rows; the others are LogDet's scalar ḡ and
+// the eigenvalue gradient.
+func gradMatrixInput(kind gradKind, i int) bool {
+	return !((kind == gScale || kind == gEigValues) && i == 1)
+}
+
+// gradCheckColumns checks the columns of kind's matrix inputs (cols
+// indexed by input, n rows each) and, for the eigenvector share, the
+// number of eigenvalues; the host and the device paths both call it.
+func gradCheckColumns(kind gradKind, n int, cols []int, vals []gorgonia.Value) error {
+	switch kind {
+	case gSymOuter:
+		if cols[1] != cols[0] {
+			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+	case gCholSolveL:
+		if cols[1] != cols[0] || cols[2] != n {
+			return fmt.Errorf("operands with %d, %d and %d columns", cols[0], cols[1], cols[2])
+		}
+	case gSandwich, gCholesky:
+		if cols[0] != n || cols[1] != n {
+			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
+		}
+	case gScale, gEigValues:
+		if cols[0] != n {
+			return fmt.Errorf("operand with %d columns", cols[0])
+		}
+	case gEigVectors:
+		e, ok := vals[0].(*eigenValue)
+		if !ok {
+			return fmt.Errorf("want the value of an Eigen node, got %T", vals[0])
+		}
+		if cols[0] != n || cols[1] != n || len(e.w) != n {
+			return fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
+		}
+	}
+	return nil
 }
 
 // symOuterDirect is the most right-hand sides for which PotrsGrad uses a
@@ -341,12 +381,12 @@ const errGradRange = "the gradient, or a product on the way to it, beyond the dt
 // gradCompute writes the n×n column-major result of the backward
 // computation kind into dst, which no operand aliases.
 func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
+	if err := gradCheckColumns(kind, n, cols, vals); err != nil {
+		return err
+	}
 	switch kind {
 	case gSymOuter:
 		p, q, k := mats[0], mats[1], cols[0]
-		if cols[1] != k {
-			return fmt.Errorf("operands with %d and %d columns", k, cols[1])
-		}
 		if k > symOuterDirect {
 			kernels.Gemm(false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n)
 			kernels.Gemm(false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)
@@ -375,9 +415,6 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	case gCholSolveL:
 		// (B̄Xᵀ + XB̄ᵀ)·L = B̄·(LᵀX)ᵀ + X·(LᵀB̄)ᵀ: O(N²K), no N×N×N product.
 		bbar, x, k := mats[0], mats[1], cols[0]
-		if cols[1] != k || cols[2] != n {
-			return fmt.Errorf("operands with %d, %d and %d columns", k, cols[1], cols[2])
-		}
 		// L: only its lower triangle is read, by the triangular products.
 		l := mats[2]
 		u, releaseU := lend[T](n * k) // LᵀX
@@ -397,9 +434,6 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		// antisymmetric part of C̄ has no share in the gradient, and taken
 		// through the products its rounding would be.
 		c, cbar := mats[0], mats[1]
-		if cols[0] != n || cols[1] != n {
-			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
-		}
 		copy(dst, cbar)
 		kernels.Symmetrize(n, dst, n)
 		t, releaseT := lend[T](n * n) // written by the gemm
@@ -413,18 +447,12 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 			return err
 		}
 		c := mats[0]
-		if cols[0] != n {
-			return fmt.Errorf("operand with %d columns", cols[0])
-		}
 		a := T(g)
 		for i, v := range c {
 			dst[i] = a * v
 		}
 
 	case gCholesky:
-		if cols[0] != n || cols[1] != n {
-			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
-		}
 		l := mats[0] // only its lower triangle is read, by the triangular products
 		// P = Φ(Lᵀ·L̄), the lower triangle with the diagonal halved. Only
 		// L̄'s lower triangle enters it (L is lower triangular), so it is
@@ -450,9 +478,6 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 
 	case gEigValues:
 		v := mats[0]
-		if cols[0] != n {
-			return fmt.Errorf("eigenvectors with %d columns", cols[0])
-		}
 		wbar, err := gVectorOf[T](vals[1], n)
 		if err != nil {
 			return fmt.Errorf("eigenvalue gradient: %w", err)
@@ -467,14 +492,8 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		gSymmetricProduct(true, n, 1, t, v, dst) // V·diag(w̄)·Vᵀ is symmetric
 
 	case gEigVectors:
-		e, ok := vals[0].(*eigenValue)
-		if !ok {
-			return fmt.Errorf("want the value of an Eigen node, got %T", vals[0])
-		}
+		e := vals[0].(*eigenValue) // gradCheckColumns checked it
 		v, vbar := mats[0], mats[1]
-		if cols[0] != n || cols[1] != n || len(e.w) != n {
-			return fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
-		}
 		m, releaseM := lend[T](n * n) // written by the gemm
 		defer releaseM()
 		kernels.Gemm(true, false, n, n, n, 1, v, n, vbar, n, 0, m, n)

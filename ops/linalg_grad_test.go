@@ -604,3 +604,36 @@ func choleskyGradReference(n int, l, lbar []float64) []float64 {
 	}
 	return out
 }
+
+// The backward computations refuse operands whose columns do not fit the
+// kind (gradCheckColumns, on the host and, through it, on CPU meshes),
+// with an error that gives the columns, and leave the result untouched.
+func TestGradCheckColumns(t *testing.T) {
+	const n = 4
+	mat := func(cols int) *tensor.Dense {
+		return tensor.New(tensor.WithShape(n, cols), tensor.WithBacking(make([]float64, n*cols)))
+	}
+	scalar := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1}))
+	cases := []struct {
+		name string
+		kind gradKind
+		vals []G.Value
+	}{
+		{"PotrsGrad, K = 2 and 3", gSymOuter, []G.Value{mat(2), mat(3)}},
+		{"CholSolveGradL, B̄ and X of 2 and 3 columns", gCholSolveL, []G.Value{mat(2), mat(3), mat(n)}},
+		{"CholSolveGradL, L of 3 columns", gCholSolveL, []G.Value{mat(2), mat(2), mat(3)}},
+		{"PotriGrad, C̄ of 3 columns", gSandwich, []G.Value{mat(n), mat(3)}},
+		{"LogDetGrad, A⁻¹ of 3 columns", gScale, []G.Value{mat(3), scalar}},
+		{"CholeskyGrad, L of 3 columns", gCholesky, []G.Value{mat(3), mat(n)}},
+		{"EigenVectorsGrad, not an Eigen value", gEigVectors, []G.Value{mat(n), mat(n)}},
+	}
+	for _, c := range cases {
+		out := tensor.New(tensor.WithShape(n, n), tensor.WithBacking([]float64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}))
+		err := runGradHost(c.kind, nil, out, c.vals...)
+		require.Error(t, err, c.name)
+		require.Regexp(t, "columns|Eigen node", err.Error(), c.name)
+		for k, v := range out.Data().([]float64) {
+			require.Equal(t, 7.0, v, "%s: element %d written", c.name, k)
+		}
+	}
+}
