@@ -80,18 +80,6 @@ func gradCases(rng *rand.Rand, n int) []gradCase {
 	}
 }
 
-// hostTensor is the row-major rows×cols x as a host tensor of dt.
-func hostTensor(dt tensor.Dtype, rows, cols int, x []float64) *tensor.Dense {
-	if dt == tensor.Float32 {
-		y := make([]float32, len(x))
-		for i, v := range x {
-			y[i] = float32(v)
-		}
-		return tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(y))
-	}
-	return tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(append([]float64(nil), x...)))
-}
-
 // values are c's inputs as the op receives them: the matrices sharded on
 // mesh in layout (the one at hostAt, when in range, a host tensor instead),
 // the first one the eigenvectors of an Eigen node for the eigen shares.

@@ -535,18 +535,8 @@ func TestCholeskyGradientByBlocks(t *testing.T) {
 		}
 		want := choleskyGradReference(n, l, lbar)
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			host := func(x []float64) *tensor.Dense {
-				if dt == tensor.Float32 {
-					y := make([]float32, len(x))
-					for i, v := range x {
-						y[i] = float32(v)
-					}
-					return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(y))
-				}
-				return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(append([]float64(nil), x...)))
-			}
 			out := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
-			require.NoError(t, runGradHost(gCholesky, nil, out, host(l), host(lbar)), "n=%d %v", n, dt)
+			require.NoError(t, runGradHost(gCholesky, nil, out, hostTensor(dt, n, n, l), hostTensor(dt, n, n, lbar)), "n=%d %v", n, dt)
 			var diff, norm float64
 			for i, w := range want {
 				var got float64
@@ -636,4 +626,16 @@ func TestGradCheckColumns(t *testing.T) {
 			require.Equal(t, 7.0, v, "%s: element %d written", c.name, k)
 		}
 	}
+}
+
+// hostTensor is the row-major rows×cols x as a host tensor of dt.
+func hostTensor(dt tensor.Dtype, rows, cols int, x []float64) *tensor.Dense {
+	if dt == tensor.Float32 {
+		y := make([]float32, len(x))
+		for i, v := range x {
+			y[i] = float32(v)
+		}
+		return tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(y))
+	}
+	return tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(append([]float64(nil), x...)))
 }
