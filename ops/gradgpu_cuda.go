@@ -259,18 +259,25 @@ func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
 	return 0, 0, fmt.Errorf("unsupported value %T", v)
 }
 
-// operands returns the addresses and columns of the matrix values vals[i]
-// for i in which.
-func (g *gpuGrad) operands(vals []gorgonia.Value, which ...int) ([]uintptr, []int, error) {
-	ps, cols := make([]uintptr, len(which)), make([]int, len(which))
-	for k, i := range which {
+// operands returns the addresses and the columns of kind's matrix inputs,
+// indexed by input (zero for LogDet's scalar ḡ and the eigenvalue gradient),
+// after gradCheckColumns has checked the columns as the host code does.
+func (g *gpuGrad) operands(kind gradKind, vals []gorgonia.Value) ([]uintptr, []int, error) {
+	ps, cols := make([]uintptr, len(vals)), make([]int, len(vals))
+	for i, v := range vals {
+		if !gradMatrixInput(kind, i) {
+			continue
+		}
 		var err error
-		if ps[k], cols[k], err = g.operand(vals[i]); err != nil {
+		if ps[i], cols[i], err = g.operand(v); err != nil {
 			if errors.Is(err, errLeaveToHost) {
 				return nil, nil, err
 			}
 			return nil, nil, fmt.Errorf("input %d: %w", i, err)
 		}
+	}
+	if err := gradCheckColumns(kind, g.n, cols, vals); err != nil {
+		return nil, nil, err
 	}
 	return ps, cols, nil
 }
@@ -309,6 +316,10 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 	if err != nil {
 		return nil, err
 	}
+	ps, cols, err := g.operands(kind, vals)
+	if err != nil {
+		return nil, err
+	}
 	elem := uintptr(dt.Size())
 	at := func(p uintptr, i, j int) uintptr { return p + uintptr(i+j*n)*elem }
 	var errs []error
@@ -316,25 +327,11 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 	lower := false // only res's lower triangle is computed: mirror it
 	switch kind {
 	case gSymOuter:
-		ps, cols, err := g.operands(vals, 0, 1)
-		if err != nil {
-			return nil, err
-		}
-		if cols[0] != cols[1] {
-			return nil, fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
-		}
 		do(b.Syr2k(dt, n, cols[0], -0.5, ps[0], n, ps[1], n, 0, r, n))
 		lower = true
 
 	case gCholSolveL:
-		ps, cols, err := g.operands(vals, 0, 1, 2)
-		if err != nil {
-			return nil, err
-		}
 		bbar, x, l, k := ps[0], ps[1], ps[2], cols[0]
-		if cols[1] != k || cols[2] != n {
-			return nil, fmt.Errorf("operands with %d, %d and %d columns", k, cols[1], cols[2])
-		}
 		_, u, err := g.matrix(n, k) // LᵀX
 		if err != nil {
 			return nil, err
@@ -353,14 +350,7 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		return res, res.ZeroStrictUpper()
 
 	case gSandwich:
-		ps, cols, err := g.operands(vals, 0, 1)
-		if err != nil {
-			return nil, err
-		}
 		c, cbar := ps[0], ps[1]
-		if cols[0] != n || cols[1] != n {
-			return nil, fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
-		}
 		_, sym, err := g.matrix(n, n)
 		if err != nil {
 			return nil, err
@@ -380,24 +370,10 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		if err != nil {
 			return nil, err
 		}
-		ps, cols, err := g.operands(vals, 0)
-		if err != nil {
-			return nil, err
-		}
-		if cols[0] != n {
-			return nil, fmt.Errorf("operand with %d columns", cols[0])
-		}
 		do(b.Geam(dt, false, false, n, n, float64(T(s)), ps[0], n, 0, ps[0], n, r, n))
 
 	case gCholesky:
-		ps, cols, err := g.operands(vals, 0, 1)
-		if err != nil {
-			return nil, err
-		}
 		l, lbar := ps[0], ps[1]
-		if cols[0] != n || cols[1] != n {
-			return nil, fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
-		}
 		// P = Φ(Lᵀ·L̄) by column blocks J from J's first row down, on a copy
 		// of L̄'s lower triangle (see gradCompute), then S = L⁻ᵀ·P·L⁻¹ by
 		// two triangular solves around a transpose; Ā = sym(S).
@@ -437,14 +413,7 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		if err != nil {
 			return nil, fmt.Errorf("eigenvalue gradient: %w", err)
 		}
-		ps, cols, err := g.operands(vals, 0)
-		if err != nil {
-			return nil, err
-		}
 		v := ps[0]
-		if cols[0] != n {
-			return nil, fmt.Errorf("eigenvectors with %d columns", cols[0])
-		}
 		wt, w, err := g.matrix(n, 1)
 		if err != nil {
 			return nil, err
@@ -461,18 +430,8 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		lower = true
 
 	case gEigVectors:
-		e, ok := vals[0].(*eigenValue)
-		if !ok {
-			return nil, fmt.Errorf("want the value of an Eigen node, got %T", vals[0])
-		}
-		ps, cols, err := g.operands(vals, 0, 1)
-		if err != nil {
-			return nil, err
-		}
+		e := vals[0].(*eigenValue) // gradCheckColumns checked it
 		v, vbar := ps[0], ps[1]
-		if cols[0] != n || cols[1] != n || len(e.w) != n {
-			return nil, fmt.Errorf("operands with %d and %d columns and %d eigenvalues", cols[0], cols[1], len(e.w))
-		}
 		mt, mp, err := g.matrix(n, n)
 		if err != nil {
 			return nil, err

@@ -262,6 +262,15 @@ func TestGradOnDeviceErrors(t *testing.T) {
 	require.ErrorIs(t, runGrad(c.kind, out, vals...), sharding.ErrFreed)
 }
 
+// The device path refuses operands whose columns do not fit the kind as the
+// host code does (gradCheckColumns), and writes nothing.
+func TestGradOnDeviceChecksColumns(t *testing.T) {
+	mesh, _, _ := gradDeviceStart(t, 13)
+	before := gradsOnDevice.Load()
+	checkGradColumns(t, mesh)
+	require.Equal(t, before, gradsOnDevice.Load())
+}
+
 // Out of device memory part way (the first or a later temporary), the
 // device path leaves the computation to the host code, whose result is the
 // host's, in sharded and host results alike.

@@ -598,7 +598,11 @@ func choleskyGradReference(n int, l, lbar []float64) []float64 {
 // The backward computations refuse operands whose columns do not fit the
 // kind (gradCheckColumns, on the host and, through it, on CPU meshes),
 // with an error that gives the columns, and leave the result untouched.
-func TestGradCheckColumns(t *testing.T) {
+func TestGradCheckColumns(t *testing.T) { checkGradColumns(t, nil) }
+
+// checkGradColumns runs TestGradCheckColumns's cases with the op's mesh
+// (nil: the host code alone).
+func checkGradColumns(t *testing.T, mesh *sharding.Mesh) {
 	const n = 4
 	mat := func(cols int) *tensor.Dense {
 		return tensor.New(tensor.WithShape(n, cols), tensor.WithBacking(make([]float64, n*cols)))
@@ -619,7 +623,7 @@ func TestGradCheckColumns(t *testing.T) {
 	}
 	for _, c := range cases {
 		out := tensor.New(tensor.WithShape(n, n), tensor.WithBacking([]float64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}))
-		err := runGradHost(c.kind, nil, out, c.vals...)
+		err := runGradHost(c.kind, mesh, out, c.vals...)
 		require.Error(t, err, c.name)
 		require.Regexp(t, "columns|Eigen node", err.Error(), c.name)
 		for k, v := range out.Data().([]float64) {
