@@ -69,12 +69,13 @@ func handleOf(fortran int) (*commHandle, error) {
 // agreeOnOptions is NewSolver's first collective in MPI mode (WithComm):
 // one reduction on the communicator that tells whether another rank
 // refused its options or pattern (refused says whether this one did) and
-// whether the ranks' options differ (config.hash). It is a blocking MPI
-// reduction on the caller's communicator, as hypre's calls are: a rank
-// whose WithComm was refused has no communicator to join it with, and the
-// others wait for it as for a rank that does not make the call (a timed
-// reduction left pending would spoil the caller's communicator for every
-// later collective). Without WithComm there is nothing to agree on.
+// whether the ranks' options differ (config.hash). It waits at most the
+// solver's timeout: a rank that does not call NewSolver, comes later than
+// that, or whose WithComm was refused (it has no communicator to join
+// with) is collective.ErrTimeout on the others. MPI cannot take back a
+// collective call, so after a timeout the caller's communicator holds an
+// abandoned request (abandonedComm). Without WithComm there is nothing
+// to agree on.
 func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, err error) {
 	if c.comm == nil || c.comm.size == 1 {
 		return false, false, nil
@@ -84,11 +85,20 @@ func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, er
 	if refused {
 		v[0] = 1
 	}
-	if rc := C.mh_comm_max(c.comm.fortran, (*C.double)(&v[0]), C.int(len(v))); rc != 0 {
-		return false, false, fmt.Errorf("%w: sparse: NewSolver: MPI_Allreduce failed (%d)", collective.ErrEngine, int(rc))
+	buf := make([]C.char, errLen)
+	switch rc := C.mh_comm_max(c.comm.fortran, (*C.double)(&v[0]), C.int(len(v)), C.longlong(c.timeout.Nanoseconds()), &buf[0], errLen); rc {
+	case 0:
+	case C.MH_TIMEOUT:
+		return false, false, fmt.Errorf("%w: sparse: NewSolver: a rank did not join the agreement on the options within %v (it did not call NewSolver, came later, or its WithComm was refused); %s",
+			collective.ErrTimeout, c.timeout, abandonedComm)
+	default:
+		return false, false, fmt.Errorf("%w: sparse: NewSolver: %s (%d)", collective.ErrEngine, C.GoString(&buf[0]), int(rc))
 	}
 	return v[0] != 0 && !refused, v[1] != -v[2], nil
 }
+
+// abandonedComm ends the message of a NewSolver that timed out.
+const abandonedComm = "the communicator holds an abandoned collective request: make no more collective calls on it"
 
 // bcast is rank 0's v on every rank.
 func (h *commHandle) bcast(v uint64) (uint64, error) {

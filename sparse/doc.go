@@ -73,18 +73,22 @@
 // built its gradient: Grad on some ranks only), and NewSolver on the
 // options: a difference is ErrMismatch (collective) on every rank, and an
 // option refused on one rank ErrBadInput on every rank — but for WithComm
-// itself: a rank whose communicator handle is refused cannot take part.
-// A run's agreements (on the run, on bad input, on loading new values) and
+// itself: a rank whose communicator handle is refused cannot take part,
+// and the others' NewSolver gives collective.ErrTimeout (as for a rank that
+// does not call it, or comes later than the timeout; the caller's
+// communicator then holds an abandoned collective request, which MPI cannot
+// take back: make no more collective calls on it). NewSolver's exchanges
+// (that agreement, the communicator's duplication, the row blocks), a
+// run's agreements (on the run, on bad input, on loading new values) and
 // its maximum of b wait within the solver's timeout (WithTimeout;
 // collective.DefaultTimeout by default): a rank that skips a run, or comes
 // to the run later than that, gives collective.ErrTimeout on every rank,
 // the late one too, and the solver refuses its later runs
 // (collective.ErrClosed; Close it and make a new one). So do runs that
 // reach the ranks in different orders (MPI-mode solvers run from several
-// goroutines of a process at once: see Solver). Not timed: NewSolver's
-// agreement on the options, hypre's own MPI calls, and the reductions
-// inside a solve (dot products, norms, gathers). A rank that dies in a
-// solve, or whose WithComm was refused, leaves the others waiting, as in
+// goroutines of a process at once: see Solver). Not timed: hypre's own
+// MPI calls, and the reductions inside a solve (dot products, norms,
+// gathers). A rank that dies in a solve leaves the others waiting, as in
 // any MPI program; so can a rank held up past the timeout within a run,
 // before the last timed exchange ahead of an untimed call: the others time
 // out, and it finishes that exchange against their abandoned requests and

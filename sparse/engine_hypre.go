@@ -105,11 +105,15 @@ func newEngine(p *Pattern, cfg *config) (engine, error) {
 	hypreMu.Lock()
 	defer hypreMu.Unlock()
 	rc := C.mh_create(&e, comm.fortran, C.int(p.n), C.int(p.firstRow), C.int(p.Rows()),
-		&rowPtr[0], &cols[0], &ccfg, &buf[0], errLen)
+		&rowPtr[0], &cols[0], &ccfg, C.longlong(cfg.timeout.Nanoseconds()), &buf[0], errLen)
 	if rc != 0 {
 		C.mh_destroy(e)
-		if rc == -2 {
+		switch rc {
+		case -2:
 			return nil, fmt.Errorf("%w: %s", ErrBadMatrix, C.GoString(&buf[0]))
+		case C.MH_TIMEOUT:
+			return nil, fmt.Errorf("%w: sparse: NewSolver: a rank did not join the communicator's duplication or the exchange of the row blocks within %v; %s",
+				collective.ErrTimeout, cfg.timeout, abandonedComm)
 		}
 		return nil, hypreErr("creating the matrix", rc, buf)
 	}

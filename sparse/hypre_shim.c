@@ -12,6 +12,8 @@
 
 #include "hypre_shim.h"
 
+static int mh_wait(MPI_Request *req, long long timeout_ns, char *err, int errlen);
+
 struct mh_engine {
 	MPI_Comm comm;
 	int abandoned; // a timed-out exchange left a request on comm: never free it
@@ -137,7 +139,7 @@ static double *data_of(HYPRE_ParVector v) {
 }
 
 int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
-              const int *rowptr, const int *cols, const mh_config *cfg, char *err, int errlen) {
+              const int *rowptr, const int *cols, const mh_config *cfg, long long timeout_ns, char *err, int errlen) {
 	static int initialised = 0;
 	if (!initialised) {
 		CHECK(HYPRE_Init(), "HYPRE_Init");
@@ -152,13 +154,26 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 	// A duplicate of the caller's communicator: the solver must not depend
 	// on the caller keeping it open (hypre's objects use it until
 	// mh_destroy), and its messages stay apart from the caller's.
+	// Timed (MPI_Comm_idup), as the exchange of the row blocks below and
+	// the options' agreement before: a rank that never comes is
+	// MH_TIMEOUT, not a wait for ever. After a timeout MPI may still write
+	// the new handle, so its place is left to MPI.
 	e->comm = MPI_COMM_NULL;
-	int drc = MPI_Comm_dup(MPI_Comm_f2c(fcomm), &e->comm);
+	MPI_Comm *dup = malloc(sizeof *dup);
+	if (!dup) {
+		snprintf(err, errlen, "out of memory");
+		return MPI_ERR_NO_MEM;
+	}
+	MPI_Request req;
+	int drc = MPI_Comm_idup(MPI_Comm_f2c(fcomm), dup, &req);
 	if (drc != MPI_SUCCESS) {
-		e->comm = MPI_COMM_NULL;
-		snprintf(err, errlen, "MPI_Comm_dup failed (%d)", drc);
+		free(dup);
+		snprintf(err, errlen, "MPI_Comm_idup failed (%d)", drc);
 		return drc;
 	}
+	if ((drc = mh_wait(&req, timeout_ns, err, errlen)) != 0) return drc;
+	e->comm = *dup;
+	free(dup);
 	MPI_Comm_set_errhandler(e->comm, MPI_ERRORS_RETURN);
 	e->n = n;
 	e->ilower = ilower;
@@ -185,12 +200,20 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 	// Every rank's first row, row count and order N, so that every rank
 	// finds the same fault in the same data (-2: the same message on every
 	// rank) instead of some ranks going on into hypre and waiting there.
-	int mine[3] = {ilower, nrows, n};
-	int *all = calloc(3 * e->size, sizeof(int));
-	rc = MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, e->comm);
+	int *all = calloc(3 * e->size + 3, sizeof(int)), *mine = all + 3 * e->size;
+	if (!all) {
+		snprintf(err, errlen, "out of memory");
+		return MPI_ERR_NO_MEM;
+	}
+	mine[0] = ilower, mine[1] = nrows, mine[2] = n;
+	rc = MPI_Iallgather(mine, 3, MPI_INT, all, 3, MPI_INT, e->comm, &req);
 	if (rc != MPI_SUCCESS) {
 		free(all);
-		snprintf(err, errlen, "MPI_Allgather failed (%d)", rc);
+		snprintf(err, errlen, "MPI_Iallgather failed (%d)", rc);
+		return rc;
+	}
+	if ((rc = mh_wait(&req, timeout_ns, err, errlen)) != 0) {
+		if (rc == MH_TIMEOUT) e->abandoned = 1; // all stays with MPI
 		return rc;
 	}
 	for (int r = 1; r < e->size; r++) {
@@ -460,44 +483,25 @@ int mh_sum(mh_engine *e, double *v, char *err, int errlen) {
 	return 0;
 }
 
-// mh_timed_reduce replaces *v by its largest (op 0) or smallest (op 1)
-// value over the ranks, waiting at most timeout_ns. It returns 0 when done,
-// MH_TIMEOUT when a rank did not come in time, an MPI code on error. After a
-// timeout the request is freed but MPI may still complete it against a late
-// rank, so its buffers are left to MPI (16 bytes).
-int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char *err, int errlen) {
-	double *buf = malloc(2 * sizeof(double));
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		return MPI_ERR_NO_MEM;
-	}
-	buf[0] = *v;
-	MPI_Request req;
-	int rc = MPI_Iallreduce(&buf[0], &buf[1], 1, MPI_DOUBLE, op ? MPI_MIN : MPI_MAX, e->comm, &req);
-	if (rc != MPI_SUCCESS) {
-		free(buf);
-		snprintf(err, errlen, "MPI_Iallreduce failed (%d)", rc);
-		return rc;
-	}
+// mh_wait polls req until it completes, at most timeout_ns: 0 when done,
+// MH_TIMEOUT when a rank did not come in time (the request is freed, but
+// MPI may still complete it against a late rank: the caller leaves the
+// request's buffers to MPI), an MPI code on error (the same).
+static int mh_wait(MPI_Request *req, long long timeout_ns, char *err, int errlen) {
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0;; i++) {
 		int flag = 0;
-		rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+		int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
 		if (rc != MPI_SUCCESS) {
 			snprintf(err, errlen, "MPI_Test failed (%d)", rc);
-			return rc; // buf stays with MPI
+			return rc;
 		}
-		if (flag) {
-			*v = buf[1];
-			free(buf);
-			return 0;
-		}
+		if (flag) return 0;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		long long ns = (long long)(t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec);
 		if (ns >= timeout_ns) {
-			MPI_Request_free(&req);
-			e->abandoned = 1;
+			MPI_Request_free(req);
 			return MH_TIMEOUT;
 		}
 		if (ns > 10000000) { // past 10 ms, poll every 100 µs
@@ -507,6 +511,39 @@ int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char 
 			sched_yield();
 		}
 	}
+}
+
+// mh_timed_allreduce replaces v[0..n) by their reduction by op over the
+// ranks of comm, waiting at most timeout_ns (mh_wait's results). After a
+// timeout or an error its buffers are left to MPI (16n bytes).
+static int mh_timed_allreduce(MPI_Comm comm, double *v, int n, MPI_Op op, long long timeout_ns, char *err, int errlen) {
+	double *buf = malloc(2 * n * sizeof(double));
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return MPI_ERR_NO_MEM;
+	}
+	memcpy(buf, v, n * sizeof(double));
+	MPI_Request req;
+	int rc = MPI_Iallreduce(buf, buf + n, n, MPI_DOUBLE, op, comm, &req);
+	if (rc != MPI_SUCCESS) {
+		free(buf);
+		snprintf(err, errlen, "MPI_Iallreduce failed (%d)", rc);
+		return rc;
+	}
+	if ((rc = mh_wait(&req, timeout_ns, err, errlen)) == 0) {
+		memcpy(v, buf + n, n * sizeof(double));
+		free(buf);
+	}
+	return rc;
+}
+
+// mh_timed_reduce replaces *v by its largest (op 0) or smallest (op 1)
+// value over the ranks, waiting at most timeout_ns (mh_wait's results);
+// a timeout marks the engine's communicator abandoned.
+int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char *err, int errlen) {
+	int rc = mh_timed_allreduce(e->comm, v, 1, op ? MPI_MIN : MPI_MAX, timeout_ns, err, errlen);
+	if (rc == MH_TIMEOUT) e->abandoned = 1;
+	return rc;
 }
 
 int mh_gather(mh_engine *e, const double *local, double *global, char *err, int errlen) {
@@ -554,6 +591,6 @@ int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v) {
 	return MPI_Bcast(v, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_Comm_f2c(fcomm));
 }
 
-int mh_comm_max(MPI_Fint fcomm, double *v, int n) {
-	return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_Comm_f2c(fcomm));
+int mh_comm_max(MPI_Fint fcomm, double *v, int n, long long timeout_ns, char *err, int errlen) {
+	return mh_timed_allreduce(MPI_Comm_f2c(fcomm), v, n, MPI_MAX, timeout_ns, err, errlen);
 }

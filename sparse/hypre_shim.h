@@ -21,7 +21,7 @@ typedef struct {
 } mh_config;
 
 int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
-              const int *rowptr, const int *cols, const mh_config *cfg, char *err, int errlen);
+              const int *rowptr, const int *cols, const mh_config *cfg, long long timeout_ns, char *err, int errlen);
 int mh_load(mh_engine *e, const double *vals, char *err, int errlen);
 int mh_setup(mh_engine *e, int trans, char *err, int errlen);
 // status: 0 converged, 1 not converged (hypre's convergence flag).
@@ -41,7 +41,8 @@ MPI_Fint mh_self_fortran(void);
 int mh_comm_size(MPI_Fint fcomm, int *size, int *rank);
 // Broadcast of one 64-bit value from rank 0.
 int mh_bcast_u64(MPI_Fint fcomm, unsigned long long *v);
-// Maximum over the ranks of n doubles, in place.
-int mh_comm_max(MPI_Fint fcomm, double *v, int n);
+// Maximum over the ranks of n doubles, in place, waiting at most timeout_ns
+// (MH_TIMEOUT after that; the communicator then holds an abandoned request).
+int mh_comm_max(MPI_Fint fcomm, double *v, int n, long long timeout_ns, char *err, int errlen);
 
 #endif

@@ -577,3 +577,56 @@ func lastRunsOther(last bool, op, other func(v, b *G.Node) (*G.Node, error)) fun
 		return err
 	}
 }
+
+// TestMPINewSolverTimeout: a rank that does not call NewSolver, whose
+// WithComm is refused, or that comes later than the timeout gives the others
+// collective.ErrTimeout from NewSolver within the timeout (they waited for
+// ever in a blocking MPI_Allreduce), the late one too. Each case runs on a
+// communicator of its own, which a timeout leaves holding an abandoned
+// request; a solver on the world works after them.
+func TestMPINewSolverTimeout(t *testing.T) {
+	h, blk, b, rows := smallSystem(t, 902)
+	w, err := mpi.World()
+	require.NoError(t, err)
+	last := h.rank == h.size-1
+	const timeout = time.Second
+	for _, c := range []struct {
+		name string
+		last func(comm int) error // what the last rank does
+	}{
+		{"the last rank does not call NewSolver", func(int) error { return nil }},
+		{"the last rank's WithComm is refused", func(int) error {
+			_, err := NewSolver(blk.Pattern, WithComm(1<<24), WithTimeout(timeout))
+			require.ErrorIs(t, err, ErrBadInput)
+			return nil
+		}},
+		{"the last rank comes late", func(comm int) error {
+			time.Sleep(2 * timeout)
+			_, err := NewSolver(blk.Pattern, WithComm(comm), WithTimeout(timeout))
+			return err
+		}},
+	} {
+		subs, err := w.Split(func(int) int { return 0 }, func(r int) int { return r })
+		require.NoError(t, err, c.name)
+		sub := subs[0].(*mpi.Comm) // not closed: it may hold an abandoned request
+		start := time.Now()
+		if last {
+			err = c.last(sub.Fortran())
+		} else {
+			_, err = NewSolver(blk.Pattern, WithComm(sub.Fortran()), WithTimeout(timeout))
+		}
+		if !last || strings.Contains(c.name, "late") {
+			require.ErrorIs(t, err, collective.ErrTimeout, c.name)
+			require.Contains(t, err.Error(), "abandoned", c.name)
+			require.Less(t, time.Since(start), 4*timeout, "%s: the error came too late", c.name)
+		}
+		_, err = h.bcast(0) // every rank done with the case
+		require.NoError(t, err, c.name)
+	}
+	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
+	require.NoError(t, err)
+	defer s.Close()
+	x, _, err := s.SolveValues(blk.Values, b, false)
+	require.NoError(t, err)
+	require.Len(t, x, rows)
+}

@@ -255,8 +255,11 @@ func WithMethod(m Method) Option {
 }
 
 // WithTimeout bounds how long a rank of an MPI-mode solver (WithComm)
-// waits for the other ranks in a run's agreements and its maximum of b
-// (collective.DefaultTimeout by default). A rank that skips a run or comes
+// waits for the other ranks in NewSolver's exchanges (the agreement on the
+// options, the communicator's duplication, the row blocks), a run's
+// agreements and its maximum of b (collective.DefaultTimeout by default).
+// NewSolver then returns collective.ErrTimeout, and the caller's
+// communicator holds an abandoned collective request. A rank that skips a run or comes
 // later than that gives collective.ErrTimeout on every rank, the late one
 // too, and breaks the solver: its later runs return collective.ErrClosed.
 // Every rank passes the same timeout (NewSolver checks it with the other
