@@ -157,7 +157,10 @@ const (
 // Coarsening, interpolation, smoother and cycle are hypre's numeric codes
 // (HYPRE_BoomerAMGSetCoarsenType, …SetInterpType, …SetRelaxType,
 // …SetCycleType); the constants below name the common ones, and any other
-// code hypre knows can be given as Coarsening(n) and so on.
+// code hypre knows can be given as Coarsening(n) and so on. Smoothers are
+// those of every level (everyLevelSmoother): 0–8, 10–18, 30, 88 and 89;
+// hypre's coarsest-level solvers (9, 19, 29, 98, 99, 199) are refused, since
+// on every level they made hypre fail, or crash the process.
 type (
 	Coarsening    int
 	Interpolation int
@@ -286,33 +289,84 @@ func WithTolerance(tol float64) Option {
 	}
 }
 
-// WithMaxIterations caps the iterations (500 by default).
+// WithMaxIterations caps the iterations (500 by default; at most
+// MaxIterationsLimit).
 func WithMaxIterations(n int) Option {
 	return func(c *config) error {
-		if n <= 0 {
-			return fmt.Errorf("%w: max iterations %d", ErrBadInput, n)
+		if n <= 0 || n > MaxIterationsLimit {
+			return fmt.Errorf("%w: max iterations %d: want 1 to %d (hypre keeps a residual per iteration)", ErrBadInput, n, MaxIterationsLimit)
 		}
 		c.maxIter = n
 		return nil
 	}
 }
 
+// MaxIterationsLimit is the most iterations WithMaxIterations takes: hypre
+// allocates a residual log of that length at setup, and sizes it in a C
+// int (2³¹ − 1 iterations overflowed it and aborted the job).
+const MaxIterationsLimit = 1 << 20
+
+// MaxRestartLimit is the longest GMRES restart WithRestart takes: GMRES
+// keeps restart + 1 vectors and a (restart + 1)² Hessenberg matrix.
+const MaxRestartLimit = 1 << 12
+
 // WithCoarsening sets BoomerAMG's coarsening (HMIS by default).
 func WithCoarsening(k Coarsening) Option {
-	return func(c *config) error { c.coarsen = k; return nil }
+	return func(c *config) error {
+		if err := hypreInt("coarsening", int(k)); err != nil {
+			return err
+		}
+		c.coarsen = k
+		return nil
+	}
 }
 
 // WithInterpolation sets BoomerAMG's interpolation (extended+i by default).
 func WithInterpolation(k Interpolation) Option {
-	return func(c *config) error { c.interp = k; return nil }
+	return func(c *config) error {
+		if err := hypreInt("interpolation", int(k)); err != nil {
+			return err
+		}
+		c.interp = k
+		return nil
+	}
+}
+
+// hypreInt refuses a code that hypre's C int cannot hold (it was cut to one
+// silently: another code).
+func hypreInt(what string, n int) error {
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return fmt.Errorf("%w: %s %d beyond hypre's C int", ErrBadInput, what, n)
+	}
+	return nil
 }
 
 // WithSmoother sets BoomerAMG's smoother on every level but the coarsest
 // (ℓ1 hybrid symmetric Gauss–Seidel by default, which keeps the V-cycle
-// symmetric for PCG).
+// symmetric for PCG and for Preconditioner's gradient). A one-directional
+// smoother (GaussSeidel, L1GaussSeidelForward, hypre's 1–5 and 10–15) makes
+// the V-cycle non-symmetric: AMG alone, GMRES and BiCGStab take it, PCG may
+// not converge, and Preconditioner's gradient is ErrBadInput.
 func WithSmoother(k Smoother) Option {
-	return func(c *config) error { c.smoother = k; c.hasSmoothers = true; return nil }
+	return func(c *config) error {
+		if !everyLevelSmoother(float64(k)) {
+			return fmt.Errorf("%w: smoother %d: %s", ErrBadInput, int(k), smootherCodes)
+		}
+		c.smoother = k
+		c.hasSmoothers = true
+		return nil
+	}
 }
+
+// everyLevelSmoother reports whether k is one of BoomerAMG's relaxation
+// codes for every level (HYPRE_BoomerAMGSetRelaxType sets them on all but
+// the coarsest).
+func everyLevelSmoother(k float64) bool {
+	return k >= 0 && k <= 18 && k != 9 || k == 30 || k == 88 || k == 89
+}
+
+// smootherCodes says which smoothers the package takes.
+const smootherCodes = "want one of BoomerAMG's smoothers for every level (0–8, 10–18, 30, 88, 89); the coarsest-level solvers 9, 19, 29, 98, 99 and 199 made hypre fail or crash on the other levels"
 
 // WithStrongThreshold sets BoomerAMG's strength threshold (0.25 by default;
 // 0.5 is usual for 3-D problems).
@@ -341,7 +395,7 @@ func WithCycle(k Cycle) Option {
 // hierarchies for 3-D problems; 0 by default).
 func WithAggressiveLevels(n int) Option {
 	return func(c *config) error {
-		if n < 0 {
+		if n < 0 || n > math.MaxInt32 {
 			return fmt.Errorf("%w: aggressive levels %d", ErrBadInput, n)
 		}
 		c.aggLevels = n
@@ -349,11 +403,12 @@ func WithAggressiveLevels(n int) Option {
 	}
 }
 
-// WithRestart sets GMRES's restart length (30 by default).
+// WithRestart sets GMRES's restart length (30 by default; at most
+// MaxRestartLimit).
 func WithRestart(n int) Option {
 	return func(c *config) error {
-		if n <= 0 {
-			return fmt.Errorf("%w: restart %d", ErrBadInput, n)
+		if n <= 0 || n > MaxRestartLimit {
+			return fmt.Errorf("%w: restart %d: want 1 to %d", ErrBadInput, n, MaxRestartLimit)
 		}
 		c.restart = n
 		return nil
@@ -363,7 +418,8 @@ func WithRestart(n int) Option {
 // WithHypre passes any other BoomerAMG setting by name: "MaxLevels" calls
 // HYPRE_BoomerAMGSetMaxLevels(solver, value). The names are those of the
 // HYPRE_BoomerAMGSet… functions without the prefix; HypreSettings lists
-// them. Integer settings take the value rounded.
+// them. Integer settings take the value rounded, within a C int;
+// "RelaxType" takes the codes WithSmoother does.
 func WithHypre(name string, value float64) Option {
 	return func(c *config) error {
 		if _, ok := hypreSettings[name]; !ok {
@@ -371,6 +427,12 @@ func WithHypre(name string, value float64) Option {
 		}
 		if math.IsNaN(value) || math.IsInf(value, 0) {
 			return fmt.Errorf("%w: BoomerAMG setting %s = %v", ErrBadInput, name, value)
+		}
+		if real := hypreSettings[name]; !real && math.Abs(math.Round(value)) > math.MaxInt32 {
+			return fmt.Errorf("%w: BoomerAMG setting %s = %v beyond hypre's C int", ErrBadInput, name, value)
+		}
+		if name == "RelaxType" && !everyLevelSmoother(math.Round(value)) {
+			return fmt.Errorf("%w: BoomerAMG setting RelaxType = %v: %s", ErrBadInput, value, smootherCodes)
 		}
 		if c.set == nil {
 			c.set = map[string]float64{}
@@ -437,7 +499,13 @@ func WithProgress(f func(Info)) Option {
 // the setup statistics, 2 the convergence history, 3 both). In MPI mode it
 // must be the same on every rank (hypre gathers the statistics from all).
 func WithPrintLevel(n int) Option {
-	return func(c *config) error { c.printLevel = n; return nil }
+	return func(c *config) error {
+		if n < 0 || n > 3 {
+			return fmt.Errorf("%w: print level %d: want 0 to 3", ErrBadInput, n)
+		}
+		c.printLevel = n
+		return nil
+	}
 }
 
 // HypreSettings lists the BoomerAMG settings WithHypre accepts.

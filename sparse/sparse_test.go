@@ -354,10 +354,25 @@ func TestRunBadInput(t *testing.T) {
 	require.Error(t, err)
 	_, err = s.Preconditioner(nil, vn)
 	require.ErrorIs(t, err, ErrBadInput)
-	for _, o := range []Option{WithTolerance(0), WithTolerance(math.NaN()), WithMaxIterations(0), WithMethod(9),
-		WithStrongThreshold(1), WithCycle(3), WithHypre("NoSuchSetting", 1), WithHypre("MaxLevels", math.Inf(1)), WithPrecond(7), WithTimeout(0), WithTimeout(-time.Second)} {
+	for i, o := range []Option{WithTolerance(0), WithTolerance(math.NaN()), WithMaxIterations(0), WithMethod(9),
+		WithStrongThreshold(1), WithCycle(3), WithHypre("NoSuchSetting", 1), WithHypre("MaxLevels", math.Inf(1)), WithPrecond(7), WithTimeout(0), WithTimeout(-time.Second),
+		// Beyond hypre's C int, or its allocations: cut to another number
+		// (x = 0 reported as Success), or an aborted job.
+		WithMaxIterations(MaxIterationsLimit + 1), WithMaxIterations(math.MaxInt32), WithMaxIterations(math.MaxInt),
+		WithRestart(MaxRestartLimit + 1), WithRestart(1 << 32), WithAggressiveLevels(1 << 32),
+		WithCoarsening(1 << 32), WithInterpolation(-1 << 40), WithHypre("MaxLevels", 1e300), WithPrintLevel(4), WithPrintLevel(-1),
+		// Coarsest-level solvers as smoothers: hypre failed, then crashed.
+		WithSmoother(9), WithSmoother(19), WithSmoother(99), WithSmoother(199), WithSmoother(-1), WithSmoother(31),
+		WithHypre("RelaxType", 99), WithHypre("RelaxType", 9)} {
 		_, err := NewSolver(a.Pattern, o)
-		require.ErrorIs(t, err, ErrBadInput)
+		require.ErrorIs(t, err, ErrBadInput, "option %d", i)
+	}
+	// The limits themselves are taken.
+	for i, o := range []Option{WithMaxIterations(MaxIterationsLimit), WithRestart(MaxRestartLimit), WithSmoother(30),
+		WithSmoother(89), WithHypre("RelaxType", 18), WithHypre("MaxLevels", math.MaxInt32), WithPrintLevel(0)} {
+		s, err := NewSolver(a.Pattern, o)
+		require.NoError(t, err, "option %d", i)
+		s.Close()
 	}
 }
 
