@@ -630,3 +630,33 @@ func TestMPINewSolverTimeout(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, x, rows)
 }
+
+// TestMPIFreeOnOneRank: Free on one rank makes every rank set up again at
+// the next run, with and without WithKeepHierarchy (rank 0 set up alone and
+// waited in hypre for ever, past the timeout), and the answer stays.
+func TestMPIFreeOnOneRank(t *testing.T) {
+	h, blk, b, _ := smallSystem(t, 903)
+	for _, keep := range []bool{false, true} {
+		opts := []Option{WithComm(worldFortran()), WithTolerance(1e-10), WithTimeout(5 * time.Second)}
+		if keep {
+			opts = append(opts, WithKeepHierarchy())
+		}
+		s, err := NewSolver(blk.Pattern, opts...)
+		require.NoError(t, err)
+		x1, _, err := s.SolveValues(blk.Values, b, false)
+		require.NoError(t, err)
+		before := s.Stats().Setups
+		if h.rank == 0 {
+			s.Free()
+		}
+		x2, _, err := s.SolveValues(blk.Values, b, false)
+		require.NoError(t, err, "keep %v", keep)
+		require.Equal(t, before+1, s.Stats().Setups, "keep %v: every rank sets up again", keep)
+		require.Less(t, relErr(x2, x1), 1e-8)
+		x3, _, err := s.SolveValues(blk.Values, b, false)
+		require.NoError(t, err)
+		require.Equal(t, before+1, s.Stats().Setups, "keep %v: once", keep)
+		require.Equal(t, x2, x3)
+		s.Close()
+	}
+}

@@ -34,8 +34,11 @@ func (s *Solver) BiCGStab(values, b *gorgonia.Node) (*gorgonia.Node, error) {
 // Preconditioner is z = M⁻¹r, one cycle of the BoomerAMG hierarchy of A
 // (cached like Solve's): an approximate inverse for a Krylov loop of one's
 // own. The gradient flows to r only (M is treated as a constant operator)
-// and needs a symmetric A: r̄ = M⁻¹z̄ (the V-cycle is symmetric with the
-// default symmetric smoother).
+// and needs a symmetric A and a symmetric V-cycle: r̄ = M⁻¹z̄. The default
+// smoother and the other symmetric ones (SymGaussSeidel, JacobiSmoother,
+// L1Jacobi, Chebyshev) give one; a one-directional smoother (GaussSeidel,
+// L1GaussSeidelForward) does not, and the gradient is then ErrBadInput (the
+// run measures the V-cycle's symmetry once per hierarchy: two extra cycles).
 func (s *Solver) Preconditioner(values, r *gorgonia.Node) (*gorgonia.Node, error) {
 	return s.apply(runPrecond, values, r)
 }

@@ -66,15 +66,17 @@ type Solver struct {
 	cfg config
 	eng engine
 
-	mu      sync.Mutex
-	loaded  []float64 // values in the engine, nil before the first run
-	ready   [2]bool   // a hierarchy exists for A, Aᵀ
-	stale   [2]bool   // the values changed since it was built
-	sym     int8      // 0 unknown, 1 symmetric, −1 not, for the loaded values
-	closed  bool
-	info    [2]Info // last forward and adjoint (trans) run
-	stats   Stats
-	diagBad int // first local row with a zero diagonal, −1 none, for the loaded values
+	mu        sync.Mutex
+	loaded    []float64 // values in the engine, nil before the first run
+	ready     [2]bool   // a hierarchy exists for A, Aᵀ
+	freed     bool      // Free dropped them since the last run's agreement
+	stale     [2]bool   // the values changed since it was built
+	sym       int8      // 0 unknown, 1 symmetric, −1 not, for the loaded values
+	cycleAsym float64   // the V-cycle's asymmetry (vcycleAsymmetry), −1 unknown
+	closed    bool
+	info      [2]Info // last forward and adjoint (trans) run
+	stats     Stats
+	diagBad   int // first local row with a zero diagonal, −1 none, for the loaded values
 }
 
 // Stats counts a solver's work since it was made.
@@ -122,7 +124,7 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1}, nil
+	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1, cycleAsym: -1}, nil
 }
 
 // Pattern is the solver's pattern.
@@ -139,12 +141,14 @@ func (s *Solver) AdjointInfo() Info { s.mu.Lock(); defer s.mu.Unlock(); return s
 func (s *Solver) Stats() Stats { s.mu.Lock(); defer s.mu.Unlock(); return s.stats }
 
 // Free drops the cached hierarchies; the next run sets up again. The
-// matrix values stay loaded.
+// matrix values stay loaded. In MPI mode it may be called on some ranks
+// only: the next run's agreement makes every rank set up again.
 func (s *Solver) Free() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
 		s.eng.free()
+		s.freed = true
 	}
 	s.ready = [2]bool{}
 }
@@ -298,6 +302,17 @@ func (s *Solver) runLocked(kind runKind, adjoint, differentiated bool, vals, b [
 		if _, err = s.ensureSetup(trans); err != nil {
 			return nil, fmt.Errorf("sparse: %s: %w", name, err)
 		}
+		if adjoint {
+			// The gradient Mᵀ·z̄ is computed as M·z̄.
+			asym, err := s.vcycleAsymmetry()
+			if err != nil {
+				return nil, fmt.Errorf("sparse: %s: %w", name, err)
+			}
+			if asym > cycleSymmetryTol {
+				return nil, fmt.Errorf("%w: sparse: the gradient of Preconditioner needs a symmetric V-cycle, and this solver's (smoother %d) is not: ⟨u, M·v⟩ and ⟨M·u, v⟩ differ by %.2g of their size; use a symmetric smoother (L1GaussSeidel, SymGaussSeidel, JacobiSmoother, L1Jacobi, Chebyshev)",
+					ErrBadInput, s.relaxType(), asym)
+			}
+		}
 		if err = s.eng.vcycle(trans, b, x); err != nil {
 			return nil, fmt.Errorf("sparse: %s: %w", name, err)
 		}
@@ -400,14 +415,27 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind, badLe
 	if class != 0 {
 		return classError(class, name)
 	}
-	// Loading is collective: when the values changed on any rank, every
-	// rank loads (its own, possibly unchanged, values).
-	unchanged, err := s.eng.agree(!changed)
+	// Loading and setting up are collective: when the values changed on
+	// any rank, every rank loads (its own, possibly unchanged, values); when
+	// Free dropped a rank's hierarchies, every rank drops its own and loads
+	// (a rank that set up alone waited in hypre for ever).
+	var local float64
+	switch {
+	case s.freed:
+		local = 2
+	case changed:
+		local = 1
+	}
+	all, err := s.eng.maxAll(local)
 	if err != nil {
 		return err
 	}
-	if unchanged {
+	if all == 0 {
 		return nil
+	}
+	if all == 2 {
+		s.eng.free()
+		s.ready, s.freed = [2]bool{}, false
 	}
 	if !changed {
 		diagBad = s.diagBad
@@ -429,6 +457,7 @@ func (s *Solver) checkInputs(name string, vals, b []float64, kind runKind, badLe
 	s.loaded = append(s.loaded[:0], vals...)
 	s.diagBad = diagBad
 	s.sym = 0
+	s.cycleAsym = -1
 	s.stale = [2]bool{true, true}
 	return nil
 }
@@ -585,6 +614,7 @@ func (s *Solver) ensureSetup(trans bool) (bool, error) {
 	s.stats.Setups++
 	s.stats.SetupTime += time.Since(start)
 	s.ready[t], s.stale[t] = true, false
+	s.cycleAsym = -1
 	return true, nil
 }
 
@@ -674,6 +704,64 @@ func (s *Solver) symmetric() (bool, error) {
 		s.sym = 1
 	}
 	return sym, nil
+}
+
+// cycleSymmetryTol is the relative asymmetry of the V-cycle
+// (vcycleAsymmetry) above which Preconditioner's gradient is refused: a
+// symmetric smoother's is at rounding level (1e-16), a one-directional
+// one's a few percent.
+const cycleSymmetryTol = 1e-8
+
+// vcycleAsymmetry is |⟨u, M·v⟩ − ⟨M·u, v⟩| / (‖u‖‖M·v‖ + ‖M·u‖‖v‖) for the
+// V-cycle M of A's hierarchy and two pseudo-random u and v scaled by the
+// diagonal's square roots (so that one large row does not hide the rest),
+// computed once per hierarchy and values; the same on every rank (the dot
+// products are sums over the ranks). Whether M is symmetric depends on
+// hypre's settings (a forward Gauss–Seidel smoother makes it not), so it is
+// measured rather than read from the options.
+func (s *Solver) vcycleAsymmetry() (float64, error) {
+	if s.cycleAsym >= 0 {
+		return s.cycleAsym, nil
+	}
+	rows := s.pat.Rows()
+	rng := rand.New(rand.NewPCG(0xc1c1e, uint64(s.pat.firstRow)))
+	u, v := make([]float64, rows), make([]float64, rows)
+	for i := range rows {
+		d := 1.0
+		if k := s.pat.diag[i]; k >= 0 && s.loaded[k] != 0 {
+			d = math.Sqrt(math.Abs(s.loaded[k]))
+		}
+		u[i], v[i] = rng.NormFloat64()*d, rng.NormFloat64()*d
+	}
+	mu, mv := make([]float64, rows), make([]float64, rows)
+	if err := s.eng.vcycle(false, u, mu); err != nil {
+		return 0, err
+	}
+	if err := s.eng.vcycle(false, v, mv); err != nil {
+		return 0, err
+	}
+	var d [6]float64
+	for k, p := range [6][2][]float64{{u, mv}, {mu, v}, {u, u}, {mv, mv}, {mu, mu}, {v, v}} {
+		var err error
+		if d[k], err = s.eng.dot(p[0], p[1]); err != nil {
+			return 0, err
+		}
+	}
+	size := math.Sqrt(d[2]*d[3]) + math.Sqrt(d[4]*d[5])
+	s.cycleAsym = 0
+	if size > 0 {
+		s.cycleAsym = math.Abs(d[0]-d[1]) / size
+	}
+	return s.cycleAsym, nil
+}
+
+// relaxType is the smoother hypre runs: WithHypre's RelaxType, else
+// WithSmoother's.
+func (s *Solver) relaxType() int {
+	if v, ok := s.cfg.set["RelaxType"]; ok {
+		return int(math.Round(v))
+	}
+	return int(s.cfg.smoother)
 }
 
 // outer is the values' gradient −u·vᵀ on the pattern, u on this rank's rows
