@@ -233,8 +233,16 @@ func EigenvaluesOnly() Option { return func(c *config) { c.valuesOnly = true } }
 // Measured on H200s (BENCHMARKS.md): at N = 32768 on 2 GPUs potrf takes
 // 294/201/187/187 ms with T = 256/512/1024/2048 and potrs with one
 // right-hand side 278/78/26/11 ms; Syevd caps its default at 1024, the
-// largest tile cuSolverMg's syevd takes.
+// largest tile cuSolverMg's syevd takes. A nil m is the default mesh, as
+// in WithMesh.
 func DefaultTile(m *sharding.Mesh, n int) int {
+	if m == nil {
+		d, err := sharding.DefaultMesh()
+		if err != nil {
+			return 256 // no mesh at all: CPU copies
+		}
+		m = d
+	}
 	if m.Kind() == sharding.GPU {
 		return 2048
 	}

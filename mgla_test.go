@@ -1342,3 +1342,22 @@ func TestMeshMismatchAtBuild(t *testing.T) {
 	require.ErrorIs(t, err, mgla.ErrMeshMismatch)
 	require.ErrorIs(t, err, mgla.ErrBadInput)
 }
+
+// DefaultTile of a nil mesh is the default mesh's, as WithMesh(nil) means
+// the default mesh (it dereferenced nil).
+func TestDefaultTile(t *testing.T) {
+	def, err := sharding.DefaultMesh()
+	require.NoError(t, err)
+	cpu, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		mesh *sharding.Mesh
+		want int
+	}{
+		{"nil", nil, mgla.DefaultTile(def, 100)},
+		{"CPU", cpu, 256},
+	} {
+		require.Equal(t, c.want, mgla.DefaultTile(c.mesh, 100), c.name)
+	}
+}
