@@ -213,7 +213,7 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 		return rc;
 	}
 	if ((rc = mh_wait(&req, timeout_ns, err, errlen)) != 0) {
-		if (rc == MH_TIMEOUT) e->abandoned = 1; // all stays with MPI
+		e->abandoned = 1; // the request may still be live: all stays with MPI
 		return rc;
 	}
 	for (int r = 1; r < e->size; r++) {
@@ -538,11 +538,11 @@ static int mh_timed_allreduce(MPI_Comm comm, double *v, int n, MPI_Op op, long l
 }
 
 // mh_timed_reduce replaces *v by its largest (op 0) or smallest (op 1)
-// value over the ranks, waiting at most timeout_ns (mh_wait's results);
-// a timeout marks the engine's communicator abandoned.
+// value over the ranks, waiting at most timeout_ns (mh_wait's results); a
+// failure marks the engine's communicator abandoned.
 int mh_timed_reduce(mh_engine *e, double *v, int op, long long timeout_ns, char *err, int errlen) {
 	int rc = mh_timed_allreduce(e->comm, v, 1, op ? MPI_MIN : MPI_MAX, timeout_ns, err, errlen);
-	if (rc == MH_TIMEOUT) e->abandoned = 1;
+	if (rc != 0) e->abandoned = 1; // a request may still be live on e->comm
 	return rc;
 }
 
