@@ -25,20 +25,20 @@ type moveOp struct {
 // Shard places a host (or sharded) matrix or vector node on mesh in layout.
 func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
 	if x == nil {
-		return nil, fmt.Errorf("ops: Shard of a nil node")
+		return nil, fmt.Errorf("%w: ops: Shard of a nil node", sharding.ErrBadInput)
 	}
 	if err := mesh.Validate(); err != nil {
-		return nil, fmt.Errorf("ops: Shard: %w", err)
+		return nil, fmt.Errorf("%w: ops: Shard: %w", sharding.ErrBadInput, err)
 	}
 	if err := layout.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: ops: Shard: %w", sharding.ErrBadInput, err)
 	}
 	if x.Dims() < 1 || x.Dims() > 2 {
-		return nil, fmt.Errorf("ops: Shard needs a matrix or a vector, %v has %d dimensions", x.Name(), x.Dims())
+		return nil, fmt.Errorf("%w: ops: Shard needs a matrix or a vector, %v has %d dimensions", sharding.ErrBadInput, x.Name(), x.Dims())
 	}
 	// Integer dtypes move too (for the collectives); kernels reject them.
 	if err := sharding.CheckStorageDtype(x.Dtype()); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: ops: Shard: %w", sharding.ErrBadInput, err)
 	}
 	p, sharded := PlacementOf(x)
 	if sharded && p.Mesh.Same(mesh) && p.Layout == layout {
@@ -59,7 +59,7 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 func Relayout(x *gorgonia.Node, layout sharding.Layout) (*gorgonia.Node, error) {
 	p, ok := PlacementOf(x)
 	if !ok {
-		return nil, fmt.Errorf("ops: Relayout needs a sharded node; %v is a host node (use Shard)", x)
+		return nil, fmt.Errorf("%w: ops: Relayout needs a sharded node; %v is a host node (use Shard)", sharding.ErrBadInput, x)
 	}
 	return Shard(x, p.Mesh, layout)
 }
@@ -166,7 +166,7 @@ type gatherOp struct {
 // A host node is returned unchanged.
 func Gather(x *gorgonia.Node) (*gorgonia.Node, error) {
 	if x == nil {
-		return nil, fmt.Errorf("ops: Gather of a nil node")
+		return nil, fmt.Errorf("%w: ops: Gather of a nil node", sharding.ErrBadInput)
 	}
 	if !IsSharded(x) {
 		return x, nil

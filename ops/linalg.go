@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
 	"hash"
 
@@ -42,16 +41,23 @@ type kernelOp struct {
 }
 
 // ErrNotCyclic is returned when a kernel gets a matrix that is not a sharded
-// node in the column block-cyclic layout.
-var ErrNotCyclic = errors.New("ops: kernels need sharded nodes in the column block-cyclic layout")
+// node in the column block-cyclic layout. It matches sharding.ErrBadInput,
+// as every error of the kernels' builders does.
+var ErrNotCyclic = fmt.Errorf("%w: ops: kernels need sharded nodes in the column block-cyclic layout", sharding.ErrBadInput)
+
+// badKernel is a build-time error of kernel kind, matching
+// sharding.ErrBadInput (mgla.ErrBadInput).
+func badKernel(kind kernelKind, format string, args ...any) error {
+	return fmt.Errorf("%w: ops: %s: "+format, append([]any{sharding.ErrBadInput, kernelNames[kind]}, args...)...)
+}
 
 func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*kernelOp, error) {
 	for i, n := range ins {
 		if n == nil {
-			return nil, fmt.Errorf("ops: %s: input %d is nil", kernelNames[kind], i)
+			return nil, badKernel(kind, "input %d is nil", i)
 		}
 		if n.Graph() != ins[0].Graph() {
-			return nil, fmt.Errorf("ops: %s: inputs from different graphs", kernelNames[kind])
+			return nil, badKernel(kind, "inputs from different graphs")
 		}
 	}
 	a := ins[0]
@@ -60,11 +66,11 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 		return nil, fmt.Errorf("%w: %s got %v", ErrNotCyclic, kernelNames[kind], a)
 	}
 	if err := sharding.CheckDtype(a.Dtype()); err != nil {
-		return nil, err
+		return nil, badKernel(kind, "%v", err)
 	}
 	s := a.Shape()
 	if len(s) != 2 || s[0] != s[1] {
-		return nil, fmt.Errorf("ops: %s needs a square matrix, got shape %v", kernelNames[kind], s)
+		return nil, badKernel(kind, "needs a square matrix, got shape %v", s)
 	}
 	for i, n := range ins[1:] {
 		q, ok := PlacementOf(n)
@@ -72,18 +78,18 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 			return nil, fmt.Errorf("%w: %s got %v", ErrNotCyclic, kernelNames[kind], n)
 		}
 		if !q.Mesh.Same(p.Mesh) {
-			return nil, fmt.Errorf("%w: %s: %v and %v", sharding.ErrMeshMismatch, kernelNames[kind], p.Mesh, q.Mesh)
+			return nil, fmt.Errorf("%w: %w: %s: %v and %v", sharding.ErrBadInput, sharding.ErrMeshMismatch, kernelNames[kind], p.Mesh, q.Mesh)
 		}
 		if n.Dtype() != a.Dtype() {
-			return nil, fmt.Errorf("ops: %s: dtype mismatch %v and %v", kernelNames[kind], a.Dtype(), n.Dtype())
+			return nil, badKernel(kind, "dtype mismatch %v and %v", a.Dtype(), n.Dtype())
 		}
 		if n.Shape()[0] != s[0] {
-			return nil, fmt.Errorf("ops: %s: %v has %d rows, the matrix has %d", kernelNames[kind], n, n.Shape()[0], s[0])
+			return nil, badKernel(kind, "%v has %d rows, the matrix has %d", n, n.Shape()[0], s[0])
 		}
 		rhs := (kind == kCholSolve || kind == kPotrs) && i+1 == len(ins)-1
 		if !rhs && !n.Shape().Eq(s) {
 			// A factor, an inverse or an Eigen node of A: A's shape.
-			return nil, fmt.Errorf("ops: %s: %v has shape %v, want the matrix's %v", kernelNames[kind], n, n.Shape(), s)
+			return nil, badKernel(kind, "%v has shape %v, want the matrix's %v", n, n.Shape(), s)
 		}
 	}
 	o := &kernelOp{base: base{name: kernelNames[kind]}, kind: kind, dt: a.Dtype(), pl: p, arity: len(ins)}
@@ -94,7 +100,7 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 		b := ins[len(ins)-1]
 		o.pl, _ = PlacementOf(b)
 		if b.Dims() > 2 {
-			return nil, fmt.Errorf("ops: %s: right-hand side has rank %d", kernelNames[kind], b.Dims())
+			return nil, badKernel(kind, "right-hand side has rank %d", b.Dims())
 		}
 	}
 	return o, nil
@@ -165,7 +171,7 @@ func EigenVectors(a, e *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, er
 // checkEigenOf checks that e is the node Eigen(a).
 func checkEigenOf(a, e *gorgonia.Node) error {
 	if a == nil || e == nil {
-		return fmt.Errorf("ops: EigenValues/EigenVectors need A and Eigen(A), got %v and %v", a, e)
+		return fmt.Errorf("%w: ops: EigenValues/EigenVectors need A and Eigen(A), got %v and %v", sharding.ErrBadInput, a, e)
 	}
 	if o, ok := e.Op().(*kernelOp); ok && o.kind == kEigen && e.Graph() == a.Graph() {
 		for children := e.Graph().From(e.ID()); children.Next(); {
@@ -174,7 +180,7 @@ func checkEigenOf(a, e *gorgonia.Node) error {
 			}
 		}
 	}
-	return fmt.Errorf("ops: %v is not Eigen(%v)", e, a)
+	return fmt.Errorf("%w: ops: %v is not Eigen(%v)", sharding.ErrBadInput, e, a)
 }
 
 func (o *kernelOp) Placement() (Placement, bool) {

@@ -373,7 +373,8 @@ func TestIsZeroGrad(t *testing.T) {
 // TestKernelBuildErrors: operands that do not fit the op are build errors,
 // not run-time panics or silent results: a factor or an Eigen node of
 // another shape, an Eigen node of another matrix, a sharded node moved to
-// another mesh.
+// another mesh. Every one matches sharding.ErrBadInput (mgla.ErrBadInput;
+// a kernel's mesh mismatch matched ErrMeshMismatch alone).
 func TestKernelBuildErrors(t *testing.T) {
 	const n = 4
 	mesh, _ := sharding.CPUMesh(2)
@@ -388,6 +389,20 @@ func TestKernelBuildErrors(t *testing.T) {
 	narrow, rhs := shard("L43", n, 3), shard("B", n, 2)
 	eb, err := Eigen(b)
 	require.NoError(t, err)
+	la, err := Cholesky(a)
+	require.NoError(t, err)
+	elsewhere, err := Shard(lgMatNode(g, "B3", n, 2, make([]float64, 2*n)), other, sharding.Cyclic(2))
+	require.NoError(t, err)
+	host := lgMatNode(g, "H", n, n, make([]float64, n*n))
+	rows, err := Shard(lgMatNode(g, "R", n, n, make([]float64, n*n)), mesh, sharding.RowBlocks())
+	require.NoError(t, err)
+	f32, err := Shard(G.NewMatrix(g, tensor.Float32, G.WithShape(n, 2), G.WithName("B32")), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	tall, err := Shard(lgMatNode(g, "T", n+1, 2, make([]float64, 2*n+2)), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	ints, err := Shard(G.NewMatrix(g, tensor.Int32, G.WithShape(n, n), G.WithName("I")), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	cube := G.NewTensor(g, tensor.Float64, 3, G.WithShape(2, 2, 2), G.WithName("C"))
 	for _, tc := range []struct {
 		name  string
 		build func() (*G.Node, error)
@@ -401,11 +416,25 @@ func TestKernelBuildErrors(t *testing.T) {
 		{"Shard to another mesh", func() (*G.Node, error) { return Shard(a, other, sharding.Cyclic(2)) }, sharding.ErrMeshMismatch},
 		{"Shard to a zero Mesh", func() (*G.Node, error) { return Shard(a, &sharding.Mesh{}, sharding.Cyclic(2)) }, nil},
 		{"Shard to a nil mesh", func() (*G.Node, error) { return Shard(a, nil, sharding.Cyclic(2)) }, nil},
+		{"Shard with tile 0", func() (*G.Node, error) { return Shard(host, mesh, sharding.Cyclic(0)) }, nil},
+		{"Potrs with B on another mesh", func() (*G.Node, error) { return Potrs(a, la, elsewhere) }, sharding.ErrMeshMismatch},
+		{"CholSolve with B on another mesh", func() (*G.Node, error) { return CholSolve(la, elsewhere) }, sharding.ErrMeshMismatch},
+		{"Cholesky of a host node", func() (*G.Node, error) { return Cholesky(host) }, ErrNotCyclic},
+		{"Cholesky of row blocks", func() (*G.Node, error) { return Cholesky(rows) }, ErrNotCyclic},
+		{"Cholesky of a 4×3 node", func() (*G.Node, error) { return Cholesky(narrow) }, nil},
+		{"Cholesky of nil", func() (*G.Node, error) { return Cholesky(nil) }, nil},
+		{"CholSolve with a float32 B", func() (*G.Node, error) { return CholSolve(la, f32) }, nil},
+		{"CholSolve with B of 5 rows", func() (*G.Node, error) { return CholSolve(la, tall) }, nil},
+		{"Cholesky of an int32 matrix", func() (*G.Node, error) { return Cholesky(ints) }, nil},
+		{"Shard of a rank-3 node", func() (*G.Node, error) { return Shard(cube, mesh, sharding.Cyclic(2)) }, nil},
+		{"Relayout of a host node", func() (*G.Node, error) { return Relayout(host, sharding.RowBlocks()) }, nil},
+		{"EigenVectors of nil", func() (*G.Node, error) { return EigenVectors(a, nil) }, nil},
 	} {
 		nodes := len(g.AllNodes())
 		n, err := tc.build()
 		require.Error(t, err, tc.name)
 		require.Nil(t, n, tc.name)
+		require.ErrorIs(t, err, sharding.ErrBadInput, tc.name)
 		if tc.want != nil {
 			require.ErrorIs(t, err, tc.want, tc.name)
 		}
