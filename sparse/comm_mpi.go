@@ -74,8 +74,11 @@ func handleOf(fortran int) (*commHandle, error) {
 // that, or whose WithComm was refused (it has no communicator to join
 // with) is collective.ErrTimeout on the others. MPI cannot take back a
 // collective call, so after a timeout the caller's communicator holds an
-// abandoned request (abandonedComm). Without WithComm there is nothing
-// to agree on.
+// abandoned request (abandonedComm). When the ranks agree, a second timed
+// reduction follows before the communicator's (blocking) duplication: a
+// rank that came late completes the first against the others' abandoned
+// requests, and the second is then its timeout instead of a wait for ever
+// in the duplication. Without WithComm there is nothing to agree on.
 func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, err error) {
 	if c.comm == nil || c.comm.size == 1 {
 		return false, false, nil
@@ -85,16 +88,29 @@ func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, er
 	if refused {
 		v[0] = 1
 	}
+	if err := c.timedMax(v, "the agreement on the options"); err != nil {
+		return false, false, err
+	}
+	refusedElsewhere, differ = v[0] != 0 && !refused, v[1] != -v[2]
+	if refused || refusedElsewhere || differ {
+		return refusedElsewhere, differ, nil
+	}
+	return false, false, c.timedMax([]float64{0}, "the confirmation of that agreement")
+}
+
+// timedMax replaces v by its maximum over the ranks of the WithComm
+// communicator, waiting at most the solver's timeout.
+func (c *config) timedMax(v []float64, what string) error {
 	buf := make([]C.char, errLen)
 	switch rc := C.mh_comm_max(c.comm.fortran, (*C.double)(&v[0]), C.int(len(v)), C.longlong(c.timeout.Nanoseconds()), &buf[0], errLen); rc {
 	case 0:
+		return nil
 	case C.MH_TIMEOUT:
-		return false, false, fmt.Errorf("%w: sparse: NewSolver: a rank did not join the agreement on the options within %v (it did not call NewSolver, came later, or its WithComm was refused); %s",
-			collective.ErrTimeout, c.timeout, abandonedComm)
+		return fmt.Errorf("%w: sparse: NewSolver: a rank did not join %s within %v (it did not call NewSolver, came later, or its WithComm was refused); %s",
+			collective.ErrTimeout, what, c.timeout, abandonedComm)
 	default:
-		return false, false, fmt.Errorf("%w: sparse: NewSolver: %s (%d)", collective.ErrEngine, C.GoString(&buf[0]), int(rc))
+		return fmt.Errorf("%w: sparse: NewSolver: %s (%d)", collective.ErrEngine, C.GoString(&buf[0]), int(rc))
 	}
-	return v[0] != 0 && !refused, v[1] != -v[2], nil
 }
 
 // abandonedComm ends the message of a NewSolver that timed out.

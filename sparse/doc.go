@@ -78,7 +78,7 @@
 // does not call it, or comes later than the timeout; the caller's
 // communicator then holds an abandoned collective request, which MPI cannot
 // take back: make no more collective calls on it). NewSolver's exchanges
-// (that agreement, the communicator's duplication, the row blocks), a
+// (that agreement and its confirmation, the row blocks), a
 // run's agreements (on the run, on bad input, on loading new values) and
 // its maximum of b wait within the solver's timeout (WithTimeout;
 // collective.DefaultTimeout by default): a rank that skips a run, or comes

@@ -112,8 +112,7 @@ func newEngine(p *Pattern, cfg *config) (engine, error) {
 		case -2:
 			return nil, fmt.Errorf("%w: %s", ErrBadMatrix, C.GoString(&buf[0]))
 		case C.MH_TIMEOUT:
-			return nil, fmt.Errorf("%w: sparse: NewSolver: a rank did not join the communicator's duplication or the exchange of the row blocks within %v; %s",
-				collective.ErrTimeout, cfg.timeout, abandonedComm)
+			return nil, fmt.Errorf("%w: sparse: NewSolver: a rank did not join the exchange of the row blocks within %v", collective.ErrTimeout, cfg.timeout)
 		}
 		return nil, hypreErr("creating the matrix", rc, buf)
 	}

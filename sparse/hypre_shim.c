@@ -153,27 +153,19 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 	*out = e;
 	// A duplicate of the caller's communicator: the solver must not depend
 	// on the caller keeping it open (hypre's objects use it until
-	// mh_destroy), and its messages stay apart from the caller's.
-	// Timed (MPI_Comm_idup), as the exchange of the row blocks below and
-	// the options' agreement before: a rank that never comes is
-	// MH_TIMEOUT, not a wait for ever. After a timeout MPI may still write
-	// the new handle, so its place is left to MPI.
+	// mh_destroy), and its messages stay apart from the caller's. Blocking:
+	// NewSolver's two timed agreements before it make every rank come (a
+	// rank late to them times out in the second), and an abandoned
+	// MPI_Comm_idup would hold Open MPI's context-id allocation, so that
+	// every later communicator made in the process from one of higher id
+	// (a Split, another solver) waited for ever.
 	e->comm = MPI_COMM_NULL;
-	MPI_Comm *dup = malloc(sizeof *dup);
-	if (!dup) {
-		snprintf(err, errlen, "out of memory");
-		return MPI_ERR_NO_MEM;
-	}
-	MPI_Request req;
-	int drc = MPI_Comm_idup(MPI_Comm_f2c(fcomm), dup, &req);
+	int drc = MPI_Comm_dup(MPI_Comm_f2c(fcomm), &e->comm);
 	if (drc != MPI_SUCCESS) {
-		free(dup);
-		snprintf(err, errlen, "MPI_Comm_idup failed (%d)", drc);
+		e->comm = MPI_COMM_NULL;
+		snprintf(err, errlen, "MPI_Comm_dup failed (%d)", drc);
 		return drc;
 	}
-	if ((drc = mh_wait(&req, timeout_ns, err, errlen)) != 0) return drc;
-	e->comm = *dup;
-	free(dup);
 	MPI_Comm_set_errhandler(e->comm, MPI_ERRORS_RETURN);
 	e->n = n;
 	e->ilower = ilower;
@@ -206,6 +198,7 @@ int mh_create(mh_engine **out, MPI_Fint fcomm, int n, int ilower, int nrows,
 		return MPI_ERR_NO_MEM;
 	}
 	mine[0] = ilower, mine[1] = nrows, mine[2] = n;
+	MPI_Request req;
 	rc = MPI_Iallgather(mine, 3, MPI_INT, all, 3, MPI_INT, e->comm, &req);
 	if (rc != MPI_SUCCESS) {
 		free(all);
@@ -484,9 +477,11 @@ int mh_sum(mh_engine *e, double *v, char *err, int errlen) {
 }
 
 // mh_wait polls req until it completes, at most timeout_ns: 0 when done,
-// MH_TIMEOUT when a rank did not come in time (the request is freed, but
-// MPI may still complete it against a late rank: the caller leaves the
-// request's buffers to MPI), an MPI code on error (the same).
+// MH_TIMEOUT when a rank did not come in time, an MPI code on error. After
+// a timeout the request stays with MPI (Open MPI 4.1 refuses to free an
+// incomplete collective's request, MPI_ERR_REQUEST, which is ignored), and
+// MPI may still complete it against a late rank: the caller leaves its
+// buffers to MPI, as after an error.
 static int mh_wait(MPI_Request *req, long long timeout_ns, char *err, int errlen) {
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -372,73 +372,120 @@ func TestExtremeRightHandSidesHypre(t *testing.T) {
 // the process, and Preconditioner's gradient is Mᵀw where the V-cycle M is
 // symmetric and ErrBadInput where it is not (a forward Gauss–Seidel
 // smoother: the gradient M·w was silently wrong by 9%); M is built column
-// by column from the op.
+// by column from the op. The matrices: a Laplacian, the same with penalty
+// rows (1e30 added to their diagonal: the first measure of the asymmetry
+// called a one-directional smoother's M symmetric there) and S·A·S with S
+// spanning 1e±6. A cycle that is not linear (the CG smoother) is refused
+// too.
 func TestPreconditionerGradientSmoothers(t *testing.T) {
 	rng := testRNG(t, 6)
-	tr := laplace2D(rng, 6, 5, 0)
-	a := tr.whole(t)
-	n := tr.n
-	var cases []Option
+	var opts []Option
 	var names []string
 	for k := Smoother(-1); k <= 200; k++ {
 		if everyLevelSmoother(float64(k)) {
-			cases, names = append(cases, WithSmoother(k)), append(names, fmt.Sprintf("smoother %d", k))
+			opts, names = append(opts, WithSmoother(k)), append(names, fmt.Sprintf("smoother %d", k))
 		}
 	}
-	cases, names = append(cases, WithHypre("RelaxType", 3)), append(names, "RelaxType 3")
+	opts, names = append(opts, WithHypre("RelaxType", 3)), append(names, "RelaxType 3")
+	const nx = 6
+	plain := laplace2D(rng, nx, 5, 0)
+	penalty := laplace2D(rng, nx, 5, 0)
+	for k, i := range penalty.rows {
+		if i == penalty.cols[k] && i%nx == 0 {
+			penalty.vals[k] += 1e30
+		}
+	}
+	scaled := laplace2D(rng, nx, 5, 0)
+	scale := make([]float64, scaled.n)
+	for i := range scale {
+		scale[i] = math.Pow(10, 12*rng.Float64()-6)
+	}
+	for k := range scaled.vals {
+		scaled.vals[k] *= scale[scaled.rows[k]] * scale[scaled.cols[k]]
+	}
 	sawSym, sawAsym := 0, 0
-	for i, o := range cases {
-		func() {
-			s, err := NewSolver(a.Pattern, o, WithTolerance(1e-10))
-			require.NoError(t, err, names[i])
-			defer s.Close()
-			b := randVec(rng, n)
-			if _, _, err := s.SolveValues(a.Values, b, false); err != nil {
-				t.Logf("%s: solve: %v", names[i], err)
+	for _, mat := range []struct {
+		name string
+		tr   triplets
+	}{{"Laplacian", plain}, {"with penalty rows", penalty}, {"S·A·S", scaled}} {
+		a := mat.tr.whole(t)
+		n := mat.tr.n
+		root := make([]float64, n) // D^½
+		for k, i := range mat.tr.rows {
+			if i == mat.tr.cols[k] {
+				root[i] = math.Sqrt(math.Abs(mat.tr.vals[k]))
 			}
-			m := make([]float64, n*n) // column j: M·e_j
-			for j := range n {
-				e := make([]float64, n)
-				e[j] = 1
-				z, err := s.run(runPrecond, false, false, a.Values, e)
-				if err != nil {
-					t.Logf("%s: V-cycle: %v", names[i], err)
-					return
+		}
+		for i, o := range opts {
+			name := mat.name + ", " + names[i]
+			func() {
+				s, err := NewSolver(a.Pattern, o, WithTolerance(1e-10))
+				require.NoError(t, err, name)
+				defer s.Close()
+				b := randVec(rng, n)
+				if _, _, err := s.SolveValues(a.Values, b, false); err != nil {
+					t.Logf("%s: solve: %v", name, err)
 				}
-				for r := range n {
-					m[r*n+j] = z[r]
-				}
-			}
-			var diff, size float64
-			for r := range n {
-				for c := range n {
-					diff += (m[r*n+c] - m[c*n+r]) * (m[r*n+c] - m[c*n+r])
-					size += m[r*n+c] * m[r*n+c]
-				}
-			}
-			asym := math.Sqrt(diff / size)
-			w := randVec(rng, n)
-			got, err := s.run(runPrecond, true, false, a.Values, w)
-			t.Logf("%s: ‖M − Mᵀ‖/‖M‖ = %.2g, gradient error: %v", names[i], asym, err)
-			switch {
-			case asym < 1e-12:
-				sawSym++
-				require.NoError(t, err, names[i])
-				want := make([]float64, n) // Mᵀw
-				for r := range n {
-					for c := range n {
-						want[c] += m[r*n+c] * w[r]
+				m := make([]float64, n*n) // column j: M·e_j
+				for j := range n {
+					e := make([]float64, n)
+					e[j] = 1
+					z, err := s.run(runPrecond, false, false, a.Values, e)
+					if err != nil {
+						t.Logf("%s: V-cycle: %v", name, err)
+						return
+					}
+					for r := range n {
+						m[r*n+j] = z[r]
 					}
 				}
-				require.Less(t, relErr(got, want), 1e-10, names[i])
-			case asym > 1e-6:
-				sawAsym++
-				require.ErrorIs(t, err, ErrBadInput, names[i])
-				require.Contains(t, err.Error(), "symmetric V-cycle", names[i])
-			default:
-				t.Fatalf("%s: ‖M − Mᵀ‖/‖M‖ = %.2g, neither symmetric nor plainly not", names[i], asym)
-			}
-		}()
+				// The asymmetry of D^½·M·D^½, which is as symmetric as M.
+				var diff, size float64
+				for r := range n {
+					for c := range n {
+						x, y := m[r*n+c]*root[r]*root[c], m[c*n+r]*root[r]*root[c]
+						diff += (x - y) * (x - y)
+						size += x * x
+					}
+				}
+				asym := math.Sqrt(diff / size)
+				w := randVec(rng, n)
+				// A cycle that is not linear (hypre's CG smoother, 15) is no
+				// matrix: M(w) differs from the matrix of its columns.
+				mw, err := s.run(runPrecond, false, false, a.Values, w)
+				require.NoError(t, err, name)
+				cols := make([]float64, n)
+				for r := range n {
+					for c := range n {
+						cols[r] += m[r*n+c] * w[c]
+					}
+				}
+				linear := relErr(mw, cols) < 1e-10
+				got, err := s.run(runPrecond, true, false, a.Values, w)
+				t.Logf("%s: ‖Ŝ − Ŝᵀ‖/‖Ŝ‖ = %.2g, measured %.2g, linear %v, gradient error: %v", name, asym, s.cycleAsym, linear, err)
+				switch {
+				case !linear:
+					sawAsym++
+					require.ErrorIs(t, err, ErrBadInput, name)
+				case asym < 1e-12:
+					sawSym++
+					require.NoError(t, err, name)
+					want := make([]float64, n) // Mᵀw
+					for r := range n {
+						for c := range n {
+							want[c] += m[r*n+c] * w[r]
+						}
+					}
+					require.Less(t, relErr(got, want), 1e-10, name)
+				case asym > 1e-6:
+					sawAsym++
+					require.ErrorIs(t, err, ErrBadInput, name)
+					require.Contains(t, err.Error(), "symmetric V-cycle", name)
+				default:
+					t.Fatalf("%s: ‖Ŝ − Ŝᵀ‖/‖Ŝ‖ = %.2g, neither symmetric nor plainly not", name, asym)
+				}
+			}()
+		}
 	}
 	require.Positive(t, sawSym)
 	require.Positive(t, sawAsym)

@@ -583,14 +583,26 @@ func lastRunsOther(last bool, op, other func(v, b *G.Node) (*G.Node, error)) fun
 // collective.ErrTimeout from NewSolver within the timeout (they waited for
 // ever in a blocking MPI_Allreduce), the late one too. Each case runs on a
 // communicator of its own, which a timeout leaves holding an abandoned
-// request; a solver on the world works after them.
+// request; a communicator made before the cases (an abandoned
+// MPI_Comm_idup blocked every later one made from it) and the world still
+// host a solver and split.
 func TestMPINewSolverTimeout(t *testing.T) {
 	h, blk, b, rows := smallSystem(t, 902)
 	w, err := mpi.World()
 	require.NoError(t, err)
 	last := h.rank == h.size-1
 	const timeout = time.Second
-	for _, c := range []struct {
+	split := func(c *mpi.Comm) *mpi.Comm {
+		subs, err := c.Split(func(int) int { return 0 }, func(r int) int { return r })
+		require.NoError(t, err)
+		return subs[0].(*mpi.Comm)
+	}
+	// The cases' communicators first, then one of a higher context id: an
+	// abandoned MPI_Comm_idup on a case's held back every communicator
+	// made from one of higher id (Open MPI's context-id allocation).
+	subs := []*mpi.Comm{split(w), split(w), split(w)}
+	other := split(w)
+	for i, c := range []struct {
 		name string
 		last func(comm int) error // what the last rank does
 	}{
@@ -606,9 +618,7 @@ func TestMPINewSolverTimeout(t *testing.T) {
 			return err
 		}},
 	} {
-		subs, err := w.Split(func(int) int { return 0 }, func(r int) int { return r })
-		require.NoError(t, err, c.name)
-		sub := subs[0].(*mpi.Comm) // not closed: it may hold an abandoned request
+		sub := subs[i] // not closed: it may hold an abandoned request
 		start := time.Now()
 		if last {
 			err = c.last(sub.Fortran())
@@ -623,12 +633,16 @@ func TestMPINewSolverTimeout(t *testing.T) {
 		_, err = h.bcast(0) // every rank done with the case
 		require.NoError(t, err, c.name)
 	}
-	s, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))
-	require.NoError(t, err)
-	defer s.Close()
-	x, _, err := s.SolveValues(blk.Values, b, false)
-	require.NoError(t, err)
-	require.Len(t, x, rows)
+	for _, c := range []*mpi.Comm{other, w} {
+		s, err := NewSolver(blk.Pattern, WithComm(c.Fortran()), WithTolerance(1e-10), WithTimeout(5*time.Second))
+		require.NoError(t, err)
+		x, _, err := s.SolveValues(blk.Values, b, false)
+		require.NoError(t, err)
+		require.Len(t, x, rows)
+		s.Close()
+		require.NoError(t, split(c).Close())
+	}
+	require.NoError(t, other.Close())
 }
 
 // TestMPIFreeOnOneRank: Free on one rank makes every rank set up again at

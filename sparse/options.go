@@ -259,7 +259,7 @@ func WithMethod(m Method) Option {
 
 // WithTimeout bounds how long a rank of an MPI-mode solver (WithComm)
 // waits for the other ranks in NewSolver's exchanges (the agreement on the
-// options, the communicator's duplication, the row blocks), a run's
+// options and its confirmation, the row blocks), a run's
 // agreements and its maximum of b (collective.DefaultTimeout by default).
 // NewSolver then returns collective.ErrTimeout, and the caller's
 // communicator holds an abandoned collective request. A rank that skips a run or comes
@@ -331,6 +331,10 @@ func WithInterpolation(k Interpolation) Option {
 		return nil
 	}
 }
+
+// hypreIntLimit bounds WithHypre's integer settings: hypre sizes arrays by
+// some (MaxLevels 2³¹ − 1 made it fill gigabytes and crash).
+const hypreIntLimit = 1 << 20
 
 // hypreInt refuses a code that hypre's C int cannot hold (it was cut to one
 // silently: another code).
@@ -418,7 +422,7 @@ func WithRestart(n int) Option {
 // WithHypre passes any other BoomerAMG setting by name: "MaxLevels" calls
 // HYPRE_BoomerAMGSetMaxLevels(solver, value). The names are those of the
 // HYPRE_BoomerAMGSet… functions without the prefix; HypreSettings lists
-// them. Integer settings take the value rounded, within a C int;
+// them. Integer settings take the value rounded, up to ±hypreIntLimit;
 // "RelaxType" takes the codes WithSmoother does.
 func WithHypre(name string, value float64) Option {
 	return func(c *config) error {
@@ -428,8 +432,8 @@ func WithHypre(name string, value float64) Option {
 		if math.IsNaN(value) || math.IsInf(value, 0) {
 			return fmt.Errorf("%w: BoomerAMG setting %s = %v", ErrBadInput, name, value)
 		}
-		if real := hypreSettings[name]; !real && math.Abs(math.Round(value)) > math.MaxInt32 {
-			return fmt.Errorf("%w: BoomerAMG setting %s = %v beyond hypre's C int", ErrBadInput, name, value)
+		if real := hypreSettings[name]; !real && math.Abs(math.Round(value)) > hypreIntLimit {
+			return fmt.Errorf("%w: BoomerAMG setting %s = %v: integer settings go up to ±%d", ErrBadInput, name, value, hypreIntLimit)
 		}
 		if name == "RelaxType" && !everyLevelSmoother(math.Round(value)) {
 			return fmt.Errorf("%w: BoomerAMG setting RelaxType = %v: %s", ErrBadInput, value, smootherCodes)

@@ -309,7 +309,7 @@ func (s *Solver) runLocked(kind runKind, adjoint, differentiated bool, vals, b [
 				return nil, fmt.Errorf("sparse: %s: %w", name, err)
 			}
 			if asym > cycleSymmetryTol {
-				return nil, fmt.Errorf("%w: sparse: the gradient of Preconditioner needs a symmetric V-cycle, and this solver's (smoother %d) is not: ⟨u, M·v⟩ and ⟨M·u, v⟩ differ by %.2g of their size; use a symmetric smoother (L1GaussSeidel, SymGaussSeidel, JacobiSmoother, L1Jacobi, Chebyshev)",
+				return nil, fmt.Errorf("%w: sparse: the gradient of Preconditioner needs a symmetric V-cycle, and this solver's (smoother %d) is not: ⟨g, Ŝh⟩ and ⟨Ŝg, h⟩ (Ŝ = D^½·M·D^½) differ by %.2g of their size; use a symmetric smoother (L1GaussSeidel, SymGaussSeidel, JacobiSmoother, L1Jacobi, Chebyshev)",
 					ErrBadInput, s.relaxType(), asym)
 			}
 		}
@@ -712,36 +712,45 @@ func (s *Solver) symmetric() (bool, error) {
 // one's a few percent.
 const cycleSymmetryTol = 1e-8
 
-// vcycleAsymmetry is |⟨u, M·v⟩ − ⟨M·u, v⟩| / (‖u‖‖M·v‖ + ‖M·u‖‖v‖) for the
-// V-cycle M of A's hierarchy and two pseudo-random u and v scaled by the
-// diagonal's square roots (so that one large row does not hide the rest),
-// computed once per hierarchy and values; the same on every rank (the dot
-// products are sums over the ranks). Whether M is symmetric depends on
-// hypre's settings (a forward Gauss–Seidel smoother makes it not), so it is
-// measured rather than read from the options.
+// vcycleAsymmetry is |⟨g, Ŝh⟩ − ⟨Ŝg, h⟩| / (‖g‖‖Ŝh‖ + ‖Ŝg‖‖h‖) for
+// Ŝ = D^½·M·D^½, M the V-cycle of A's hierarchy, D the diagonal's
+// magnitudes (1 where zero) and two pseudo-random g and h: Ŝ is symmetric
+// exactly when M is, and well scaled where M is not (M ≈ A⁻¹; a penalty
+// row's 1e30 on the diagonal made the unscaled measure of a plainly
+// asymmetric M 1e-17). Computed once per hierarchy and values; the same on
+// every rank (the dot products are sums over the ranks). Whether M is
+// symmetric depends on hypre's settings (a forward Gauss–Seidel smoother
+// makes it not), so it is measured rather than read from the options.
 func (s *Solver) vcycleAsymmetry() (float64, error) {
 	if s.cycleAsym >= 0 {
 		return s.cycleAsym, nil
 	}
 	rows := s.pat.Rows()
 	rng := rand.New(rand.NewPCG(0xc1c1e, uint64(s.pat.firstRow)))
+	root := make([]float64, rows) // D^½
+	g, h := make([]float64, rows), make([]float64, rows)
 	u, v := make([]float64, rows), make([]float64, rows)
 	for i := range rows {
-		d := 1.0
+		root[i] = 1
 		if k := s.pat.diag[i]; k >= 0 && s.loaded[k] != 0 {
-			d = math.Sqrt(math.Abs(s.loaded[k]))
+			root[i] = math.Sqrt(math.Abs(s.loaded[k]))
 		}
-		u[i], v[i] = rng.NormFloat64()*d, rng.NormFloat64()*d
+		g[i], h[i] = rng.NormFloat64(), rng.NormFloat64()
+		u[i], v[i] = g[i]*root[i], h[i]*root[i]
 	}
-	mu, mv := make([]float64, rows), make([]float64, rows)
-	if err := s.eng.vcycle(false, u, mu); err != nil {
+	sg, sh := make([]float64, rows), make([]float64, rows)
+	if err := s.eng.vcycle(false, u, sg); err != nil {
 		return 0, err
 	}
-	if err := s.eng.vcycle(false, v, mv); err != nil {
+	if err := s.eng.vcycle(false, v, sh); err != nil {
 		return 0, err
+	}
+	for i, r := range root {
+		sg[i] *= r
+		sh[i] *= r
 	}
 	var d [6]float64
-	for k, p := range [6][2][]float64{{u, mv}, {mu, v}, {u, u}, {mv, mv}, {mu, mu}, {v, v}} {
+	for k, p := range [6][2][]float64{{g, sh}, {sg, h}, {g, g}, {sh, sh}, {sg, sg}, {h, h}} {
 		var err error
 		if d[k], err = s.eng.dot(p[0], p[1]); err != nil {
 			return 0, err

@@ -360,7 +360,7 @@ func TestRunBadInput(t *testing.T) {
 		// (x = 0 reported as Success), or an aborted job.
 		WithMaxIterations(MaxIterationsLimit + 1), WithMaxIterations(math.MaxInt32), WithMaxIterations(math.MaxInt),
 		WithRestart(MaxRestartLimit + 1), WithRestart(1 << 32), WithAggressiveLevels(1 << 32),
-		WithCoarsening(1 << 32), WithInterpolation(-1 << 40), WithHypre("MaxLevels", 1e300), WithPrintLevel(4), WithPrintLevel(-1),
+		WithCoarsening(1 << 32), WithInterpolation(-1 << 40), WithHypre("MaxLevels", 1e300), WithHypre("MaxLevels", math.MaxInt32), WithPrintLevel(4), WithPrintLevel(-1),
 		// Coarsest-level solvers as smoothers: hypre failed, then crashed.
 		WithSmoother(9), WithSmoother(19), WithSmoother(99), WithSmoother(199), WithSmoother(-1), WithSmoother(31),
 		WithHypre("RelaxType", 99), WithHypre("RelaxType", 9)} {
@@ -369,7 +369,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	// The limits themselves are taken.
 	for i, o := range []Option{WithMaxIterations(MaxIterationsLimit), WithRestart(MaxRestartLimit), WithSmoother(30),
-		WithSmoother(89), WithHypre("RelaxType", 18), WithHypre("MaxLevels", math.MaxInt32), WithPrintLevel(0)} {
+		WithSmoother(89), WithHypre("RelaxType", 18), WithHypre("MaxLevels", 1<<20), WithPrintLevel(0)} {
 		s, err := NewSolver(a.Pattern, o)
 		require.NoError(t, err, "option %d", i)
 		s.Close()
