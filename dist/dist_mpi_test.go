@@ -532,6 +532,15 @@ func TestErrors(t *testing.T) {
 	if size > 1 && !errors.Is(err, dist.ErrMismatch) {
 		t.Errorf("NewGrid with different grids per rank: %v", err)
 	}
+	// p·q that wraps round to the size in Go's int, with p or q beyond a
+	// C int: BLACS aborted the job.
+	for _, pq := range [][2]int{{0x6DB6DB6DB6DB6DB7 * size, 7}, {7, 0x6DB6DB6DB6DB6DB7 * size}} {
+		_, err := dist.NewGrid(world, pq[0], pq[1])
+		errorsAgree(t, err)
+		if !errors.Is(err, dist.ErrBadInput) {
+			t.Errorf("NewGrid(%d, %d), whose product wraps to %d: %v", pq[0], pq[1], pq[0]*pq[1], err)
+		}
+	}
 	for _, pq := range grids() {
 		g := newGrid(t, pq[0], pq[1])
 		n, nb := 9, 2
@@ -590,6 +599,16 @@ func TestErrors(t *testing.T) {
 		errorsAgree(t, err)
 		if want := "ranks disagree on the element type (from float32 to float64)"; size > 1 && (!errors.Is(err, dist.ErrMismatch) || !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s FromReplicated with different element types: %v, want ErrMismatch saying %q", name, err, want)
+		}
+
+		// A block size beyond ScaLAPACK's C int (2³²+3 was cut to 3 there,
+		// while the Go layout kept every column on one process column).
+		for _, huge := range []int{1<<32 + 3, math.MaxInt32 + 1} {
+			_, err = dist.FromReplicated(g, n, n, huge, conv[float64](a))
+			errorsAgree(t, err)
+			if !errors.Is(err, dist.ErrBadInput) {
+				t.Errorf("%s FromReplicated with block size %d: %v", name, huge, err)
+			}
 		}
 
 		// Wrong right-hand side.

@@ -66,7 +66,7 @@ func NewGrid(comm *mpi.Comm, p, q int) (*Grid, error) {
 		p, q = cyclic.NearSquareGrid(n)
 	}
 	code := 0.0
-	if p < 1 || q < 1 || p*q != n {
+	if p < 1 || q < 1 || p > n || q > n || p*q != n { // (p, q ≤ n: p·q cannot wrap round)
 		code = 1
 	}
 	got, err := allReduce(comm, collective.Max, []float64{code, float64(p), -float64(p), float64(q), -float64(q)})

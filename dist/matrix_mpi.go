@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/mgla/mgla/collective"
@@ -87,6 +88,18 @@ func descInit(desc *[9]C.int, rows, cols, mb, nb int, ctxt C.int, lld int) error
 	return nil
 }
 
+// beyondCInt reports whether a dimension or block size is beyond the C int
+// of ScaLAPACK's descriptors (cut to one, a block of 2³²+3 became 3 there
+// while the Go layout kept every column on one process column).
+func beyondCInt(dims ...int) bool {
+	for _, d := range dims {
+		if d > math.MaxInt32 {
+			return true
+		}
+	}
+	return false
+}
+
 // NewMatrix makes a zero rows×cols matrix on g in nb×nb blocks (nb = 0:
 // DefaultBlock). Collective.
 func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
@@ -95,7 +108,7 @@ func NewMatrix[T Scalar](g *Grid, rows, cols, nb int) (*Matrix[T], error) {
 		nb = DefaultBlock
 	}
 	f := failure{}
-	if rows < 1 || cols < 1 || nb < 1 {
+	if rows < 1 || cols < 1 || nb < 1 || beyondCInt(rows, cols, nb) {
 		f.code = badInputCode
 	}
 	if err := g.agree("NewMatrix", f, matrixNums(rows, cols, nb, dtypeCode[T]())...); err != nil {
@@ -153,7 +166,7 @@ func fromReplicated[T Scalar](op string, g *Grid, rows, cols, nb int, full []T, 
 	f := failure{}
 	var m *Matrix[T]
 	switch {
-	case rows < 1 || cols < 1 || nb < 1 || len(full) != rows*cols:
+	case rows < 1 || cols < 1 || nb < 1 || beyondCInt(rows, cols, nb) || len(full) != rows*cols:
 		f.code = badInputCode
 	case g.closed: // agree says so
 	default:
@@ -206,7 +219,7 @@ func fromRoot[T Scalar](op string, g *Grid, root, rows, cols, nb int, full []T, 
 	viaGemr2d := useGemr2d(g, fromRootMove, wholeBytes[T](rows, cols))
 	f := failure{}
 	send := full // what the root sends: column-major through p?gemr2d
-	if rows < 1 || cols < 1 || nb < 1 || root < 0 || root >= g.comm.Size() ||
+	if rows < 1 || cols < 1 || nb < 1 || beyondCInt(rows, cols, nb) || root < 0 || root >= g.comm.Size() ||
 		(me == root && len(full) != rows*cols) {
 		f.code = badInputCode
 	} else if me == root {
@@ -280,7 +293,7 @@ func fromRowBlocks[T Scalar](op string, g *Grid, cols, nb int, rows int, band []
 	}
 	f := failure{}
 	switch {
-	case rows < 0 || cols < 1 || nb < 1 || len(band) != rows*cols:
+	case rows < 0 || cols < 1 || nb < 1 || beyondCInt(rows, cols, nb) || len(band) != rows*cols:
 		f.code = badInputCode
 	case !finite(band):
 		f.code = nonFiniteCode

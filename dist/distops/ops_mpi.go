@@ -3,9 +3,11 @@
 package distops
 
 import (
+	"errors"
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"math"
 	"slices"
 
 	"github.com/chewxy/hm"
@@ -437,7 +439,7 @@ func (o *op) Hashcode() uint32 {
 
 // Do runs the op on the grid; every rank returns the same value or error.
 func (o *op) Do(vals ...G.Value) (G.Value, error) {
-	if err := o.agreeOnRun(); err != nil {
+	if err := o.agreeOnRun(vals); err != nil {
 		return nil, fmt.Errorf("distops: %s: %w", o, err)
 	}
 	var v G.Value
@@ -467,13 +469,93 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 // others' next op (an error on some ranks, none on the rest, and the next
 // graph failing). Only ops that have a gradient check; on a communicator
 // made WithoutChecks the barrier compares nothing. (The LispMachine, which
-// differentiates at run time, is not told apart.)
-func (o *op) agreeOnRun() error {
+// differentiates at run time, is not told apart.) The name carries a hash
+// of a sample of the op's replicated host inputs (every rank passes the
+// whole matrix), so that ranks holding different matrices get ErrMismatch
+// too: a rank that skipped a run of the graph (its next run paired with
+// the others' run before, on other values, silently), or that built its
+// copy differently (another seed, say).
+func (o *op) agreeOnRun(vals []G.Value) error {
 	if !slices.Contains(o.DiffWRT(o.arity), true) {
 		return nil
 	}
-	return o.g.Meet("distops: "+names[o.kind], o.differentiated)
+	name := "distops: " + names[o.kind]
+	replicated := false
+	h := uint64(fnvOffset)
+	if o.replicatedInputs() {
+		for _, v := range vals {
+			// (A view's memory need not be its values in order: not hashed.)
+			if d, ok := v.(*tensor.Dense); ok && !d.RequiresIterator() {
+				h, replicated = sampleHash(h, d), true
+			}
+		}
+	}
+	if replicated {
+		name += fmt.Sprintf(", values %08x", uint32(h^h>>32))
+	}
+	err := o.g.Meet(name, o.differentiated)
+	if replicated && errors.Is(err, dist.ErrMismatch) {
+		err = fmt.Errorf("%w (where the names differ in \"values\" alone, the ranks passed different matrices, a hash of a sample of which it is: every rank must pass the same host matrix; a rank that skipped a run of the graph passes the next run's)", err)
+	}
+	return err
 }
+
+// replicatedInputs reports whether the op's host inputs are the same
+// matrix on every rank: all but a band (FromRowBlocks), a root's matrix
+// (Distribute from one rank) and the host side of moves off the grid.
+func (o *op) replicatedInputs() bool {
+	switch o.kind {
+	case kFromRowBlocks, kRowBlock, kGather, kGridInput:
+		return false
+	case kDistribute:
+		return o.root < 0
+	}
+	return true
+}
+
+// sampleHashElems is how many elements of a replicated input sampleHash
+// reads (evenly spaced; all of a smaller one): enough to tell apart two
+// matrices that differ throughout, for a few microseconds.
+const sampleHashElems = 4096
+
+// sampleHash continues the FNV-1a hash h with the bits of a sample of d's
+// elements and its shape.
+func sampleHash(h uint64, d *tensor.Dense) uint64 {
+	mix := func(w uint64) {
+		for range 8 {
+			h = (h ^ (w & 0xff)) * fnvPrime
+			w >>= 8
+		}
+	}
+	for _, n := range d.Shape() {
+		mix(uint64(n))
+	}
+	each := func(n int, at func(int)) {
+		step := max(1, n/sampleHashElems)
+		for i := 0; i < n; i += step {
+			at(i)
+		}
+		if n > 0 {
+			at(n - 1)
+		}
+	}
+	switch x := d.Data().(type) {
+	case []float64:
+		each(len(x), func(i int) { mix(math.Float64bits(x[i])) })
+	case []float32:
+		each(len(x), func(i int) { mix(uint64(math.Float32bits(x[i]))) })
+	case []complex128:
+		each(len(x), func(i int) { mix(math.Float64bits(real(x[i]))); mix(math.Float64bits(imag(x[i]))) })
+	case []complex64:
+		each(len(x), func(i int) { mix(uint64(math.Float32bits(real(x[i])))<<32 | uint64(math.Float32bits(imag(x[i])))) })
+	}
+	return h
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
 // eigen is the value of an Eigen node: the eigenvectors, carrying the
 // eigenvalues.
