@@ -81,10 +81,15 @@
 // (that agreement and its confirmation, the row blocks), a
 // run's agreements (on the run, on bad input, on loading new values) and
 // its maximum of b wait within the solver's timeout (WithTimeout;
-// collective.DefaultTimeout by default): a rank that skips a run, or comes
-// to the run later than that, gives collective.ErrTimeout on every rank,
-// the late one too, and the solver refuses its later runs
-// (collective.ErrClosed; Close it and make a new one). So do runs that
+// collective.DefaultTimeout by default): a rank that comes to a run later
+// than that, or misses the last one, gives collective.ErrTimeout on every
+// rank, the late one too, and the solver refuses its later runs
+// (collective.ErrClosed; Close it and make a new one). A rank that skips a
+// run in the middle is not told apart: its next run pairs with the others'
+// run it skipped, its row block of one run's values with theirs of
+// another (each rank holds only its own block, so no rank can tell), until
+// the last run times out; keep the ranks' runs in step (when one rank
+// cannot run, skip on every rank, agreed with an all-reduce). So do runs that
 // reach the ranks in different orders (MPI-mode solvers run from several
 // goroutines of a process at once: see Solver). Not timed: hypre's own
 // MPI calls, and the reductions inside a solve (dot products, norms,

@@ -262,9 +262,11 @@ func WithMethod(m Method) Option {
 // options and its confirmation, the row blocks), a run's
 // agreements and its maximum of b (collective.DefaultTimeout by default).
 // NewSolver then returns collective.ErrTimeout, and the caller's
-// communicator holds an abandoned collective request. A rank that skips a run or comes
-// later than that gives collective.ErrTimeout on every rank, the late one
-// too, and breaks the solver: its later runs return collective.ErrClosed.
+// communicator holds an abandoned collective request. A rank that comes
+// to a run later than that, or misses the last one, gives
+// collective.ErrTimeout on every rank, the late one too, and breaks the
+// solver: its later runs return collective.ErrClosed (a run skipped in the
+// middle is not told apart: see the package documentation).
 // Every rank passes the same timeout (NewSolver checks it with the other
 // options). hypre's calls and the reductions inside a solve are not timed
 // (see the package documentation for what that leaves).
