@@ -78,7 +78,9 @@ func handleOf(fortran int) (*commHandle, error) {
 // reduction follows before the communicator's (blocking) duplication: a
 // rank that came late completes the first against the others' abandoned
 // requests, and the second is then its timeout instead of a wait for ever
-// in the duplication. Without WithComm there is nothing to agree on.
+// in the duplication. (A rank held up for about the timeout between the
+// two can still complete the second where another timed out: the package
+// documentation says so.) Without WithComm there is nothing to agree on.
 func (c *config) agreeOnOptions(refused bool) (refusedElsewhere, differ bool, err error) {
 	if c.comm == nil || c.comm.size == 1 {
 		return false, false, nil

@@ -97,7 +97,10 @@
 // any MPI program; so can a rank held up past the timeout within a run,
 // before the last timed exchange ahead of an untimed call: the others time
 // out, and it finishes that exchange against their abandoned requests and
-// goes on alone.
+// goes on alone. NewSolver has the same window: a rank held up for about
+// the timeout between its two agreements (microseconds of work apart) can
+// leave another in the communicator's duplication, which MPI cannot time
+// without blocking every later communicator of the process when abandoned.
 //
 // The package may import collective (its errors), sharding (its reading of
 // host tensors) and, in the mpi build, collective/mpi; nothing in mgla

@@ -483,10 +483,15 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 	replicated := false
 	h := uint64(fnvOffset)
 	if o.replicatedInputs() {
-		for _, v := range vals {
-			// (A view's memory need not be its values in order: not hashed.)
-			if d, ok := v.(*tensor.Dense); ok && !d.RequiresIterator() {
-				h, replicated = sampleHash(h, d), true
+		for j, v := range vals {
+			d, ok := v.(*tensor.Dense)
+			if !ok {
+				continue
+			}
+			// In its node's shape, as the op reads it (a (c) value of a
+			// (1, c) node, say); an error is the op's to report.
+			if w, err := o.inNodeShape(j, d); err == nil {
+				h, replicated = sampleHash(h, w.(*tensor.Dense)), true
 			}
 		}
 	}
@@ -514,12 +519,14 @@ func (o *op) replicatedInputs() bool {
 }
 
 // sampleHashElems is how many elements of a replicated input sampleHash
-// reads (evenly spaced; all of a smaller one): enough to tell apart two
-// matrices that differ throughout, for a few microseconds.
+// reads (evenly spaced in row-major order; all of a smaller one): enough to
+// tell apart two matrices that differ throughout, for some microseconds.
 const sampleHashElems = 4096
 
-// sampleHash continues the FNV-1a hash h with the bits of a sample of d's
-// elements and its shape.
+// sampleHash continues the FNV-1a hash h with d's shape and a sample of its
+// values by their logical index (a view, a transposed or column-major
+// tensor hashes as its values do), -0 as +0 and every NaN alike, so that
+// equal matrices hash alike whatever their memory.
 func sampleHash(h uint64, d *tensor.Dense) uint64 {
 	mix := func(w uint64) {
 		for range 8 {
@@ -527,27 +534,53 @@ func sampleHash(h uint64, d *tensor.Dense) uint64 {
 			w >>= 8
 		}
 	}
-	for _, n := range d.Shape() {
+	bits := func(x float64) uint64 {
+		switch {
+		case x == 0:
+			return 0
+		case x != x:
+			return 0x7ff8000000000001
+		}
+		return math.Float64bits(x)
+	}
+	shape := d.Shape()
+	for _, n := range shape {
 		mix(uint64(n))
 	}
-	each := func(n int, at func(int)) {
-		step := max(1, n/sampleHashElems)
-		for i := 0; i < n; i += step {
-			at(i)
+	cols, n := 1, shape.TotalSize()
+	if len(shape) == 2 {
+		cols = shape[1]
+	}
+	at := func(k int) {
+		var v any
+		var err error
+		if len(shape) == 2 {
+			v, err = d.At(k/cols, k%cols)
+		} else {
+			v, err = d.At(k)
 		}
-		if n > 0 {
-			at(n - 1)
+		if err != nil {
+			return
+		}
+		switch x := v.(type) {
+		case float64:
+			mix(bits(x))
+		case float32:
+			mix(bits(float64(x)))
+		case complex128:
+			mix(bits(real(x)))
+			mix(bits(imag(x)))
+		case complex64:
+			mix(bits(float64(real(x))))
+			mix(bits(float64(imag(x))))
 		}
 	}
-	switch x := d.Data().(type) {
-	case []float64:
-		each(len(x), func(i int) { mix(math.Float64bits(x[i])) })
-	case []float32:
-		each(len(x), func(i int) { mix(uint64(math.Float32bits(x[i]))) })
-	case []complex128:
-		each(len(x), func(i int) { mix(math.Float64bits(real(x[i]))); mix(math.Float64bits(imag(x[i]))) })
-	case []complex64:
-		each(len(x), func(i int) { mix(uint64(math.Float32bits(real(x[i])))<<32 | uint64(math.Float32bits(imag(x[i])))) })
+	step := max(1, n/sampleHashElems)
+	for k := 0; k < n; k += step {
+		at(k)
+	}
+	if n > 0 {
+		at(n - 1)
 	}
 	return h
 }

@@ -926,3 +926,131 @@ func TestSkippedRun(t *testing.T) {
 		vm.Close()
 	}
 }
+
+// TestReplicatedInputsCompared: the ranks' replicated host inputs are
+// compared by value, so that equal matrices in other memory forms on one
+// rank (a strided view, a column-major tensor, -0 for +0) run, a NaN of any
+// payload is ErrNonFinite on every rank, and a skipped run with a view as
+// its input is ErrMismatch (views were not compared, column-major tensors
+// were compared in memory order: a false ErrMismatch).
+func TestReplicatedInputsCompared(t *testing.T) {
+	if world.Size() < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	const n = 6
+	first := world.Rank() == 0
+	spd := func(d0 float64) []float64 { // row-major diag(d0, 2, …) + 0.5 off the diagonal
+		a := make([]float64, n*n)
+		for i := range n {
+			for j := range n {
+				a[i*n+j] = 0.5
+			}
+			a[i*n+i] = float64(i + 2)
+		}
+		a[0] = d0
+		return a
+	}
+	plain := func(a []float64) *tensor.Dense { return tensor.New(tensor.WithShape(n, n), tensor.WithBacking(a)) }
+	view := func(a []float64) *tensor.Dense { // columns 0..n-1 of an n×(n+1) matrix
+		wide := make([]float64, n*(n+1))
+		for i := range n {
+			copy(wide[i*(n+1):], a[i*n:i*n+n])
+		}
+		v, err := tensor.New(tensor.WithShape(n, n+1), tensor.WithBacking(wide)).Slice(nil, G.S(0, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(*tensor.Dense)
+	}
+	fortran := func(a []float64) *tensor.Dense {
+		cm := make([]float64, n*n)
+		for i := range n {
+			for j := range n {
+				cm[j*n+i] = a[i*n+j]
+			}
+		}
+		return tensor.New(tensor.WithShape(n, n), tensor.AsFortran(cm))
+	}
+	negZero := func(a []float64) *tensor.Dense {
+		a[1], a[n] = 0, 0
+		if first {
+			a[1], a[n] = math.Copysign(0, -1), math.Copysign(0, -1)
+		}
+		return plain(a)
+	}
+	nan := func(a []float64) *tensor.Dense {
+		a[0] = math.NaN()
+		if first {
+			a[0] = math.Float64frombits(0x7ff8000000000123)
+		}
+		return plain(a)
+	}
+	for _, g := range grids(t) {
+		for _, c := range []struct {
+			name  string
+			value func(a []float64) *tensor.Dense // rank 0's form
+			want  error
+		}{
+			{"a strided view on rank 0", func(a []float64) *tensor.Dense {
+				if first {
+					return view(a)
+				}
+				return plain(a)
+			}, nil},
+			{"a column-major tensor on rank 0", func(a []float64) *tensor.Dense {
+				if first {
+					return fortran(a)
+				}
+				return plain(a)
+			}, nil},
+			{"-0 for +0 on rank 0", negZero, nil},
+			{"another NaN payload on rank 0", nan, mgla.ErrNonFinite},
+		} {
+			gr := G.NewGraph()
+			a := G.NewMatrix(gr, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(c.value(spd(3))))
+			ld, err := mgla.LogDet(a, mgla.WithGrid(distops.On(g)), mgla.WithTile(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm := G.NewTapeMachine(gr)
+			err = vm.RunAll()
+			vm.Close()
+			switch {
+			case c.want == nil && (err != nil || math.IsNaN(ld.Value().Data().(float64))):
+				t.Errorf("rank %d, %s, %s: %v, %v", world.Rank(), gridName(g), c.name, ld.Value(), err)
+			case c.want != nil && !errors.Is(mgla.Cause(err), c.want):
+				t.Errorf("rank %d, %s, %s: %v, want %v", world.Rank(), gridName(g), c.name, err, c.want)
+			}
+		}
+
+		// A skipped run whose input is a view.
+		gr := G.NewGraph()
+		a := G.NewMatrix(gr, tensor.Float64, G.WithShape(n, n), G.WithName("A"), G.WithValue(view(spd(1))))
+		if _, err := mgla.LogDet(a, mgla.WithGrid(distops.On(g)), mgla.WithTile(2)); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(gr)
+		last := world.Rank() == world.Size()-1
+		for run := range 3 {
+			if run == 1 && last {
+				continue
+			}
+			if err := G.Let(a, view(spd(1+10*float64(run)))); err != nil {
+				t.Fatal(err)
+			}
+			vm.Reset()
+			err := vm.RunAll()
+			if run == 0 {
+				if err != nil {
+					t.Fatalf("rank %d, %s run 0: %v", world.Rank(), gridName(g), err)
+				}
+				continue
+			}
+			if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) {
+				t.Errorf("rank %d, %s, a view skipped on the last rank, run %d: %v, want ErrMismatch", world.Rank(), gridName(g), run, err)
+			}
+			break
+		}
+		vm.Close()
+	}
+}
