@@ -747,6 +747,22 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 	if done, err := e.spin(c, until); done || err != nil {
 		return err
 	}
+	if !time.Now().Before(deadline) {
+		// Not done at a deadline already past (a timeout shorter than the
+		// spin): aborted now, as the watchdog would at its first look, which
+		// on a busy host came after a 4 GiB call had finished.
+		err := e.timedOut(c, timeout)
+		for _, comm := range e.comms {
+			commAbort(comm)
+		}
+		e.aborted = true
+		for i := range e.streams {
+			_ = e.streams[i].Synchronize() // the abort ends the kernels
+		}
+		e.release()
+		e.dead = abortedBy(e, c, err)
+		return err
+	}
 	w := &watchdog{stop: make(chan struct{}), fired: make(chan error, 1)}
 	go e.watch(c, deadline, timeout, w)
 	var syncErr error
@@ -837,8 +853,7 @@ func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Dura
 		}
 		err := e.asyncError(c)
 		if err == nil && time.Now().After(deadline) {
-			err = fmt.Errorf("%w: collective/nccl: %v on %s: not done after %v (peers missing or a mismatched call); the NCCL communicator was aborted",
-				collective.ErrTimeout, c, e.what, timeout)
+			err = e.timedOut(c, timeout)
 		}
 		if err != nil {
 			for _, comm := range e.comms {
@@ -852,6 +867,12 @@ func (e *engine) watch(c *collective.Call, deadline time.Time, timeout time.Dura
 		w.state.Store(watchRunning)
 		t.Reset(min(period, max(time.Until(deadline), 0)))
 	}
+}
+
+// timedOut is the error of call c not done after timeout.
+func (e *engine) timedOut(c *collective.Call, timeout time.Duration) error {
+	return fmt.Errorf("%w: collective/nccl: %v on %s: not done after %v (peers missing or a mismatched call); the NCCL communicator was aborted",
+		collective.ErrTimeout, c, e.what, timeout)
 }
 
 // asyncError reports the first asynchronous NCCL error of the communicators.

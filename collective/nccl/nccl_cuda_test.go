@@ -722,10 +722,12 @@ func TestProcessInitTimeout(t *testing.T) {
 	}
 }
 
-// A call still running at its deadline is aborted by the watchdog: a 1 GiB
-// AllReduce (hundreds of microseconds on any GPU) under a timeout of one
-// nanosecond returns ErrTimeout, the handle then returns ErrClosed, and the
-// next NewMesh of the mesh makes new, working communicators.
+// A call still running at its deadline is aborted: a 4 GiB AllReduce
+// (milliseconds on any GPU) under a timeout of one nanosecond returns
+// ErrTimeout, the handle then returns ErrClosed, and the next NewMesh of
+// the mesh makes new, working communicators. (The deadline has passed when
+// wait first looks, so it aborts there; waiting for the watchdog's first
+// look instead let the call finish first on a busy host, call 69.)
 func TestWatchdogTimeout(t *testing.T) {
 	rng := seeded(t)
 	m := testMeshes(t)[0]
