@@ -23,10 +23,11 @@
 // copies over PCIe on top of NCCL. Pass device buffers to keep data on the
 // GPU. A call is
 // enqueued on one stream per local rank (ncclGroupStart/End around the
-// per-device calls) and waited for: the streams are polled for 1 ms, then
-// the caller blocks in cuStreamSynchronize while a watchdog goroutine
-// watches the communicators' asynchronous errors and the communicator's
-// timeout (collective.Timeout by default). On timeout or an NCCL failure the
+// per-device calls) and waited for: the streams are polled for 1 ms (or
+// until the deadline, when the timeout is shorter: a call not done then is
+// aborted at once), then the caller blocks in cuStreamSynchronize while a
+// watchdog goroutine watches the communicators' asynchronous errors and the
+// communicator's timeout (collective.Timeout by default). On timeout or an NCCL failure the
 // NCCL communicators are aborted (ncclCommAbort), the call returns
 // collective.ErrTimeout or collective.ErrEngine, and every later call
 // returns collective.ErrClosed.

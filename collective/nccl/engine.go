@@ -425,10 +425,11 @@ func (e *engine) toKeys(c *collective.Call, send []uintptr) (*collective.Call, [
 	run.Dtype = map[uintptr]tensor.Dtype{4: tensor.Uint32, 8: tensor.Uint64}[c.Dtype.Size()]
 	n := c.SendLen(e.size)
 	keys := make([]uintptr, len(e.local))
+	ctxs := e.ctxs // wait may release the engine's (an aborted call), as in enqueue
 	free := func() {
 		for i, p := range keys {
 			if p != 0 {
-				_ = cu.SetCurrentContext(e.ctxs[i])
+				_ = cu.SetCurrentContext(ctxs[i])
 				_ = memFree(cu.DevicePtr(p))
 			}
 		}
@@ -751,7 +752,10 @@ func (e *engine) wait(c *collective.Call, deadline time.Time, timeout time.Durat
 		// Not done at a deadline already past (a timeout shorter than the
 		// spin): aborted now, as the watchdog would at its first look, which
 		// on a busy host came after a 4 GiB call had finished.
-		err := e.timedOut(c, timeout)
+		err := e.asyncError(c) // NCCL's own error first, as the watchdog reads it
+		if err == nil {
+			err = e.timedOut(c, timeout)
+		}
 		for _, comm := range e.comms {
 			commAbort(comm)
 		}

@@ -731,10 +731,6 @@ func TestProcessInitTimeout(t *testing.T) {
 func TestWatchdogTimeout(t *testing.T) {
 	rng := seeded(t)
 	m := testMeshes(t)[0]
-	comm, err := NewMesh(m, WithTimeout(time.Nanosecond))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 4 GiB of float32: a one-rank AllReduce of it takes milliseconds on an
 	// H100 (1 GiB took 1.1 ms and could finish before the watchdog's first
 	// look), long enough for the already-passed deadline to be seen.
@@ -749,16 +745,24 @@ func TestWatchdogTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer recv.Free()
-	call := &collective.Call{Kind: collective.AllReduce, Dtype: tensor.Float32, Count: count,
-		Send: []sharding.Buffer{send.Shard(0)}, Recv: []sharding.Buffer{recv.Shard(0)}}
-	start := time.Now()
-	err = comm.Do(call)
-	t.Logf("after %v: %v", time.Since(start), err)
-	if !errors.Is(err, collective.ErrTimeout) {
-		t.Fatalf("4 GiB AllReduce with a 1ns timeout: %v, want ErrTimeout", err)
-	}
-	if err := comm.Do(call); !errors.Is(err, collective.ErrClosed) {
-		t.Fatalf("Do after the timeout: %v, want ErrClosed", err)
+	// Max runs on order-preserving keys made on the device, which the abort
+	// path freed through the engine's released contexts: a panic.
+	for _, op := range []collective.ReduceOp{collective.Sum, collective.Max} {
+		comm, err := NewMesh(m, WithTimeout(time.Nanosecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := &collective.Call{Kind: collective.AllReduce, Op: op, Dtype: tensor.Float32, Count: count,
+			Send: []sharding.Buffer{send.Shard(0)}, Recv: []sharding.Buffer{recv.Shard(0)}}
+		start := time.Now()
+		err = comm.Do(call)
+		t.Logf("%v: after %v: %v", op, time.Since(start), err)
+		if !errors.Is(err, collective.ErrTimeout) {
+			t.Fatalf("4 GiB AllReduce %v with a 1ns timeout: %v, want ErrTimeout", op, err)
+		}
+		if err := comm.Do(call); !errors.Is(err, collective.ErrClosed) {
+			t.Fatalf("Do after the timeout: %v, want ErrClosed", err)
+		}
 	}
 	fresh, err := NewMesh(m)
 	if err != nil {
