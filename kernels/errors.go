@@ -49,7 +49,7 @@ func (e *NonFiniteError) Is(target error) bool { return target == ErrNonFinite }
 // errResultNonFinite reports a double-precision result that is not finite:
 // it overflows float64's range (or an input of Potrs' right-hand side was
 // not finite).
-var errResultNonFinite = fmt.Errorf("%w: a result is beyond float64's range, or comes from NaN or Inf right-hand sides", ErrNonFinite)
+var errResultNonFinite = fmt.Errorf("%w: a result is beyond float64's range (or, for a solve, comes from NaN or Inf right-hand sides)", ErrNonFinite)
 
 // errOverflow32 reports a single-precision result out of float32's range.
 var errOverflow32 = fmt.Errorf("%w: a result overflows single precision (computed in double precision, beyond float32's range)", ErrNonFinite)

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	gonumlapack "gonum.org/v1/gonum/lapack"
 	gonumimpl "gonum.org/v1/gonum/lapack/gonum"
@@ -28,10 +29,34 @@ import (
 // two or more rows, which a matrix of entries near 1e-130 gives.
 //
 // It is gonum's pure-Go dsteqr in every build: the openblas build reaches
-// it only from tests (its Syevd is LAPACK's dsyevd and zheevd).
+// it only from tests (its Syevd is LAPACK's dsyevd and zheevd). It gets one
+// unreduced block at a time, split here by dsteqr's own test: gonum's
+// dsteqr (v0.17.0) keeps the scale flag of a block it scaled for the blocks
+// after it (LAPACK resets it per block), so that a block below 1e-122
+// followed by one of normal size gave the second's eigenvalues times about
+// 1e122, silently (or a false ErrNonFinite).
 func tridiagonalValues(n int, d, e []float64) bool {
-	z, work := make([]float64, 1), make([]float64, max(1, 2*n-2)) // not referenced without vectors
-	return gonumimpl.Implementation{}.Dsteqr(gonumlapack.EVCompNone, n, d, e, z, 1, work)
+	impl := gonumimpl.Implementation{}
+	z := make([]float64, 1) // not referenced without vectors
+	for lo := 0; lo < n; {
+		hi := lo // the block's last row
+		for ; hi < n-1; hi++ {
+			tst := math.Abs(e[hi])
+			if tst == 0 || tst <= math.Sqrt(math.Abs(d[hi]))*math.Sqrt(math.Abs(d[hi+1]))*dlamchE {
+				e[hi] = 0
+				break
+			}
+		}
+		if m := hi - lo + 1; m > 1 {
+			work := make([]float64, 2*m-2)
+			if !impl.Dsteqr(gonumlapack.EVCompNone, m, d[lo:hi+1], e[lo:hi], z, 1, work) {
+				return false
+			}
+		}
+		lo = hi + 1
+	}
+	sort.Float64s(d) // each block's come back ascending; the whole must be
+	return true
 }
 
 // dlamchE is the relative machine precision of float64 (LAPACK dlamch('E')).

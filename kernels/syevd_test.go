@@ -515,3 +515,35 @@ func TestSyevdLarge(t *testing.T) {
 		t.Fatalf("seed %d: complex res %.3g orth %.3g", testSeed, resc, orthc)
 	}
 }
+
+// Eigenvalues alone of diag(s·C, t·C), C = [[2, 1], [1, 3]], with s·C below
+// 1e-122 (dsteqr scales such a block): gonum's dsteqr kept that block's
+// scale for the next, whose eigenvalues came back times 1e122, or beyond
+// the range (a false ErrNonFinite). Both paths, float64 and complex128.
+func TestSyevdTinyLeadingBlock(t *testing.T) {
+	lambda := [2]float64{(5 - math.Sqrt(5)) / 2, (5 + math.Sqrt(5)) / 2}
+	for _, st := range [][2]float64{{1e-130, 1}, {1e-125, 1e-120}, {1e-130, 1e200}, {1, 1e-130}, {1e-200, 1e-160}} {
+		s, u := st[0], st[1]
+		a := []float64{2 * s, s, 0, 0, s, 3 * s, 0, 0, 0, 0, 2 * u, u, 0, 0, u, 3 * u}
+		want := []float64{lambda[0] * s, lambda[1] * s, lambda[0] * u, lambda[1] * u}
+		sort.Float64s(want)
+		for _, vectors := range []bool{false, true} {
+			w := make([]float64, 4)
+			err := Syevd(4, append([]float64(nil), a...), 4, w, vectors)
+			ac := make([]complex128, len(a))
+			for i, v := range a {
+				ac[i] = complex(v, 0)
+			}
+			wc := make([]float64, 4)
+			errc := Syevd(4, ac, 4, wc, vectors)
+			for i := range want {
+				if err != nil || math.Abs(w[i]-want[i]) > 1e-14*math.Abs(want[i]) {
+					t.Fatalf("s = %g, t = %g, vectors %v: w = %v, %v; want %v", s, u, vectors, w, err, want)
+				}
+				if errc != nil || math.Abs(wc[i]-want[i]) > 1e-14*math.Abs(want[i]) {
+					t.Fatalf("complex128, s = %g, t = %g, vectors %v: w = %v, %v; want %v", s, u, vectors, wc, errc, want)
+				}
+			}
+		}
+	}
+}
