@@ -3,10 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	gonumlapack "gonum.org/v1/gonum/lapack"
-	gonumimpl "gonum.org/v1/gonum/lapack/gonum"
 
 	"github.com/mgla/mgla/kernels/cpubackend"
 	"github.com/mgla/mgla/kernels/lapack"
@@ -22,41 +20,17 @@ import (
 
 // tridiagonalValues overwrites d with the eigenvalues (ascending) of the
 // symmetric tridiagonal matrix of diagonal d and off-diagonal e (which it
-// destroys), by the implicit QL/QR iteration of dsteqr without vectors.
-// Not gonum's dsterf: its scaling of a block whose norm is below
-// √safmin/ε² (about 1e-122) hands Dlascl the leading dimension n for a
-// vector and panics ("insufficient length of a") for every such block of
-// two or more rows, which a matrix of entries near 1e-130 gives.
+// destroys), by the implicit QL/QR iteration of dsteqr without vectors
+// (lapack.Dsteqr: one unreduced block at a time). Not gonum's dsterf: its
+// scaling of a block whose norm is below √safmin/ε² (about 1e-122) hands
+// Dlascl the leading dimension n for a vector and panics ("insufficient
+// length of a") for every such block of two or more rows, which a matrix of
+// entries near 1e-130 gives.
 //
 // It is gonum's pure-Go dsteqr in every build: the openblas build reaches
-// it only from tests (its Syevd is LAPACK's dsyevd and zheevd). It gets one
-// unreduced block at a time, split here by dsteqr's own test: gonum's
-// dsteqr (v0.17.0) keeps the scale flag of a block it scaled for the blocks
-// after it (LAPACK resets it per block), so that a block below 1e-122
-// followed by one of normal size gave the second's eigenvalues times about
-// 1e122, silently (or a false ErrNonFinite).
+// it only from tests (its Syevd is LAPACK's dsyevd and zheevd).
 func tridiagonalValues(n int, d, e []float64) bool {
-	impl := gonumimpl.Implementation{}
-	z := make([]float64, 1) // not referenced without vectors
-	for lo := 0; lo < n; {
-		hi := lo // the block's last row
-		for ; hi < n-1; hi++ {
-			tst := math.Abs(e[hi])
-			if tst == 0 || tst <= math.Sqrt(math.Abs(d[hi]))*math.Sqrt(math.Abs(d[hi+1]))*dlamchE {
-				e[hi] = 0
-				break
-			}
-		}
-		if m := hi - lo + 1; m > 1 {
-			work := make([]float64, 2*m-2)
-			if !impl.Dsteqr(gonumlapack.EVCompNone, m, d[lo:hi+1], e[lo:hi], z, 1, work) {
-				return false
-			}
-		}
-		lo = hi + 1
-	}
-	sort.Float64s(d) // each block's come back ascending; the whole must be
-	return true
+	return lapack.Dsteqr(gonumlapack.EVCompNone, n, d, e, nil, 1, make([]float64, max(1, 2*n-2)))
 }
 
 // dlamchE is the relative machine precision of float64 (LAPACK dlamch('E')).

@@ -547,3 +547,47 @@ func TestSyevdTinyLeadingBlock(t *testing.T) {
 		}
 	}
 }
+
+// A tiny block joined to a normal one by an entry that Dstedc's scaling of
+// the whole block rounds to 0, so that its leaf's dsteqr found a split that
+// Dstedc had not: gonum's dsteqr carried the tiny block's scale into the
+// normal one, with eigenvectors too (eigenvalues times 1e122). The
+// tridiagonal (d, e) is the matrix itself; the three largest eigenvalues
+// are those of the normal block, c·{2 − √3, 2, 2 + √3}.
+func TestSyevdTinyBlockJoined(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		d     []float64
+		e     []float64 // the imaginary parts, but the join's real
+		join  float64
+		scale float64
+	}{
+		{"a subnormal join", []float64{1e-130, 2e-130, 0, 1, 2, 3}, []float64{1e-130, 1e-130, 0, 1, 1}, 5e-324, 1},
+		{"no subnormal", []float64{1e15, 2e15, 0, 1e145, 2e145, 3e145}, []float64{1e15, 1e15, 0, 1e145, 1e145}, 1e-180, 1e145},
+	} {
+		const n = 6
+		a := make([]complex128, n*n)
+		ar := make([]float64, n*n)
+		for i := range n {
+			a[i+i*n], ar[i+i*n] = complex(c.d[i], 0), c.d[i]
+			if i < n-1 {
+				a[i+1+i*n], ar[i+1+i*n] = complex(0, c.e[i]), c.e[i]
+			}
+		}
+		a[3+2*n], ar[3+2*n] = complex(c.join, 0), c.join
+		want := []float64{(2 - math.Sqrt(3)) * c.scale, 2 * c.scale, (2 + math.Sqrt(3)) * c.scale}
+		for _, vectors := range []bool{false, true} {
+			w, wr := make([]float64, n), make([]float64, n)
+			err := Syevd(n, append([]complex128(nil), a...), n, w, vectors)
+			errr := Syevd(n, append([]float64(nil), ar...), n, wr, vectors)
+			for i, x := range want {
+				if err != nil || math.Abs(w[3+i]-x) > 1e-14*c.scale {
+					t.Fatalf("%s, complex128, vectors %v: %v, %v; want the largest %v", c.name, vectors, w, err, want)
+				}
+				if errr != nil || math.Abs(wr[3+i]-x) > 1e-14*c.scale {
+					t.Fatalf("%s, float64, vectors %v: %v, %v; want the largest %v", c.name, vectors, wr, errr, want)
+				}
+			}
+		}
+	}
+}

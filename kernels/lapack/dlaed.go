@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	gonumlapack "gonum.org/v1/gonum/lapack"
-
-	"github.com/mgla/mgla/kernels/cpubackend"
 )
 
 // The divide and conquer recursion of Dstedc (LAPACK dlaed0–dlaed3): the
@@ -50,7 +48,7 @@ func (w *dcWork) solve(m int, d, e []float64, q []float64, ldq int) bool {
 		w.steqrZ = zz
 		wk := grow(w.steqrW, max(1, 2*(m-1)))
 		w.steqrW = wk
-		if !cpubackend.LAPACK.Dsteqr(gonumlapack.EVTridiag, m, d, e, zz, m, wk) {
+		if !Dsteqr(gonumlapack.EVTridiag, m, d, e, zz, m, wk) {
 			return false
 		}
 		// zz is row-major with eigenvectors in columns.
