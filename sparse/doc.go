@@ -59,7 +59,12 @@
 // (NewRowBlock, RowBlockFromTriplets; columns are global), the blocks in rank
 // order tile the rows, right-hand sides and solutions are the rank's block,
 // and the values vector holds the rank's entries. Every rank builds the same
-// graph and runs it together (SPMD); the answer equals one process's. Bad
+// graph and runs it together (SPMD); the answer equals one process's to
+// the tolerance where both converge. BoomerAMG's hybrid smoothers (the
+// default ℓ1 Gauss–Seidel among them) treat the couplings between ranks
+// differently from those within one, so the iteration is not the same: on a
+// badly scaled matrix (D·A·D with D over 1e±4) one process converged where
+// 2 and 4 ranks did not, and SymGaussSeidel converged on both. Bad
 // input found on one rank fails the run on every rank with the same
 // sentinel (ErrBadInput, ErrBadMatrix, ErrNonFinite or ErrZeroDiagonal: the
 // first kind any rank found), and new values on

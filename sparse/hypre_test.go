@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"testing"
 
@@ -524,4 +525,51 @@ func TestPreconditionerGradientSmoothers(t *testing.T) {
 	}
 	require.Positive(t, sawSym)
 	require.Positive(t, sawAsym)
+}
+
+// A hypre solve that does not succeed reports its true relative residual:
+// BiCGStab's recurrence said 1.6e-10 where ‖b − A·x‖/‖b‖ was 6e-8.
+func TestUnconvergedSolveReportsTrueResidual(t *testing.T) {
+	rng := testRNG(t, 913)
+	tr := neumann1D(400, 1e-10)
+	a := tr.whole(t)
+	b := randVec(rng, tr.n)
+	for _, m := range []Method{BiCGStab, GMRES, PCG} {
+		s, err := NewSolver(a.Pattern, WithMethod(m), WithTolerance(1e-14), WithMaxIterations(300), WithStatusOnly())
+		require.NoError(t, err)
+		x, info, err := s.SolveValues(a.Values, b, false)
+		require.NoError(t, err)
+		exact := exactRelResidual(tr, x, b)
+		t.Logf("%v: %v, true %.3g", m, info, exact)
+		if info.Status != Success {
+			// Within a factor of 2: float64's ‖b − A·x‖ of this nearly
+			// singular system is itself some 30% off (the recurrence's
+			// was 1000 times too small).
+			require.Greater(t, info.Residual, exact/2, "%v", m)
+			require.Less(t, info.Residual, exact*2, "%v", m)
+		}
+		s.Close()
+	}
+}
+
+// exactRelResidual is ‖b − A·x‖/‖b‖ with the residual's entries computed
+// exactly (big.Float), rounded once: in float64 its rounding is the size of
+// the residual of a nearly singular system.
+func exactRelResidual(tr triplets, x, b []float64) float64 {
+	r := make([]*big.Float, len(b))
+	for i, v := range b {
+		r[i] = new(big.Float).SetPrec(4096).SetFloat64(v)
+	}
+	for k, i := range tr.rows {
+		p := new(big.Float).SetPrec(4096).SetFloat64(tr.vals[k])
+		p.Mul(p, new(big.Float).SetFloat64(x[tr.cols[k]]))
+		r[i].Sub(r[i], p)
+	}
+	var rr, bb float64
+	for i := range r {
+		v, _ := r[i].Float64()
+		rr += v * v
+		bb += b[i] * b[i]
+	}
+	return math.Sqrt(rr / bb)
 }

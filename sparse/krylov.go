@@ -241,11 +241,20 @@ func finalStatus(info Info, tol float64, maxIter int, converged bool) Status {
 	return NotConverged
 }
 
-// progressStatus says whether an iteration with this relative residual ends
-// the solve, and how.
+// progressStatus says whether an iteration of the Go methods with this
+// relative residual ends the solve, and how: at the tolerance, or when it
+// is NaN or Inf. Growth alone does not end them (unlike statusOf): the
+// residual of CG and BiCGStab is not monotone, and on a diagonally scaled
+// SPD system CG's first one was 6e9·‖b‖ on its way to converging, which
+// divergedAbove called Diverged.
 func progressStatus(res, tol float64) (Status, bool) {
-	s := statusOf(res, tol)
-	return s, s != NotConverged
+	switch {
+	case math.IsNaN(res) || math.IsInf(res, 0):
+		return Diverged, true
+	case res <= tol:
+		return Success, true
+	}
+	return NotConverged, false
 }
 
 func norm(sp space, v []float64) (float64, error) {

@@ -45,10 +45,13 @@ const (
 	// more on the true residual ‖b − A·x‖/‖b‖ after the method stopped (the
 	// recurrences' residuals drift from it on nearly singular systems).
 	Success Status = iota
-	// NotConverged: the iteration limit was reached first.
+	// NotConverged: the iteration limit was reached first, or (Go's CG and
+	// BiCGStab) the recurrence reached the tolerance where the true
+	// residual did not (a tolerance below what rounding allows on an
+	// ill-conditioned system).
 	NotConverged
-	// Diverged: the residual became NaN or Inf, or grew past the right-hand
-	// side by a large factor.
+	// Diverged: the residual became NaN or Inf, or (hypre's methods) grew
+	// past the right-hand side by a large factor.
 	Diverged
 	// Failed: the solver broke down (or stopped short of the iteration
 	// limit without reaching the tolerance), reported an error, or the
@@ -71,8 +74,11 @@ func (s Status) String() string {
 }
 
 // Info is what a solve reports: its status, the iterations it ran (AMG
-// cycles for BoomerAMG alone) and the final relative residual ‖b − Ax‖/‖b‖
-// (as the solver measures it).
+// cycles for BoomerAMG alone) and the final relative residual ‖b − Ax‖/‖b‖:
+// as the method measures it for a hypre Success (within the tolerance),
+// else the true one, computed from x (when finite). For an x in the
+// subnormal range (a right-hand side near 1e-310) the x returned is the
+// computed one rounded there, whose residual can exceed the tolerance.
 type Info struct {
 	Status     Status
 	Iterations int
