@@ -490,8 +490,9 @@ const refineRounds = 8
 // tolerance where its true residual r = b − op(A)·x did not (the
 // recurrence drifts on ill-conditioned or badly scaled systems): it solves
 // op(A)·dx = r to the tolerance relative to b and adds dx to x, within
-// the iterations left, as long as each round lowers the true residual.
-// The Info then says Success, or NotConverged with the true residual.
+// the iterations left, as long as each round lowers the true residual (a
+// round that does not is taken back). The Info then says Success or
+// NotConverged, with the true residual.
 func (s *Solver) refine(method krylovFunc, trans bool, precond func(r, z []float64) error, b, x []float64, info Info) (Info, error) {
 	r := make([]float64, len(b))
 	dx := make([]float64, len(b))
@@ -504,9 +505,17 @@ func (s *Solver) refine(method krylovFunc, trans bool, precond func(r, z []float
 		left := s.cfg.maxIter - info.Iterations
 		switch {
 		case res <= s.cfg.tol*(1+1e-6):
-			info.Status = Success
+			info.Status, info.Residual = Success, res
 			return info, nil
-		case round == refineRounds || left <= 0 || !(res < last):
+		case round > 0 && !(res < last):
+			// The last correction did not help: take it back (x was the
+			// better one, its residual last).
+			for i := range x {
+				x[i] -= dx[i]
+			}
+			info.Status, info.Residual = NotConverged, last
+			return info, nil
+		case round == refineRounds || left <= 0 || math.IsNaN(res):
 			info.Status, info.Residual = NotConverged, res
 			return info, nil
 		}
