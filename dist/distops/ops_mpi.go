@@ -3,6 +3,7 @@
 package distops
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
@@ -481,7 +482,7 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 	}
 	name := "distops: " + names[o.kind]
 	replicated := false
-	h := uint64(fnvOffset)
+	h := fnv.New64a()
 	if o.replicatedInputs() {
 		for j, v := range vals {
 			d, ok := v.(*tensor.Dense)
@@ -491,12 +492,14 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 			// In its node's shape, as the op reads it (a (c) value of a
 			// (1, c) node, say); an error is the op's to report.
 			if w, err := o.inNodeShape(j, d); err == nil {
-				h, replicated = sampleHash(h, w.(*tensor.Dense)), true
+				sampleHash(h, w.(*tensor.Dense))
+				replicated = true
 			}
 		}
 	}
 	if replicated {
-		name += fmt.Sprintf(", values %08x", uint32(h^h>>32))
+		sum := h.Sum64()
+		name += fmt.Sprintf(", values %08x", uint32(sum^sum>>32))
 	}
 	err := o.g.Meet(name, o.differentiated)
 	if replicated && errors.Is(err, dist.ErrMismatch) {
@@ -523,16 +526,15 @@ func (o *op) replicatedInputs() bool {
 // tell apart two matrices that differ throughout, for some microseconds.
 const sampleHashElems = 4096
 
-// sampleHash continues the FNV-1a hash h with d's shape and a sample of its
-// values by their logical index (a view, a transposed or column-major
-// tensor hashes as its values do), -0 as +0 and every NaN alike, so that
-// equal matrices hash alike whatever their memory.
-func sampleHash(h uint64, d *tensor.Dense) uint64 {
+// sampleHash writes d's shape and a sample of its values by their logical
+// index to h (a view, a transposed or column-major tensor hashes as its
+// values do), -0 as +0 and every NaN alike, so that equal matrices hash
+// alike whatever their memory.
+func sampleHash(h hash.Hash64, d *tensor.Dense) {
+	var word [8]byte
 	mix := func(w uint64) {
-		for range 8 {
-			h = (h ^ (w & 0xff)) * fnvPrime
-			w >>= 8
-		}
+		binary.LittleEndian.PutUint64(word[:], w)
+		h.Write(word[:])
 	}
 	bits := func(x float64) uint64 {
 		switch {
@@ -582,13 +584,7 @@ func sampleHash(h uint64, d *tensor.Dense) uint64 {
 	if n > 0 {
 		at(n - 1)
 	}
-	return h
 }
-
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
 
 // eigen is the value of an Eigen node: the eigenvectors, carrying the
 // eigenvalues.
