@@ -300,6 +300,34 @@ func grCases() []grCase {
 			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), G.Must(G.Mul(ld, s))))
 			return G.Add(cost, w.sum(c, grWeight(g, dt, w.w, "W")))
 		}},
+		{name: "GaussianLogDensity", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			ld, err := mgla.GaussianLogDensity(a, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			s := G.NewScalar(a.Graph(), a.Dtype(), G.WithName("s"), G.WithValue(grScalar(a.Dtype(), w.s)))
+			return G.Mul(ld, s)
+		}},
+		{name: "GaussianLogDensity+Potrs+LogDet", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
+			// The density's factor and solve shared with Potrs and LogDet:
+			// three gradients of A summed by Gorgonia, two of B.
+			ld, err := mgla.GaussianLogDensity(a, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			x, err := mgla.Potrs(a, b, opts...)
+			if err != nil {
+				return nil, err
+			}
+			det, err := mgla.LogDet(a, opts...)
+			if err != nil {
+				return nil, err
+			}
+			g, dt := a.Graph(), a.Dtype()
+			s := G.NewScalar(g, dt, G.WithName("s"), G.WithValue(grScalar(dt, w.s)))
+			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), G.Must(G.Mul(ld, s))))
+			return G.Add(cost, det)
+		}},
 		{name: "Syevd values", spectral: true, cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
 			ev, _, err := mgla.Syevd(a, opts...)
 			if err != nil {
@@ -478,67 +506,69 @@ func TestGradientsAgainstFiniteDifferences(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			worst := map[tensor.Dtype]float64{}
 			for _, cf := range grConfigs {
-				mesh, err := testMesh(t, cf.ndev)
-				require.NoError(t, err)
-				opts := []mgla.Option{onMesh(mesh), mgla.WithTile(cf.tile)}
-				p := grNewProblem(rng, c, cf)
-				n := cf.n
-				// Finite differences in float64 along two directions of A
-				// (symmetric, or lower triangular for a factor input) and one
-				// of B.
-				f := grNewForward(t, c, p, opts)
-				zeroB := grMat{p.b.rows, p.b.cols, make([]float64, len(p.b.data))}
-				zeroA := grMat{n, n, make([]float64, n*n)}
-				var dirs []grMat
-				var fdA []float64
-				for range 2 {
-					d := grSymDirection(rng, n)
-					if c.lower {
-						d = grLowerDirection(rng, n)
+				t.Run(fmt.Sprintf("ndev=%d", cf.ndev), func(t *testing.T) { // one GPU runs the one-device configuration
+					mesh, err := testMesh(t, cf.ndev)
+					require.NoError(t, err)
+					opts := []mgla.Option{onMesh(mesh), mgla.WithTile(cf.tile)}
+					p := grNewProblem(rng, c, cf)
+					n := cf.n
+					// Finite differences in float64 along two directions of A
+					// (symmetric, or lower triangular for a factor input) and one
+					// of B.
+					f := grNewForward(t, c, p, opts)
+					zeroB := grMat{p.b.rows, p.b.cols, make([]float64, len(p.b.data))}
+					zeroA := grMat{n, n, make([]float64, n*n)}
+					var dirs []grMat
+					var fdA []float64
+					for range 2 {
+						d := grSymDirection(rng, n)
+						if c.lower {
+							d = grLowerDirection(rng, n)
+						}
+						dirs = append(dirs, d)
+						fdA = append(fdA, f.fd(t, p.a, p.b, d, zeroB, 1e-3))
 					}
-					dirs = append(dirs, d)
-					fdA = append(fdA, f.fd(t, p.a, p.b, d, zeroB, 1e-3))
-				}
-				var db grMat
-				var fdB float64
-				if c.withB {
-					db = grUnit(grRandom(rng, p.b.rows, p.b.cols))
-					fdB = f.fd(t, p.a, p.b, zeroA, db, 1e-3)
-				}
-				f.m.Close()
+					var db grMat
+					var fdB float64
+					if c.withB {
+						db = grUnit(grRandom(rng, p.b.rows, p.b.cols))
+						fdB = f.fd(t, p.a, p.b, zeroA, db, 1e-3)
+					}
+					f.m.Close()
 
-				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-					for _, lisp := range []bool{false, true} {
-						what := fmt.Sprintf("%s ndev=%d N=%d T=%d %v lisp=%v seed=%d", c.name, cf.ndev, n, cf.tile, dt, lisp, grSeed)
-						ga, gb := grGrads(t, c, p, dt, opts, lisp)
-						require.Len(t, ga, n*n, what)
-						na := grNorm(ga)
-						require.False(t, math.IsNaN(na), what)
-						require.Greater(t, na, 0.0, what)
-						tol := grTolerance(dt)
-						for i, d := range dirs {
-							e := grRelErr(grDot(ga, d.data), fdA[i], na, n)
-							worst[dt] = math.Max(worst[dt], e)
-							require.Less(t, e, tol, "%s: A direction %d: analytic %g, finite differences %g", what, i, grDot(ga, d.data), fdA[i])
-						}
-						if c.withB {
-							e := grRelErr(grDot(gb, db.data), fdB, grNorm(gb), n)
-							worst[dt] = math.Max(worst[dt], e)
-							require.Less(t, e, tol, "%s: B: analytic %g, finite differences %g", what, grDot(gb, db.data), fdB)
-						}
-						// The convention: Ā is symmetric (a factor's L̄ is
-						// lower triangular instead).
-						for i := range n {
-							for j := range i {
-								if c.lower {
-									require.Zero(t, ga[j*n+i], "%s: L̄ upper (%d,%d)", what, j, i)
-								} else {
-									require.InDelta(t, ga[i*n+j], ga[j*n+i], 1e-12*na, "%s: Ā not symmetric at (%d,%d)", what, i, j)
+					for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+						for _, lisp := range []bool{false, true} {
+							what := fmt.Sprintf("%s ndev=%d N=%d T=%d %v lisp=%v seed=%d", c.name, cf.ndev, n, cf.tile, dt, lisp, grSeed)
+							ga, gb := grGrads(t, c, p, dt, opts, lisp)
+							require.Len(t, ga, n*n, what)
+							na := grNorm(ga)
+							require.False(t, math.IsNaN(na), what)
+							require.Greater(t, na, 0.0, what)
+							tol := grTolerance(dt)
+							for i, d := range dirs {
+								e := grRelErr(grDot(ga, d.data), fdA[i], na, n)
+								worst[dt] = math.Max(worst[dt], e)
+								require.Less(t, e, tol, "%s: A direction %d: analytic %g, finite differences %g", what, i, grDot(ga, d.data), fdA[i])
+							}
+							if c.withB {
+								e := grRelErr(grDot(gb, db.data), fdB, grNorm(gb), n)
+								worst[dt] = math.Max(worst[dt], e)
+								require.Less(t, e, tol, "%s: B: analytic %g, finite differences %g", what, grDot(gb, db.data), fdB)
+							}
+							// The convention: Ā is symmetric (a factor's L̄ is
+							// lower triangular instead).
+							for i := range n {
+								for j := range i {
+									if c.lower {
+										require.Zero(t, ga[j*n+i], "%s: L̄ upper (%d,%d)", what, j, i)
+									} else {
+										require.InDelta(t, ga[i*n+j], ga[j*n+i], 1e-12*na, "%s: Ā not symmetric at (%d,%d)", what, i, j)
+									}
 								}
 							}
 						}
 					}
-				}
+				})
 			}
 			t.Logf("%s: worst relative error against finite differences: float64 %.2e, float32 %.2e", c.name, worst[tensor.Float64], worst[tensor.Float32])
 			_ = ci

@@ -1,5 +1,5 @@
 // Package mgla is multi-GPU dense linear algebra for Gorgonia: Potrs, Potri,
-// Syevd, Cholesky, CholSolve and LogDet as graph ops that run sharded over a
+// Syevd, Cholesky, CholSolve, LogDet and GaussianLogDensity as graph ops that run sharded over a
 // mesh of devices — NVIDIA GPUs through cuSolverMg (build tag mglacuda), or
 // virtual CPU devices, the embedded default, which give the same answers
 // through the same API.
@@ -43,12 +43,14 @@ package mgla
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mgla/mgla/cyclic"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // ErrNotPositiveDefinite is matched (through Cause) by the run-time error of a
@@ -571,6 +573,114 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		return nil, err
 	}
 	return ops.LogDet(ac, l, c.kernelOpts()...)
+}
+
+// GaussianLogDensity is the log density of the columns of y as independent
+// draws from the zero-mean normal N(0, K), for a symmetric (Hermitian)
+// positive definite K (N×N) and y N×k or a length-N vector (k = 1):
+//
+//	−½·tr(yᵀK⁻¹y) − (k/2)·log det K − (N·k/2)·log 2π
+//
+// for real dtypes: a Gaussian process's log marginal likelihood, the
+// objective of its training. For complex dtypes it is the density of the
+// circularly-symmetric complex normal, −tr(yᴴK⁻¹y) − k·log det K −
+// N·k·log π. The result is a host scalar of the real dtype.
+//
+// Gradients flow to K and y (real dtypes): K̄ = ḡ·(½·α·αᵀ − (k/2)·K⁻¹) and
+// ȳ = −ḡ·α with α = K⁻¹y, from the forward pass's factor. K's gradient is
+// one N×N computation on the mesh, where the same cost written with Potrs and
+// LogDet makes two that Gorgonia adds on the host (a GPU mesh downloads one
+// N×N gradient instead of two). Its factor and solve are Cholesky and Potrs
+// nodes that Gorgonia merges with the graph's own on the same K and y.
+//
+// With WithGrid it is built from the distributor's Potrs and LogDet (host
+// nodes of a real dtype: a grid-resident K, or a complex one, is
+// ErrBadInput there; write the cost with Potrs and LogDet).
+func GaussianLogDensity(k, y *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
+	const name = "GaussianLogDensity"
+	if err := square(name, k, y); err != nil {
+		return nil, err
+	}
+	if err := rhs(name, k, y); err != nil {
+		return nil, err
+	}
+	c, err := configure(name, k, opts, y)
+	if err != nil {
+		return nil, err
+	}
+	if c.grid != nil {
+		if err := hostOnly(name, y); err != nil {
+			return nil, err
+		}
+		n, err := gridLogDensity(c, k, y)
+		return n, gridErr(name, err)
+	}
+	if err := c.onMesh(name, y); err != nil {
+		return nil, err
+	}
+	k, y = inOneGraph(k, y) // every check passed
+	kc, l, err := c.factor(k)
+	if err != nil {
+		return nil, err
+	}
+	yc, err := c.cyclic(y)
+	if err != nil {
+		return nil, err
+	}
+	return ops.GaussianLogDensity(kc, l, yc, c.kernelOpts()...)
+}
+
+// gridLogDensity is GaussianLogDensity from WithGrid's Potrs and LogDet, for
+// host nodes of a real dtype.
+func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
+	dt := k.Dtype()
+	switch {
+	case ops.OnGrid(k) || ops.OnGrid(y):
+		return nil, badInput("GaussianLogDensity: WithGrid takes host nodes here, not grid values: write the cost with Potrs and LogDet")
+	case dt != tensor.Float64 && dt != tensor.Float32:
+		return nil, badInput("GaussianLogDensity: WithGrid takes float32 and float64 (got %v): write the cost with Potrs and LogDet", dt)
+	}
+	x, err := c.grid.Potrs(k, y, c.block())
+	if err != nil {
+		return nil, err
+	}
+	ld, err := c.grid.LogDet(k, c.block())
+	if err != nil {
+		return nil, err
+	}
+	n, cols := float64(k.Shape()[0]), 1.0
+	if y.Dims() == 2 {
+		cols = float64(y.Shape()[1])
+	}
+	scalar := func(v float64) *gorgonia.Node {
+		if dt == tensor.Float32 {
+			return gorgonia.NewConstant(float32(v))
+		}
+		return gorgonia.NewConstant(v)
+	}
+	y = sharding.InGraph(x.Graph(), y)
+	// −½·Σ y∘x − (k/2)·log det K − (N·k/2)·log 2π
+	prod, err := gorgonia.HadamardProd(y, x)
+	if err != nil {
+		return nil, err
+	}
+	quad, err := gorgonia.Sum(prod)
+	if err != nil {
+		return nil, err
+	}
+	fit, err := gorgonia.Mul(scalar(-0.5), quad)
+	if err != nil {
+		return nil, err
+	}
+	penalty, err := gorgonia.Mul(scalar(cols/2), ld)
+	if err != nil {
+		return nil, err
+	}
+	v, err := gorgonia.Sub(fit, penalty)
+	if err != nil {
+		return nil, err
+	}
+	return gorgonia.Sub(v, scalar(n*cols*math.Log(2*math.Pi)/2))
 }
 
 // Syevd is the eigen-decomposition of a symmetric (Hermitian) A: w holds the N

@@ -158,6 +158,23 @@ func BenchmarkGPBackward(b *testing.B) {
 	benchBackward(b, g, cost)
 }
 
+// BenchmarkGPDensityBackward is BenchmarkGPBackward's cost written with
+// GaussianLogDensity: −GaussianLogDensity(A, y) is ½·yᵀA⁻¹y + ½·log det A
+// plus a constant, and A's gradient is one N×N computation where Potrs and
+// LogDet make two that Gorgonia adds on the host.
+func BenchmarkGPDensityBackward(b *testing.B) {
+	mesh, g, an, yn, _ := backwardInputs(b, false)
+	ld, err := mgla.GaussianLogDensity(an, yn, mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cost := G.Must(G.Neg(ld))
+	if _, err := G.Grad(cost, an); err != nil {
+		b.Fatal(err)
+	}
+	benchBackward(b, g, cost)
+}
+
 // The backward benchmarks run at N = 1000 on a one-device CPU mesh; on a GPU
 // machine (mglacuda build) -ops.backward-mesh gpu runs them on every visible
 // GPU, at -ops.backward-n.

@@ -372,6 +372,17 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		}
 		do(b.Geam(dt, false, false, n, n, float64(T(s)), ps[0], n, 0, ps[0], n, r, n))
 
+	case gLogDensity:
+		s, err := gScalarOf(vals[2])
+		if err != nil {
+			return nil, err
+		}
+		k := cols[1]
+		// a·C, then b·X·Xᵀ added into its lower triangle, mirrored below.
+		do(b.Geam(dt, false, false, n, n, float64(T(-s*float64(k)/2)), ps[0], n, 0, ps[0], n, r, n))
+		do(b.Syrkx(dt, n, k, float64(T(s/2)), ps[1], n, ps[1], n, 1, r, n))
+		lower = true
+
 	case gCholesky:
 		l, lbar := ps[0], ps[1]
 		// P = Φ(Lᵀ·L̄) by column blocks J from J's first row down, on a copy

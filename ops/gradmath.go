@@ -53,11 +53,12 @@ const (
 	gCholesky                   // (L, L̄) → sym(L⁻ᵀ·Φ(Lᵀ·tril(L̄))·L⁻¹): Cholesky's Ā
 	gEigValues                  // (E, w̄) → V·diag(w̄)·Vᵀ: the eigenvalues' share of Ā
 	gEigVectors                 // (E, V̄) → sym(V·(F∘(Vᵀ·V̄))·Vᵀ): the eigenvectors' share of Ā
+	gLogDensity                 // (C, X, ḡ) → ḡ·(½·X·Xᵀ − (k/2)·C): GaussianLogDensity's Ā with C = A⁻¹, X = A⁻¹B (k columns)
 )
 
-var gradNames = [...]string{"PotrsGrad", "CholSolveGradL", "PotriGrad", "LogDetGrad", "CholeskyGrad", "EigenValuesGrad", "EigenVectorsGrad"}
+var gradNames = [...]string{"PotrsGrad", "CholSolveGradL", "PotriGrad", "LogDetGrad", "CholeskyGrad", "EigenValuesGrad", "EigenVectorsGrad", "GaussianLogDensityGrad"}
 
-var gradArity = [...]int{2, 3, 2, 2, 2, 2, 2}
+var gradArity = [...]int{2, 3, 2, 2, 2, 2, 2, 3}
 
 // gradOp is one backward computation; its n×n output is placed on pl, or is
 // a row-major host tensor when host is set, and its buffers are reused from
@@ -287,10 +288,16 @@ func gradOperands[T gradReal](kind gradKind, n int, vals []gorgonia.Value) (mats
 }
 
 // gradMatrixInput reports whether input i of the backward computation kind
-// is a matrix (or vector) of n rows; the others are LogDet's scalar ḡ and
-// the eigenvalue gradient.
+// is a matrix (or vector) of n rows; the others are LogDet's and
+// GaussianLogDensity's scalar ḡ and the eigenvalue gradient.
 func gradMatrixInput(kind gradKind, i int) bool {
-	return !((kind == gScale || kind == gEigValues) && i == 1)
+	switch kind {
+	case gScale, gEigValues:
+		return i != 1
+	case gLogDensity:
+		return i != 2
+	}
+	return true
 }
 
 // gradCheckColumns checks the columns of kind's matrix inputs (cols
@@ -310,7 +317,7 @@ func gradCheckColumns(kind gradKind, n int, cols []int, vals []gorgonia.Value) e
 		if cols[0] != n || cols[1] != n {
 			return fmt.Errorf("operands with %d and %d columns", cols[0], cols[1])
 		}
-	case gScale, gEigValues:
+	case gScale, gEigValues, gLogDensity:
 		if cols[0] != n {
 			return fmt.Errorf("operand with %d columns", cols[0])
 		}
@@ -452,6 +459,14 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 			dst[i] = a * v
 		}
 
+	case gLogDensity:
+		g, err := gScalarOf(vals[2])
+		if err != nil {
+			return err
+		}
+		c, x, k := mats[0], mats[1], cols[1]
+		gLogDensityGrad(n, k, T(-g*float64(k)/2), T(g/2), c, x, dst)
+
 	case gCholesky:
 		l := mats[0] // only its lower triangle is read, by the triangular products
 		// P = Φ(Lᵀ·L̄), the lower triangle with the diagonal halved. Only
@@ -514,6 +529,35 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		return fmt.Errorf("%s: %w", errGradRange, err)
 	}
 	return nil
+}
+
+// gLogDensityGrad writes a·C + b·X·Xᵀ into dst (n×n, column-major), for
+// the exactly symmetric n×n C and the n×k X, exactly symmetric: with few
+// columns each entry sums b·(X_il·X_jl) over l in the same order as its
+// mirror image (the conversions keep Go from fusing a multiply-add, which
+// would round the two differently); with more, a gemm and a symmetrisation.
+func gLogDensityGrad[T gradReal](n, k int, a, b T, c, x, dst []T) {
+	if k > symOuterDirect {
+		for i, v := range c {
+			dst[i] = a * v
+		}
+		kernels.Gemm(false, true, n, n, k, b, x, n, x, n, 1, dst, n)
+		kernels.Symmetrize(n, dst, n)
+		return
+	}
+	for j := range n {
+		col, cj := dst[j*n:j*n+n], c[j*n:j*n+n]
+		for i := range col {
+			col[i] = T(a * cj[i])
+		}
+		for l := range k {
+			xl := x[l*n : l*n+n]
+			xj := xl[j]
+			for i := range col {
+				col[i] += T(b * T(xl[i]*xj))
+			}
+		}
+	}
 }
 
 // gEigenvectorWeights replaces the n×n column-major M = Vᵀ·V̄ by sym(F∘M)

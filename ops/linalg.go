@@ -3,9 +3,11 @@ package ops
 import (
 	"fmt"
 	"hash"
+	"math"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -23,9 +25,10 @@ const (
 	kEigen                        // (A) → eigenvectors, carrying the eigenvalues
 	kEigValues                    // (A, E) → eigenvalues (host vector); (A) values only
 	kEigVectors                   // (A, E) → eigenvectors
+	kLogDensity                   // (A, L, X, B) → log density of B's columns under N(0, A) (host scalar), X = Potrs(A, L, B)
 )
 
-var kernelNames = [...]string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Eigen", "EigenValues", "EigenVectors"}
+var kernelNames = [...]string{"Cholesky", "CholSolve", "Potrs", "Potri", "LogDet", "Eigen", "EigenValues", "EigenVectors", "GaussianLogDensity"}
 
 // kernelOp is one dense kernel on matrices in the column block-cyclic layout
 // of one mesh. Its gradients live in linalg_grad.go.
@@ -86,7 +89,7 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 		if n.Shape()[0] != s[0] {
 			return nil, badKernel(kind, "%v has %d rows, the matrix has %d", n, n.Shape()[0], s[0])
 		}
-		rhs := (kind == kCholSolve || kind == kPotrs) && i+1 == len(ins)-1
+		rhs := (kind == kCholSolve || kind == kPotrs) && i+1 == len(ins)-1 || kind == kLogDensity && i+1 >= 2
 		if !rhs && !n.Shape().Eq(s) {
 			// A factor, an inverse or an Eigen node of A: A's shape.
 			return nil, badKernel(kind, "%v has shape %v, want the matrix's %v", n, n.Shape(), s)
@@ -101,6 +104,11 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 		o.pl, _ = PlacementOf(b)
 		if b.Dims() > 2 {
 			return nil, badKernel(kind, "right-hand side has rank %d", b.Dims())
+		}
+	}
+	if kind == kLogDensity {
+		if x, b := ins[2], ins[3]; !x.Shape().Eq(b.Shape()) || b.Dims() > 2 {
+			return nil, badKernel(kind, "the solution %v has shape %v, the right-hand side %v %v", x, x.Shape(), b, b.Shape())
 		}
 	}
 	return o, nil
@@ -139,6 +147,23 @@ func Potri(a, l *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
 // LogDet is log det A (a host scalar of the real dtype), given L = Cholesky(A).
 func LogDet(a, l *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
 	return apply(kLogDet, opts, a, l)
+}
+
+// GaussianLogDensity is the log density of the k columns of B (N×K, or a length-N
+// vector: k = 1) as independent draws from the zero-mean normal N(0, A),
+// given L = Cholesky(A): −½·tr(BᵀA⁻¹B) − (k/2)·log det A − (N·k/2)·log 2π
+// for real dtypes, and for complex ones that of the circularly-symmetric
+// complex normal, −tr(BᴴA⁻¹B) − k·log det A − N·k·log π. A host scalar of
+// the real dtype. It solves for X = A⁻¹B with a Potrs node on L (merged with
+// the graph's own Potrs(a, l, b), if any), and its backward pass makes A's
+// gradient in one computation, ḡ·(½·X·Xᵀ − (k/2)·A⁻¹), where Potrs and
+// LogDet each make an N×N gradient for Gorgonia to add.
+func GaussianLogDensity(a, l, b *gorgonia.Node, opts ...KernelOption) (*gorgonia.Node, error) {
+	x, err := Potrs(a, l, b, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return apply(kLogDensity, opts, a, l, x, b)
 }
 
 // Eigen decomposes a sharded Hermitian matrix; the node's value holds the
@@ -185,7 +210,7 @@ func checkEigenOf(a, e *gorgonia.Node) error {
 
 func (o *kernelOp) Placement() (Placement, bool) {
 	switch o.kind {
-	case kLogDet, kEigValues:
+	case kLogDet, kEigValues, kLogDensity:
 		return Placement{}, false
 	}
 	return o.pl, true
@@ -203,6 +228,9 @@ func (o *kernelOp) Type() hm.Type {
 		return hm.NewFnType(m, m, b, b)
 	case kLogDet:
 		return hm.NewFnType(m, m, realOf(o.dt))
+	case kLogDensity:
+		x := hm.TypeVariable('x') // not 'b', Gorgonia's for a result
+		return hm.NewFnType(m, m, x, x, realOf(o.dt))
 	case kEigValues:
 		v := gorgonia.TensorType{Dims: 1, Of: realOf(o.dt)}
 		if o.arity == 1 {
@@ -225,7 +253,7 @@ func (o *kernelOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
 	switch o.kind {
 	case kCholSolve, kPotrs:
 		return shapeOf(in[len(in)-1])
-	case kLogDet:
+	case kLogDet, kLogDensity:
 		return tensor.ScalarShape(), nil
 	case kEigValues:
 		return tensor.Shape{s[0]}, nil
@@ -246,6 +274,8 @@ func rhsInput(kind kernelKind) int {
 		return 1
 	case kPotrs:
 		return 2
+	case kLogDensity:
+		return 3
 	}
 	return 0
 }
@@ -265,6 +295,9 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	// past its end.
 	if j := rhsInput(o.kind); j > 0 && ins[j].Rows() != ins[0].Rows() {
 		return nil, fmt.Errorf("%w: %v: a right-hand side of shape %v for a matrix of order %d (bind a value of the node's shape)", sharding.ErrBadInput, o, ins[j].Shape(), ins[0].Rows())
+	}
+	if o.kind == kLogDensity && !ins[2].Shape().Eq(ins[3].Shape()) {
+		return nil, fmt.Errorf("%w: %v: a solution of shape %v for a right-hand side of shape %v", sharding.ErrBadInput, o, ins[2].Shape(), ins[3].Shape())
 	}
 	s := solverFor(o.pl.Mesh, o.dispatch)
 	switch o.kind {
@@ -288,6 +321,8 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		return o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.potri(ins[1], out) })
 	case kLogDet:
 		return logDet(ins[1])
+	case kLogDensity:
+		return logDensity(ins[1], ins[2], ins[3])
 	case kEigen:
 		w := make([]float64, ins[0].Rows())
 		v, err := o.output(ins[0].Shape(), func(out *sharding.Tensor) error { return s.syevd(ins[0], w, out) })
@@ -359,11 +394,28 @@ func realVector(w []float64, dt tensor.Dtype) *tensor.Dense {
 	return tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(append([]float64(nil), w...)))
 }
 
-// logDet is 2·Σ log Re(L_ii) from the factor's diagonal.
+// logDet is 2·Σ log Re(L_ii) from the factor's diagonal, a host scalar of
+// the real dtype.
 func logDet(l *sharding.Tensor) (gorgonia.Value, error) {
-	d, err := l.Diagonal()
+	v, err := logDetOf(l)
 	if err != nil {
 		return nil, err
+	}
+	return realScalar(v, l.Dtype()), nil
+}
+
+// realScalar is v as a host scalar of dt's real dtype.
+func realScalar(v float64, dt tensor.Dtype) gorgonia.Value {
+	if realOf(dt) == tensor.Float32 {
+		return gorgonia.NewF32(float32(v))
+	}
+	return gorgonia.NewF64(v)
+}
+
+func logDetOf(l *sharding.Tensor) (float64, error) {
+	d, err := l.Diagonal()
+	if err != nil {
+		return 0, err
 	}
 	var sum float64
 	switch x := d.(type) {
@@ -371,7 +423,6 @@ func logDet(l *sharding.Tensor) (gorgonia.Value, error) {
 		for _, v := range x {
 			sum += logOf(float64(v))
 		}
-		return gorgonia.NewF32(float32(2 * sum)), nil
 	case []float64:
 		for _, v := range x {
 			sum += logOf(v)
@@ -380,11 +431,70 @@ func logDet(l *sharding.Tensor) (gorgonia.Value, error) {
 		for _, v := range x {
 			sum += logOf(float64(real(v)))
 		}
-		return gorgonia.NewF32(float32(2 * sum)), nil
 	case []complex128:
 		for _, v := range x {
 			sum += logOf(real(v))
 		}
 	}
-	return gorgonia.NewF64(2 * sum), nil
+	return 2 * sum, nil
+}
+
+// logDensity is GaussianLogDensity's value from the factor l of A, the solution x
+// of A·X = B and b: −½·Σ B∘X − (k/2)·log det A − (n·k/2)·log 2π, and for
+// complex dtypes −Σ Re(conj(B)∘X) − k·log det A − n·k·log π, summed in
+// float64; beyond the real dtype's range it is ErrNonFinite.
+func logDensity(l, x, b *sharding.Tensor) (gorgonia.Value, error) {
+	ld, err := logDetOf(l)
+	if err != nil {
+		return nil, err
+	}
+	xh, err := x.Gather()
+	if err != nil {
+		return nil, err
+	}
+	bh, err := b.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var quad float64
+	switch xs := xh.Data().(type) {
+	case []float32:
+		quad = realDot(xs, bh.Data().([]float32))
+	case []float64:
+		quad = realDot(xs, bh.Data().([]float64))
+	case []complex64:
+		quad = complexDot(xs, bh.Data().([]complex64))
+	case []complex128:
+		quad = complexDot(xs, bh.Data().([]complex128))
+	default:
+		return nil, sharding.CheckDtype(x.Dtype())
+	}
+	n, k := float64(b.Rows()), float64(b.Cols())
+	v := -quad/2 - k*ld/2 - n*k*math.Log(2*math.Pi)/2
+	if isComplex(b.Dtype()) {
+		v = -quad - k*ld - n*k*math.Log(math.Pi)
+	}
+	if math.IsInf(v, 0) || math.IsNaN(v) || realOf(b.Dtype()) == tensor.Float32 && math.Abs(v) > math.MaxFloat32 {
+		return nil, fmt.Errorf("%w: the log density %g is beyond %v's range", kernels.ErrNonFinite, v, realOf(b.Dtype()))
+	}
+	return realScalar(v, b.Dtype()), nil
+}
+
+// realDot is Σ x_i·b_i in float64.
+func realDot[T float32 | float64](x, b []T) float64 {
+	var s float64
+	for i, v := range x {
+		s += float64(v) * float64(b[i])
+	}
+	return s
+}
+
+// complexDot is Σ Re(conj(b_i)·x_i) in float64.
+func complexDot[T complex64 | complex128](x, b []T) float64 {
+	var s float64
+	for i, v := range x {
+		xv, bv := complex128(v), complex128(b[i])
+		s += real(bv)*real(xv) + imag(bv)*imag(xv)
+	}
+	return s
 }

@@ -30,6 +30,8 @@ import (
 //	                         gradient is zero).
 //	Potri      C = A⁻¹:      Ā = −C·sym(C̄)·C.
 //	LogDet     log det A:    Ā = ḡ·A⁻¹, A⁻¹ from Potri on the existing factor.
+//	GaussianLogDensity −½·tr(BᵀA⁻¹B) − (k/2)·log det A − const, X = A⁻¹B (k columns):
+//	           Ā = ḡ·(½·X·Xᵀ − (k/2)·A⁻¹) in one computation, B̄ = −ḡ·X.
 //	Cholesky   A = LLᵀ:      Ā = sym(L⁻ᵀ·Φ(Lᵀ·tril(L̄))·L⁻¹), Φ taking the lower
 //	                         triangle and halving the diagonal (Murray 2016,
 //	                         "Differentiation of the Cholesky decomposition").
@@ -48,9 +50,10 @@ import (
 // VᵀV̄ varies with w, which the backward pass does not see
 // (kernels.EigenvectorTerm). The eigenvalue gradient has no such problem.
 //
-// Inputs that are not differentiated: the factor L of Potrs, Potri and LogDet
-// (the gradient goes to A directly) and the Eigen node E of EigenValues and
-// EigenVectors (each contributes its share to A directly).
+// Inputs that are not differentiated: the factor L of Potrs, Potri, LogDet
+// and GaussianLogDensity and GaussianLogDensity's solution X (the gradient goes to A and B
+// directly) and the Eigen node E of EigenValues and EigenVectors (each
+// contributes its share to A directly).
 //
 // Complex dtypes are forward only: SymDiff and DoDiff return an error
 // wrapping ErrComplexGradient.
@@ -86,6 +89,10 @@ func (o *kernelOp) DiffWRT(n int) []bool {
 	case kPotrs:
 		if n == 3 {
 			d[2] = true
+		}
+	case kLogDensity:
+		if n == 4 {
+			d[3] = true
 		}
 	}
 	return d
@@ -132,6 +139,22 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 			break
 		}
 		res[0], err = gradNode(gScale, in[0], o.dt, inv, grad)
+	case kLogDensity:
+		var inv, x, neg *gorgonia.Node
+		if inv, err = Potri(in[0], in[1]); err != nil {
+			break
+		}
+		if res[0], err = gradNode(gLogDensity, in[0], o.dt, inv, in[2], grad); err != nil {
+			break
+		}
+		// B̄ = −ḡ·X on the host: N×K values.
+		if x, err = Gather(in[2]); err != nil {
+			break
+		}
+		if neg, err = gorgonia.Neg(grad); err != nil {
+			break
+		}
+		res[3], err = gorgonia.Mul(x, neg)
 	case kEigen:
 		res[0], err = gradNode(gEigVectors, in[0], o.dt, out, grad)
 	case kEigValues:
@@ -273,6 +296,39 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		// range into ErrNonFinite (added straight into A's accumulator it
 		// was a silent Inf).
 		return addGrad(gScale, inv, og)
+	case kLogDensity:
+		g, err := gScalarOf(og)
+		if err != nil {
+			return err
+		}
+		ls, err := asSharded(val(1), Placement{pa.Mesh, inputLayout(val(1), pa)})
+		if err != nil {
+			return err
+		}
+		xs, err := asSharded(val(2), Placement{pa.Mesh, inputLayout(val(2), pa)})
+		if err != nil {
+			return err
+		}
+		inv, err := sharding.New(pa.Mesh, tensor.Shape{n, n}, o.dt, pa.Layout)
+		if err != nil {
+			return err
+		}
+		defer inv.Free()
+		if err := solverFor(pa.Mesh, o.dispatch).potri(ls, inv); err != nil {
+			return err
+		}
+		if err := addGrad(gLogDensity, inv, xs, og); err != nil {
+			return err
+		}
+		bbar, err := sharding.New(xs.Mesh(), xs.Shape(), o.dt, xs.Layout())
+		if err != nil {
+			return err
+		}
+		defer bbar.Free()
+		if err := bbar.AddScaled(-g, xs); err != nil {
+			return err
+		}
+		return accumulateInto(in[3], bbar)
 	case kEigen:
 		return addGrad(gEigVectors, out.Value(), og)
 	case kEigValues:

@@ -1081,3 +1081,75 @@ func TestScalarBoundOnGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestGridGaussianLogDensity compares mgla.GaussianLogDensity with WithGrid
+// (built from the grid's Potrs and LogDet) with the fused op on a CPU mesh:
+// the value and the gradients of A and Y, on both machines, float32 and
+// float64, every grid and shape; and a complex or grid-resident operand is
+// ErrBadInput.
+func TestGridGaussianLogDensity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 43))
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		for _, sh := range shapes {
+			for _, m := range []machine{tape, lisp} {
+				if m == lisp && sh.n == 1 {
+					// Gorgonia's LispMachine gets gradients through
+					// one-element values wrong (README, Limitations):
+					// the grid's composition is Gorgonia's Sum and
+					// HadamardProd.
+					continue
+				}
+				gridDensity[float64](t, rng, on, grid, sh.n, sh.k, sh.nb, m)
+				gridDensity[float32](t, rng, on, grid, sh.n, sh.k, sh.nb, m)
+			}
+		}
+		g := G.NewGraph()
+		ac, _, yc := operands[complex128](rng, 4, 1)
+		_, err := mgla.GaussianLogDensity(input(g, "A", ac), input(g, "Y", yc), mgla.WithGrid(on))
+		if !errors.Is(err, mgla.ErrBadInput) {
+			t.Errorf("%s: complex128 on a grid: %v, want ErrBadInput", gridName(grid), err)
+		}
+		a, _, y := operands[float64](rng, 4, 1)
+		an, _ := onGrid(t, on, g, grid, "Ag", a, 2, rowBlocks)
+		if _, err := mgla.GaussianLogDensity(an, input(g, "Yg", y), mgla.WithGrid(on)); !errors.Is(err, mgla.ErrBadInput) {
+			t.Errorf("%s: a grid value: %v, want ErrBadInput", gridName(grid), err)
+		}
+	}
+}
+
+func gridDensity[T float32 | float64](t *testing.T, rng *rand.Rand, on *distops.Ops, grid *dist.Grid, n, k, nb int, m machine) {
+	dt := dtypeOf[T]()
+	name := fmt.Sprintf("%s %v n=%d k=%d nb=%d %v", gridName(grid), dt, n, k, nb, m)
+	a, _, y := operands[T](rng, n, k)
+	build := func(opts ...mgla.Option) func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+		return func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+			an, yn := input(g, "A", a), input(g, "Y", y)
+			if cost, err = mgla.GaussianLogDensity(an, yn, opts...); err != nil {
+				return nil, nil, nil, err
+			}
+			return []*G.Node{cost}, []*G.Node{an, yn}, cost, nil
+		}
+	}
+	got, grads, err := run(m, build(mgla.WithGrid(on), mgla.WithTile(nb)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want, wgrads, err := run(tape, build())
+	if err != nil {
+		t.Fatalf("%s: on a mesh: %v", name, err)
+	}
+	tol := 10 * tolerance(dt)
+	for _, c := range []struct {
+		what      string
+		got, want G.Value
+	}{{"value", got[0], want[0]}, {"Ā", grads[0], wgrads[0]}, {"Ȳ", grads[1], wgrads[1]}} {
+		if !c.got.Shape().Eq(c.want.Shape()) {
+			t.Errorf("%s: %s has shape %v, want %v", name, c.what, c.got.Shape(), c.want.Shape())
+			continue
+		}
+		if ok, j := near(c128(c.got), c128(c.want), tol); !ok {
+			t.Errorf("%s: %s[%d] = %v, on a mesh %v", name, c.what, j, c128(c.got)[j], c128(c.want)[j])
+		}
+	}
+}

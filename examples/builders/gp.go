@@ -239,9 +239,10 @@ func IdentityRows(n, r0, r1 int) *tensor.Dense {
 //	NLL(θ) = ½·tr(Yᵀ·K⁻¹·Y) + (R/2)·log det K + (N·R/2)·log 2π,
 //	K(θ)   = σ²·exp(−D/(2ℓ²)) + σₙ²·I,   D_ij = (x_i − x_j)²,
 //
-// with θ = (log ℓ, log σ², log σₙ²). K⁻¹Y comes from mgla.Potrs and log det K
-// from mgla.LogDet on the same K node, so both share one Cholesky
-// factorisation, and gorgonia.Grad differentiates through both.
+// with θ = (log ℓ, log σ², log σₙ²). The NLL is −mgla.GaussianLogDensity(K,
+// Y), whose gradient of K is one N×N computation from the forward factor;
+// K⁻¹Y (mgla.Potrs) and log det K (mgla.LogDet), for prediction and
+// reporting, share its Cholesky factorisation and solve.
 type GPModel struct {
 	Graph *G.ExprGraph
 	// Params are the scalar input nodes log ℓ, log σ², log σₙ².
@@ -265,10 +266,6 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 	if y == nil || y.Dims() < 1 || y.Dims() > 2 || y.Shape()[0] != n || y.Dtype() != tensor.Float64 {
 		return nil, fmt.Errorf("gp model: y must be a float64 N×R matrix or length-N vector with N = len(x) = %d", n)
 	}
-	r := 1
-	if y.Dims() == 2 {
-		r = y.Shape()[1]
-	}
 	defer catch(&err)
 	g := G.NewGraph()
 	m := &GPModel{Graph: g}
@@ -280,13 +277,9 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
 
 	m.K = KernelMatrix(d, eye, m.Params)
-	m.Alpha = G.Must(mgla.Potrs(m.K, yn, opts...)) // K⁻¹Y
+	m.NLL = G.Must(G.Neg(G.Must(mgla.GaussianLogDensity(m.K, yn, opts...))))
+	m.Alpha = G.Must(mgla.Potrs(m.K, yn, opts...)) // K⁻¹Y, the density's solve
 	m.LogDet = G.Must(mgla.LogDet(m.K, opts...))   // log det K, from the same factor
-	quad := G.Must(G.Sum(G.Must(G.HadamardProd(yn, m.Alpha))))
-	m.NLL = G.Must(G.Add(
-		G.Must(G.Mul(G.NewConstant(0.5), quad)),
-		G.Must(G.Mul(G.NewConstant(0.5*float64(r)), m.LogDet))))
-	m.NLL = G.Must(G.Add(m.NLL, G.NewConstant(0.5*float64(n*r)*math.Log(2*math.Pi))))
 	if m.Grads, err = G.Grad(m.NLL, m.Params[:]...); err != nil {
 		return nil, fmt.Errorf("gp model: gradient: %w", err)
 	}

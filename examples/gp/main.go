@@ -3,9 +3,9 @@
 //
 //	½·tr(Yᵀ·K⁻¹·Y) + (R/2)·log det K + (N·R/2)·log 2π
 //
-// of R sample paths Y at N inputs is one Gorgonia graph, with K⁻¹Y from
-// mgla.Potrs and log det K from mgla.LogDet sharing one Cholesky factor of
-// K(θ) = σ²·exp(−D/(2ℓ²)) + σₙ²·I, and its gradient by gorgonia.Grad. Adam
+// of R sample paths Y at N inputs is one Gorgonia graph, −mgla.GaussianLogDensity
+// of Y under N(0, K(θ)), K(θ) = σ²·exp(−D/(2ℓ²)) + σₙ²·I, and its gradient
+// by gorgonia.Grad. Adam
 // runs over θ = (log ℓ, log σ², log σₙ²), re-running one TapeMachine per
 // step. The data are drawn in the program from a GP with known parameters,
 // so the output compares what was learned with the truth, and the
