@@ -47,7 +47,9 @@ func TestInputNode(t *testing.T) {
 
 // Input panics with a message on a nil tensor or graph, like Gorgonia's
 // own constructors; a freed tensor builds, and the op reading it returns
-// sharding.ErrFreed.
+// sharding.ErrFreed, on both machines (the LispMachine clones an input's
+// value for its gradient, and panicked on its own goroutine when that
+// clone was an error).
 func TestInputNilAndFreed(t *testing.T) {
 	mesh, err := sharding.CPUMesh(2)
 	require.NoError(t, err)
@@ -56,18 +58,26 @@ func TestInputNilAndFreed(t *testing.T) {
 	require.NoError(t, err)
 	require.PanicsWithValue(t, `ops.Input("A"): nil graph or tensor`, func() { Input(nil, a, "A") })
 	a.Free()
-	g := gorgonia.NewGraph()
-	l, err := Cholesky(Input(g, a, "A"))
-	require.NoError(t, err)
-	m := gorgonia.NewTapeMachine(g)
-	defer m.Close()
-	err = m.RunAll()
-	require.Error(t, err)
-	for e, ok := err.(interface{ Err() error }); ok; e, ok = err.(interface{ Err() error }) {
-		err = e.Err() // TapeMachine's wrapper has no Unwrap (mgla.Cause)
+	for _, lisp := range []bool{false, true} {
+		g := gorgonia.NewGraph()
+		l, err := Cholesky(Input(g, a, "A"))
+		require.NoError(t, err)
+		ln, err := Gather(l)
+		require.NoError(t, err)
+		gorgonia.Must(gorgonia.Sum(ln))
+		var m gorgonia.VM = gorgonia.NewTapeMachine(g)
+		if lisp {
+			m = gorgonia.NewLispMachine(g)
+		}
+		err = m.RunAll()
+		m.Close()
+		require.Error(t, err, "lisp %v", lisp)
+		for e, ok := err.(interface{ Err() error }); ok; e, ok = err.(interface{ Err() error }) {
+			err = e.Err() // TapeMachine's wrapper has no Unwrap (mgla.Cause)
+		}
+		require.ErrorIs(t, err, sharding.ErrFreed, "lisp %v: %v", lisp, err)
+		require.Nil(t, l.Value(), "lisp %v", lisp)
 	}
-	require.ErrorIs(t, err, sharding.ErrFreed, "%v", err)
-	require.Nil(t, l.Value())
 }
 
 // TestInputNameTaken: a second Input of a name the graph holds panics,

@@ -36,6 +36,9 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 	if x.Dims() < 1 || x.Dims() > 2 {
 		return nil, fmt.Errorf("%w: ops: Shard needs a matrix or a vector, %v has %d dimensions", sharding.ErrBadInput, x.Name(), x.Dims())
 	}
+	if err := sharding.CheckShape(x.Shape()); err != nil {
+		return nil, fmt.Errorf("%w: ops: Shard of %v: %w", sharding.ErrBadInput, x.Name(), err)
+	}
 	// Integer dtypes move too (for the collectives); kernels reject them.
 	if err := sharding.CheckStorageDtype(x.Dtype()); err != nil {
 		return nil, fmt.Errorf("%w: ops: Shard: %w", sharding.ErrBadInput, err)

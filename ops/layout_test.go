@@ -84,3 +84,19 @@ func TestShardValueStaysOnMesh(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, p.Mesh.Same(mesh))
 }
+
+// TestShardBadShapes: Shard refuses at build time, with ErrBadInput and the
+// graph unchanged, what no mesh can hold: empty shapes (they failed at run
+// time with an error that was not ErrBadInput) and ranks other than 1 and 2.
+func TestShardBadShapes(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	for _, shape := range []tensor.Shape{{0, 3}, {3, 0}, {0}, {0, 0}, {2, 2, 2}} {
+		g := G.NewGraph()
+		x := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"))
+		before := len(g.AllNodes())
+		_, err := Shard(x, mesh, sharding.Cyclic(2))
+		require.ErrorIs(t, err, sharding.ErrBadInput, "%v", shape)
+		require.Len(t, g.AllNodes(), before, "%v", shape)
+	}
+}

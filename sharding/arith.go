@@ -18,7 +18,7 @@ func (t *Tensor) AddScaled(alpha float64, src *Tensor) error {
 	if !t.mesh.Same(src.mesh) {
 		return fmt.Errorf("%w: %v and %v", ErrMeshMismatch, t.mesh, src.mesh)
 	}
-	if !t.shape.Eq(src.shape) || t.dtype != src.dtype {
+	if !sameMatrix(t.shape, src.shape) || t.dtype != src.dtype {
 		return fmt.Errorf("sharding: cannot add %v %v to %v %v", src.shape, src.dtype, t.shape, t.dtype)
 	}
 	if src.layout != t.layout {

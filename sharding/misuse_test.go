@@ -83,7 +83,13 @@ func TestFreedTensor(t *testing.T) {
 		{"Relayout", func(x, _ *Tensor) error { _, err := x.Relayout(RowBlocks()); return err }},
 		{"RelayoutInto source", func(x, live *Tensor) error { return x.RelayoutInto(live) }},
 		{"RelayoutInto destination", func(x, live *Tensor) error { return live.RelayoutInto(x) }},
-		{"Clone", func(x, _ *Tensor) error { _, err := x.Clone(); return err }},
+		{"Clone", func(x, _ *Tensor) error { // a freed tensor's clone is freed
+			c, err := x.Clone()
+			if err != nil {
+				return err
+			}
+			return c.(*Tensor).usable()
+		}},
 		{"AddScaled receiver", func(x, live *Tensor) error { return x.AddScaled(1, live) }},
 		{"AddScaled argument", func(x, live *Tensor) error { return live.AddScaled(1, x) }},
 		{"Diagonal", func(x, _ *Tensor) error { _, err := x.Diagonal(); return err }},
@@ -476,4 +482,43 @@ func sliced(t *testing.T, d *tensor.Dense, clone bool, s ...tensor.Slice) *tenso
 		return v.(*tensor.Dense).Clone().(*tensor.Dense)
 	}
 	return v.(*tensor.Dense)
+}
+
+// TestRowAgainstColumnVector: a (1, n) and an (n) tensor (tensor.Shape.Eq
+// takes one for the other) are a row and a column to the shards, so
+// AddScaled, RelayoutInto and CopyTo refuse the pair with a shape error
+// before writing anything (AddScaled indexed past the source's shard and
+// panicked after writing device 0's part), and Reuse makes a new tensor.
+func TestRowAgainstColumnVector(t *testing.T) {
+	for ndev := 1; ndev <= 3; ndev++ {
+		mesh, err := CPUMesh(ndev)
+		require.NoError(t, err)
+		for _, layout := range []Layout{ColBlocks(), RowBlocks(), Cyclic(2), Replicated()} {
+			name := fmt.Sprintf("%d devices, %v", ndev, layout)
+			dst, err := New(mesh, tensor.Shape{6}, tensor.Float64, layout)
+			require.NoError(t, err, name)
+			row, err := Put(tensor.New(tensor.WithShape(1, 6), tensor.WithBacking(seq(6))), mesh, layout)
+			require.NoError(t, err, name)
+			for _, c := range []struct {
+				op string
+				fn func() error
+			}{
+				{"AddScaled", func() error { return dst.AddScaled(1, row) }},
+				{"RelayoutInto", func() error { return row.RelayoutInto(dst) }},
+				{"CopyTo", func() error { return row.CopyTo(dst) }},
+			} {
+				var err error
+				require.NotPanics(t, func() { err = c.fn() }, "%s: %s", name, c.op)
+				require.ErrorContains(t, err, "(1, 6)", "%s: %s", name, c.op)
+				back, err := dst.Gather()
+				require.NoError(t, err, name)
+				require.Equal(t, make([]float64, 6), back.Data(), "%s: %s wrote into its destination", name, c.op)
+			}
+			reused, err := Reuse(row, mesh, tensor.Shape{6}, tensor.Float64, layout)
+			require.NoError(t, err, name)
+			require.NotSame(t, row, reused, "%s: Reuse of a row for a column", name)
+			require.Nil(t, row.Shard(ndev), "%s: a device not in the mesh", name)
+			require.Nil(t, row.Shard(-1), "%s: a device not in the mesh", name)
+		}
+	}
 }

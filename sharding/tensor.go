@@ -95,6 +95,22 @@ func matrixShape(shape tensor.Shape) (rows, cols int, err error) {
 	return rows, cols, nil
 }
 
+// CheckShape reports why a tensor of shape cannot be sharded: not a matrix
+// or a vector, empty, or of more elements than memory can hold.
+func CheckShape(shape tensor.Shape) error {
+	_, _, err := matrixShape(shape)
+	return err
+}
+
+// sameMatrix reports whether the shapes a and b hold their elements as the
+// same rows×cols matrix, which is how shards lay them out: tensor.Shape.Eq
+// takes (1, n) for (n), one row against one column.
+func sameMatrix(a, b tensor.Shape) bool {
+	ra, ca, errA := matrixShape(a)
+	rb, cb, errB := matrixShape(b)
+	return a.Eq(b) && errA == nil && errB == nil && ra == rb && ca == cb
+}
+
 // New allocates a zeroed sharded tensor.
 func New(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tensor, error) {
 	return newTensor(mesh, shape, dt, layout, true)
@@ -133,7 +149,7 @@ func newTensor(mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout, z
 // not been freed (so an op can write its output into last run's buffers),
 // and a new tensor otherwise.
 func Reuse(prev *Tensor, mesh *Mesh, shape tensor.Shape, dt tensor.Dtype, layout Layout) (*Tensor, error) {
-	if prev != nil && prev.mesh == mesh && prev.shape.Eq(shape) && prev.dtype == dt && prev.layout == layout && prev.shards != nil {
+	if prev != nil && prev.mesh == mesh && sameMatrix(prev.shape, shape) && prev.dtype == dt && prev.layout == layout && prev.shards != nil {
 		return prev, nil
 	}
 	return New(mesh, shape, dt, layout)
@@ -320,7 +336,7 @@ func (t *Tensor) RelayoutInto(dst *Tensor) error {
 	if !t.mesh.Same(dst.mesh) {
 		return fmt.Errorf("%w: %v and %v", ErrMeshMismatch, t.mesh, dst.mesh)
 	}
-	if !t.shape.Eq(dst.shape) || t.dtype != dst.dtype {
+	if !sameMatrix(t.shape, dst.shape) || t.dtype != dst.dtype {
 		return fmt.Errorf("sharding: relayout of %v %v into %v %v", t.shape, t.dtype, dst.shape, dst.dtype)
 	}
 	p, err := cyclic.NewPlan(t.Rows(), t.Cols(), t.mesh.Size(), t.layout, dst.layout)
@@ -365,9 +381,10 @@ func (t *Tensor) LocalShape(d int) (rows, cols int) {
 	return cyclic.LocalShape(t.layout, t.Rows(), t.Cols(), t.mesh.Size(), d)
 }
 
-// Shard is device d's buffer (nil once the tensor is freed).
+// Shard is device d's buffer (nil once the tensor is freed, and for a
+// device not in the mesh).
 func (t *Tensor) Shard(d int) Buffer {
-	if t.usable() != nil {
+	if t.usable() != nil || d < 0 || d >= len(t.shards) {
 		return nil
 	}
 	return t.shards[d]
@@ -395,9 +412,16 @@ func (t *Tensor) Pointer() unsafe.Pointer { return unsafe.Pointer(t) }
 // type-check like host matrices.
 func (t *Tensor) Type() hm.Type { return gorgonia.TensorType{Dims: len(t.shape), Of: t.dtype} }
 
-// Clone returns a deep copy on the same mesh and layout.
+// Clone returns a deep copy on the same mesh and layout (of a freed tensor,
+// a freed tensor).
 func (t *Tensor) Clone() (interface{}, error) {
-	if err := t.usable(); err != nil {
+	if err := t.usable(); errors.Is(err, ErrFreed) {
+		// A freed tensor's clone is a freed tensor: Gorgonia's LispMachine
+		// clones an input's value for its gradient and panics, on its own
+		// goroutine, on an error; the ops that read the value report
+		// ErrFreed instead.
+		return &Tensor{mesh: t.mesh, layout: t.layout, shape: t.shape.Clone(), dtype: t.dtype}, nil
+	} else if err != nil {
 		return nil, err
 	}
 	out, err := t.Relayout(t.layout)
@@ -452,7 +476,7 @@ func (t *Tensor) Same(o *Tensor) bool {
 	if t == nil || o == nil {
 		return t == o
 	}
-	return t.mesh.Same(o.mesh) && t.shape.Eq(o.shape) && t.dtype == o.dtype && t.layout == o.layout
+	return t.mesh.Same(o.mesh) && sameMatrix(t.shape, o.shape) && t.dtype == o.dtype && t.layout == o.layout
 }
 
 // columnMap says where each column of a layout that keeps whole columns on
