@@ -45,10 +45,13 @@ import (
 // Repeated eigenvalues: F is unbounded as two eigenvalues approach each other
 // and infinite when they are equal (to rounding: kernels.EigenGapTolerance).
 // There a pair whose entries of VᵀV̄ are both zero (the cost leaves those
-// eigenvectors unused) contributes 0, and any other pair is
-// ErrRepeatedEigenvalues instead of Inf or NaN: its limit depends on how
-// VᵀV̄ varies with w, which the backward pass does not see
-// (kernels.EigenvectorTerm). The eigenvalue gradient has no such problem.
+// eigenvectors unused, or uses only their span) contributes 0, and any other
+// pair is ErrRepeatedEigenvalues instead of Inf or NaN: its limit depends on
+// how VᵀV̄ varies with w, which the backward pass does not see
+// (kernels.EigenvectorTerm). Entries zero at that V alone (a diagonal A and
+// a cost Σ W∘V∘V, not differentiable there) pass the same test: w̄ and V̄
+// cannot tell them apart (README). The eigenvalue gradient has no such
+// problem.
 //
 // Inputs that are not differentiated: the factor L of Potrs, Potri, LogDet
 // and GaussianLogDensity and GaussianLogDensity's solution X (the gradient goes to A and B
