@@ -246,6 +246,23 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		return bbar, nil
 	}
 
+	// inverse is A⁻¹ from the factor L (input 1), placed like A.
+	inverse := func() (*sharding.Tensor, error) {
+		ls, err := asSharded(val(1), Placement{pa.Mesh, inputLayout(val(1), pa)})
+		if err != nil {
+			return nil, err
+		}
+		inv, err := sharding.New(pa.Mesh, tensor.Shape{n, n}, o.dt, pa.Layout)
+		if err != nil {
+			return nil, err
+		}
+		if err := solverFor(pa.Mesh, o.dispatch).potri(ls, inv); err != nil {
+			inv.Free()
+			return nil, err
+		}
+		return inv, nil
+	}
+
 	switch o.kind {
 	case kCholesky:
 		return addGrad(gCholesky, out.Value(), og)
@@ -283,18 +300,11 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		if _, err := gScalarOf(og); err != nil { // before the inverse: a malformed ḡ fails early
 			return err
 		}
-		ls, err := asSharded(val(1), Placement{pa.Mesh, inputLayout(val(1), pa)})
-		if err != nil {
-			return err
-		}
-		inv, err := sharding.New(pa.Mesh, tensor.Shape{n, n}, o.dt, pa.Layout)
+		inv, err := inverse()
 		if err != nil {
 			return err
 		}
 		defer inv.Free()
-		if err := solverFor(pa.Mesh, o.dispatch).potri(ls, inv); err != nil {
-			return err
-		}
 		// Through a temporary, whose check turns a ḡ·A⁻¹ beyond the dtype's
 		// range into ErrNonFinite (added straight into A's accumulator it
 		// was a silent Inf).
@@ -304,22 +314,15 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		if err != nil {
 			return err
 		}
-		ls, err := asSharded(val(1), Placement{pa.Mesh, inputLayout(val(1), pa)})
-		if err != nil {
-			return err
-		}
 		xs, err := asSharded(val(2), Placement{pa.Mesh, inputLayout(val(2), pa)})
 		if err != nil {
 			return err
 		}
-		inv, err := sharding.New(pa.Mesh, tensor.Shape{n, n}, o.dt, pa.Layout)
+		inv, err := inverse()
 		if err != nil {
 			return err
 		}
 		defer inv.Free()
-		if err := solverFor(pa.Mesh, o.dispatch).potri(ls, inv); err != nil {
-			return err
-		}
 		if err := addGrad(gLogDensity, inv, xs, og); err != nil {
 			return err
 		}
