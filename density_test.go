@@ -241,3 +241,54 @@ func TestGaussianLogDensityErrors(t *testing.T) {
 		require.Equal(t, fmt.Sprint(c.y), fmt.Sprint(yv.Data()), "%s: y changed", c.name)
 	}
 }
+
+// TestGaussianLogDensityRange: float32 results beyond the range are
+// ErrNonFinite, the value (summed in float64, so −2e38 from terms whose sum
+// is −4e38 is right) and ȳ = −ḡ·α, which overflowed to a silent −Inf
+// where K̄ fits (a review's finding), on both machines.
+func TestGaussianLogDensityRange(t *testing.T) {
+	f32 := func(g *G.ExprGraph, name string, shape []int, v ...float32) *G.Node {
+		return G.NewTensor(g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(name),
+			G.WithValue(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))))
+	}
+	eye4 := []float32{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}
+	for _, c := range []struct {
+		name string
+		v    float32 // y = (v, v, v, v), K = I₄: the density is −2v² − 2·log 2π
+		want float64 // 0: ErrNonFinite
+	}{{"fits", 1e19, -2e38}, {"beyond", 2e19, 0}} {
+		g := G.NewGraph()
+		ld, err := mgla.GaussianLogDensity(f32(g, "K", []int{4, 4}, eye4...), f32(g, "y", []int{4}, c.v, c.v, c.v, c.v))
+		require.NoError(t, err)
+		m := G.NewTapeMachine(g)
+		err = m.RunAll()
+		m.Close()
+		if c.want == 0 {
+			require.ErrorIs(t, mgla.Cause(err), mgla.ErrNonFinite, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		require.InDelta(t, c.want, float64(ld.Value().Data().(float32)), 1e32, c.name)
+	}
+	for _, lisp := range []bool{false, true} {
+		// K = I₂, y = (1.5, 1.5), cost s·density with s = 2.5e38: K̄ fits
+		// (at most 2.81e38), ȳ = −s·α = −3.75e38 does not.
+		g := G.NewGraph()
+		k, y := f32(g, "K", []int{2, 2}, 1, 0, 0, 1), f32(g, "y", []int{2}, 1.5, 1.5)
+		ld, err := mgla.GaussianLogDensity(k, y)
+		require.NoError(t, err)
+		s := G.NewScalar(g, tensor.Float32, G.WithName("s"), G.WithValue(float32(2.5e38)))
+		cost := G.Must(G.Mul(G.Must(G.Sub(ld, G.NewConstant(float32(-4.087877)))), s))
+		var m G.VM
+		if lisp {
+			m = G.NewLispMachine(g)
+		} else {
+			_, err := G.Grad(cost, k, y)
+			require.NoError(t, err)
+			m = G.NewTapeMachine(g)
+		}
+		err = m.RunAll()
+		m.Close()
+		require.ErrorIs(t, mgla.Cause(err), mgla.ErrNonFinite, "lisp %v", lisp)
+	}
+}

@@ -659,16 +659,18 @@ func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 		return gorgonia.NewConstant(v)
 	}
 	y = sharding.InGraph(x.Graph(), y)
-	// −½·Σ y∘x − (k/2)·log det K − (N·k/2)·log 2π
-	prod, err := gorgonia.HadamardProd(y, x)
+	// −½·Σ y∘x − (k/2)·log det K − (N·k/2)·log 2π, halved before the sum
+	// (in the dtype, Gorgonia's ops: a sum of twice the value could
+	// overflow where the value fits), and checked as the mesh op's is.
+	half, err := gorgonia.Mul(scalar(-0.5), y)
 	if err != nil {
 		return nil, err
 	}
-	quad, err := gorgonia.Sum(prod)
+	prod, err := gorgonia.HadamardProd(half, x)
 	if err != nil {
 		return nil, err
 	}
-	fit, err := gorgonia.Mul(scalar(-0.5), quad)
+	fit, err := gorgonia.Sum(prod)
 	if err != nil {
 		return nil, err
 	}
@@ -680,7 +682,10 @@ func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gorgonia.Sub(v, scalar(n*cols*math.Log(2*math.Pi)/2))
+	if v, err = gorgonia.Sub(v, scalar(n*cols*math.Log(2*math.Pi)/2)); err != nil {
+		return nil, err
+	}
+	return ops.CheckFinite(v, "the log density, beyond the dtype's range")
 }
 
 // Syevd is the eigen-decomposition of a symmetric (Hermitian) A: w holds the N

@@ -67,7 +67,10 @@ func TestInputNilAndFreed(t *testing.T) {
 		gorgonia.Must(gorgonia.Sum(ln))
 		var m gorgonia.VM = gorgonia.NewTapeMachine(g)
 		if lisp {
-			m = gorgonia.NewLispMachine(g)
+			// Forward only: after an error Gorgonia's LispMachine goes on
+			// with the backward pass on its own goroutine, racing with
+			// RunAll's return (a data race of Gorgonia's own under -race).
+			m = gorgonia.NewLispMachine(g, gorgonia.ExecuteFwdOnly())
 		}
 		err = m.RunAll()
 		m.Close()

@@ -150,14 +150,17 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 		if res[0], err = gradNode(gLogDensity, in[0], o.dt, inv, in[2], grad); err != nil {
 			break
 		}
-		// B̄ = −ḡ·X on the host: N×K values.
+		// B̄ = −ḡ·X on the host: N×K values, checked as a result of mgla's.
 		if x, err = Gather(in[2]); err != nil {
 			break
 		}
 		if neg, err = gorgonia.Neg(grad); err != nil {
 			break
 		}
-		res[3], err = gorgonia.Mul(x, neg)
+		if res[3], err = gorgonia.Mul(x, neg); err != nil {
+			break
+		}
+		res[3], err = CheckFinite(res[3], "GaussianLogDensity's gradient of its right-hand side, "+errGradRange)
 	case kEigen:
 		res[0], err = gradNode(gEigVectors, in[0], o.dt, out, grad)
 	case kEigValues:
@@ -333,6 +336,9 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 		defer bbar.Free()
 		if err := bbar.AddScaled(-g, xs); err != nil {
 			return err
+		}
+		if err := bbar.CheckFinite(false); err != nil {
+			return fmt.Errorf("the gradient of the right-hand side: %s: %w", errGradRange, err)
 		}
 		return accumulateInto(in[3], bbar)
 	case kEigen:

@@ -1115,6 +1115,25 @@ func TestGridGaussianLogDensity(t *testing.T) {
 		if _, err := mgla.GaussianLogDensity(an, input(g, "Yg", y), mgla.WithGrid(on)); !errors.Is(err, mgla.ErrBadInput) {
 			t.Errorf("%s: a grid value: %v, want ErrBadInput", gridName(grid), err)
 		}
+		// float32, K = I₄, y = (v, v, v, v): −2v² − 2·log 2π fits at v =
+		// 1e19, whose y∘x sums to 4e38 (a silent −Inf once, a review's
+		// finding), and is ErrNonFinite at 2e19.
+		for _, v := range []float32{1e19, 2e19} {
+			eye := tensor.New(tensor.WithShape(4, 4), tensor.WithBacking([]float32{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}))
+			yv := tensor.New(tensor.WithShape(4), tensor.WithBacking([]float32{v, v, v, v}))
+			got, _, err := run(tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+				d, err := mgla.GaussianLogDensity(input(g, "K", eye), input(g, "y", yv), mgla.WithGrid(on))
+				return []*G.Node{d}, nil, nil, err
+			})
+			switch {
+			case v == 2e19 && !errors.Is(err, mgla.ErrNonFinite):
+				t.Errorf("%s: v = %g: %v, want ErrNonFinite", gridName(grid), v, err)
+			case v == 1e19 && err != nil:
+				t.Errorf("%s: v = %g: %v", gridName(grid), v, err)
+			case v == 1e19 && math.Abs(float64(got[0].Data().(float32))+2e38) > 1e32:
+				t.Errorf("%s: v = %g: %v, want −2e38", gridName(grid), v, got[0])
+			}
+		}
 	}
 }
 

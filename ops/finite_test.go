@@ -1,0 +1,78 @@
+package ops
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/sharding"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestCheckFinite: a finite value passes as a new value (not the input's
+// memory), a NaN or an Inf is ErrNonFinite naming the element, the
+// gradient is the identity on both machines, and what the op cannot check
+// is refused at build time.
+func TestCheckFinite(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    gorgonia.Value
+		bad  bool
+	}{
+		{"F64", gorgonia.NewF64(2), false},
+		{"F64 Inf", gorgonia.NewF64(math.Inf(-1)), true},
+		{"F32 NaN", gorgonia.NewF32(float32(math.NaN())), true},
+		{"matrix", tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, 3, 4})), false},
+		{"matrix Inf", tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, math.Inf(1), 4})), true},
+		{"float32 vector NaN", tensor.New(tensor.WithShape(3), tensor.WithBacking([]float32{1, float32(math.NaN()), 3})), true},
+	} {
+		o := &finiteOp{base: base{name: "CheckFinite(x)"}, what: "x"}
+		out, err := o.Do(c.v)
+		if c.bad {
+			require.ErrorIs(t, err, kernels.ErrNonFinite, c.name)
+			require.ErrorContains(t, err, "x: ", c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.v.Data(), out.Data(), c.name)
+		if d, ok := c.v.(*tensor.Dense); ok {
+			require.NotSame(t, &d.Float64s()[0], &out.(*tensor.Dense).Float64s()[0], "%s: the input's memory", c.name)
+		}
+	}
+
+	for _, lisp := range []bool{false, true} {
+		g := gorgonia.NewGraph()
+		x := gorgonia.NewVector(g, tensor.Float64, gorgonia.WithShape(3), gorgonia.WithName("x"),
+			gorgonia.WithValue(tensor.New(tensor.WithBacking([]float64{1, 2, 3}))))
+		y, err := CheckFinite(x, "x")
+		require.NoError(t, err)
+		cost := gorgonia.Must(gorgonia.Sum(gorgonia.Must(gorgonia.Square(y))))
+		var m gorgonia.VM
+		if lisp {
+			m = gorgonia.NewLispMachine(g)
+		} else {
+			_, err := gorgonia.Grad(cost, x)
+			require.NoError(t, err)
+			m = gorgonia.NewTapeMachine(g)
+		}
+		require.NoError(t, m.RunAll())
+		m.Close()
+		gx, err := x.Grad()
+		require.NoError(t, err)
+		require.Equal(t, []float64{2, 4, 6}, gx.Data(), "lisp %v", lisp)
+	}
+
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	g := gorgonia.NewGraph()
+	c := gorgonia.NewVector(g, tensor.Complex128, gorgonia.WithShape(2), gorgonia.WithName("c"))
+	v := gorgonia.NewVector(g, tensor.Float64, gorgonia.WithShape(2), gorgonia.WithName("v"))
+	s, err := Shard(v, mesh, sharding.Cyclic(1))
+	require.NoError(t, err)
+	for _, n := range []*gorgonia.Node{nil, c, s} {
+		_, err := CheckFinite(n, "x")
+		require.ErrorIs(t, err, sharding.ErrBadInput)
+	}
+}
