@@ -532,6 +532,9 @@ func (o *collOp) runMesh(call *Call, x gorgonia.Value, outShape tensor.Shape) (g
 	var xt *sharding.Tensor
 	switch v := x.(type) {
 	case *sharding.Tensor:
+		if err := v.Usable(); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.name, err) // ErrFreed: its shards are gone
+		}
 		if !v.Mesh().Same(o.mesh) {
 			// A value bound with gorgonia.Let: the builder checked the node's mesh.
 			return nil, fmt.Errorf("%w: %w: %s: value on %v, communicator on %v", sharding.ErrBadInput, sharding.ErrMeshMismatch, o.name, v.Mesh(), o.mesh)

@@ -833,3 +833,55 @@ func cpuMeshComm(t *testing.T, n int) MeshComm {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// TestFreedInput: a collective on a freed sharded input is
+// sharding.ErrFreed, as every op reading a freed tensor is (AllReduce and
+// AllGather said "nil send buffer"), on both machines.
+func TestFreedInput(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, err := NewMesh(mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lisp := range []bool{false, true} {
+		for _, kind := range []string{"AllReduce", "AllGather", "Barrier"} {
+			a, err := sharding.Put(tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{1, 2, 3, 4})), mesh, sharding.RowBlocks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Free()
+			g := G.NewGraph()
+			in := ops.Input(g, a, "A")
+			var out *G.Node
+			switch kind {
+			case "AllReduce":
+				out, err = AllReduceNode(in, comm, Sum)
+			case "AllGather":
+				out, err = AllGatherNode(in, comm)
+			case "Barrier":
+				out, err = BarrierNode(in, comm)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ops.Gather(out); err != nil {
+				t.Fatal(err)
+			}
+			var m G.VM = G.NewTapeMachine(g)
+			if lisp {
+				m = G.NewLispMachine(g, G.ExecuteFwdOnly()) // see ops.TestInputNilAndFreed
+			}
+			err = m.RunAll()
+			m.Close()
+			for e, ok := err.(interface{ Err() error }); ok; e, ok = err.(interface{ Err() error }) {
+				err = e.Err()
+			}
+			if !errors.Is(err, sharding.ErrFreed) {
+				t.Errorf("%s, LispMachine %v: %v, want sharding.ErrFreed", kind, lisp, err)
+			}
+		}
+	}
+}

@@ -141,3 +141,34 @@ func TestReadShardedEveryRun(t *testing.T) {
 		m.Reset()
 	}
 }
+
+// TestReadFreedThenLet: gorgonia.Read of a freed input reads a freed
+// tensor (Clone of a freed tensor), and a later run with a live value bound
+// by Let copies into it: the Read's target gets new shards (it failed on
+// every later run, copying into the freed clone).
+func TestReadFreedThenLet(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	put := func() *sharding.Tensor {
+		a, err := sharding.Put(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{4, 1, 1, 3})), mesh, sharding.Cyclic(1))
+		require.NoError(t, err)
+		return a
+	}
+	a := put()
+	a.Free()
+	g := gorgonia.NewGraph()
+	in := Input(g, a, "A")
+	var v gorgonia.Value
+	gorgonia.Read(in, &v)
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	_, err = v.(*sharding.Tensor).Gather()
+	require.ErrorIs(t, err, sharding.ErrFreed)
+	require.NoError(t, gorgonia.Let(in, put()))
+	m.Reset()
+	require.NoError(t, m.RunAll())
+	back, err := v.(*sharding.Tensor).Gather()
+	require.NoError(t, err)
+	require.Equal(t, []float64{4, 1, 1, 3}, back.Data())
+}

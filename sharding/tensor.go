@@ -73,6 +73,11 @@ func (t *Tensor) usable() error {
 	return nil
 }
 
+// Usable reports why t's shards cannot be read or written: ErrFreed after
+// Free (and for the clone of a freed tensor), or a nil or zero *Tensor; nil
+// otherwise.
+func (t *Tensor) Usable() error { return t.usable() }
+
 // maxElementSize is the largest element of a storage dtype (complex128): a
 // shape of more elements than math.MaxInt/maxElementSize cannot be held.
 const maxElementSize = 16
@@ -434,10 +439,21 @@ func (t *Tensor) Clone() (interface{}, error) {
 // CopyTo copies t into dest, a *Tensor of the same mesh, shape and dtype in
 // any layout (gorgonia.CopierTo): gorgonia.Read clones a node's value on a
 // machine's first run and copies it into that clone on every later run.
+//
+// A freed dest gets new shards first: gorgonia.Read's clone of a value
+// that was freed is a freed tensor (Clone), and a later run's value, bound
+// with gorgonia.Let, must still reach it.
 func (t *Tensor) CopyTo(dest interface{}) error {
 	d, ok := dest.(*Tensor)
 	if !ok || d == nil {
 		return fmt.Errorf("sharding: cannot copy a sharded tensor into a %T", dest)
+	}
+	if errors.Is(d.usable(), ErrFreed) && t.usable() == nil && t.mesh.Same(d.mesh) && sameMatrix(t.shape, d.shape) && t.dtype == d.dtype {
+		fresh, err := newTensor(d.mesh, d.shape, d.dtype, d.layout, false)
+		if err != nil {
+			return err
+		}
+		d.shards = fresh.shards
 	}
 	return t.RelayoutInto(d)
 }
