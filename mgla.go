@@ -175,7 +175,8 @@ func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, tr
 // distops.Value: only this process's blocks of the matrix, from
 // distops.Ops.FromRowBlocks and friends); the builders pass it to d as
 // they do host nodes, and the op's matrix result is then a grid value
-// too.
+// too (GaussianLogDensity, built from d's Potrs and LogDet, takes host
+// values only).
 //
 // mgla keeps MPI out of its own build: the distributor mgla has is
 // distops.On(grid) in package dist/distops, on a ScaLAPACK process grid
@@ -595,7 +596,8 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 //
 // With WithGrid it is built from the distributor's Potrs and LogDet (host
 // nodes of a real dtype: a grid-resident K, or a complex one, is
-// ErrBadInput there; write the cost with Potrs and LogDet).
+// ErrBadInput there; write the cost with Potrs and LogDet), its sum in the
+// dtype: in float32 a partial sum beyond the range is ErrNonFinite.
 func GaussianLogDensity(k, y *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	const name = "GaussianLogDensity"
 	if err := square(name, k, y); err != nil {
@@ -640,6 +642,9 @@ func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 	case dt != tensor.Float64 && dt != tensor.Float32:
 		return nil, badInput("GaussianLogDensity: WithGrid takes float32 and float64 (got %v): write the cost with Potrs and LogDet", dt)
 	}
+	// One node for a constant K (or y) that both calls take (each would
+	// bring in its own copy, the second none: it has no other operand).
+	k, y = inOneGraph(k, y)
 	x, err := c.grid.Potrs(k, y, c.block())
 	if err != nil {
 		return nil, err
@@ -658,10 +663,11 @@ func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 		}
 		return gorgonia.NewConstant(v)
 	}
-	y = sharding.InGraph(x.Graph(), y)
 	// −½·Σ y∘x − (k/2)·log det K − (N·k/2)·log 2π, halved before the sum
 	// (in the dtype, Gorgonia's ops: a sum of twice the value could
-	// overflow where the value fits), and checked as the mesh op's is.
+	// overflow where the value fits), and checked as the mesh op's is (a
+	// float32 partial sum of terms of both signs beyond the range is
+	// ErrNonFinite too, where the mesh op, which sums in float64, is not).
 	half, err := gorgonia.Mul(scalar(-0.5), y)
 	if err != nil {
 		return nil, err
@@ -685,7 +691,7 @@ func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 	if v, err = gorgonia.Sub(v, scalar(n*cols*math.Log(2*math.Pi)/2)); err != nil {
 		return nil, err
 	}
-	return ops.CheckFinite(v, "the log density, beyond the dtype's range")
+	return ops.CheckFinite(v, "the log density, or a partial sum of it in the dtype, beyond the dtype's range")
 }
 
 // Syevd is the eigen-decomposition of a symmetric (Hermitian) A: w holds the N

@@ -27,7 +27,7 @@ func CheckFinite(x *gorgonia.Node, what string) (*gorgonia.Node, error) {
 	if IsSharded(x) {
 		return nil, fmt.Errorf("%w: ops: CheckFinite of %v: want a host node", sharding.ErrBadInput, x.Name())
 	}
-	return gorgonia.ApplyOp(&finiteOp{base: base{name: "CheckFinite(" + what + ")"}, what: what}, x)
+	return gorgonia.ApplyOp(&finiteOp{base: base{name: "CheckFinite"}, what: what}, x)
 }
 
 // finiteOp is CheckFinite's op.

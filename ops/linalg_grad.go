@@ -160,7 +160,7 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 		if res[3], err = gorgonia.Mul(x, neg); err != nil {
 			break
 		}
-		res[3], err = CheckFinite(res[3], "GaussianLogDensity's gradient of its right-hand side, "+errGradRange)
+		res[3], err = CheckFinite(res[3], "the gradient of GaussianLogDensity's right-hand side: "+errGradRange)
 	case kEigen:
 		res[0], err = gradNode(gEigVectors, in[0], o.dt, out, grad)
 	case kEigValues:
@@ -338,7 +338,7 @@ func (o *kernelOp) doDiff(in gorgonia.Nodes, out *gorgonia.Node, og gorgonia.Val
 			return err
 		}
 		if err := bbar.CheckFinite(false); err != nil {
-			return fmt.Errorf("the gradient of the right-hand side: %s: %w", errGradRange, err)
+			return fmt.Errorf("the gradient of GaussianLogDensity's right-hand side: %s: %w", errGradRange, err)
 		}
 		return accumulateInto(in[3], bbar)
 	case kEigen:

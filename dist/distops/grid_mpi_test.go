@@ -1115,6 +1115,25 @@ func TestGridGaussianLogDensity(t *testing.T) {
 		if _, err := mgla.GaussianLogDensity(an, input(g, "Yg", y), mgla.WithGrid(on)); !errors.Is(err, mgla.ErrBadInput) {
 			t.Errorf("%s: a grid value: %v, want ErrBadInput", gridName(grid), err)
 		}
+		// A constant K (of no graph) beside a y node, as the mesh op takes
+		// it (the composition called LogDet on the constant itself, which
+		// had no graph to join, and left Potrs's nodes behind).
+		kc := tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{2, 0, 0, 2}))
+		yc1 := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{1, 1}))
+		var vals [2]float64
+		for i, opts := range [][]mgla.Option{{mgla.WithGrid(on)}, nil} {
+			got, _, err := run(tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+				d, err := mgla.GaussianLogDensity(G.NewConstant(kc.Clone()), input(g, "y", yc1), opts...)
+				return []*G.Node{d}, nil, nil, err
+			})
+			if err != nil {
+				t.Fatalf("%s: a constant K, WithGrid %v: %v", gridName(grid), i == 0, err)
+			}
+			vals[i] = got[0].Data().(float64)
+		}
+		if math.Abs(vals[0]-vals[1]) > 1e-12 {
+			t.Errorf("%s: a constant K: %v on the grid, %v on a mesh", gridName(grid), vals[0], vals[1])
+		}
 		// float32, K = I₄, y = (v, v, v, v): −2v² − 2·log 2π fits at v =
 		// 1e19, whose y∘x sums to 4e38 (a silent −Inf once, a review's
 		// finding), and is ErrNonFinite at 2e19.
