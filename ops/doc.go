@@ -1,7 +1,8 @@
 // Package ops holds the sharded-level Gorgonia ops of mgla: moving a matrix
 // onto a mesh (Shard), between layouts (Relayout) and back to the host
-// (Gather), and the dense kernels (Cholesky, CholSolve, Potrs, Potri, LogDet,
-// Eigen) that run on matrices in the 1-D column block-cyclic layout.
+// (Gather), the dense kernels (Cholesky, CholSolve, Potrs, Potri, LogDet,
+// GaussianLogDensity, Eigen) that run on matrices in the 1-D column
+// block-cyclic layout, and CheckFinite, the range check of a host result.
 //
 // Every op here produces a *sharding.Tensor (except Gather and the scalar and
 // eigenvalue outputs, which are host values), so a matrix placed on a mesh
