@@ -74,6 +74,8 @@ func gradCases(rng *rand.Rand, n int) []gradCase {
 		{name: "CholSolveGradL", kind: gCholSolveL, n: n, cols: []int{5, 5, n}, mats: [][]float64{mat(n, 5), mat(n, 5), lower()}},
 		{name: "PotriGrad", kind: gSandwich, n: n, cols: []int{n, n}, mats: [][]float64{sym(), mat(n, n)}},
 		{name: "LogDetGrad", kind: gScale, n: n, cols: []int{n}, mats: [][]float64{sym()}, scalar: -1.7},
+		{name: "GaussianLogDensityGrad K=3", kind: gLogDensity, n: n, cols: []int{n, 3}, mats: [][]float64{sym(), mat(n, 3)}, scalar: -0.6},
+		{name: "GaussianLogDensityGrad K=12", kind: gLogDensity, n: n, cols: []int{n, 12}, mats: [][]float64{sym(), mat(n, 12)}, scalar: 1.3},
 		{name: "CholeskyGrad", kind: gCholesky, n: n, cols: []int{n, n}, mats: [][]float64{lower(), mat(n, n)}},
 		{name: "EigenValuesGrad", kind: gEigValues, n: n, cols: []int{n}, mats: [][]float64{mat(n, n)}, vector: mat(n, 1), w: w},
 		{name: "EigenVectorsGrad", kind: gEigVectors, n: n, cols: []int{n, n}, mats: [][]float64{mat(n, n), mat(n, n)}, w: w},
@@ -101,7 +103,7 @@ func (c gradCase) values(t testing.TB, dt tensor.Dtype, mesh *sharding.Mesh, lay
 		vals = append(vals, s)
 	}
 	switch {
-	case c.kind == gScale:
+	case c.kind == gScale || c.kind == gLogDensity:
 		vals = append(vals, hostTensor(dt, 1, 1, []float64{c.scalar}))
 	case c.vector != nil:
 		vals = append(vals, hostTensor(dt, c.n, 1, c.vector))
@@ -221,7 +223,7 @@ func TestGradOnDeviceErrors(t *testing.T) {
 			switch c.kind {
 			case gEigVectors:
 				c.w = make([]float64, n) // all equal
-			case gScale:
+			case gScale, gLogDensity:
 				c.scalar = 1e300
 				if dt == tensor.Float32 {
 					c.scalar = 1e38

@@ -647,6 +647,7 @@ func checkGradColumns(t *testing.T, mesh *sharding.Mesh) {
 		{"CholSolveGradL, L of 3 columns", gCholSolveL, []G.Value{mat(2), mat(2), mat(3)}},
 		{"PotriGrad, C̄ of 3 columns", gSandwich, []G.Value{mat(n), mat(3)}},
 		{"LogDetGrad, A⁻¹ of 3 columns", gScale, []G.Value{mat(3), scalar}},
+		{"GaussianLogDensityGrad, A⁻¹ of 3 columns", gLogDensity, []G.Value{mat(3), mat(2), scalar}},
 		{"CholeskyGrad, L of 3 columns", gCholesky, []G.Value{mat(3), mat(n)}},
 		{"EigenVectorsGrad, not an Eigen value", gEigVectors, []G.Value{mat(n), mat(n)}},
 	}

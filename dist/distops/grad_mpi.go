@@ -232,6 +232,9 @@ func (o *op) DoDiff(ctx G.ExecutionContext, inputs G.Nodes, output *G.Node) erro
 	case kFactor, kToken, kGridSum, kRowBlock:
 		return nil // not differentiated (see DiffWRT)
 	}
+	if err := runs.check(o); err != nil {
+		return err
+	}
 	grad, err := output.Grad()
 	if err != nil {
 		return fmt.Errorf("distops: %s: %w", o, err)

@@ -1191,3 +1191,57 @@ func gridDensity[T float32 | float64](t *testing.T, rng *rand.Rand, on *distops.
 		}
 	}
 }
+
+// TestLispErrorThenNewGraph: a LispMachine run that fails (K not positive
+// definite, on every rank alike) and then, as README says, a new graph
+// (on the TapeMachine or a new LispMachine): the failed run's backward
+// pass, which Gorgonia goes on with on its own goroutine, stops at its
+// first op here instead of making grid calls that paired with the new
+// graph's on the other ranks (ErrMismatch on some ranks, a timeout on
+// the others, at 3 and 4 ranks within a few repetitions).
+func TestLispErrorThenNewGraph(t *testing.T) {
+	const n, nb = 37, 8
+	grid := grids(t)[0]
+	on := distops.On(grid)
+	r0, r1 := band(n, true)
+	run := func(bad, lisp bool) error {
+		k := make([]float64, (r1-r0)*n) // rows r0..r1 of 0.5 + 2·I
+		for i := r0; i < r1; i++ {
+			for j := range n {
+				k[(i-r0)*n+j] = 0.5
+			}
+			k[(i-r0)*n+i] = 2
+			if bad && i == 30 {
+				k[(i-r0)*n+i] = -1e4
+			}
+		}
+		y := make([]float64, n)
+		for i := range y {
+			y[i] = float64(i%3) - 1
+		}
+		g := G.NewGraph()
+		kb := input(g, "K band", tensor.New(tensor.WithShape(r1-r0, n), tensor.WithBacking(k)))
+		yn := input(g, "y", tensor.New(tensor.WithShape(n), tensor.WithBacking(y)))
+		kg := G.Must(on.FromRowBlocks(kb, n, nb))
+		x := G.Must(on.Gather(G.Must(mgla.Potrs(kg, yn, mgla.WithGrid(on))), -1))
+		ld := G.Must(mgla.LogDet(kg, mgla.WithGrid(on)))
+		cost := G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(yn, x)))), ld))
+		var vm G.VM = G.NewLispMachine(g)
+		if !lisp {
+			if _, err := G.Grad(cost, kb, yn); err != nil {
+				return err
+			}
+			vm = G.NewTapeMachine(g)
+		}
+		defer vm.Close()
+		return mgla.Cause(vm.RunAll())
+	}
+	for rep := range 12 {
+		if err := run(true, true); !errors.Is(err, mgla.ErrNotPositiveDefinite) {
+			t.Fatalf("rank %d, repetition %d: the bad graph: %v, want ErrNotPositiveDefinite", world.Rank(), rep, err)
+		}
+		if err := run(false, rep%2 == 0); err != nil {
+			t.Fatalf("rank %d, repetition %d: the new graph after a failed LispMachine run: %v", world.Rank(), rep, err)
+		}
+	}
+}
