@@ -11,6 +11,7 @@ import (
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
@@ -83,6 +84,10 @@ type collOp struct {
 	// differentiated: Grad built this node's gradient (SymDiff), which
 	// the calls' checks compare across ranks (Call.Differentiated).
 	differentiated bool
+	// ranAt: the communicator's count of failed runs (package failedruns)
+	// when this op's forward last succeeded; DoDiff runs only when none
+	// failed since.
+	ranAt uint64
 }
 
 var buildSeq atomic.Uint64
@@ -348,7 +353,14 @@ func (o *collOp) Placement() (ops.Placement, bool) {
 
 // Do runs the collective on the input value (host tensor for a process
 // communicator; sharded tensor, or host tensor to place, for a mesh).
-func (o *collOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+func (o *collOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
+	defer func() {
+		if err != nil {
+			failedruns.Failed(runKey(o.comm))
+		} else {
+			o.ranAt = failedruns.Now(runKey(o.comm))
+		}
+	}()
 	if o.kind == Recv {
 		return o.run(nil, o.recvShape, o.recvDtype)
 	}
@@ -783,6 +795,12 @@ func (o *collOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.
 }
 
 func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	// The backward pass of a failed run, which Gorgonia's LispMachine goes
+	// on with after RunAll returned its error, stops here: its calls would
+	// pair with the next graph's on the other ranks.
+	if err := failedruns.Check(runKey(o.comm), o.ranAt, o); err != nil {
+		return err
+	}
 	if o.adjointRun == nil {
 		a, err := o.adjoint(in[0].Dtype())
 		if err != nil {
@@ -803,6 +821,15 @@ func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *g
 		return err
 	}
 	return ops.Accumulate(ig, g)
+}
+
+// runKey is the communicator c as a key of package failedruns (its
+// dynamic type when that is not comparable: a coarser key, never a panic).
+func runKey(c Comm) any {
+	if t := reflect.TypeOf(c); t != nil && !t.Comparable() {
+		return t
+	}
+	return c
 }
 
 // isNilValue reports whether v is nil or a nil pointer in an interface (a

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
@@ -883,5 +884,45 @@ func TestFreedInput(t *testing.T) {
 				t.Errorf("%s, LispMachine %v: %v, want sharding.ErrFreed", kind, lisp, err)
 			}
 		}
+	}
+}
+
+// TestBackwardAfterFailedRun: an op's LispMachine backward step after a
+// failure of an op on its communicator (which ended the run whose
+// backward pass Gorgonia goes on with after RunAll returned) is refused
+// before any call; the next forward clears it.
+func TestBackwardAfterFailedRun(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, err := NewMesh(mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{1, 2, 3, 4}))))
+	y, err := AllReduceNode(x, comm, Sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	G.Must(G.Sum(G.Must(ops.Gather(y))))
+	run := func() error {
+		m := G.NewLispMachine(g)
+		defer m.Close()
+		return m.RunAll()
+	}
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	o := y.Op().(*collOp)
+	// A failure on the communicator after the forward (another op's).
+	failedruns.Failed(runKey(comm))
+	if err := o.DoDiff(G.ExecutionContext{}, G.Nodes{x}, y); !errors.Is(err, failedruns.ErrFailedRun) {
+		t.Fatalf("backward step after a failed run: %v, want ErrFailedRun", err)
+	}
+	if err := run(); err != nil {
+		t.Fatalf("a new run after the failure: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -82,6 +83,12 @@ type solveOp struct {
 	// differentiated: Grad built this node's gradient (SymDiff), which
 	// the ranks agree on before the run (Solver.agreeOnRun).
 	differentiated bool
+	// ranAt: the solver's count of failed runs (package failedruns) when
+	// this op's forward last succeeded; DoDiff runs only when none failed
+	// since (the LispMachine goes on with a failed run's backward pass
+	// after RunAll returned its error, whose solves would pair with the
+	// next graph's on the other ranks).
+	ranAt uint64
 }
 
 func (o *solveOp) Arity() int           { return 2 }
@@ -110,7 +117,14 @@ func (o *solveOp) Hashcode() uint32 {
 	return h.Sum32()
 }
 
-func (o *solveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+func (o *solveOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
+	defer func() {
+		if err != nil {
+			failedruns.Failed(o.s)
+		} else {
+			o.ranAt = failedruns.Now(o.s)
+		}
+	}()
 	if len(vals) != 2 {
 		return nil, fmt.Errorf("%w: %v: %d inputs", ErrBadInput, o, len(vals))
 	}
@@ -167,6 +181,9 @@ func (o *solveOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia
 // DoDiff is the LispMachine's backward pass, the same computation as
 // SymDiff, added into the inputs' gradient accumulators.
 func (o *solveOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	if err := failedruns.Check(o.s, o.ranAt, o); err != nil {
+		return fmt.Errorf("sparse: %w", err)
+	}
 	og, err := out.Grad()
 	if err != nil {
 		return fmt.Errorf("sparse: %v: no output gradient: %w", o, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -848,4 +849,28 @@ func TestRefineTakesBackAWorseCorrection(t *testing.T) {
 	require.Equal(t, NotConverged, info.Status)
 	require.Equal(t, before, x)
 	require.InEpsilon(t, trueRelResidual(tr, x, b), info.Residual, 1e-9)
+}
+
+// TestBackwardAfterFailedRun: a solve's LispMachine backward step after a
+// failed run of a solve of the same solver (the backward pass Gorgonia goes
+// on with after RunAll returned the error, whose solves would pair with the
+// next graph's on the other ranks) is refused before it solves; the next
+// forward clears it.
+func TestBackwardAfterFailedRun(t *testing.T) {
+	c, a, b, w, s := smallProblem(t, 93)
+	g := G.NewGraph()
+	vn, bn := vecNode(g, "values", a.Values), vecNode(g, "b", b)
+	x, err := c.op(s, vn, bn)
+	require.NoError(t, err)
+	G.Must(G.Sum(G.Must(G.HadamardProd(x, vecNode(g, "w", w)))))
+	run := func() error {
+		m := G.NewLispMachine(g)
+		defer m.Close()
+		return m.RunAll()
+	}
+	require.NoError(t, run())
+	failedruns.Failed(s) // a failed run of another solve of s
+	err = x.Op().(*solveOp).DoDiff(G.ExecutionContext{}, G.Nodes{vn, bn}, x)
+	require.ErrorIs(t, err, failedruns.ErrFailedRun)
+	require.NoError(t, run())
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/internal/failedruns"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -232,8 +233,8 @@ func (o *op) DoDiff(ctx G.ExecutionContext, inputs G.Nodes, output *G.Node) erro
 	case kFactor, kToken, kGridSum, kRowBlock:
 		return nil // not differentiated (see DiffWRT)
 	}
-	if err := runs.check(o); err != nil {
-		return err
+	if err := failedruns.Check(o.g, o.ranAt, o); err != nil {
+		return fmt.Errorf("distops: %w", err)
 	}
 	grad, err := output.Grad()
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
@@ -80,47 +80,14 @@ type op struct {
 	// Reused from one run to the next: the host output of RowBlock (dense).
 	out *tensor.Dense
 
-	// ranAt is the grid's count of failed runs when this op's forward last
-	// succeeded (runs.ranAt; DoDiff, runs.check).
+	// ranAt is the grid's count of failed runs (package failedruns) when
+	// this op's forward last succeeded: its LispMachine backward step
+	// (DoDiff) runs only when no op of its grid failed since, so that the
+	// backward pass that Gorgonia goes on with after a failed run stops at
+	// its first op here, before any grid call (which paired with the next
+	// graph's on the other ranks: ErrMismatch on some, a timeout on others,
+	// the communicator broken).
 	ranAt uint64
-}
-
-// runs counts, per grid, the forward runs of its ops that failed (on every
-// rank alike: each op's error is the same on every rank). Gorgonia's
-// LispMachine goes on with a failed run's backward pass on its own
-// goroutine after RunAll has returned the error; that pass's grid calls
-// would pair with the next graph's on the other ranks (ErrMismatch on
-// some, a timeout on others, the communicator broken). An op's DoDiff
-// runs only when no op of its grid has failed since its own forward
-// succeeded, so that pass stops at its first op here, before any grid call.
-var runs = failedRuns{count: map[*dist.Grid]uint64{}}
-
-type failedRuns struct {
-	mu    sync.Mutex
-	count map[*dist.Grid]uint64
-}
-
-// failed records a failed forward run of an op of g.
-func (r *failedRuns) failed(g *dist.Grid) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.count[g]++
-}
-
-// ranAt is g's count now, for an op whose forward succeeded.
-func (r *failedRuns) ranAt(g *dist.Grid) uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.count[g]
-}
-
-// check refuses the backward step of o when an op of its grid failed after
-// o's forward.
-func (r *failedRuns) check(o *op) error {
-	if n := r.ranAt(o.g); n != o.ranAt {
-		return fmt.Errorf("distops: %s: %w: an op of this grid failed after this op's forward (the LispMachine's backward pass of a failed run, which Gorgonia goes on with after RunAll returned its error; build the graph again)", o, dist.ErrBadInput)
-	}
-	return nil
 }
 
 // fromFactor is the node of kind k reading A and A's factor node (which
@@ -485,9 +452,9 @@ func (o *op) Hashcode() uint32 {
 func (o *op) Do(vals ...G.Value) (v G.Value, err error) {
 	defer func() {
 		if err != nil {
-			runs.failed(o.g)
+			failedruns.Failed(o.g)
 		} else {
-			o.ranAt = runs.ranAt(o.g)
+			o.ranAt = failedruns.Now(o.g)
 		}
 	}()
 	if err := o.agreeOnRun(vals); err != nil {
