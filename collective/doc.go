@@ -144,6 +144,6 @@
 // the Record that engines exchange to check that every rank makes the same
 // call (one encoding and one comparison, with the same messages, for every
 // engine), the errors every engine returns, the in-process CPU mesh engine and the
-// graph ops. It may import sharding, cyclic and ops; engines in sub-packages
-// import it, never the reverse.
+// graph ops. It may import sharding, cyclic, ops and internal/failedruns;
+// engines in sub-packages import it, never the reverse.
 package collective

@@ -108,6 +108,6 @@
 // without blocking every later communicator of the process when abandoned.
 //
 // The package may import collective (its errors), sharding (its reading of
-// host tensors) and, in the mpi build, collective/mpi; nothing in mgla
-// imports it.
+// host tensors), internal/failedruns and, in the mpi build, collective/mpi;
+// nothing in mgla imports it.
 package sparse

@@ -82,7 +82,8 @@
 // ops_mpi.go and moves_mpi.go.
 //
 // It owns the graph ops and the grid value; it may import dist, kernels (the
-// error types) and sharding (host tensors in row-major order).
+// error types), sharding (host tensors in row-major order) and
+// internal/failedruns.
 // The root package mgla does not import it: a program passes On(grid) to
 // mgla.WithGrid, which keeps MPI out of the root package's build.
 package distops
