@@ -84,9 +84,10 @@ type collOp struct {
 	// differentiated: Grad built this node's gradient (SymDiff), which
 	// the calls' checks compare across ranks (Call.Differentiated).
 	differentiated bool
-	// ranAt: the communicator's count of failed runs (package failedruns)
-	// when this op's forward last succeeded; DoDiff runs only when none
-	// failed since.
+	// graph is the node's graph; ranAt its count of failed runs (package
+	// failedruns) when this op's forward last succeeded: DoDiff runs only
+	// when no op of the graph failed since.
+	graph *gorgonia.ExprGraph
 	ranAt uint64
 }
 
@@ -219,6 +220,7 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 		}
 	}
 	op.seq = buildSeq.Add(1)
+	op.graph = g
 	if prev := lastCollective(g, comm); prev != nil {
 		children = append(children, prev)
 	} else if x == nil {
@@ -356,9 +358,9 @@ func (o *collOp) Placement() (ops.Placement, bool) {
 func (o *collOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 	defer func() {
 		if err != nil {
-			failedruns.Failed(runKey(o.comm))
+			failedruns.Failed(o.graph)
 		} else {
-			o.ranAt = failedruns.Now(runKey(o.comm))
+			o.ranAt = failedruns.Now(o.graph)
 		}
 	}()
 	if o.kind == Recv {
@@ -798,7 +800,7 @@ func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *g
 	// The backward pass of a failed run, which Gorgonia's LispMachine goes
 	// on with after RunAll returned its error, stops here: its calls would
 	// pair with the next graph's on the other ranks.
-	if err := failedruns.Check(runKey(o.comm), o.ranAt, o); err != nil {
+	if err := failedruns.Check(o.graph, o.ranAt, o); err != nil {
 		return err
 	}
 	if o.adjointRun == nil {
@@ -806,7 +808,7 @@ func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *g
 		if err != nil {
 			return err
 		}
-		o.adjointRun = &collOp{spec: a, comm: o.comm, mesh: o.mesh, name: "grad " + o.name, arity: 1}
+		o.adjointRun = &collOp{spec: a, comm: o.comm, mesh: o.mesh, name: "grad " + o.name, arity: 1, graph: o.graph}
 	}
 	og, err := ops.GradValue(out)
 	if err != nil {
@@ -821,15 +823,6 @@ func (o *collOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *g
 		return err
 	}
 	return ops.Accumulate(ig, g)
-}
-
-// runKey is the communicator c as a key of package failedruns (its
-// dynamic type when that is not comparable: a coarser key, never a panic).
-func runKey(c Comm) any {
-	if t := reflect.TypeOf(c); t != nil && !t.Comparable() {
-		return t
-	}
-	return c
 }
 
 // isNilValue reports whether v is nil or a nil pointer in an interface (a

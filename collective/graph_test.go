@@ -888,9 +888,10 @@ func TestFreedInput(t *testing.T) {
 }
 
 // TestBackwardAfterFailedRun: an op's LispMachine backward step after a
-// failure of an op on its communicator (which ended the run whose
-// backward pass Gorgonia goes on with after RunAll returned) is refused
-// before any call; the next forward clears it.
+// failure of an op of its graph (which ended the run whose backward pass
+// Gorgonia goes on with after RunAll returned) is refused before any call;
+// a failure in another graph on the same communicator (another goroutine's)
+// is not its business; the next forward clears it.
 func TestBackwardAfterFailedRun(t *testing.T) {
 	mesh, err := sharding.CPUMesh(2)
 	if err != nil {
@@ -917,8 +918,12 @@ func TestBackwardAfterFailedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := y.Op().(*collOp)
-	// A failure on the communicator after the forward (another op's).
-	failedruns.Failed(runKey(comm))
+	failedruns.Failed(G.NewGraph()) // another graph's failure
+	if err := o.DoDiff(G.ExecutionContext{}, G.Nodes{x}, y); err != nil {
+		t.Fatalf("backward step after another graph's failure: %v", err)
+	}
+	// A failure of another op of the graph after the forward.
+	failedruns.Failed(g)
 	if err := o.DoDiff(G.ExecutionContext{}, G.Nodes{x}, y); !errors.Is(err, failedruns.ErrFailedRun) {
 		t.Fatalf("backward step after a failed run: %v, want ErrFailedRun", err)
 	}

@@ -60,7 +60,7 @@ func (s *Solver) apply(kind runKind, values, b *gorgonia.Node) (*gorgonia.Node, 
 		return nil, err
 	}
 	// Every check passed: a constant operand joins the other's graph.
-	return gorgonia.ApplyOp(&solveOp{s: s, kind: kind}, sharding.InGraph(g, values), sharding.InGraph(g, b))
+	return gorgonia.ApplyOp(&solveOp{s: s, kind: kind, graph: g}, sharding.InGraph(g, values), sharding.InGraph(g, b))
 }
 
 func checkVector(op, what string, n *gorgonia.Node, length int) error {
@@ -83,11 +83,12 @@ type solveOp struct {
 	// differentiated: Grad built this node's gradient (SymDiff), which
 	// the ranks agree on before the run (Solver.agreeOnRun).
 	differentiated bool
-	// ranAt: the solver's count of failed runs (package failedruns) when
-	// this op's forward last succeeded; DoDiff runs only when none failed
-	// since (the LispMachine goes on with a failed run's backward pass
-	// after RunAll returned its error, whose solves would pair with the
-	// next graph's on the other ranks).
+	// graph is the node's graph; ranAt its count of failed runs (package
+	// failedruns) when this op's forward last succeeded: DoDiff runs only
+	// when no op of the graph failed since (the LispMachine goes on with a
+	// failed run's backward pass after RunAll returned its error, whose
+	// solves would pair with the next graph's on the other ranks).
+	graph *gorgonia.ExprGraph
 	ranAt uint64
 }
 
@@ -120,9 +121,9 @@ func (o *solveOp) Hashcode() uint32 {
 func (o *solveOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 	defer func() {
 		if err != nil {
-			failedruns.Failed(o.s)
+			failedruns.Failed(o.graph)
 		} else {
-			o.ranAt = failedruns.Now(o.s)
+			o.ranAt = failedruns.Now(o.graph)
 		}
 	}()
 	if len(vals) != 2 {
@@ -159,7 +160,7 @@ func (o *solveOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia
 	if len(in) != 2 {
 		return nil, fmt.Errorf("%w: %v: %d inputs", ErrBadInput, o, len(in))
 	}
-	bbar, err := gorgonia.ApplyOp(&solveOp{s: o.s, kind: o.kind, adjoint: !o.adjoint}, in[0], grad)
+	bbar, err := gorgonia.ApplyOp(&solveOp{s: o.s, kind: o.kind, adjoint: !o.adjoint, graph: o.graph}, in[0], grad)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func (o *solveOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia
 // DoDiff is the LispMachine's backward pass, the same computation as
 // SymDiff, added into the inputs' gradient accumulators.
 func (o *solveOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
-	if err := failedruns.Check(o.s, o.ranAt, o); err != nil {
+	if err := failedruns.Check(o.graph, o.ranAt, o); err != nil {
 		return fmt.Errorf("sparse: %w", err)
 	}
 	og, err := out.Grad()

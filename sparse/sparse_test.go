@@ -852,10 +852,11 @@ func TestRefineTakesBackAWorseCorrection(t *testing.T) {
 }
 
 // TestBackwardAfterFailedRun: a solve's LispMachine backward step after a
-// failed run of a solve of the same solver (the backward pass Gorgonia goes
-// on with after RunAll returned the error, whose solves would pair with the
-// next graph's on the other ranks) is refused before it solves; the next
-// forward clears it.
+// failed run of its graph (the backward pass Gorgonia goes on with after
+// RunAll returned the error, whose solves would pair with the next graph's
+// on the other ranks) is refused before it solves; another goroutine's
+// graph failing on the same solver is not its business (a solver is safe
+// for several goroutines); the next forward clears it.
 func TestBackwardAfterFailedRun(t *testing.T) {
 	c, a, b, w, s := smallProblem(t, 93)
 	g := G.NewGraph()
@@ -869,7 +870,35 @@ func TestBackwardAfterFailedRun(t *testing.T) {
 		return m.RunAll()
 	}
 	require.NoError(t, run())
-	failedruns.Failed(s) // a failed run of another solve of s
+	// Another graph on s fails on another goroutine, again and again.
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		bad := slices.Clone(b)
+		bad[0] = math.NaN()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			g2 := G.NewGraph()
+			x2, err := c.op(s, vecNode(g2, "values", a.Values), vecNode(g2, "b", bad))
+			if err != nil {
+				panic(err)
+			}
+			G.Must(G.Sum(x2))
+			m := G.NewTapeMachine(g2)
+			_ = m.RunAll()
+			m.Close()
+		}
+	}()
+	for i := range 50 {
+		require.NoError(t, run(), "run %d beside another graph's failures", i)
+	}
+	close(stop)
+	<-done
+	failedruns.Failed(g) // a failure of another op of the graph
 	err = x.Op().(*solveOp).DoDiff(G.ExecutionContext{}, G.Nodes{vn, bn}, x)
 	require.ErrorIs(t, err, failedruns.ErrFailedRun)
 	require.NoError(t, run())

@@ -109,7 +109,7 @@ func backward[X interface {
 // derived is an op of kind k on o's grid, blocks and values (its arity
 // set when applied).
 func (o *op) derived(k kind) *op {
-	return &op{kind: k, dt: o.dt, g: o.g, nb: o.nb, onGrid: o.onGrid, root: -1}
+	return &op{kind: k, dt: o.dt, g: o.g, nb: o.nb, onGrid: o.onGrid, root: -1, graph: o.graph}
 }
 
 // The gradients of grid values in a TapeMachine graph. Gorgonia sums the
@@ -233,7 +233,7 @@ func (o *op) DoDiff(ctx G.ExecutionContext, inputs G.Nodes, output *G.Node) erro
 	case kFactor, kToken, kGridSum, kRowBlock:
 		return nil // not differentiated (see DiffWRT)
 	}
-	if err := failedruns.Check(o.g, o.ranAt, o); err != nil {
+	if err := failedruns.Check(o.graph, o.ranAt, o); err != nil {
 		return fmt.Errorf("distops: %w", err)
 	}
 	grad, err := output.Grad()

@@ -80,13 +80,14 @@ type op struct {
 	// Reused from one run to the next: the host output of RowBlock (dense).
 	out *tensor.Dense
 
-	// ranAt is the grid's count of failed runs (package failedruns) when
-	// this op's forward last succeeded: its LispMachine backward step
-	// (DoDiff) runs only when no op of its grid failed since, so that the
-	// backward pass that Gorgonia goes on with after a failed run stops at
-	// its first op here, before any grid call (which paired with the next
-	// graph's on the other ranks: ErrMismatch on some, a timeout on others,
-	// the communicator broken).
+	// graph is the node's graph; ranAt its count of failed runs (package
+	// failedruns) when this op's forward last succeeded: its LispMachine
+	// backward step (DoDiff) runs only when no op of the graph failed
+	// since, so that the backward pass that Gorgonia goes on with after a
+	// failed run stops at its first op here, before any grid call (which
+	// paired with the next graph's on the other ranks: ErrMismatch on
+	// some, a timeout on others, the communicator broken).
+	graph *G.ExprGraph
 	ranAt uint64
 }
 
@@ -180,7 +181,7 @@ func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
 
 // applyOn applies op k to prepared inputs.
 func (o *Ops) applyOn(k kind, nb int, onGrid bool, ins ...*G.Node) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, in: nodeShapes(ins...)}, ins...)
+	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, in: nodeShapes(ins...), graph: ins[0].Graph()}, ins...)
 }
 
 // nodeShapes is the shapes of the (first 4) nodes.
@@ -452,9 +453,9 @@ func (o *op) Hashcode() uint32 {
 func (o *op) Do(vals ...G.Value) (v G.Value, err error) {
 	defer func() {
 		if err != nil {
-			failedruns.Failed(o.g)
+			failedruns.Failed(o.graph)
 		} else {
-			o.ranAt = failedruns.Now(o.g)
+			o.ranAt = failedruns.Now(o.graph)
 		}
 	}()
 	if err := o.agreeOnRun(vals); err != nil {

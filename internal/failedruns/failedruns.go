@@ -1,15 +1,19 @@
-// Package failedruns counts, per key (a grid, a communicator, a solver),
-// the forward runs of mgla's cross-process ops that failed, so that a
-// LispMachine backward step can tell that a run failed after its op's
-// forward. Gorgonia's LispMachine (v0.9.18) goes on with a failed run's
-// backward pass on its own goroutine after RunAll has returned the error;
-// that pass's calls across processes would pair with the next graph's on
-// the other ranks. An op records Now(key) when its forward succeeds and
-// calls Failed(key) when it fails; its backward step runs only when
-// Check finds no failure since.
+// Package failedruns counts, per graph, the forward runs of mgla's
+// cross-process ops that failed, so that a LispMachine backward step can
+// tell that its run failed after its op's forward. Gorgonia's LispMachine
+// (v0.9.18) goes on with a failed run's backward pass on its own goroutine
+// after RunAll has returned the error; that pass's calls across processes
+// would pair with the next graph's on the other ranks. An op records
+// Now(graph) when its forward succeeds and calls Failed(graph) when it
+// fails; its backward step runs only when Check finds no failure since.
+// The key is the graph, not the communicator or solver, so that another
+// goroutine's graph failing on a shared one does not refuse this graph's
+// backward steps.
 //
-// The ops keying it fail on every rank alike (their errors are agreed
-// across the ranks), so every rank refuses the same backward steps.
+// The ops using it fail on every rank alike (their errors are agreed
+// across the ranks), so every rank refuses the same backward steps. A
+// failure of another op (Gorgonia's own, a user's) is not counted: that
+// run's backward pass still makes its calls.
 package failedruns
 
 import (
