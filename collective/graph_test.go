@@ -839,14 +839,8 @@ func cpuMeshComm(t *testing.T, n int) MeshComm {
 // sharding.ErrFreed, as every op reading a freed tensor is (AllReduce and
 // AllGather said "nil send buffer"), on both machines.
 func TestFreedInput(t *testing.T) {
-	mesh, err := sharding.CPUMesh(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comm, err := NewMesh(mesh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	comm := cpuMeshComm(t, 2)
+	mesh := comm.Mesh()
 	for _, lisp := range []bool{false, true} {
 		for _, kind := range []string{"AllReduce", "AllGather", "Barrier"} {
 			a, err := sharding.Put(tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{1, 2, 3, 4})), mesh, sharding.RowBlocks())
@@ -893,14 +887,7 @@ func TestFreedInput(t *testing.T) {
 // a failure in another graph on the same communicator (another goroutine's)
 // is not its business; the next forward clears it.
 func TestBackwardAfterFailedRun(t *testing.T) {
-	mesh, err := sharding.CPUMesh(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comm, err := NewMesh(mesh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	comm := cpuMeshComm(t, 2)
 	g := G.NewGraph()
 	x := G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("x"),
 		G.WithValue(tensor.New(tensor.WithBacking([]float64{1, 2, 3, 4}))))
