@@ -1200,6 +1200,9 @@ func gridDensity[T float32 | float64](t *testing.T, rng *rand.Rand, on *distops.
 // graph's on the other ranks (ErrMismatch on some ranks, a timeout on
 // the others, at 3 and 4 ranks within a few repetitions).
 func TestLispErrorThenNewGraph(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a LispMachine error races in Gorgonia itself, which the race detector reports; the MPI step without it runs this test")
+	}
 	const n, nb = 37, 8
 	grid := grids(t)[0]
 	on := distops.On(grid)

@@ -1,0 +1,5 @@
+//go:build mpi && !race
+
+package distops_test
+
+const raceEnabled = false
