@@ -21,7 +21,7 @@ var layers = map[string][]string{
 	"kernels/cusolver":      {"kernels", "internal/libpath", "internal/cudaguard"},
 	"cyclic":                {},
 	"sharding":              {"cyclic", "kernels", "internal/cudaguard"},
-	"ops":                   {"cyclic", "sharding", "kernels"},
+	"ops":                   {"cyclic", "sharding", "kernels", "internal/failedruns"},
 	"collective":            {"cyclic", "sharding", "ops", "internal/failedruns"},
 	".":                     {"collective", "cyclic", "sharding", "ops", "kernels"},
 	"examples/builders":     {"mgla", "cyclic", "sharding", "ops"},

@@ -40,7 +40,8 @@
 //
 // The package owns the sharded-level ops, their gradients, the choice
 // between cuSolverMg over a mesh and single-GPU cuSOLVER (dispatch.go) and
-// the checks of the ops' inputs. It may import sharding, cyclic and the
+// the checks of the ops' inputs. It may import sharding, cyclic, the
 // kernels packages (the kernel API; with mglacuda, the cuSolverMg and
-// cuSOLVER shim); never the root package mgla, which builds on it.
+// cuSOLVER shim) and internal/failedruns (its kernels' failures count
+// there); never the root package mgla, which builds on it.
 package ops

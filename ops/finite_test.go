@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
@@ -74,5 +75,38 @@ func TestCheckFinite(t *testing.T) {
 	for _, n := range []*gorgonia.Node{nil, c, s} {
 		_, err := CheckFinite(n, "x")
 		require.ErrorIs(t, err, sharding.ErrBadInput)
+	}
+}
+
+// TestKernelFailureCounts: a kernel that fails (A not positive definite)
+// counts a failed run of its graph (package failedruns), which stops the
+// LispMachine backward steps of the graph's collectives, grid ops and
+// sparse solves after it; a run that succeeds counts nothing.
+func TestKernelFailureCounts(t *testing.T) {
+	mesh, err := sharding.CPUMesh(2)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		a    []float64
+		fail bool
+	}{{[]float64{4, 1, 1, 3}, false}, {[]float64{1, 2, 2, 1}, true}} {
+		g := gorgonia.NewGraph()
+		a := gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(2, 2), gorgonia.WithName("A"),
+			gorgonia.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(c.a))))
+		s, err := Shard(a, mesh, sharding.Cyclic(1))
+		require.NoError(t, err)
+		l, err := Cholesky(s)
+		require.NoError(t, err)
+		_, err = Gather(l)
+		require.NoError(t, err)
+		before := failedruns.Now(g)
+		m := gorgonia.NewTapeMachine(g)
+		err = m.RunAll()
+		m.Close()
+		require.Equal(t, c.fail, err != nil, "%v", err)
+		want := before
+		if c.fail {
+			want++
+		}
+		require.Equal(t, want, failedruns.Now(g))
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/gorgonia"
@@ -41,6 +42,12 @@ type kernelOp struct {
 	out   *sharding.Tensor // reused across runs
 
 	dispatch Dispatch // GPU meshes: cuSolverMg or single-GPU cuSOLVER
+
+	// graph is the node's graph, whose failed runs (package failedruns)
+	// this op's errors count: the LispMachine's backward pass of a run that
+	// failed here then makes no calls across processes in the graph's
+	// collectives, grid ops and sparse solves.
+	graph *gorgonia.ExprGraph
 }
 
 // ErrNotCyclic is returned when a kernel gets a matrix that is not a sharded
@@ -95,7 +102,7 @@ func newKernel(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*ke
 			return nil, badKernel(kind, "%v has shape %v, want the matrix's %v", n, n.Shape(), s)
 		}
 	}
-	o := &kernelOp{base: base{name: kernelNames[kind]}, kind: kind, dt: a.Dtype(), pl: p, arity: len(ins)}
+	o := &kernelOp{base: base{name: kernelNames[kind]}, kind: kind, dt: a.Dtype(), pl: p, arity: len(ins), graph: a.Graph()}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -281,7 +288,12 @@ func rhsInput(kind kernelKind) int {
 }
 
 // Do runs the kernel. Inputs are never modified.
-func (o *kernelOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+func (o *kernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
+	defer func() {
+		if err != nil {
+			failedruns.Failed(o.graph)
+		}
+	}()
 	ins := make([]*sharding.Tensor, len(vals))
 	for i, v := range vals {
 		t, err := asSharded(unwrapEigen(v), Placement{o.pl.Mesh, inputLayout(v, o.pl)})

@@ -10,10 +10,14 @@
 // goroutine's graph failing on a shared one does not refuse this graph's
 // backward steps.
 //
-// The ops using it fail on every rank alike (their errors are agreed
-// across the ranks), so every rank refuses the same backward steps. A
-// failure of another op (Gorgonia's own, a user's) is not counted: that
-// run's backward pass still makes its calls.
+// The cross-process ops fail on every rank alike (their errors are agreed
+// across the ranks), so every rank refuses the same backward steps. The
+// dense kernels on a mesh (package ops) count their failures too, so that
+// a graph's collectives after a failed Potrs, say, make no calls; a rank
+// whose own kernel failed leaves the others to time out in their next
+// collective, which counts there. A failure of another op (Gorgonia's
+// own, a user's) is not counted: that run's backward pass still makes its
+// calls.
 package failedruns
 
 import (
