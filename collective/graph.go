@@ -356,13 +356,7 @@ func (o *collOp) Placement() (ops.Placement, bool) {
 // Do runs the collective on the input value (host tensor for a process
 // communicator; sharded tensor, or host tensor to place, for a mesh).
 func (o *collOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
-	defer func() {
-		if err != nil {
-			failedruns.Failed(o.graph)
-		} else {
-			o.ranAt = failedruns.Now(o.graph)
-		}
-	}()
+	defer func() { failedruns.Record(o.graph, err, &o.ranAt) }()
 	if o.kind == Recv {
 		return o.run(nil, o.recvShape, o.recvDtype)
 	}

@@ -119,13 +119,7 @@ func (o *solveOp) Hashcode() uint32 {
 }
 
 func (o *solveOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
-	defer func() {
-		if err != nil {
-			failedruns.Failed(o.graph)
-		} else {
-			o.ranAt = failedruns.Now(o.graph)
-		}
-	}()
+	defer func() { failedruns.Record(o.graph, err, &o.ranAt) }()
 	if len(vals) != 2 {
 		return nil, fmt.Errorf("%w: %v: %d inputs", ErrBadInput, o, len(vals))
 	}

@@ -451,13 +451,7 @@ func (o *op) Hashcode() uint32 {
 
 // Do runs the op on the grid; every rank returns the same value or error.
 func (o *op) Do(vals ...G.Value) (v G.Value, err error) {
-	defer func() {
-		if err != nil {
-			failedruns.Failed(o.graph)
-		} else {
-			o.ranAt = failedruns.Now(o.graph)
-		}
-	}()
+	defer func() { failedruns.Record(o.graph, err, &o.ranAt) }()
 	if err := o.agreeOnRun(vals); err != nil {
 		return nil, fmt.Errorf("distops: %s: %w", o, err)
 	}

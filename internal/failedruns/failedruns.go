@@ -50,6 +50,16 @@ func Now(key any) uint64 {
 	return count[key]
 }
 
+// Record is what an op's forward does once it returned err: Failed(key)
+// on an error, else *ranAt = Now(key) for its backward step's Check.
+func Record(key any, err error, ranAt *uint64) {
+	if err != nil {
+		Failed(key)
+		return
+	}
+	*ranAt = Now(key)
+}
+
 // Check is ErrFailedRun, naming op, when an op keyed by key failed after
 // the forward that recorded ranAt.
 func Check(key any, ranAt uint64, op fmt.Stringer) error {

@@ -28,3 +28,18 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("a forward after the failure: %v", err)
 	}
 }
+
+// Record counts a failure, and after a success sets ranAt so that Check
+// passes until the next failure.
+func TestRecord(t *testing.T) {
+	g := new(int)
+	var ranAt uint64
+	Record(g, nil, &ranAt)
+	if err := Check(g, ranAt, name("op")); err != nil {
+		t.Fatalf("after a success: %v", err)
+	}
+	Record(g, errors.New("failed"), &ranAt)
+	if err := Check(g, ranAt, name("op")); !errors.Is(err, ErrFailedRun) {
+		t.Fatalf("after a failure: %v, want ErrFailedRun", err)
+	}
+}
