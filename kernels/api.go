@@ -477,6 +477,29 @@ func MirrorLower[T float32 | float64](n int, a []T, lda int) bool {
 	return mirrorLower(n, a, lda)
 }
 
+// Transpose writes the transpose of the m×n column-major src (leading
+// dimension lds) into the n×m column-major dst (leading dimension ldd),
+// which must not overlap src. A row-major m×n matrix is the column-major
+// n×m matrix with leading dimension n, so Transpose also converts between
+// the two orders. It works by square blocks, which stay in cache (a plain
+// double loop strides through memory on every write), shared out by
+// column blocks of src when large.
+func Transpose[T Scalar](m, n int, src []T, lds int, dst []T, ldd int) {
+	checkMatrix("src", m, n, lds, len(src))
+	checkMatrix("dst", n, m, ldd, len(dst))
+	const bs = 64
+	columnBlocks(n, func(j0, j1 int) {
+		for ib := 0; ib < m; ib += bs {
+			for j := j0; j < j1; j++ {
+				col := src[j*lds : j*lds+m]
+				for i := ib; i < min(ib+bs, m); i++ {
+					dst[j+i*ldd] = col[i]
+				}
+			}
+		}
+	})
+}
+
 // Symmetrize replaces the n×n column-major matrix a by its Hermitian part
 // (A + Aᴴ)/2 (real: (A + Aᵀ)/2). The result is exactly Hermitian:
 // a[j,i] == conj(a[i,j]) bitwise and the diagonal is real. It halves before

@@ -1,13 +1,13 @@
 package ops
 
 import (
-	"fmt"
 	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/kernels"
 	"github.com/mgla/mgla/sharding"
 	"gorgonia.org/tensor"
 )
@@ -19,25 +19,19 @@ import (
 // overwrite it. The copy of the shards of a CPU mesh of several devices is
 // lent by the scratch pool: release gives it back once the kernel is done
 // with it (for the other results release does nothing).
-func colMajor[T any](t *sharding.Tensor) (g []T, private bool, release func(), err error) {
+func colMajor[T kernels.Scalar](t *sharding.Tensor) (g []T, private bool, release func(), err error) {
 	rows, cols := t.Rows(), t.Cols()
 	if t.Mesh().Kind() != sharding.CPU {
-		// Other meshes: through a row-major host copy.
-		d, err := t.Gather()
-		if err != nil {
+		// Other meshes: through a row-major host copy, both buffers lent by
+		// the scratch pool.
+		rm, releaseRM := lend[T](rows * cols) // GatherInto writes all of it
+		defer releaseRM()
+		if err := t.GatherInto(tensor.New(tensor.WithShape(t.Shape()...), tensor.WithBacking(rm))); err != nil {
 			return nil, false, nil, err
 		}
-		rm, ok := d.Data().([]T)
-		if !ok {
-			return nil, false, nil, fmt.Errorf("ops: gathered %T", d.Data())
-		}
-		g := make([]T, rows*cols)
-		for i := range rows {
-			for j := range cols {
-				g[i+j*rows] = rm[i*cols+j]
-			}
-		}
-		return g, true, keep, nil
+		g, release := lend[T](rows * cols)
+		kernels.Transpose(cols, rows, rm, max(1, cols), g, max(1, rows))
+		return g, true, release, nil
 	}
 	sh, err := sharding.HostShards[T](t)
 	if err != nil {
@@ -52,15 +46,12 @@ func colMajor[T any](t *sharding.Tensor) (g []T, private bool, release func(), e
 }
 
 // storeColMajor writes a global column-major matrix into t's shards.
-func storeColMajor[T any](g []T, t *sharding.Tensor) error {
+func storeColMajor[T kernels.Scalar](g []T, t *sharding.Tensor) error {
 	rows, cols := t.Rows(), t.Cols()
 	if t.Mesh().Kind() != sharding.CPU {
-		rm := make([]T, rows*cols)
-		for i := range rows {
-			for j := range cols {
-				rm[i*cols+j] = g[i+j*rows]
-			}
-		}
+		rm, release := lend[T](rows * cols) // Transpose writes all of it
+		defer release()
+		kernels.Transpose(rows, cols, g, max(1, rows), rm, max(1, cols))
 		return t.Load(tensor.New(tensor.WithShape(t.Shape()...), tensor.WithBacking(rm)))
 	}
 	sh, err := sharding.HostShards[T](t)
@@ -75,15 +66,12 @@ func storeColMajor[T any](g []T, t *sharding.Tensor) error {
 }
 
 // writable returns t's single shard when it can be written in place as the
-// global column-major matrix, else a zeroed buffer to store later: on a CPU
-// mesh of several devices one lent by the scratch pool, which release gives
-// back after storeColMajor (for the other results release does nothing).
+// global column-major matrix, else a zeroed buffer to store later, lent by
+// the scratch pool, which release gives back after storeColMajor (for the
+// shard release does nothing).
 func writable[T any](t *sharding.Tensor) (w []T, release func()) {
 	n := t.Rows() * t.Cols()
-	if t.Mesh().Kind() != sharding.CPU {
-		return make([]T, n), keep
-	}
-	if t.Mesh().Size() == 1 && t.Layout().Kind != cyclic.RowBlocks {
+	if t.Mesh().Kind() == sharding.CPU && t.Mesh().Size() == 1 && t.Layout().Kind != cyclic.RowBlocks {
 		if sh, err := sharding.HostShards[T](t); err == nil {
 			return sh[0], keep
 		}
