@@ -122,6 +122,29 @@ typedef t_blasDgmm t_cublasDdgmm;
 typedef t_blasScal t_cublasSscal_v2;
 typedef t_blasScal t_cublasDscal_v2;
 
+/* cuBLASXt: host matrices, size_t dimensions. */
+typedef st (*t_cublasXtCreate)(void **);
+typedef st (*t_cublasXtDestroy)(void *);
+typedef st (*t_cublasXtDeviceSelect)(void *, int, int *);
+typedef st (*t_cublasXtSetBlockDim)(void *, int);
+typedef st (*t_cublasXtSetPinningMemMode)(void *, int);
+typedef st (*t_xtGemm)(void *, int, int, size_t, size_t, size_t, const void *, const void *, size_t,
+                       const void *, size_t, const void *, void *, size_t);
+typedef st (*t_xtSyrkx)(void *, int, int, size_t, size_t, const void *, const void *, size_t,
+                        const void *, size_t, const void *, void *, size_t);
+typedef st (*t_xtTrmm)(void *, int, int, int, int, size_t, size_t, const void *, const void *,
+                       size_t, const void *, size_t, void *, size_t);
+typedef st (*t_xtTrsm)(void *, int, int, int, int, size_t, size_t, const void *, const void *,
+                       size_t, void *, size_t);
+typedef t_xtGemm t_cublasXtSgemm;
+typedef t_xtGemm t_cublasXtDgemm;
+typedef t_xtSyrkx t_cublasXtSsyrkx;
+typedef t_xtSyrkx t_cublasXtDsyrkx;
+typedef t_xtTrmm t_cublasXtStrmm;
+typedef t_xtTrmm t_cublasXtDtrmm;
+typedef t_xtTrsm t_cublasXtStrsm;
+typedef t_xtTrsm t_cublasXtDtrsm;
+
 /* ---- symbol table (X-macro) -------------------------------------------- */
 
 #define MGLA_SYMBOLS(X)                                                                      \
@@ -197,7 +220,20 @@ typedef t_blasScal t_cublasDscal_v2;
     X(MGLA_LIB_CUBLAS, cublasSdgmm)                                                          \
     X(MGLA_LIB_CUBLAS, cublasDdgmm)                                                          \
     X(MGLA_LIB_CUBLAS, cublasSscal_v2)                                                       \
-    X(MGLA_LIB_CUBLAS, cublasDscal_v2)
+    X(MGLA_LIB_CUBLAS, cublasDscal_v2)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasXtCreate)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasXtDestroy)                                                      \
+    X(MGLA_LIB_CUBLAS, cublasXtDeviceSelect)                                                 \
+    X(MGLA_LIB_CUBLAS, cublasXtSetBlockDim)                                                  \
+    X(MGLA_LIB_CUBLAS, cublasXtSetPinningMemMode)                                            \
+    X(MGLA_LIB_CUBLAS, cublasXtSgemm)                                                        \
+    X(MGLA_LIB_CUBLAS, cublasXtDgemm)                                                        \
+    X(MGLA_LIB_CUBLAS, cublasXtSsyrkx)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasXtDsyrkx)                                                       \
+    X(MGLA_LIB_CUBLAS, cublasXtStrmm)                                                        \
+    X(MGLA_LIB_CUBLAS, cublasXtDtrmm)                                                        \
+    X(MGLA_LIB_CUBLAS, cublasXtStrsm)                                                        \
+    X(MGLA_LIB_CUBLAS, cublasXtDtrsm)
 
 #define DECLARE(lib, name) static t_##name p_##name;
 MGLA_SYMBOLS(DECLARE)
@@ -546,4 +582,39 @@ int mgla_blasDgmm(int kind, void *h, int side, int m, int n, uintptr_t a, int ld
 int mgla_blasScal(int kind, void *h, int n, double alpha, uintptr_t x, int incx) {
     SCALARS(alpha, 0.0)
     return PICK(cublasSscal_v2, cublasDscal_v2, h, n, s_alpha, (void *)x, incx);
+}
+
+/* ---- cuBLASXt ---------------------------------------------------------- */
+
+int mgla_xtCreate(void **h) { return CALL(cublasXtCreate, h); }
+int mgla_xtDestroy(void *h) { return CALL(cublasXtDestroy, h); }
+int mgla_xtDeviceSelect(void *h, int n, int *ids) { return CALL(cublasXtDeviceSelect, h, n, ids); }
+int mgla_xtSetBlockDim(void *h, int dim) { return CALL(cublasXtSetBlockDim, h, dim); }
+int mgla_xtSetPinning(void *h, int on) { return CALL(cublasXtSetPinningMemMode, h, on); }
+int mgla_xtGemm(int kind, void *h, int ta, int tb, size_t m, size_t n, size_t k, double alpha,
+                const void *a, size_t lda, const void *b, size_t ldb, double beta, void *c,
+                size_t ldc) {
+    SCALARS(alpha, beta)
+    return PICK(cublasXtSgemm, cublasXtDgemm, h, ta, tb, m, n, k, s_alpha, a, lda, b, ldb, s_beta, c,
+                ldc);
+}
+int mgla_xtSyrkx(int kind, void *h, int uplo, int trans, size_t n, size_t k, double alpha,
+                 const void *a, size_t lda, const void *b, size_t ldb, double beta, void *c,
+                 size_t ldc) {
+    SCALARS(alpha, beta)
+    return PICK(cublasXtSsyrkx, cublasXtDsyrkx, h, uplo, trans, n, k, s_alpha, a, lda, b, ldb,
+                s_beta, c, ldc);
+}
+int mgla_xtTrmm(int kind, void *h, int side, int uplo, int trans, int diag, size_t m, size_t n,
+                double alpha, const void *a, size_t lda, const void *b, size_t ldb, void *c,
+                size_t ldc) {
+    SCALARS(alpha, 0.0)
+    return PICK(cublasXtStrmm, cublasXtDtrmm, h, side, uplo, trans, diag, m, n, s_alpha, a, lda, b,
+                ldb, c, ldc);
+}
+int mgla_xtTrsm(int kind, void *h, int side, int uplo, int trans, int diag, size_t m, size_t n,
+                double alpha, const void *a, size_t lda, void *b, size_t ldb) {
+    SCALARS(alpha, 0.0)
+    return PICK(cublasXtStrsm, cublasXtDtrsm, h, side, uplo, trans, diag, m, n, s_alpha, a, lda, b,
+                ldb);
 }

@@ -142,4 +142,23 @@ int mgla_blasDgmm(int kind, void *h, int side, int m, int n, uintptr_t a, int ld
                   int incx, uintptr_t c, int ldc);
 int mgla_blasScal(int kind, void *h, int n, double alpha, uintptr_t x, int incx);
 
+/* cuBLASXt (real level 3 on host matrices, tiled over the selected devices).
+   kind, scalars and enums as for cuBLAS above. */
+int mgla_xtCreate(void **h);
+int mgla_xtDestroy(void *h);
+int mgla_xtDeviceSelect(void *h, int n, int *ids);
+int mgla_xtSetBlockDim(void *h, int dim);
+int mgla_xtSetPinning(void *h, int on);
+int mgla_xtGemm(int kind, void *h, int ta, int tb, size_t m, size_t n, size_t k, double alpha,
+                const void *a, size_t lda, const void *b, size_t ldb, double beta, void *c,
+                size_t ldc);
+int mgla_xtSyrkx(int kind, void *h, int uplo, int trans, size_t n, size_t k, double alpha,
+                 const void *a, size_t lda, const void *b, size_t ldb, double beta, void *c,
+                 size_t ldc);
+int mgla_xtTrmm(int kind, void *h, int side, int uplo, int trans, int diag, size_t m, size_t n,
+                double alpha, const void *a, size_t lda, const void *b, size_t ldb, void *c,
+                size_t ldc);
+int mgla_xtTrsm(int kind, void *h, int side, int uplo, int trans, int diag, size_t m, size_t n,
+                double alpha, const void *a, size_t lda, void *b, size_t ldb);
+
 #endif /* MGLA_CUSOLVER_SHIM_H */
