@@ -210,27 +210,6 @@ func maxDiff(a, b []float64) (d float64, at int) {
 	return d, at
 }
 
-func toFloats(data any) []float64 {
-	var out []float64
-	switch s := data.(type) {
-	case []float32:
-		for _, v := range s {
-			out = append(out, float64(v))
-		}
-	case []float64:
-		out = append(out, s...)
-	case []complex64:
-		for _, v := range s {
-			out = append(out, float64(real(v)), float64(imag(v)))
-		}
-	case []complex128:
-		for _, v := range s {
-			out = append(out, real(v), imag(v))
-		}
-	}
-	return out
-}
-
 // notPD settles cuSolverMg's INTERNAL_ERROR on the host: a matrix the host
 // factors gets the host's factor and no error (counted as a wrong result),
 // one that is not positive definite gets the minor, one with a NaN

@@ -26,9 +26,44 @@ import (
 // with the tests of the eigenvalue gaps). The result is checked for NaN and
 // Inf on the device like the forward results; a float32 result beyond the
 // range is left to the host code, which computes it again in float64
-// (gradInRange).
+// (gradInRange). The host code's products then run on all the mesh's GPUs
+// through cuBLASXt (gradproducts.go, xtFor).
 
-func init() { gradOnDevice = gradOnGPU }
+func init() {
+	gradOnDevice = gradOnGPU
+	productsFor = xtFor
+}
+
+var (
+	xtMu     sync.Mutex
+	xtCache  = map[string]*cusolver.Xt{}
+	failXtOn func() bool // set by tests: a cuBLASXt handle that cannot be had
+)
+
+// xtFor returns the cuBLASXt handle over mesh's GPUs, made on first use and
+// kept for the process, or nil where cuBLASXt cannot be had (the host code's
+// products then run on the CPU).
+func xtFor(mesh *sharding.Mesh) deviceProducts {
+	if failXtOn != nil && failXtOn() {
+		return nil
+	}
+	xtMu.Lock()
+	defer xtMu.Unlock()
+	key := mesh.DevicesKey()
+	if x, ok := xtCache[key]; ok {
+		return x
+	}
+	ids := make([]int, mesh.Size())
+	for i := range ids {
+		ids[i] = mesh.Device(i).ID
+	}
+	x, err := cusolver.NewXt(ids...)
+	if err != nil {
+		return nil
+	}
+	xtCache[key] = x
+	return x
+}
 
 // gradsOnDevice counts the backward computations that ran on a GPU; tests
 // read it to see that the device path, not the host fallback, ran.
@@ -299,11 +334,6 @@ func (g *gpuGrad) store(res, out *sharding.Tensor) error {
 	return c.RelayoutInto(out)
 }
 
-// gpuGradLowerBlock is the width of the column blocks in which Cholesky's
-// backward pass forms the lower triangle of Lᵀ·L̄ on the GPU (gLowerBlock
-// on the host): wide enough that each trmm fills the GPU.
-const gpuGradLowerBlock = 1024
-
 // gpuGradCompute runs the backward computation kind on the first GPU and
 // returns its n×n result there, whole (the strict upper triangle zero for
 // CholSolve's L̄, the symmetric results mirrored).
@@ -398,9 +428,9 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		if err := pt.ZeroStrictUpper(); err != nil {
 			return nil, err
 		}
-		for j0 := 0; j0 < n; j0 += gpuGradLowerBlock {
+		for j0 := 0; j0 < n; j0 += gpuLowerBlock {
 			blk := at(p, j0, j0)
-			do(b.TrmmLowerLeft(dt, true, n-j0, min(gpuGradLowerBlock, n-j0), 1, at(l, j0, j0), n, blk, n, blk, n))
+			do(b.TrmmLowerLeft(dt, true, n-j0, min(gpuLowerBlock, n-j0), 1, at(l, j0, j0), n, blk, n, blk, n))
 		}
 		if err := errors.Join(append(errs, b.Sync())...); err != nil {
 			return nil, err

@@ -3,113 +3,22 @@
 package ops
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mgla/mgla/internal/benchpair"
 	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/kernels/cusolver"
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/cu"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
-
-// gradCase is one backward computation's inputs, row-major float64: the
-// matrices (rows n, cols each), then a scalar or a vector where the kind
-// takes one, and the eigenvalues of the eigenvector share.
-type gradCase struct {
-	name   string
-	kind   gradKind
-	n      int
-	cols   []int
-	mats   [][]float64
-	scalar float64
-	vector []float64
-	w      []float64
-}
-
-// gradCases are random inputs of every backward computation at order n:
-// L well conditioned and lower triangular, C symmetric (Potri's result is),
-// distinct eigenvalues; the other matrices (the upstream gradients) with
-// no structure.
-func gradCases(rng *rand.Rand, n int) []gradCase {
-	mat := func(rows, cols int) []float64 {
-		m := make([]float64, rows*cols)
-		for i := range m {
-			m[i] = rng.NormFloat64()
-		}
-		return m
-	}
-	lower := func() []float64 {
-		l := make([]float64, n*n)
-		for i := range n {
-			for j := range i {
-				l[i*n+j] = rng.NormFloat64() / float64(n)
-			}
-			l[i*n+i] = 2 + rng.Float64()
-		}
-		return l
-	}
-	sym := func() []float64 {
-		c := mat(n, n)
-		for i := range n {
-			for j := range i {
-				c[j*n+i] = c[i*n+j]
-			}
-		}
-		return c
-	}
-	w := make([]float64, n)
-	for i := range w {
-		w[i] = float64(i) + rng.Float64()/2
-	}
-	return []gradCase{
-		{name: "PotrsGrad K=3", kind: gSymOuter, n: n, cols: []int{3, 3}, mats: [][]float64{mat(n, 3), mat(n, 3)}},
-		{name: "PotrsGrad K=12", kind: gSymOuter, n: n, cols: []int{12, 12}, mats: [][]float64{mat(n, 12), mat(n, 12)}},
-		{name: "CholSolveGradL", kind: gCholSolveL, n: n, cols: []int{5, 5, n}, mats: [][]float64{mat(n, 5), mat(n, 5), lower()}},
-		{name: "PotriGrad", kind: gSandwich, n: n, cols: []int{n, n}, mats: [][]float64{sym(), mat(n, n)}},
-		{name: "LogDetGrad", kind: gScale, n: n, cols: []int{n}, mats: [][]float64{sym()}, scalar: -1.7},
-		{name: "GaussianLogDensityGrad K=3", kind: gLogDensity, n: n, cols: []int{n, 3}, mats: [][]float64{sym(), mat(n, 3)}, scalar: -0.6},
-		{name: "GaussianLogDensityGrad K=12", kind: gLogDensity, n: n, cols: []int{n, 12}, mats: [][]float64{sym(), mat(n, 12)}, scalar: 1.3},
-		{name: "CholeskyGrad", kind: gCholesky, n: n, cols: []int{n, n}, mats: [][]float64{lower(), mat(n, n)}},
-		{name: "EigenValuesGrad", kind: gEigValues, n: n, cols: []int{n}, mats: [][]float64{mat(n, n)}, vector: mat(n, 1), w: w},
-		{name: "EigenVectorsGrad", kind: gEigVectors, n: n, cols: []int{n, n}, mats: [][]float64{mat(n, n), mat(n, n)}, w: w},
-	}
-}
-
-// values are c's inputs as the op receives them: the matrices sharded on
-// mesh in layout (the one at hostAt, when in range, a host tensor instead),
-// the first one the eigenvectors of an Eigen node for the eigen shares.
-func (c gradCase) values(t testing.TB, dt tensor.Dtype, mesh *sharding.Mesh, layout sharding.Layout, hostAt int) []gorgonia.Value {
-	t.Helper()
-	var vals []gorgonia.Value
-	for i, m := range c.mats {
-		h := hostTensor(dt, c.n, c.cols[i], m)
-		if i == hostAt {
-			vals = append(vals, h)
-			continue
-		}
-		s, err := sharding.Put(h, mesh, layout)
-		require.NoError(t, err)
-		if i == 0 && c.w != nil {
-			vals = append(vals, &eigenValue{Tensor: s, w: c.w})
-			continue
-		}
-		vals = append(vals, s)
-	}
-	switch {
-	case c.kind == gScale || c.kind == gLogDensity:
-		vals = append(vals, hostTensor(dt, 1, 1, []float64{c.scalar}))
-	case c.vector != nil:
-		vals = append(vals, hostTensor(dt, c.n, 1, c.vector))
-	}
-	return vals
-}
 
 // The backward computations on a GPU mesh run on its first GPU (cuBLAS) and
 // agree with the host code on a CPU mesh: every computation, both real
@@ -166,34 +75,6 @@ func TestGradOnDeviceMatchesHost(t *testing.T) {
 						checkGradResult(t, what, c.kind, n, toFloats(g.Data()), toFloats(want.Data()), dt)
 					}
 				}
-			}
-		}
-	}
-}
-
-// checkGradResult compares the row-major n×n got with want (relative
-// Frobenius error) and checks got's structure.
-func checkGradResult(t *testing.T, what string, kind gradKind, n int, got, want []float64, dt tensor.Dtype) {
-	t.Helper()
-	var diff, norm float64
-	for i, w := range want {
-		diff += (got[i] - w) * (got[i] - w)
-		norm += w * w
-	}
-	tol := 1e-12
-	if dt == tensor.Float32 {
-		tol = 2e-5
-	}
-	if e := math.Sqrt(diff / math.Max(norm, math.SmallestNonzeroFloat64)); !(e <= tol) {
-		t.Errorf("%s: relative error %.3g against the host code, want ≤ %g", what, e, tol)
-	}
-	for i := range n {
-		for j := i + 1; j < n; j++ {
-			switch {
-			case kind == gCholSolveL && got[i*n+j] != 0:
-				t.Fatalf("%s: [%d,%d] = %v above the diagonal", what, i, j, got[i*n+j])
-			case kind != gCholSolveL && got[i*n+j] != got[j*n+i]:
-				t.Fatalf("%s: [%d,%d] = %v but [%d,%d] = %v", what, i, j, got[i*n+j], j, i, got[j*n+i])
 			}
 		}
 	}
@@ -275,13 +156,16 @@ func TestGradOnDeviceChecksColumns(t *testing.T) {
 
 // Out of device memory part way (the first or a later temporary), the
 // device path leaves the computation to the host code, whose result is the
-// host's, in sharded and host results alike.
+// host's, in sharded and host results alike. (Here without cuBLASXt, so
+// that the products run on the CPU: TestGradHostProductsOnGPUs has them on
+// the GPUs.)
 func TestGradOnDeviceFallsBackOnOutOfMemory(t *testing.T) {
 	mesh, seed, rng := gradDeviceStart(t, 13)
 	cpu, err := sharding.CPUMesh(1)
 	require.NoError(t, err)
 	const n = 67
-	defer func() { failGradAlloc = nil }()
+	failXtOn = func() bool { return true }
+	defer func() { failGradAlloc, failXtOn = nil, nil }()
 	for _, c := range gradCases(rng, n) {
 		if c.kind != gCholesky && c.kind != gCholSolveL && c.kind != gEigVectors {
 			continue
@@ -314,26 +198,101 @@ func TestGradOnDeviceFallsBackOnOutOfMemory(t *testing.T) {
 	}
 }
 
-var gradDeviceN = flag.Int("ops.grad-device-n", 4096, "matrix order of BenchmarkGradOnDevice")
+// Where the device path leaves a computation to the host code (here: the
+// first GPU out of memory for its dense copies), the host code's products
+// run on every GPU of the mesh through cuBLASXt: every computation, both
+// real dtypes, meshes of one and (with two GPUs) two GPUs, sharded and host
+// results, against the host code on a CPU mesh; and with tiles smaller than
+// the matrices (several per product, partial at the edges). Every product
+// runs on the GPUs here, however small (allProductsOnDevices).
+func TestGradHostProductsOnGPUs(t *testing.T) {
+	ngpu, err := cu.NumDevices()
+	require.NoError(t, err)
+	_, seed, rng := gradDeviceStart(t, 14)
+	defer allProductsOnDevices()()
+	failGradAlloc = func() bool { return true }
+	defer func() { failGradAlloc = nil }()
+	small, err := cusolver.NewXt(seq(min(ngpu, 2))...)
+	require.NoError(t, err)
+	defer small.Close()
+	require.NoError(t, small.SetBlockDim(48))
+	for _, n := range []int{1, 67, 300} {
+		for _, c := range gradCases(rng, n) {
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				what := fmt.Sprintf("seed %d, %s, n=%d, %v", seed, c.name, n, dt)
+				want, err := gradHostResult(t, c, dt, nil)
+				require.NoError(t, err, what)
+				got, err := gradHostResult(t, c, dt, small)
+				require.NoError(t, err, what+", tiles of 48")
+				checkGradResult(t, what+", tiles of 48", c.kind, n, toFloats(got.Data()), toFloats(want.Data()), dt)
+				for _, ids := range [][]int{{0}, {0, 1}}[:min(ngpu, 2)] {
+					mesh, err := sharding.GPUMesh(ids...)
+					require.NoError(t, err)
+					what := fmt.Sprintf("%s, GPUs %v", what, ids)
+					vals := c.values(t, dt, mesh, sharding.Cyclic(64), -1)
+					before, beforeDev := gradsWithDeviceProducts.Load(), gradsOnDevice.Load()
+					out, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(64))
+					require.NoError(t, err, what)
+					require.NoError(t, runGrad(c.kind, out, vals...), what)
+					gotSharded, err := out.Gather()
+					require.NoError(t, err, what)
+					out.Free()
+					gotHost := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+					require.NoError(t, runGradHost(c.kind, mesh, gotHost, vals...), what)
+					require.Equal(t, before+2, gradsWithDeviceProducts.Load(), "%s: the products did not run on the GPUs", what)
+					require.Equal(t, beforeDev, gradsOnDevice.Load(), "%s: the device path ran", what)
+					for _, g := range []*tensor.Dense{gotSharded, gotHost} {
+						checkGradResult(t, what, c.kind, n, toFloats(g.Data()), toFloats(want.Data()), dt)
+					}
+				}
+			}
+		}
+	}
+}
 
-// BenchmarkGradOnDevice times each backward computation on a one-GPU mesh
-// (float64, N = -ops.grad-device-n, operands already on the GPU, a sharded
-// result) in turns with the forward's Cholesky factorization of an N×N
-// matrix on the same GPU (the anchor: cuSOLVER's potrf through the mesh
-// solver). Metrics: ms, the computation's median time; x-potrf, the median
-// ratio of the two.
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+var (
+	gradDeviceN     = flag.Int("ops.grad-device-n", 4096, "matrix order of BenchmarkGradOnDevice")
+	gradBenchGPUs   = flag.Int("ops.grad-gpus", 1, "GPUs of the mesh of BenchmarkGradOnDevice's operands")
+	gradBenchXtTile = flag.Int("ops.grad-xt-tile", cusolver.XtBlockDim, "BenchmarkGradOnDevice: cuBLASXt's tile side (Xt.SetBlockDim)")
+	gradBenchXtPin  = flag.Bool("ops.grad-xt-pin", false, "BenchmarkGradOnDevice: cuBLASXt page-locks the host matrices of each call (Xt.SetPinning)")
+	gradBenchPaths  = flag.String("ops.grad-paths", "device", "BenchmarkGradOnDevice's paths, comma separated: device (the first GPU), xt (the host code, its products through cuBLASXt on the mesh's GPUs), cpu (the host code on the CPU)")
+)
+
+// BenchmarkGradOnDevice times each backward computation on a GPU mesh
+// (float64, N = -ops.grad-device-n, operands already on the mesh's
+// -ops.grad-gpus GPUs, a sharded result; on one GPU whole, on more in
+// 512-column blocks), by each of
+// -ops.grad-paths, in turns with the forward's Cholesky factorization of an
+// N×N matrix on the first GPU (the anchor: cuSOLVER's potrf through the
+// mesh solver). The xt and cpu paths are the host code, which the device
+// path leaves a computation to when the first GPU cannot hold its dense
+// copies: the operands gathered to the host, the result scattered back.
+// Metrics: ms, the computation's median time; x-potrf, the median ratio of
+// the two.
 func BenchmarkGradOnDevice(b *testing.B) {
-	mesh, err := sharding.GPUMesh(0)
+	first, err := sharding.GPUMesh(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mesh, err := sharding.GPUMesh(seq(*gradBenchGPUs)...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	n := *gradDeviceN
 	rng := rand.New(rand.NewPCG(1, 2))
-	a, err := sharding.Put(randomHPD(rng, tensor.Float64, n), mesh, sharding.Cyclic(n))
+	a, err := sharding.Put(randomHPD(rng, tensor.Float64, n), first, sharding.Cyclic(n))
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(n))
+	l, err := sharding.New(first, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(n))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -342,27 +301,53 @@ func BenchmarkGradOnDevice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	layout := sharding.Cyclic(n)
+	if mesh.Size() > 1 {
+		layout = sharding.Cyclic(512)
+	}
+	if x := xtFor(mesh); x != nil {
+		xt := x.(*cusolver.Xt)
+		if err := errors.Join(xt.SetPinning(*gradBenchXtPin), xt.SetBlockDim(*gradBenchXtTile)); err != nil {
+			b.Fatal(err)
+		}
+		defer xt.SetPinning(false)
+		defer xt.SetBlockDim(cusolver.XtBlockDim)
+	}
+	always := func() bool { return true }
+	defer func() { failGradAlloc, failXtOn = nil, nil }()
 	for _, c := range gradCases(rng, n) {
-		vals := c.values(b, tensor.Float64, mesh, sharding.Cyclic(n), -1)
-		out, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, sharding.Cyclic(n))
+		vals := c.values(b, tensor.Float64, mesh, layout, -1)
+		out, err := sharding.New(mesh, tensor.Shape{n, n}, tensor.Float64, layout)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(c.name, func(b *testing.B) {
-			grad := func() {
-				if err := runGrad(c.kind, out, vals...); err != nil {
-					b.Fatal(err)
+		for _, path := range strings.Split(*gradBenchPaths, ",") {
+			switch path {
+			case "device":
+				failGradAlloc, failXtOn = nil, nil
+			case "xt":
+				failGradAlloc, failXtOn = always, nil
+			case "cpu":
+				failGradAlloc, failXtOn = always, always
+			default:
+				b.Fatalf("unknown path %q", path)
+			}
+			b.Run(c.name+"/"+path, func(b *testing.B) {
+				grad := func() {
+					if err := runGrad(c.kind, out, vals...); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			grad() // warm-up: the handle, the first allocations
-			potrf()
-			var p benchpair.Pairs
-			for range b.N {
-				p.Time(grad, potrf)
-			}
-			b.ReportMetric(float64(benchpair.Median(p.Wall[0]))/1e6, "ms")
-			b.ReportMetric(p.MedianRatio(), "x-potrf")
-		})
+				grad() // warm-up: the handle, the first allocations
+				potrf()
+				var p benchpair.Pairs
+				for range b.N {
+					p.Time(grad, potrf)
+				}
+				b.ReportMetric(float64(benchpair.Median(p.Wall[0]))/1e6, "ms")
+				b.ReportMetric(p.MedianRatio(), "x-potrf")
+			})
+		}
 		out.Free()
 	}
 }

@@ -35,7 +35,8 @@ import (
 // an allocation on that GPU that fails (after package sharding reclaimed
 // unreachable tensors), at any step, an operand on another mesh, or a
 // float32 result beyond the range, which the host computes again in
-// float64 (gradInRange).
+// float64 (gradInRange). The host code's cubic products then run on every
+// GPU of the mesh through cuBLASXt, on host memory (gradproducts.go).
 //
 // Operands may be sharded (any layout on the op's mesh) or host values (a
 // gradient Gorgonia summed on the host); scalars and the eigenvalue gradient
@@ -182,9 +183,9 @@ func runGrad(kind gradKind, out *sharding.Tensor, vals ...gorgonia.Value) error 
 	}
 	switch out.Dtype() {
 	case tensor.Float64:
-		return gradSharded[float64](kind, out, vals)
+		return gradSharded[float64](kind, out, vals, meshProducts(out.Mesh()))
 	case tensor.Float32:
-		return gradSharded[float32](kind, out, vals)
+		return gradSharded[float32](kind, out, vals, meshProducts(out.Mesh()))
 	case tensor.Complex64, tensor.Complex128:
 		return ErrComplexGradient
 	}
@@ -202,16 +203,16 @@ func runGradHost(kind gradKind, mesh *sharding.Mesh, out *tensor.Dense, vals ...
 	}
 	switch out.Dtype() {
 	case tensor.Float64:
-		return gradDense[float64](kind, out, vals)
+		return gradDense[float64](kind, out, vals, meshProducts(mesh))
 	case tensor.Float32:
-		return gradDense[float32](kind, out, vals)
+		return gradDense[float32](kind, out, vals, meshProducts(mesh))
 	case tensor.Complex64, tensor.Complex128:
 		return ErrComplexGradient
 	}
 	return sharding.CheckDtype(out.Dtype())
 }
 
-func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.Value) error {
+func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgonia.Value, dev deviceProducts) error {
 	n := out.Rows()
 	if out.Cols() != n {
 		return fmt.Errorf("output %v is not square", out.Shape())
@@ -224,13 +225,13 @@ func gradSharded[T gradReal](kind gradKind, out *sharding.Tensor, vals []gorgoni
 	// The operands are read: dst may now be out's own shard.
 	dst, release := writable[T](out)
 	defer release()
-	if err := gradInRange(kind, n, mats, cols, vals, dst); err != nil {
+	if err := gradInRange(kind, n, mats, cols, vals, dst, dev); err != nil {
 		return err
 	}
 	return storeColMajor(dst, out)
 }
 
-func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Value) error {
+func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Value, dev deviceProducts) error {
 	s := out.Shape()
 	if len(s) != 2 || s[0] != s[1] {
 		return fmt.Errorf("output of shape %v is not square", s)
@@ -247,14 +248,14 @@ func gradDense[T gradReal](kind gradKind, out *tensor.Dense, vals []gorgonia.Val
 	defer releaseOperands()
 	if kind != gCholSolveL {
 		// Exactly symmetric results: column-major is row-major.
-		return gradInRange(kind, n, mats, cols, vals, data)
+		return gradInRange(kind, n, mats, cols, vals, data, dev)
 	}
 	tmp, releaseTmp := lend[T](n * n) // gradCompute writes all of it
 	defer releaseTmp()
-	if err := gradInRange(kind, n, mats, cols, vals, tmp); err != nil {
+	if err := gradInRange(kind, n, mats, cols, vals, tmp, dev); err != nil {
 		return err
 	}
-	gTransposeInto(n, tmp, data)
+	kernels.Transpose(n, n, tmp, n, data, n)
 	return nil
 }
 
@@ -348,8 +349,25 @@ type gradReal interface{ float32 | float64 }
 // its message says, as for the forward kernels, which compute float32 in
 // float64: the gradient itself is beyond float32's range, or an upstream
 // gradient held NaN or Inf. (The first try stays in float32: twice as fast.)
-func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
-	err := gradCompute(kind, n, mats, cols, vals, dst)
+//
+// The products run on dev where it is not nil; where one of its calls
+// fails, the whole result is computed again with the CPU's.
+func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T, dev deviceProducts) error {
+	if dev != nil {
+		err := gradInRangeOn(kind, n, mats, cols, vals, dst, dev)
+		if !errors.Is(err, errDeviceProducts) {
+			if err == nil {
+				gradsWithDeviceProducts.Add(1)
+			}
+			return err
+		}
+	}
+	return gradInRangeOn(kind, n, mats, cols, vals, dst, nil)
+}
+
+// gradInRangeOn is gradInRange with the products on dev (the CPU where nil).
+func gradInRangeOn[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T, dev deviceProducts) error {
+	err := gradCompute(kind, n, mats, cols, vals, dst, dev)
 	narrow, single := any(dst).([]float32)
 	if !single || !errors.Is(err, kernels.ErrNonFinite) {
 		return err
@@ -368,7 +386,7 @@ func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	}
 	d, release := lend[float64](n * n) // gradCompute writes all of it
 	defer release()
-	if err := gradCompute(kind, n, wide, cols, vals, d); err != nil {
+	if err := gradCompute(kind, n, wide, cols, vals, d, dev); err != nil {
 		return err
 	}
 	for i, v := range d {
@@ -386,8 +404,10 @@ func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 const errGradRange = "the gradient, or a product on the way to it, beyond the dtype's range, or from a NaN or Inf upstream gradient"
 
 // gradCompute writes the n×n column-major result of the backward
-// computation kind into dst, which no operand aliases.
-func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T) error {
+// computation kind into dst, which no operand aliases, with the cubic
+// products on dev (the CPU where nil). It writes nothing but dst and its
+// own temporaries.
+func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T, dev deviceProducts) error {
 	if err := gradCheckColumns(kind, n, cols, vals); err != nil {
 		return err
 	}
@@ -395,8 +415,11 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 	case gSymOuter:
 		p, q, k := mats[0], mats[1], cols[0]
 		if k > symOuterDirect {
-			kernels.Gemm(false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n)
-			kernels.Gemm(false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)
+			if err := errors.Join(
+				pGemm(dev, false, true, n, n, k, -0.5, p, n, q, n, 0, dst, n),
+				pGemm(dev, false, true, n, n, k, -0.5, q, n, p, n, 1, dst, n)); err != nil {
+				return err
+			}
 			kernels.Symmetrize(n, dst, n)
 			break
 		}
@@ -429,11 +452,14 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		w, releaseW := lend[T](n * k) // LᵀB̄
 		defer releaseW()
 		copy(u, x[:n*k])
-		kernels.TrmmLowerLeft(true, n, k, l, n, u, n)
 		copy(w, bbar[:n*k])
-		kernels.TrmmLowerLeft(true, n, k, l, n, w, n)
-		kernels.Gemm(false, true, n, n, k, -1, bbar, n, u, n, 0, dst, n)
-		kernels.Gemm(false, true, n, n, k, -1, x, n, w, n, 1, dst, n)
+		if err := errors.Join(
+			pTrmmLowerLeft(dev, true, n, k, l, n, u, n),
+			pTrmmLowerLeft(dev, true, n, k, l, n, w, n),
+			pGemm(dev, false, true, n, n, k, -1, bbar, n, u, n, 0, dst, n),
+			pGemm(dev, false, true, n, n, k, -1, x, n, w, n, 1, dst, n)); err != nil {
+			return err
+		}
 		gZeroStrictUpper(n, dst)
 
 	case gSandwich:
@@ -445,8 +471,13 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		kernels.Symmetrize(n, dst, n)
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
-		kernels.Gemm(false, false, n, n, n, 1, c, n, dst, n, 0, t, n)
-		gSymmetricProduct(false, n, -1, t, c, dst) // C·sym(C̄)·C is symmetric
+		if err := pGemm(dev, false, false, n, n, n, 1, c, n, dst, n, 0, t, n); err != nil {
+			return err
+		}
+		// C·sym(C̄)·C is symmetric, and C, Potri's result, exactly so.
+		if err := gSymmetricProduct(dev, false, n, -1, t, c, dst); err != nil {
+			return err
+		}
 
 	case gScale:
 		g, err := gScalarOf(vals[1])
@@ -465,7 +496,9 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 			return err
 		}
 		c, x, k := mats[0], mats[1], cols[1]
-		gLogDensityGrad(n, k, T(-g*float64(k)/2), T(g/2), c, x, dst)
+		if err := gLogDensityGrad(dev, n, k, T(-g*float64(k)/2), T(g/2), c, x, dst); err != nil {
+			return err
+		}
 
 	case gCholesky:
 		l := mats[0] // only its lower triangle is read, by the triangular products
@@ -477,8 +510,14 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		// the whole product's flops.
 		p, releaseP := gLowerCopy(n, mats[1])
 		defer releaseP()
-		for j0 := 0; j0 < n; j0 += gLowerBlock {
-			kernels.TrmmLowerLeft(true, n-j0, min(gLowerBlock, n-j0), l[j0+j0*n:], n, p[j0+j0*n:], n)
+		block := gLowerBlock
+		if dev != nil {
+			block = gpuLowerBlock
+		}
+		for j0 := 0; j0 < n; j0 += block {
+			if err := pTrmmLowerLeft(dev, true, n-j0, min(block, n-j0), l[j0+j0*n:], n, p[j0+j0*n:], n); err != nil {
+				return err
+			}
 		}
 		gZeroStrictUpper(n, p)
 		for j := range n {
@@ -486,9 +525,13 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 		}
 		// S = L⁻ᵀ·P·L⁻¹: Y = L⁻ᵀP, then Sᵀ = L⁻ᵀYᵀ; Ā = sym(S) = sym(Sᵀ).
 		// (L has a positive diagonal: it comes from a successful Potrf.)
-		kernels.TrsmLowerLeft(true, n, n, l, n, p, n)
-		gTransposeInto(n, p, dst)
-		kernels.TrsmLowerLeft(true, n, n, l, n, dst, n)
+		if err := pTrsmLowerLeft(dev, true, n, n, l, n, p, n); err != nil {
+			return err
+		}
+		kernels.Transpose(n, n, p, n, dst, n)
+		if err := pTrsmLowerLeft(dev, true, n, n, l, n, dst, n); err != nil {
+			return err
+		}
 		kernels.Symmetrize(n, dst, n)
 
 	case gEigValues:
@@ -504,21 +547,28 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 				t[i+j*n] = x * wbar[j]
 			}
 		}
-		gSymmetricProduct(true, n, 1, t, v, dst) // V·diag(w̄)·Vᵀ is symmetric
+		if err := gSymmetricProduct(dev, true, n, 1, t, v, dst); err != nil { // V·diag(w̄)·Vᵀ is symmetric
+			return err
+		}
 
 	case gEigVectors:
 		e := vals[0].(*eigenValue) // gradCheckColumns checked it
 		v, vbar := mats[0], mats[1]
 		m, releaseM := lend[T](n * n) // written by the gemm
 		defer releaseM()
-		kernels.Gemm(true, false, n, n, n, 1, v, n, vbar, n, 0, m, n)
+		if err := pGemm(dev, true, false, n, n, n, 1, v, n, vbar, n, 0, m, n); err != nil {
+			return err
+		}
 		if err := gEigenvectorWeights(n, m, e); err != nil {
 			return err
 		}
 		t, releaseT := lend[T](n * n) // written by the gemm
 		defer releaseT()
-		kernels.Gemm(false, false, n, n, n, 1, v, n, m, n, 0, t, n)
-		gSymmetricProduct(true, n, 1, t, v, dst)
+		if err := errors.Join(
+			pGemm(dev, false, false, n, n, n, 1, v, n, m, n, 0, t, n),
+			gSymmetricProduct(dev, true, n, 1, t, v, dst)); err != nil {
+			return err
+		}
 
 	default:
 		return fmt.Errorf("unknown backward computation %d", kind)
@@ -536,14 +586,16 @@ func gradCompute[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals 
 // columns each entry sums b·(X_il·X_jl) over l in the same order as its
 // mirror image (the conversions keep Go from fusing a multiply-add, which
 // would round the two differently); with more, a gemm and a symmetrisation.
-func gLogDensityGrad[T gradReal](n, k int, a, b T, c, x, dst []T) {
+func gLogDensityGrad[T gradReal](dev deviceProducts, n, k int, a, b T, c, x, dst []T) error {
 	if k > symOuterDirect {
 		for i, v := range c {
 			dst[i] = a * v
 		}
-		kernels.Gemm(false, true, n, n, k, b, x, n, x, n, 1, dst, n)
+		if err := pGemm(dev, false, true, n, n, k, b, x, n, x, n, 1, dst, n); err != nil {
+			return err
+		}
 		kernels.Symmetrize(n, dst, n)
-		return
+		return nil
 	}
 	for j := range n {
 		col, cj := dst[j*n:j*n+n], c[j*n:j*n+n]
@@ -558,6 +610,7 @@ func gLogDensityGrad[T gradReal](n, k int, a, b T, c, x, dst []T) {
 			}
 		}
 	}
+	return nil
 }
 
 // gEigenvectorWeights replaces the n×n column-major M = Vᵀ·V̄ by sym(F∘M)
@@ -703,14 +756,27 @@ func gLowerCopy[T gradReal](n int, a []T) (out []T, release func()) {
 
 // gLowerBlock is the width of the column blocks in which the backward
 // products form only a lower triangle (gCholesky's Φ(Lᵀ·L̄),
-// gSymmetricProduct).
-const gLowerBlock = 256
+// gSymmetricProduct); gpuLowerBlock is gCholesky's with the products on
+// GPUs (gradgpu_cuda.go, deviceProducts): wide enough that each product
+// fills them.
+const (
+	gLowerBlock   = 256
+	gpuLowerBlock = 1024
+)
 
 // gSymmetricProduct writes alpha·A·op(B) into dst (n×n, column-major; op(B)
 // is Bᵀ when transB is set) for a product known to be symmetric: its lower
 // triangle by column blocks J, from J's first row down (about half the
 // flops), then mirrored into the upper one, so dst is exactly symmetric.
-func gSymmetricProduct[T gradReal](transB bool, n int, alpha T, a, b, dst []T) {
+// Without transB, B must be exactly symmetric (dev forms A·Bᵀ).
+func gSymmetricProduct[T gradReal](dev deviceProducts, transB bool, n int, alpha T, a, b, dst []T) error {
+	if onDevices(dev, n) {
+		if err := devErr(dev.Syrkx(n, n, float64(alpha), a, n, b, n, 0, dst, n)); err != nil {
+			return err
+		}
+		kernels.MirrorLower(n, dst, n)
+		return nil
+	}
 	for j0 := 0; j0 < n; j0 += gLowerBlock {
 		bj := b[j0*n:] // op(B)'s columns J: B's columns J, or its rows J
 		if transB {
@@ -719,24 +785,11 @@ func gSymmetricProduct[T gradReal](transB bool, n int, alpha T, a, b, dst []T) {
 		kernels.Gemm(false, transB, n-j0, min(gLowerBlock, n-j0), n, alpha, a[j0:], n, bj, n, 0, dst[j0+j0*n:], n)
 	}
 	kernels.MirrorLower(n, dst, n)
+	return nil
 }
 
 func gZeroStrictUpper[T gradReal](n int, a []T) {
 	for j := 1; j < n; j++ {
 		clear(a[j*n : j*n+j])
-	}
-}
-
-// gTransposeInto writes the transpose of the n×n column-major src into dst.
-func gTransposeInto[T gradReal](n int, src, dst []T) {
-	const bs = 64
-	for jb := 0; jb < n; jb += bs {
-		for ib := 0; ib < n; ib += bs {
-			for j := jb; j < min(jb+bs, n); j++ {
-				for i := ib; i < min(ib+bs, n); i++ {
-					dst[j+i*n] = src[i+j*n]
-				}
-			}
-		}
 	}
 }
