@@ -3,8 +3,9 @@
 // eigensolver over a 1-D column block-cyclic layout on several GPUs of one
 // host), the single-GPU dense cuSOLVER API as a baseline, the cuBLAS
 // routines of the backward passes (Blas: gemm, syrkx, syr2k, trmm, trsm,
-// geam, dgmm, scal on one GPU), and a few CUDA runtime helpers (device
-// count, malloc/free, memcpy, synchronize, memory info).
+// geam, dgmm, scal on one GPU), cuBLASXt's (Xt: gemm, syrkx, trmm, trsm on
+// host matrices, tiled over several GPUs), and a few CUDA runtime helpers
+// (device count, malloc/free, memcpy, synchronize, memory info).
 //
 // Everything except this documentation is behind the `mglacuda` build tag (not
 // `cuda`: that tag also switches Gorgonia to its own CUDA build, which needs cuDNN):
