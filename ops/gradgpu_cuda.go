@@ -70,8 +70,8 @@ func xtFor(mesh *sharding.Mesh) deviceProducts {
 var gradsOnDevice atomic.Int64
 
 // failGradAlloc, set by tests, fails the device path's allocation of a
-// temporary when it returns true, as an out-of-memory error.
-var failGradAlloc func() bool
+// rows×cols temporary when it returns true, as an out-of-memory error.
+var failGradAlloc func(rows, cols int) bool
 
 var (
 	blasMu    sync.Mutex
@@ -198,6 +198,22 @@ type gpuGrad struct {
 	n        int
 	temps    []*sharding.Tensor
 	releases []func()
+	// owned maps the address of an operand that is the computation's own
+	// dense copy (of a value on several GPUs or in another layout, or of a
+	// host value) to that copy, which the computation may overwrite once it
+	// no longer reads the operand: so Cholesky's, Potri's and the
+	// eigenvector share's need no more than three N×N matrices on the first
+	// GPU, operands included.
+	owned map[uintptr]*sharding.Tensor
+}
+
+// scratchOr returns the operand at p to overwrite when it is the
+// computation's own copy, else a new n×n matrix.
+func (g *gpuGrad) scratchOr(p uintptr) (*sharding.Tensor, uintptr, error) {
+	if t, ok := g.owned[p]; ok {
+		return t, p, nil
+	}
+	return g.matrix(g.n, g.n)
 }
 
 func (g *gpuGrad) release() {
@@ -212,7 +228,7 @@ func (g *gpuGrad) release() {
 // matrix is a new rows×cols matrix on the first GPU (its only shard is the
 // dense column-major matrix) and its address.
 func (g *gpuGrad) matrix(rows, cols int) (*sharding.Tensor, uintptr, error) {
-	if failGradAlloc != nil && failGradAlloc() {
+	if failGradAlloc != nil && failGradAlloc(rows, cols) {
 		return nil, 0, fmt.Errorf("a test's allocation: %w", cu.OutOfMemory)
 	}
 	t, err := sharding.New(g.one, tensor.Shape{rows, cols}, g.dt, sharding.Cyclic(max(cols, 1)))
@@ -232,8 +248,9 @@ func wholeColumns(t *sharding.Tensor) bool {
 
 // operand returns the address of a dense column-major copy of the matrix
 // (or vector: one column) value v with n rows on the first GPU, and its
-// columns: the shard itself on a one-GPU mesh, else a copy. A host value is
-// loaded; a tensor on another mesh's devices is left to the host code.
+// columns: the shard itself on a one-GPU mesh in a layout of whole columns,
+// else a copy of the computation's own (g.owned). A host value is loaded; a
+// tensor on another mesh's devices is left to the host code.
 func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
 	switch x := unwrapEigen(v).(type) {
 	case *sharding.Tensor:
@@ -253,22 +270,26 @@ func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
 		}
 		src := x
 		if !wholeColumns(x) {
+			// Through columns spread over the mesh, freed once copied.
 			c, err := sharding.New(m, x.Shape(), g.dt, sharding.Cyclic(gradSpreadTile))
 			if err != nil {
 				return 0, 0, err
 			}
-			g.temps = append(g.temps, c)
+			defer c.Free()
 			if err := x.RelayoutInto(c); err != nil {
 				return 0, 0, err
 			}
 			src = c
 		}
-		d, err := src.ToDense(0)
+		t, p, err := g.matrix(g.n, x.Cols())
 		if err != nil {
 			return 0, 0, err
 		}
-		g.releases = append(g.releases, d.Release)
-		return d.Ptr(), x.Cols(), nil
+		if err := src.IntoDense(t.Shard(0).(*sharding.DeviceBuffer)); err != nil {
+			return 0, 0, err
+		}
+		g.own(p, t)
+		return p, x.Cols(), nil
 	case tensor.Tensor:
 		d, err := toHost(x)
 		if err != nil {
@@ -289,9 +310,17 @@ func (g *gpuGrad) operand(v gorgonia.Value) (uintptr, int, error) {
 		if err := t.Load(tensor.New(tensor.WithShape(g.n, cols), tensor.WithBacking(d.Data()))); err != nil {
 			return 0, 0, err
 		}
+		g.own(p, t)
 		return p, cols, nil
 	}
 	return 0, 0, fmt.Errorf("unsupported value %T", v)
+}
+
+func (g *gpuGrad) own(p uintptr, t *sharding.Tensor) {
+	if g.owned == nil {
+		g.owned = map[uintptr]*sharding.Tensor{}
+	}
+	g.owned[p] = t
 }
 
 // operands returns the addresses and the columns of kind's matrix inputs,
@@ -381,16 +410,15 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 
 	case gSandwich:
 		c, cbar := ps[0], ps[1]
-		_, sym, err := g.matrix(n, n)
+		// sym(C̄) in r, T = C·sym(C̄) in C̄'s place where it is a copy of
+		// the computation's own, then the lower triangle of −T·C in r (the
+		// calls run in order on the device).
+		_, t, err := g.scratchOr(cbar)
 		if err != nil {
 			return nil, err
 		}
-		_, t, err := g.matrix(n, n)
-		if err != nil {
-			return nil, err
-		}
-		do(b.Geam(dt, false, true, n, n, 0.5, cbar, n, 0.5, cbar, n, sym, n)) // sym(C̄)
-		do(b.Gemm(dt, false, false, n, n, n, 1, c, n, sym, n, 0, t, n))
+		do(b.Geam(dt, false, true, n, n, 0.5, cbar, n, 0.5, cbar, n, r, n)) // sym(C̄)
+		do(b.Gemm(dt, false, false, n, n, n, 1, c, n, r, n, 0, t, n))
 		// −T·C = −T·Cᵀ: C, Potri's result, is exactly symmetric.
 		do(b.Syrkx(dt, n, n, -1, t, n, c, n, 0, r, n))
 		lower = true
@@ -418,13 +446,18 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 		// P = Φ(Lᵀ·L̄) by column blocks J from J's first row down, on a copy
 		// of L̄'s lower triangle (see gradCompute), then S = L⁻ᵀ·P·L⁻¹ by
 		// two triangular solves around a transpose; Ā = sym(S).
-		pt, p, err := g.matrix(n, n)
+		// P in L̄'s place where it is a copy of the computation's own.
+		pt, p, err := g.scratchOr(lbar)
 		if err != nil {
 			return nil, err
 		}
-		if err := errors.Join(b.Geam(dt, false, false, n, n, 1, lbar, n, 0, lbar, n, p, n), b.Sync()); err != nil {
+		if p != lbar {
+			do(b.Geam(dt, false, false, n, n, 1, lbar, n, 0, lbar, n, p, n))
+		}
+		if err := errors.Join(append(errs, b.Sync())...); err != nil {
 			return nil, err
 		}
+		errs = errs[:0]
 		if err := pt.ZeroStrictUpper(); err != nil {
 			return nil, err
 		}
@@ -473,27 +506,25 @@ func gpuGradCompute[T gradReal](g *gpuGrad, kind gradKind, vals []gorgonia.Value
 	case gEigVectors:
 		e := vals[0].(*eigenValue) // gradCheckColumns checked it
 		v, vbar := ps[0], ps[1]
-		mt, mp, err := g.matrix(n, n)
-		if err != nil {
-			return nil, err
-		}
-		if err := errors.Join(b.Gemm(dt, true, false, n, n, n, 1, v, n, vbar, n, 0, mp, n), b.Sync()); err != nil {
+		// M = Vᵀ·V̄ in r, T = V·(F∘M) in V̄'s place where it is a copy of
+		// the computation's own, then the lower triangle of T·Vᵀ in r.
+		if err := errors.Join(b.Gemm(dt, true, false, n, n, n, 1, v, n, vbar, n, 0, r, n), b.Sync()); err != nil {
 			return nil, err
 		}
 		// F∘M with the eigenvalue gaps' tests, as the host's
 		// gEigenvectorWeights, bit for bit.
-		i, j, ok, err := sharding.EigenvectorTerms(mt, e.w, eigenGap(e))
+		i, j, ok, err := sharding.EigenvectorTerms(res, e.w, eigenGap(e))
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, repeatedEigenvalues(e, i, j)
 		}
-		_, t, err := g.matrix(n, n)
+		_, t, err := g.scratchOr(vbar)
 		if err != nil {
 			return nil, err
 		}
-		do(b.Gemm(dt, false, false, n, n, n, 1, v, n, mp, n, 0, t, n))
+		do(b.Gemm(dt, false, false, n, n, n, 1, v, n, r, n, 0, t, n))
 		do(b.Syrkx(dt, n, n, 1, t, n, v, n, 0, r, n))
 		lower = true
 

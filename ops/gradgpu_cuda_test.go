@@ -177,7 +177,7 @@ func TestGradOnDeviceFallsBackOnOutOfMemory(t *testing.T) {
 			what := fmt.Sprintf("seed %d, %s, allocation %d fails", seed, c.name, failAt)
 			vals := c.values(t, dt, mesh, sharding.Cyclic(64), -1)
 			calls := 0
-			failGradAlloc = func() bool { calls++; return calls == failAt }
+			failGradAlloc = func(int, int) bool { calls++; return calls == failAt }
 			before := gradsOnDevice.Load()
 			out, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(64))
 			require.NoError(t, err, what)
@@ -198,6 +198,48 @@ func TestGradOnDeviceFallsBackOnOutOfMemory(t *testing.T) {
 	}
 }
 
+// The device path holds at most three N×N matrices on the first GPU,
+// operands included (its own dense copies of operands on several GPUs
+// become its scratch once read), and at most two beside the operands where
+// those are the values' own shards (a one-GPU mesh): every computation, on
+// a mesh of the first GPU and (with two GPUs) of two, against the host
+// code's result.
+func TestGradOnDeviceMemory(t *testing.T) {
+	ngpu, err := cu.NumDevices()
+	require.NoError(t, err)
+	_, seed, rng := gradDeviceStart(t, 15)
+	defer func() { failGradAlloc = nil }()
+	const n = 70
+	for _, c := range gradCases(rng, n) {
+		want, err := gradHostResult(t, c, tensor.Float64, nil)
+		require.NoError(t, err, c.name)
+		for _, ids := range [][]int{{0}, {0, 1}}[:min(ngpu, 2)] {
+			mesh, err := sharding.GPUMesh(ids...)
+			require.NoError(t, err)
+			what := fmt.Sprintf("seed %d, %s, GPUs %v", seed, c.name, ids)
+			vals := c.values(t, tensor.Float64, mesh, sharding.Cyclic(16), -1)
+			square := 0
+			failGradAlloc = func(rows, cols int) bool {
+				if rows == n && cols == n {
+					square++
+				}
+				return false
+			}
+			before := gradsOnDevice.Load()
+			got := tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(n, n))
+			require.NoError(t, runGradHost(c.kind, mesh, got, vals...), what)
+			failGradAlloc = nil
+			require.Equal(t, before+1, gradsOnDevice.Load(), "%s: the device path did not run", what)
+			limit := 3
+			if len(ids) == 1 {
+				limit = 2
+			}
+			require.LessOrEqual(t, square, limit, "%s: N×N matrices on the first GPU", what)
+			checkGradResult(t, what, c.kind, n, toFloats(got.Data()), toFloats(want.Data()), tensor.Float64)
+		}
+	}
+}
+
 // Where the device path leaves a computation to the host code (here: the
 // first GPU out of memory for its dense copies), the host code's products
 // run on every GPU of the mesh through cuBLASXt: every computation, both
@@ -210,7 +252,7 @@ func TestGradHostProductsOnGPUs(t *testing.T) {
 	require.NoError(t, err)
 	_, seed, rng := gradDeviceStart(t, 14)
 	defer allProductsOnDevices()()
-	failGradAlloc = func() bool { return true }
+	failGradAlloc = func(int, int) bool { return true }
 	defer func() { failGradAlloc = nil }()
 	small, err := cusolver.NewXt(seq(min(ngpu, 2))...)
 	require.NoError(t, err)
@@ -326,9 +368,9 @@ func BenchmarkGradOnDevice(b *testing.B) {
 			case "device":
 				failGradAlloc, failXtOn = nil, nil
 			case "xt":
-				failGradAlloc, failXtOn = always, nil
+				failGradAlloc, failXtOn = func(int, int) bool { return true }, nil
 			case "cpu":
-				failGradAlloc, failXtOn = always, always
+				failGradAlloc, failXtOn = func(int, int) bool { return true }, always
 			default:
 				b.Fatalf("unknown path %q", path)
 			}
