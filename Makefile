@@ -45,7 +45,7 @@ openblas:
 cuda-vet:
 	$(GO) vet -tags mglacuda $(PKGS)
 	$(GO) vet -tags 'mglacuda mpi' ./collective/nccl/
-	$(GO) test -tags mglacuda -run '^TestHostHelpers$$' -count=1 ./kernels/cusolver/
+	$(GO) test -tags mglacuda -run '^(TestHostHelpers|TestXtArguments)$$' -count=1 ./kernels/cusolver/
 
 # The mpi-tagged code (Open MPI: make mpi-deps): vet, the tests as a one-rank
 # world under go test, then each package's test binary under mpirun with 1, 2,

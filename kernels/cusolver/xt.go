@@ -166,7 +166,7 @@ func (x *Xt) call(fn string, empty bool, ms []xtMatrix, f func(kind C.int, p []u
 			return fmt.Errorf("cusolver: %s: %s is %T, unlike the matrices before it", fn, m.name, m.data)
 		}
 		kind = k
-		if m.rows > 0 && m.cols > 0 && n < (m.cols-1)*m.ld+m.rows {
+		if !spanFits(n, m.rows, m.cols, m.ld) {
 			return fmt.Errorf("cusolver: %s: %s holds %d elements, fewer than %d×%d with leading dimension %d",
 				fn, m.name, n, m.rows, m.cols, m.ld)
 		}
@@ -189,8 +189,47 @@ func (x *Xt) call(fn string, empty bool, ms []xtMatrix, f func(kind C.int, p []u
 	return err
 }
 
+// spanFits reports whether n elements hold a rows×cols matrix with leading
+// dimension ld ≥ rows, that is (cols−1)·ld + rows ≤ n, without overflow.
+func spanFits(n, rows, cols, ld int) bool {
+	if rows == 0 || cols == 0 {
+		return true
+	}
+	return n >= rows && (cols == 1 || ld <= (n-rows)/(cols-1))
+}
+
+// scaleC is C = beta·C for an update with no terms (k = 0), which BLAS
+// defines and cuBLASXt is not given (its A and B would be empty): C is
+// zeroed for beta = 0, as BLAS does, whatever it held.
+func scaleC(beta float64, c any, m, n, ldc int, lower bool) {
+	switch d := c.(type) {
+	case []float32:
+		scaleCOf(float32(beta), d, m, n, ldc, lower)
+	case []float64:
+		scaleCOf(beta, d, m, n, ldc, lower)
+	}
+}
+
+func scaleCOf[T float32 | float64](beta T, c []T, m, n, ldc int, lower bool) {
+	for j := range n {
+		i0 := 0
+		if lower {
+			i0 = j
+		}
+		col := c[j*ldc+i0 : j*ldc+m]
+		for i := range col {
+			if beta == 0 {
+				col[i] = 0
+			} else {
+				col[i] *= beta
+			}
+		}
+	}
+}
+
 // Gemm computes C = alpha·op(A)·op(B) + beta·C, C m×n, op(A) m×k, op(B) k×n
-// (op is the transpose when trans is set).
+// (op is the transpose when trans is set). With k = 0 it scales C on the
+// host.
 func (x *Xt) Gemm(transA, transB bool, m, n, k int, alpha float64, a any, lda int, b any, ldb int, beta float64, c any, ldc int) error {
 	ar, ac := m, k
 	if transA {
@@ -201,6 +240,13 @@ func (x *Xt) Gemm(transA, transB bool, m, n, k int, alpha float64, a any, lda in
 		br, bc = n, k
 	}
 	ms := []xtMatrix{{"A", a, ar, ac, lda}, {"B", b, br, bc, ldb}, {"C", c, m, n, ldc}}
+	if k == 0 {
+		if err := x.call("cublasXtGemm", true, ms, nil); err != nil || m == 0 || n == 0 {
+			return err
+		}
+		scaleC(beta, c, m, n, ldc, false)
+		return nil
+	}
 	return x.call("cublasXtGemm", m == 0 || n == 0, ms, func(kind C.int, p []unsafe.Pointer) C.int {
 		return C.mgla_xtGemm(kind, x.handle, blasOp(transA), blasOp(transB), C.size_t(m), C.size_t(n), C.size_t(k),
 			C.double(alpha), p[0], C.size_t(lda), p[1], C.size_t(ldb), C.double(beta), p[2], C.size_t(ldc))
@@ -212,6 +258,13 @@ func (x *Xt) Gemm(transA, transB bool, m, n, k int, alpha float64, a any, lda in
 // touched.
 func (x *Xt) Syrkx(n, k int, alpha float64, a any, lda int, b any, ldb int, beta float64, c any, ldc int) error {
 	ms := []xtMatrix{{"A", a, n, k, lda}, {"B", b, n, k, ldb}, {"C", c, n, n, ldc}}
+	if k == 0 {
+		if err := x.call("cublasXtSyrkx", true, ms, nil); err != nil || n == 0 {
+			return err
+		}
+		scaleC(beta, c, n, n, ldc, true)
+		return nil
+	}
 	return x.call("cublasXtSyrkx", n == 0, ms, func(kind C.int, p []unsafe.Pointer) C.int {
 		return C.mgla_xtSyrkx(kind, x.handle, blasLower, blasOpN, C.size_t(n), C.size_t(k), C.double(alpha),
 			p[0], C.size_t(lda), p[1], C.size_t(ldb), C.double(beta), p[2], C.size_t(ldc))

@@ -314,3 +314,41 @@ func BenchmarkXt(b *testing.B) {
 		}
 	}
 }
+
+// The checks of Xt's arguments, which run before any CUDA call (so this
+// test needs no GPU): a leading dimension so large that the span of the
+// matrix overflows int is refused like a short slice; an update with no
+// terms (k = 0) scales C on the host, as BLAS defines it (beta = 0 zeroes
+// C, Syrkx its lower triangle only).
+func TestXtArguments(t *testing.T) {
+	closed := &Xt{closed: true}
+	one, six, huge := []float64{1}, make([]float64, 6), 1<<62
+	for _, cs := range []struct {
+		what string
+		err  error
+	}{
+		{"gemm, A 1×3 in 1 element", closed.Gemm(false, false, 1, 2, 3, 1, one, huge, six, 3, 0, make([]float64, 2), 1)},
+		{"syrkx, C 3×3 in 1 element", closed.Syrkx(3, 1, 1, six, 3, six, 3, 0, one, huge)},
+		{"trsm, B 1×3 in 1 element", closed.TrsmLowerLeft(false, 1, 3, 1, one, 1, one, huge)},
+		{"trmm, C 1×3 in 1 element", closed.TrmmLowerLeft(false, 1, 3, 1, one, 1, six, 1, one, huge)},
+	} {
+		if cs.err == nil || !strings.Contains(cs.err.Error(), "fewer than") {
+			t.Errorf("%s: %v, want the length refused", cs.what, cs.err)
+		}
+	}
+	open := &Xt{} // no handle: a call that reached cuBLASXt would crash
+	c := []float64{1, 2, 3, 4, 5, 6}
+	if err := open.Gemm(false, false, 2, 2, 0, 1, []float64(nil), 2, []float64(nil), 1, 0.5, c, 3); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.5, 1, 3, 2, 2.5, 6}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("gemm k = 0: C = %v, want %v", c, want)
+	}
+	s := []float32{1, 2, 3, 4}
+	if err := open.Syrkx(2, 0, 1, []float32{}, 2, []float32{}, 2, 0, s, 2); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{0, 0, 3, 0}; fmt.Sprint(s) != fmt.Sprint(want) {
+		t.Errorf("syrkx k = 0: C = %v, want %v", s, want)
+	}
+}
