@@ -354,9 +354,10 @@ type gradReal interface{ float32 | float64 }
 // fails, the whole result is computed again with the CPU's.
 func gradInRange[T gradReal](kind gradKind, n int, mats [][]T, cols []int, vals []gorgonia.Value, dst []T, dev deviceProducts) error {
 	if dev != nil {
-		err := gradInRangeOn(kind, n, mats, cols, vals, dst, dev)
+		counted := &callCounter{deviceProducts: dev}
+		err := gradInRangeOn(kind, n, mats, cols, vals, dst, counted)
 		if !errors.Is(err, errDeviceProducts) {
-			if err == nil {
+			if err == nil && counted.calls > 0 {
 				gradsWithDeviceProducts.Add(1)
 			}
 			return err
