@@ -17,6 +17,7 @@ import (
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/cu"
+	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -62,14 +63,7 @@ func TestGradOnDeviceMatchesHost(t *testing.T) {
 					what := fmt.Sprintf("%s, %s, host operand %d", what, mc.name, hostAt)
 					vals := c.values(t, dt, mc.mesh, mc.layout, hostAt)
 					before := gradsOnDevice.Load()
-					out, err := sharding.New(mc.mesh, tensor.Shape{n, n}, dt, mc.layout)
-					require.NoError(t, err, what)
-					require.NoError(t, runGrad(c.kind, out, vals...), what)
-					got, err := out.Gather()
-					require.NoError(t, err, what)
-					out.Free()
-					gotHost := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
-					require.NoError(t, runGradHost(c.kind, mc.mesh, gotHost, vals...), what)
+					got, gotHost := gradBothResults(t, what, c.kind, mc.mesh, mc.layout, vals, nil)
 					require.Equal(t, before+2, gradsOnDevice.Load(), "%s: the device path did not run", what)
 					for _, g := range []*tensor.Dense{got, gotHost} {
 						checkGradResult(t, what, c.kind, n, toFloats(g.Data()), toFloats(want.Data()), dt)
@@ -79,6 +73,31 @@ func TestGradOnDeviceMatchesHost(t *testing.T) {
 		}
 	}
 }
+
+// gradBothResults runs the backward computation kind of vals on mesh twice:
+// into a new sharded n×n result in layout (returned gathered) and, after
+// between (when not nil), into a row-major host result.
+func gradBothResults(t *testing.T, what string, kind gradKind, mesh *sharding.Mesh, layout sharding.Layout, vals []gorgonia.Value, between func()) (sharded, host *tensor.Dense) {
+	t.Helper()
+	n := gradOrder(vals)
+	dt := vals[0].Dtype()
+	out, err := sharding.New(mesh, tensor.Shape{n, n}, dt, layout)
+	require.NoError(t, err, what)
+	defer out.Free()
+	require.NoError(t, runGrad(kind, out, vals...), what)
+	sharded, err = out.Gather()
+	require.NoError(t, err, what)
+	if between != nil {
+		between()
+	}
+	host = tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+	require.NoError(t, runGradHost(kind, mesh, host, vals...), what)
+	return sharded, host
+}
+
+// gradOrder is the order N of a backward computation: the rows of its first
+// operand.
+func gradOrder(vals []gorgonia.Value) int { return vals[0].Shape()[0] }
 
 // gradDeviceStart starts a test of the device path: a mesh of the first
 // GPU, and a generator on a fresh seed (logged) and stream.
@@ -179,15 +198,7 @@ func TestGradOnDeviceFallsBackOnOutOfMemory(t *testing.T) {
 			calls := 0
 			failGradAlloc = func(int, int) bool { calls++; return calls == failAt }
 			before := gradsOnDevice.Load()
-			out, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(64))
-			require.NoError(t, err, what)
-			require.NoError(t, runGrad(c.kind, out, vals...), what)
-			got, err := out.Gather()
-			require.NoError(t, err, what)
-			out.Free()
-			calls = 0
-			gotHost := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
-			require.NoError(t, runGradHost(c.kind, mesh, gotHost, vals...), what)
+			got, gotHost := gradBothResults(t, what, c.kind, mesh, sharding.Cyclic(64), vals, func() { calls = 0 })
 			failGradAlloc = nil
 			require.GreaterOrEqual(t, calls, failAt, "%s: the device path did not allocate", what)
 			require.Equal(t, before, gradsOnDevice.Load(), "%s: counted as run on the device", what)
@@ -273,14 +284,7 @@ func TestGradHostProductsOnGPUs(t *testing.T) {
 					what := fmt.Sprintf("%s, GPUs %v", what, ids)
 					vals := c.values(t, dt, mesh, sharding.Cyclic(64), -1)
 					before, beforeDev := gradsWithDeviceProducts.Load(), gradsOnDevice.Load()
-					out, err := sharding.New(mesh, tensor.Shape{n, n}, dt, sharding.Cyclic(64))
-					require.NoError(t, err, what)
-					require.NoError(t, runGrad(c.kind, out, vals...), what)
-					gotSharded, err := out.Gather()
-					require.NoError(t, err, what)
-					out.Free()
-					gotHost := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
-					require.NoError(t, runGradHost(c.kind, mesh, gotHost, vals...), what)
+					gotSharded, gotHost := gradBothResults(t, what, c.kind, mesh, sharding.Cyclic(64), vals, nil)
 					if c.hasProducts() {
 						require.Equal(t, before+2, gradsWithDeviceProducts.Load(), "%s: the products did not run on the GPUs", what)
 					} else {

@@ -97,6 +97,99 @@ func near(t *testing.T, what string, p prec, got *rmat, want func(i, j int) (v, 
 	}
 }
 
+// opShape is the shape of a rows×cols matrix, or of its transpose.
+func opShape(trans bool, rows, cols int) (int, int) {
+	if trans {
+		return cols, rows
+	}
+	return rows, cols
+}
+
+// The reference results of the level-3 routines that TestBlas and TestXt
+// check, element (i, j) with the sum of its terms' magnitudes (near's
+// scale).
+
+// gemmWant is alpha·op(A)·op(B) + beta·C, op(A) with k columns.
+func gemmWant(a, b, c *rmat, ta, tb bool, k int, alpha, beta float64) func(i, j int) (float64, float64) {
+	return func(i, j int) (float64, float64) {
+		v, s := beta*c.at(i, j), math.Abs(beta*c.at(i, j))
+		for l := range k {
+			x := alpha * a.op(ta, i, l) * b.op(tb, l, j)
+			v, s = v+x, s+math.Abs(x)
+		}
+		return v, s
+	}
+}
+
+// syrkxWant is the lower triangle of alpha·A·Bᵀ + beta·C (with twice,
+// alpha·(A·Bᵀ + B·Aᵀ) + beta·C), A and B with k columns; above it, C
+// untouched.
+func syrkxWant(a, b, c *rmat, k int, alpha, beta float64, twice bool) func(i, j int) (float64, float64) {
+	return func(i, j int) (float64, float64) {
+		if i < j {
+			return c.at(i, j), 0
+		}
+		v, s := beta*c.at(i, j), math.Abs(beta*c.at(i, j))
+		for l := range k {
+			x := alpha * a.at(i, l) * b.at(j, l)
+			if twice {
+				x += alpha * b.at(i, l) * a.at(j, l)
+			}
+			v, s = v+x, s+math.Abs(x)
+		}
+		return v, s
+	}
+}
+
+// randLower is a random m×m matrix whose lower triangle is well
+// conditioned (junk stays above it), and its op(L) by element: zero above
+// the diagonal of L, or below it for the transpose.
+func randLower(rng *rand.Rand, m int) (*rmat, func(trans bool) func(i, j int) float64) {
+	lower := randReal(rng, m, m, m+2)
+	for i := range m {
+		lower.d[i+i*lower.ld] = 2 + math.Abs(lower.d[i+i*lower.ld])
+		for j := range i {
+			lower.d[i+j*lower.ld] /= float64(m)
+		}
+	}
+	return lower, func(trans bool) func(i, j int) float64 {
+		return func(i, j int) float64 {
+			if trans {
+				i, j = j, i
+			}
+			if j > i {
+				return 0
+			}
+			return lower.at(i, j)
+		}
+	}
+}
+
+// trmmWant is alpha·op(L)·B, L m×m.
+func trmmWant(l func(i, j int) float64, b *rmat, m int, alpha float64) func(i, j int) (float64, float64) {
+	return func(i, j int) (float64, float64) {
+		var v, s float64
+		for q := range m {
+			x := alpha * l(i, q) * b.at(q, j)
+			v, s = v+x, s+math.Abs(x)
+		}
+		return v, s
+	}
+}
+
+// trsmResidual is the residual op(L)·X − alpha·B of the solution X, to
+// check against zero: near on an m×n matrix of zeros.
+func trsmResidual(l func(i, j int) float64, x, b *rmat, m int, alpha float64) func(i, j int) (float64, float64) {
+	return func(i, j int) (float64, float64) {
+		var v, s float64
+		for q := range m {
+			y := l(i, q) * x.at(q, j)
+			v, s = v+y, s+math.Abs(y)
+		}
+		return v - alpha*b.at(i, j), s + math.Abs(alpha*b.at(i, j))
+	}
+}
+
 // Every Blas routine against host loops in both real precisions: sizes that
 // are not square, leading dimensions larger than the rows, every
 // transposition the routines take; the symmetric updates leave the strict
@@ -118,27 +211,14 @@ func TestBlas(t *testing.T) {
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {
 				what := fmt.Sprintf("%s gemm %t %t", p.name, ta, tb)
-				ar, ac := m, k
-				if ta {
-					ar, ac = k, m
-				}
-				br, bc := k, n
-				if tb {
-					br, bc = n, k
-				}
+				ar, ac := opShape(ta, m, k)
+				br, bc := opShape(tb, k, n)
 				a, bm, c := randReal(rng, ar, ac, ar+3), randReal(rng, br, bc, br+2), randReal(rng, m, n, m+1)
 				da, db, dc := upload(t, p, a), upload(t, p, bm), upload(t, p, c)
 				if err := b.Gemm(p.dt, ta, tb, m, n, k, 0.75, da.ptr, a.ld, db.ptr, bm.ld, -0.5, dc.ptr, c.ld); err != nil {
 					t.Fatal(what, err)
 				}
-				near(t, what, p, dc.get(b), func(i, j int) (float64, float64) {
-					v, s := -0.5*c.at(i, j), 0.5*math.Abs(c.at(i, j))
-					for l := range k {
-						x := 0.75 * a.op(ta, i, l) * bm.op(tb, l, j)
-						v, s = v+x, s+math.Abs(x)
-					}
-					return v, s
-				}, k, nil)
+				near(t, what, p, dc.get(b), gemmWant(a, bm, c, ta, tb, k, 0.75, -0.5), k, nil)
 			}
 		}
 		for _, twice := range []bool{false, true} {
@@ -153,40 +233,12 @@ func TestBlas(t *testing.T) {
 			if err != nil {
 				t.Fatal(what, err)
 			}
-			got := dc.get(b)
-			near(t, what, p, got, func(i, j int) (float64, float64) {
-				if i < j {
-					return c.at(i, j), 0 // untouched
-				}
-				v, s := 0.25*c.at(i, j), 0.25*math.Abs(c.at(i, j))
-				for l := range k {
-					x := 1.5 * a.at(i, l) * bm.at(j, l)
-					if twice {
-						x += 1.5 * bm.at(i, l) * a.at(j, l)
-					}
-					v, s = v+x, s+math.Abs(x)
-				}
-				return v, s
-			}, 2*k, nil)
+			near(t, what, p, dc.get(b), syrkxWant(a, bm, c, k, 1.5, 0.25, twice), 2*k, nil)
 		}
+		lower, opL := randLower(rng, m)
+		dl := upload(t, p, lower)
 		for _, trans := range []bool{false, true} {
-			lower := randReal(rng, m, m, m+2)
-			for i := range m {
-				lower.d[i+i*lower.ld] = 2 + math.Abs(lower.d[i+i*lower.ld]) // junk above the diagonal stays
-				for j := range i {
-					lower.d[i+j*lower.ld] /= m
-				}
-			}
-			l := func(i, j int) float64 {
-				if trans {
-					i, j = j, i
-				}
-				if j > i {
-					return 0
-				}
-				return lower.at(i, j)
-			}
-			dl := upload(t, p, lower)
+			l := opL(trans)
 			for _, inPlace := range []bool{false, true} {
 				what := fmt.Sprintf("%s trmm %t in place %t", p.name, trans, inPlace)
 				bm, c := randReal(rng, m, n, m+1), randReal(rng, m, n, m+4)
@@ -198,14 +250,7 @@ func TestBlas(t *testing.T) {
 				if err := b.TrmmLowerLeft(p.dt, trans, m, n, -2, dl.ptr, lower.ld, db.ptr, bm.ld, out.ptr, out.m.ld); err != nil {
 					t.Fatal(what, err)
 				}
-				near(t, what, p, out.get(b), func(i, j int) (float64, float64) {
-					var v, s float64
-					for q := range m {
-						x := -2 * l(i, q) * bm.at(q, j)
-						v, s = v+x, s+math.Abs(x)
-					}
-					return v, s
-				}, m, nil)
+				near(t, what, p, out.get(b), trmmWant(l, bm, m, -2), m, nil)
 			}
 			what := fmt.Sprintf("%s trsm %t", p.name, trans)
 			bm := randReal(rng, m, n, m+3)
@@ -213,16 +258,7 @@ func TestBlas(t *testing.T) {
 			if err := b.TrsmLowerLeft(p.dt, trans, m, n, 0.5, dl.ptr, lower.ld, db.ptr, bm.ld); err != nil {
 				t.Fatal(what, err)
 			}
-			x := db.get(b)
-			// op(L)·X = 0.5·B, row by row.
-			near(t, what, p, &rmat{m, n, m, make([]float64, m*n)}, func(i, j int) (float64, float64) {
-				var v, s float64
-				for q := range m {
-					y := l(i, q) * x.at(q, j)
-					v, s = v+y, s+math.Abs(y)
-				}
-				return v - 0.5*bm.at(i, j), s + 0.5*math.Abs(bm.at(i, j))
-			}, 4*m, nil)
+			near(t, what, p, &rmat{m, n, m, make([]float64, m*n)}, trsmResidual(l, db.get(b), bm, m, 0.5), 4*m, nil)
 		}
 		for _, tt := range [][2]bool{{false, false}, {false, true}, {true, false}} {
 			what := fmt.Sprintf("%s geam %v", p.name, tt)

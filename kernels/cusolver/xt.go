@@ -231,15 +231,11 @@ func scaleCOf[T float32 | float64](beta T, c []T, m, n, ldc int, lower bool) {
 // (op is the transpose when trans is set). With k = 0 it scales C on the
 // host.
 func (x *Xt) Gemm(transA, transB bool, m, n, k int, alpha float64, a any, lda int, b any, ldb int, beta float64, c any, ldc int) error {
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
+	ms := []xtMatrix{
+		{"A", a, rowsOf(transA, m, k), rowsOf(transA, k, m), lda},
+		{"B", b, rowsOf(transB, k, n), rowsOf(transB, n, k), ldb},
+		{"C", c, m, n, ldc},
 	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
-	ms := []xtMatrix{{"A", a, ar, ac, lda}, {"B", b, br, bc, ldb}, {"C", c, m, n, ldc}}
 	if k == 0 {
 		if err := x.call("cublasXtGemm", true, ms, nil); err != nil || m == 0 || n == 0 {
 			return err

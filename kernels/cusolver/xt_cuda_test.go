@@ -70,27 +70,14 @@ func TestXt(t *testing.T) {
 			for _, ta := range []bool{false, true} {
 				for _, tb := range []bool{false, true} {
 					what := fmt.Sprintf("tile %d, %s gemm %t %t", dim, p.name, ta, tb)
-					ar, ac := m, k
-					if ta {
-						ar, ac = k, m
-					}
-					br, bc := k, n
-					if tb {
-						br, bc = n, k
-					}
+					ar, ac := opShape(ta, m, k)
+					br, bc := opShape(tb, k, n)
 					a, bm, c := randReal(rng, ar, ac, ar+3), randReal(rng, br, bc, br+2), randReal(rng, m, n, m+1)
 					hc := xtHost(p, c)
 					if err := x.Gemm(ta, tb, m, n, k, 0.75, xtHost(p, a), a.ld, xtHost(p, bm), bm.ld, -0.5, hc, c.ld); err != nil {
 						t.Fatal(what, err)
 					}
-					near(t, what, p, xtBack(c, hc), func(i, j int) (float64, float64) {
-						v, s := -0.5*c.at(i, j), 0.5*math.Abs(c.at(i, j))
-						for l := range k {
-							y := 0.75 * a.op(ta, i, l) * bm.op(tb, l, j)
-							v, s = v+y, s+math.Abs(y)
-						}
-						return v, s
-					}, k, nil)
+					near(t, what, p, xtBack(c, hc), gemmWant(a, bm, c, ta, tb, k, 0.75, -0.5), k, nil)
 				}
 			}
 			{
@@ -100,67 +87,26 @@ func TestXt(t *testing.T) {
 				if err := x.Syrkx(m, k, 1.5, xtHost(p, a), a.ld, xtHost(p, bm), bm.ld, 0.25, hc, c.ld); err != nil {
 					t.Fatal(what, err)
 				}
-				got := xtBack(c, hc)
-				near(t, what, p, got, func(i, j int) (float64, float64) {
-					if i < j {
-						return c.at(i, j), 0 // untouched
-					}
-					v, s := 0.25*c.at(i, j), 0.25*math.Abs(c.at(i, j))
-					for l := range k {
-						y := 1.5 * a.at(i, l) * bm.at(j, l)
-						v, s = v+y, s+math.Abs(y)
-					}
-					return v, s
-				}, k, nil)
+				near(t, what, p, xtBack(c, hc), syrkxWant(a, bm, c, k, 1.5, 0.25, false), k, nil)
 			}
+			lower, opL := randLower(rng, m)
+			hl := xtHost(p, lower)
 			for _, trans := range []bool{false, true} {
-				lower := randReal(rng, m, m, m+2)
-				for i := range m {
-					lower.d[i+i*lower.ld] = 2 + math.Abs(lower.d[i+i*lower.ld]) // junk above the diagonal stays
-					for j := range i {
-						lower.d[i+j*lower.ld] /= m
-					}
-				}
-				l := func(i, j int) float64 {
-					if trans {
-						i, j = j, i
-					}
-					if j > i {
-						return 0
-					}
-					return lower.at(i, j)
-				}
-				hl := xtHost(p, lower)
+				l := opL(trans)
 				what := fmt.Sprintf("tile %d, %s trmm %t", dim, p.name, trans)
 				bm, c := randReal(rng, m, n, m+1), randReal(rng, m, n, m+4)
 				hc := xtHost(p, c)
 				if err := x.TrmmLowerLeft(trans, m, n, -2, hl, lower.ld, xtHost(p, bm), bm.ld, hc, c.ld); err != nil {
 					t.Fatal(what, err)
 				}
-				near(t, what, p, xtBack(c, hc), func(i, j int) (float64, float64) {
-					var v, s float64
-					for q := range m {
-						y := -2 * l(i, q) * bm.at(q, j)
-						v, s = v+y, s+math.Abs(y)
-					}
-					return v, s
-				}, m, nil)
+				near(t, what, p, xtBack(c, hc), trmmWant(l, bm, m, -2), m, nil)
 				what = fmt.Sprintf("tile %d, %s trsm %t", dim, p.name, trans)
 				bm = randReal(rng, m, n, m+3)
 				hb := xtHost(p, bm)
 				if err := x.TrsmLowerLeft(trans, m, n, 0.5, hl, lower.ld, hb, bm.ld); err != nil {
 					t.Fatal(what, err)
 				}
-				sol := xtBack(bm, hb)
-				// op(L)·X = 0.5·B, row by row.
-				near(t, what, p, &rmat{m, n, m, make([]float64, m*n)}, func(i, j int) (float64, float64) {
-					var v, s float64
-					for q := range m {
-						y := l(i, q) * sol.at(q, j)
-						v, s = v+y, s+math.Abs(y)
-					}
-					return v - 0.5*bm.at(i, j), s + 0.5*math.Abs(bm.at(i, j))
-				}, 4*m, nil)
+				near(t, what, p, &rmat{m, n, m, make([]float64, m*n)}, trsmResidual(l, xtBack(bm, hb), bm, m, 0.5), 4*m, nil)
 			}
 		}
 	}
