@@ -417,6 +417,23 @@ func (c *config) cyclic(n *gorgonia.Node) (*gorgonia.Node, error) {
 	return ops.Shard(n, c.mesh, sharding.Cyclic(c.tile))
 }
 
+// factorWithRHS places a and the right-hand sides b on the mesh, after
+// onMesh's checks of b, and factors a: the operands of the kernels on a
+// factor and right-hand sides (Potrs, GaussianLogDensity).
+func (c *config) factorWithRHS(name string, a, b *gorgonia.Node) (ac, l, bc *gorgonia.Node, err error) {
+	if err := c.onMesh(name, b); err != nil {
+		return nil, nil, nil, err
+	}
+	a, b = inOneGraph(a, b) // every check passed
+	if ac, l, err = c.factor(a); err != nil {
+		return nil, nil, nil, err
+	}
+	if bc, err = c.cyclic(b); err != nil {
+		return nil, nil, nil, err
+	}
+	return ac, l, bc, nil
+}
+
 // factor places a on the mesh and factors it; Gorgonia merges the nodes when
 // several builders get the same a and options.
 func (c *config) factor(a *gorgonia.Node) (ac, l *gorgonia.Node, err error) {
@@ -449,15 +466,7 @@ func Potrs(a, b *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 		n, err := c.grid.Potrs(a, b, c.block())
 		return n, gridErr("Potrs", err)
 	}
-	if err := c.onMesh("Potrs", b); err != nil {
-		return nil, err
-	}
-	a, b = inOneGraph(a, b) // every check passed
-	ac, l, err := c.factor(a)
-	if err != nil {
-		return nil, err
-	}
-	bc, err := c.cyclic(b)
+	ac, l, bc, err := c.factorWithRHS("Potrs", a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -617,15 +626,7 @@ func GaussianLogDensity(k, y *gorgonia.Node, opts ...Option) (*gorgonia.Node, er
 		n, err := gridLogDensity(c, k, y)
 		return n, gridErr(name, err)
 	}
-	if err := c.onMesh(name, y); err != nil {
-		return nil, err
-	}
-	k, y = inOneGraph(k, y) // every check passed
-	kc, l, err := c.factor(k)
-	if err != nil {
-		return nil, err
-	}
-	yc, err := c.cyclic(y)
+	kc, l, yc, err := c.factorWithRHS(name, k, y)
 	if err != nil {
 		return nil, err
 	}
