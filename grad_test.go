@@ -219,6 +219,12 @@ func (w grWeights) sum(a, b *G.Node) *G.Node {
 	return G.Must(G.Sum(G.Must(G.HadamardProd(a, b))))
 }
 
+// scaled is the scalar v times the weight s, a node of v's graph.
+func (w grWeights) scaled(v *G.Node) *G.Node {
+	s := G.NewScalar(v.Graph(), v.Dtype(), G.WithName("s"), G.WithValue(grScalar(v.Dtype(), w.s)))
+	return G.Must(G.Mul(v, s))
+}
+
 // grCase is one op reduced to a scalar cost.
 type grCase struct {
 	name     string
@@ -278,8 +284,7 @@ func grCases() []grCase {
 			if err != nil {
 				return nil, err
 			}
-			s := G.NewScalar(a.Graph(), a.Dtype(), G.WithName("s"), G.WithValue(grScalar(a.Dtype(), w.s)))
-			return G.Mul(ld, s)
+			return w.scaled(ld), nil
 		}},
 		{name: "Potrs+LogDet+Potri", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
 			// One factor, three consumers of the sharded A.
@@ -296,8 +301,7 @@ func grCases() []grCase {
 				return nil, err
 			}
 			g, dt := a.Graph(), a.Dtype()
-			s := G.NewScalar(g, dt, G.WithName("s"), G.WithValue(grScalar(dt, w.s)))
-			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), G.Must(G.Mul(ld, s))))
+			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), w.scaled(ld)))
 			return G.Add(cost, w.sum(c, grWeight(g, dt, w.w, "W")))
 		}},
 		{name: "GaussianLogDensity", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
@@ -305,8 +309,7 @@ func grCases() []grCase {
 			if err != nil {
 				return nil, err
 			}
-			s := G.NewScalar(a.Graph(), a.Dtype(), G.WithName("s"), G.WithValue(grScalar(a.Dtype(), w.s)))
-			return G.Mul(ld, s)
+			return w.scaled(ld), nil
 		}},
 		{name: "GaussianLogDensity+Potrs+LogDet", withB: true, cost: func(a, b *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
 			// The density's factor and solve shared with Potrs and LogDet:
@@ -324,8 +327,7 @@ func grCases() []grCase {
 				return nil, err
 			}
 			g, dt := a.Graph(), a.Dtype()
-			s := G.NewScalar(g, dt, G.WithName("s"), G.WithValue(grScalar(dt, w.s)))
-			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), G.Must(G.Mul(ld, s))))
+			cost := G.Must(G.Add(w.sum(x, grWeight(g, dt, w.wk, "Wk")), w.scaled(ld)))
 			return G.Add(cost, det)
 		}},
 		{name: "Syevd values", spectral: true, cost: func(a, _ *G.Node, w grWeights, opts []mgla.Option) (*G.Node, error) {
@@ -809,7 +811,7 @@ func TestSyevdRepeatedEigenvalues(t *testing.T) {
 					require.NoError(t, err, name)
 					cost, err := cc.cost(w, v)
 					require.NoError(t, err, name)
-					err = grRunBackward(t, g, cost, an, lisp)
+					err = grRunBackward(t, g, cost, lisp, an)
 					want := cc.want
 					if cc.name == "sum(w∘w) + 0·sum(V)" {
 						want = func(i, j int) float64 { return 2 * a.vals[i*n+j] } // d sum(w²)/dA = 2A
@@ -974,7 +976,7 @@ func TestGradientBeyondRange(t *testing.T) {
 				}
 				cost = G.Must(G.Mul(scale, cost))
 			}
-			err = grRunBackward(t, g, cost, a, lisp)
+			err = grRunBackward(t, g, cost, lisp, a)
 			require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", name, err)
 		}
 	}
@@ -1019,7 +1021,7 @@ func TestGradientIntermediatesInRange(t *testing.T) {
 			inv, err := mgla.Potri(a)
 			require.NoError(t, err, name)
 			cost := G.Must(G.Sum(G.Must(G.HadamardProd(inv, w))))
-			err = grRunBackward(t, g, cost, a, lisp)
+			err = grRunBackward(t, g, cost, lisp, a)
 			if wantNonFinite {
 				require.ErrorIs(t, mgla.Cause(err), mgla.ErrNonFinite, name)
 				continue
@@ -1080,7 +1082,7 @@ func TestGradientIntermediatesBeyondRange(t *testing.T) {
 			a := G.NewMatrix(g, c.dt, G.WithShape(2, 2), G.WithName("A"), G.WithValue(grTensor(c.dt, []int{2, 2}, c.a)))
 			cost, err := c.build(g, a)
 			require.NoError(t, err, name)
-			err = grRunBackward(t, g, cost, a, lisp)
+			err = grRunBackward(t, g, cost, lisp, a)
 			require.True(t, errors.Is(mgla.Cause(err), mgla.ErrNonFinite), "%s: want ErrNonFinite, got %v", name, err)
 			require.Contains(t, err.Error(), c.inMsg, name)
 		}
@@ -1090,13 +1092,13 @@ func TestGradientIntermediatesBeyondRange(t *testing.T) {
 // grRunBackward runs g forward and backward to the gradient of cost with
 // respect to wrt, through Grad and the TapeMachine or through the
 // LispMachine, and returns RunAll's error.
-func grRunBackward(t *testing.T, g *G.ExprGraph, cost, wrt *G.Node, lisp bool) error {
+func grRunBackward(t *testing.T, g *G.ExprGraph, cost *G.Node, lisp bool, wrt ...*G.Node) error {
 	t.Helper()
 	var m G.VM
 	if lisp {
 		m = G.NewLispMachine(g)
 	} else {
-		_, err := G.Grad(cost, wrt)
+		_, err := G.Grad(cost, wrt...)
 		require.NoError(t, err)
 		m = G.NewTapeMachine(g)
 	}
@@ -1145,7 +1147,7 @@ func TestGradientProductsByBlocks(t *testing.T) {
 			}
 			cost := G.Must(G.Add(weighted(inv, w1, "W1"), weighted(v, w2, "W2")))
 			cost = G.Must(G.Add(cost, weighted(w, u, "u")))
-			require.NoError(t, grRunBackward(t, g, cost, an, false), what)
+			require.NoError(t, grRunBackward(t, g, cost, false, an), what)
 			gv, err := an.Grad()
 			require.NoError(t, err, what)
 			got := grValue(t, gv)

@@ -849,19 +849,10 @@ func TestConstantOperands(t *testing.T) {
 				bc, err := c.build(g, constA, constant && !constA)
 				require.NoError(t, err, "%s constant=%v", c.name, constant)
 				cost := G.Must(G.Sum(bc.out))
-				var m G.VM
-				if lisp {
-					m = G.NewLispMachine(g)
-				} else {
-					_, err := G.Grad(cost, bc.wrt)
-					require.NoError(t, err)
-					m = G.NewTapeMachine(g)
-				}
-				require.NoError(t, m.RunAll(), "%s constant=%v lisp=%v", c.name, constant, lisp)
+				require.NoError(t, grRunBackward(t, g, cost, lisp, bc.wrt), "%s constant=%v lisp=%v", c.name, constant, lisp)
 				grad, err := bc.wrt.Grad()
 				require.NoError(t, err)
 				results[k] = append(slices.Clone(bc.out.Value().Data().([]float64)), grad.Data().([]float64)...)
-				m.Close()
 			}
 			require.Equal(t, results[0], results[1], "%s lisp=%v: x and the gradient, as nodes and with a constant", c.name, lisp)
 		}

@@ -476,7 +476,7 @@ func TestSyevdCloseEigenvaluesGradient(t *testing.T) {
 						require.NoError(t, err)
 						opts := []mgla.Option{onMesh(mesh), mgla.WithTile(tile)}
 						g, an, cost := prEigenCostGraph(t, dt, in, w, u, n, opts)
-						require.NoError(t, grRunBackward(t, g, cost, an, lisp), "seed %d", testSeed)
+						require.NoError(t, grRunBackward(t, g, cost, lisp, an), "seed %d", testSeed)
 						gv, err := an.Grad()
 						require.NoError(t, err)
 						got := grValue(t, gv)

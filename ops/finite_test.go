@@ -50,16 +50,7 @@ func TestCheckFinite(t *testing.T) {
 		y, err := CheckFinite(x, "x")
 		require.NoError(t, err)
 		cost := gorgonia.Must(gorgonia.Sum(gorgonia.Must(gorgonia.Square(y))))
-		var m gorgonia.VM
-		if lisp {
-			m = gorgonia.NewLispMachine(g)
-		} else {
-			_, err := gorgonia.Grad(cost, x)
-			require.NoError(t, err)
-			m = gorgonia.NewTapeMachine(g)
-		}
-		require.NoError(t, m.RunAll())
-		m.Close()
+		require.NoError(t, runBackward(t, g, cost, lisp, x))
 		gx, err := x.Grad()
 		require.NoError(t, err)
 		require.Equal(t, []float64{2, 4, 6}, gx.Data(), "lisp %v", lisp)

@@ -191,6 +191,23 @@ func lgSymDirection(rng *rand.Rand, n int) []float64 {
 	return dir
 }
 
+// runBackward runs g forward and backward to the gradient of cost with
+// respect to wrt, through Grad and the TapeMachine or through the
+// LispMachine, and returns RunAll's error.
+func runBackward(t *testing.T, g *G.ExprGraph, cost *G.Node, lisp bool, wrt ...*G.Node) error {
+	t.Helper()
+	var m G.VM
+	if lisp {
+		m = G.NewLispMachine(g)
+	} else {
+		_, err := G.Grad(cost, wrt...)
+		require.NoError(t, err)
+		m = G.NewTapeMachine(g)
+	}
+	defer m.Close()
+	return m.RunAll()
+}
+
 // lgCheckDirectional compares the gradient of the cost with respect to A
 // along dir, from Grad + TapeMachine and from the LispMachine, with fourth
 // order central differences.
@@ -214,22 +231,13 @@ func lgCheckDirectional(t *testing.T, build func([]float64) (*G.ExprGraph, *G.No
 	fd := (8*(at(1)-at(-1)) - (at(2) - at(-2))) / (12 * h)
 	for _, lisp := range []bool{false, true} {
 		g, a, cost := build(base)
-		var m G.VM
-		if lisp {
-			m = G.NewLispMachine(g)
-		} else {
-			_, err := G.Grad(cost, a)
-			require.NoError(t, err)
-			m = G.NewTapeMachine(g)
-		}
-		require.NoError(t, m.RunAll())
+		require.NoError(t, runBackward(t, g, cost, lisp, a))
 		ga, err := a.Grad()
 		require.NoError(t, err)
 		var an float64
 		for i, v := range ga.Data().([]float64) {
 			an += v * dir[i]
 		}
-		m.Close()
 		rel := math.Abs(an-fd) / math.Abs(fd)
 		t.Logf("lisp=%v: analytic %.12g, finite differences %.12g, rel. err. %.1e", lisp, an, fd, rel)
 		require.Less(t, rel, 1e-6, "lisp=%v seed %d", lisp, lgSeed)
