@@ -192,12 +192,11 @@ func gradOnGPU(kind gradKind, mesh *sharding.Mesh, vals []gorgonia.Value, out *s
 // gpuGrad holds one computation's handle, its one-GPU mesh and the device
 // buffers it made.
 type gpuGrad struct {
-	blas     *cusolver.Blas
-	one      *sharding.Mesh
-	dt       tensor.Dtype
-	n        int
-	temps    []*sharding.Tensor
-	releases []func()
+	blas  *cusolver.Blas
+	one   *sharding.Mesh
+	dt    tensor.Dtype
+	n     int
+	temps []*sharding.Tensor
 	// owned maps the address of an operand that is the computation's own
 	// dense copy (of a value on several GPUs or in another layout, or of a
 	// host value) to that copy, which the computation may overwrite once it
@@ -219,9 +218,6 @@ func (g *gpuGrad) scratchOr(p uintptr) (*sharding.Tensor, uintptr, error) {
 func (g *gpuGrad) release() {
 	for _, t := range g.temps {
 		t.Free()
-	}
-	for _, r := range g.releases {
-		r()
 	}
 }
 
