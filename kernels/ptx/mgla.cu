@@ -1,5 +1,6 @@
 // mgla's own device kernels: layout transposes for host transfers, triangle
-// fills, a real axpy, checks, and products with a lower triangle. Compiled to PTX by `make ptx` (nvcc -ptx) and
+// fills, a real axpy, checks, products with a lower triangle, and the
+// squared-exponential kernel matrix and its gradient. Compiled to PTX by `make ptx` (nvcc -ptx) and
 // embedded in package ptx; package sharding loads the PTX into every GPU's
 // primary context and launches the kernels through the driver API.
 //
@@ -511,3 +512,144 @@ LOWER_PRODUCTS(s, float, float)
 LOWER_PRODUCTS(d, double, double)
 LOWER_PRODUCTS(c, float2, float)
 LOWER_PRODUCTS(z, double2, double)
+
+// The squared-exponential (RBF) kernel matrix of n points of dimension d,
+// K_ij = σ²·exp(−‖x_i − x_j‖²/(2ℓ²)) + σₙ²·[i = j], and its gradient
+// (sharding's SetSquaredExponential and SquaredExponentialGrad). The points
+// are stored by dimension, xt[k*n + i] = x_i[k] (coalesced reads over i), in
+// double; a device's shard is n×lcols, column-major with leading dimension
+// n, and cols[c] (64-bit) is the global index of its local column c. The
+// arithmetic is the host's (sharding/sqexp.go) operation for operation,
+// without contraction into fused multiply-adds, so that only exp differs
+// in the last bits; ‖x_i − x_j‖² is summed over k in order as
+// (x_i[k] − x_j[k])², which makes K exactly symmetric.
+__device__ double seR2(const double *xt, long long n, long long d, long long i, long long j) {
+  double r2 = 0;
+  for (long long k = 0; k < d; k++) {
+    double diff = __dsub_rn(xt[k * n + i], xt[k * n + j]);
+    r2 = __dadd_rn(r2, __dmul_rn(diff, diff));
+  }
+  return r2;
+}
+
+// sqExp writes K's local columns c0 … c1−1 (thread (i, c0 + y)), computed in
+// double and rounded to T: scale = −1/(2ℓ²).
+template <typename T>
+__device__ void sqExp(T *a, long long n, long long c0, long long c1, const long long *cols,
+                      const double *xt, long long d, double scale, double sigma2, double noise) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long c = c0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= n || c >= c1) return;
+  long long j = cols[c];
+  double v = __dmul_rn(sigma2, exp(__dmul_rn(seR2(xt, n, d, i, j), scale)));
+  if (i == j) v = __dadd_rn(v, noise);
+  a[i + c * n] = (T)v;
+}
+
+extern "C" __global__ void mgla_sqexp_s(float *a, long long n, long long c0, long long c1,
+                                        const long long *cols, const double *xt, long long d,
+                                        double scale, double sigma2, double noise) {
+  sqExp(a, n, c0, c1, cols, xt, d, scale, sigma2, noise);
+}
+extern "C" __global__ void mgla_sqexp_d(double *a, long long n, long long c0, long long c1,
+                                        const long long *cols, const double *xt, long long d,
+                                        double scale, double sigma2, double noise) {
+  sqExp(a, n, c0, c1, cols, xt, d, scale, sigma2, noise);
+}
+
+// SE_THREADS is the block size of sqExpGradCols, a multiple of 32.
+#define SE_THREADS 256
+
+// seBlockSum returns to thread 0 the sum of v over the block's SE_THREADS
+// threads, in a fixed order (each warp by shuffles, then the warps' sums in
+// order): deterministic, and NaN propagates. Every thread must call it.
+__device__ double seBlockSum(double v) {
+  __shared__ double warps[SE_THREADS / 32];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  __syncthreads(); // the previous call's reads of warps are done
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
+  __syncthreads();
+  double s = 0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < SE_THREADS / 32; w++) s += warps[w];
+  return s;
+}
+
+// sqExpGradCols: one block of SE_THREADS threads per local column c = c0 +
+// blockIdx.x of the kernel gradient K̄ (shard a), j = cols[c]. With
+// k = K̄(i, c) in double and e = exp(r²·scale), r² = ‖x_i − x_j‖²:
+// w[(c − c0)·n + i] = k·σ²·e/ℓ² (0 where k is 0, whose terms the host skips
+// too); sums[3c …] = Σ_i k·e, Σ_i k·e·r², K̄(j, c); and
+// p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m]), the column's share of x̄_j.
+template <typename T>
+__device__ void sqExpGradCols(const T *a, long long n, long long c0, const long long *cols,
+                              const double *xt, long long d, double scale, double sigma2,
+                              double invL2, double *w, double *sums, double *p) {
+  long long c = c0 + blockIdx.x;
+  long long j = cols[c];
+  const T *col = a + c * n;
+  double *wc = w + (long long)blockIdx.x * n;
+  double s0 = 0, s1 = 0;
+  for (long long i = threadIdx.x; i < n; i += SE_THREADS) {
+    double k = (double)col[i];
+    double wi = 0;
+    if (k != 0) {
+      double r2 = seR2(xt, n, d, i, j);
+      double e = exp(__dmul_rn(r2, scale));
+      double ke = __dmul_rn(k, e);
+      s0 = __dadd_rn(s0, ke);
+      s1 = __dadd_rn(s1, __dmul_rn(ke, r2));
+      wi = __dmul_rn(__dmul_rn(__dmul_rn(k, sigma2), e), invL2);
+    }
+    wc[i] = wi; // read back below by this thread only
+  }
+  s0 = seBlockSum(s0);
+  s1 = seBlockSum(s1);
+  if (threadIdx.x == 0) {
+    sums[3 * c] = s0;
+    sums[3 * c + 1] = s1;
+    sums[3 * c + 2] = (double)col[j];
+  }
+  for (long long m = 0; m < d; m++) {
+    const double *xm = xt + m * n;
+    double xj = xm[j], s = 0;
+    for (long long i = threadIdx.x; i < n; i += SE_THREADS)
+      s = __dadd_rn(s, __dmul_rn(wc[i], __dsub_rn(xm[i], xj)));
+    s = seBlockSum(s);
+    if (threadIdx.x == 0) p[c * d + m] = s;
+  }
+}
+
+extern "C" __global__ void mgla_sqexp_grad_cols_s(const float *a, long long n, long long c0,
+                                                  const long long *cols, const double *xt,
+                                                  long long d, double scale, double sigma2,
+                                                  double invL2, double *w, double *sums,
+                                                  double *p) {
+  sqExpGradCols(a, n, c0, cols, xt, d, scale, sigma2, invL2, w, sums, p);
+}
+extern "C" __global__ void mgla_sqexp_grad_cols_d(const double *a, long long n, long long c0,
+                                                  const long long *cols, const double *xt,
+                                                  long long d, double scale, double sigma2,
+                                                  double invL2, double *w, double *sums,
+                                                  double *p) {
+  sqExpGradCols(a, n, c0, cols, xt, d, scale, sigma2, invL2, w, sums, p);
+}
+
+// mgla_sqexp_grad_rows adds to r (stored by dimension, r[m*n + i]) the
+// shares of the local columns c0 … c0+cw−1 of sqExpGradCols's weights w
+// (n×cw, column-major) in x̄_i: r_i[m] += Σ_c w(i, c)·(x_i[m] − x_{cols[c]}[m]),
+// the columns in order (thread (i, m0 + y)). It only reads doubles, so one
+// kernel serves both dtypes.
+extern "C" __global__ void mgla_sqexp_grad_rows(const double *w, long long n, long long c0,
+                                                long long cw, const long long *cols,
+                                                const double *xt, long long d, long long m0,
+                                                double *r) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long m = m0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= n || m >= d) return;
+  const double *xm = xt + m * n;
+  double xi = xm[i], s = r[m * n + i];
+  for (long long c = 0; c < cw; c++)
+    s = __dadd_rn(s, __dmul_rn(w[c * n + i], __dsub_rn(xi, xm[cols[c0 + c]])));
+  r[m * n + i] = s;
+}

@@ -6,7 +6,8 @@
 // of host transfers, the zeroing of a factor's upper triangle, the mirroring
 // of a Hermitian result's lower triangle, axpy, the keys that run Go's min
 // and max of floats through NCCL, the checks for NaN, Inf and zero pivots, the products with a lower triangle that check a
-// factor computed on a mesh, and the middle factor of Syevd's gradient.
+// factor computed on a mesh, the middle factor of Syevd's gradient, and the
+// squared-exponential kernel matrix and its gradient.
 package ptx
 
 import _ "embed"
@@ -67,10 +68,22 @@ var (
 // element size.
 var EigenvectorTerms = map[int]string{4: "mgla_eigenvector_terms_s", 8: "mgla_eigenvector_terms_d"}
 
+// SqExp and SqExpGradCols name the kernels of the squared-exponential
+// kernel matrix by the real element size of the shard: SqExp writes a
+// shard's columns of K, SqExpGradCols reads a shard's columns of K's
+// gradient and writes, per column, the weights of the points' gradient, the
+// parameters' sums and the column point's share. SqExpGradRows adds the
+// weights' shares of every row point (doubles only, for both dtypes).
+var (
+	SqExp         = map[int]string{4: "mgla_sqexp_s", 8: "mgla_sqexp_d"}
+	SqExpGradCols = map[int]string{4: "mgla_sqexp_grad_cols_s", 8: "mgla_sqexp_grad_cols_d"}
+	SqExpGradRows = "mgla_sqexp_grad_rows"
+)
+
 // Names lists every kernel the PTX must define.
 func Names() []string {
 	var out []string
-	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows, EigenvectorTerms} {
+	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows, EigenvectorTerms, SqExp, SqExpGradCols} {
 		for _, n := range m {
 			out = append(out, n)
 		}
@@ -80,5 +93,5 @@ func Names() []string {
 			out = append(out, n)
 		}
 	}
-	return out
+	return append(out, SqExpGradRows)
 }

@@ -1,0 +1,332 @@
+package sharding
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+
+	"github.com/mgla/mgla/cyclic"
+	"gorgonia.org/tensor"
+)
+
+// SEParams are the parameters of the squared-exponential (RBF, Gaussian)
+// kernel matrix of n points x₁ … xₙ of dimension d:
+//
+//	K_ij = SignalVar·exp(−‖xᵢ − xⱼ‖²/(2·LengthScale²)) + NoiseVar·[i = j].
+type SEParams struct {
+	LengthScale, SignalVar, NoiseVar float64
+}
+
+// Check reports parameters that give no kernel matrix (ErrBadInput): a
+// length scale that is not positive, a negative variance, NaN or Inf.
+func (p SEParams) Check() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case !finite(p.LengthScale) || p.LengthScale <= 0:
+		return fmt.Errorf("%w: the squared-exponential kernel's length scale must be positive and finite, got %v", ErrBadInput, p.LengthScale)
+	case !finite(p.SignalVar) || p.SignalVar < 0:
+		return fmt.Errorf("%w: the squared-exponential kernel's signal variance must be finite and ≥ 0, got %v", ErrBadInput, p.SignalVar)
+	case !finite(p.NoiseVar) || p.NoiseVar < 0:
+		return fmt.Errorf("%w: the squared-exponential kernel's noise variance must be finite and ≥ 0, got %v", ErrBadInput, p.NoiseVar)
+	}
+	return nil
+}
+
+// checkSEPoints checks the n×d row-major points of a squared-exponential
+// kernel: their length, and NaN or Inf (ErrNonFinite: they would make NaNs of
+// whole rows of K).
+func checkSEPoints(x []float64, n, d int) error {
+	if n < 1 || d < 1 || len(x) != n*d {
+		return fmt.Errorf("%w: squared-exponential kernel of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
+	}
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: the squared-exponential kernel's point %d holds %v", ErrNonFinite, i/d, v)
+		}
+	}
+	return nil
+}
+
+// checkSETensor checks a square real tensor in a layout of whole columns,
+// the kernel matrix or its gradient.
+func (t *Tensor) checkSETensor(what string, n int) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	switch {
+	case t.dtype != tensor.Float32 && t.dtype != tensor.Float64:
+		return fmt.Errorf("%w: %s: want float32 or float64, got %v", ErrBadInput, what, t.dtype)
+	case t.Rows() != n || t.Cols() != n:
+		return fmt.Errorf("%w: %s: want %d×%d, got %v", ErrBadInput, what, n, n, t.shape)
+	case t.layout.Kind != cyclic.ColCyclic && t.layout.Kind != cyclic.ColBlocks:
+		return fmt.Errorf("%w: %s: want a layout of whole columns (column blocks or block-cyclic), got %v", ErrBadInput, what, t.layout)
+	}
+	return nil
+}
+
+// SetSquaredExponential overwrites the n×n tensor t (float32 or float64, in
+// a layout of whole columns) with the squared-exponential kernel matrix of
+// the n rows of x (row-major n×d), computed in float64 and rounded to t's
+// dtype. Both triangles are written, and K is exactly symmetric. Bad
+// parameters or points change nothing; so does a matrix whose largest entry,
+// SignalVar + NoiseVar, is beyond t's dtype (ErrNonFinite).
+func (t *Tensor) SetSquaredExponential(x []float64, d int, p SEParams) error {
+	n := t.Rows()
+	if err := t.checkSETensor("SetSquaredExponential", n); err != nil {
+		return err
+	}
+	if err := p.Check(); err != nil {
+		return err
+	}
+	if err := checkSEPoints(x, n, d); err != nil {
+		return err
+	}
+	top, limit := p.SignalVar+p.NoiseVar, math.MaxFloat64
+	if t.dtype == tensor.Float32 {
+		limit = math.MaxFloat32
+	}
+	if top > limit {
+		return fmt.Errorf("%w: the squared-exponential kernel's diagonal, %v, is beyond %v", ErrNonFinite, top, t.dtype)
+	}
+	cols := localColumns(t)
+	return perDevice(t.mesh.Size(), func(dev int) error {
+		if len(cols[dev]) == 0 {
+			return nil
+		}
+		return t.mesh.mem.sqExp(t.shards[dev], t.Rows(), cols[dev], x, d, p)
+	})
+}
+
+// SquaredExponential returns a new n×n tensor of dtype dt on mesh in layout
+// (whole columns) holding the squared-exponential kernel matrix of the n
+// rows of x (row-major n×d), as SetSquaredExponential.
+func SquaredExponential(x []float64, n, d int, p SEParams, mesh *Mesh, layout Layout, dt tensor.Dtype) (*Tensor, error) {
+	if err := checkSEPoints(x, n, d); err != nil {
+		return nil, err
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	if k := layout.Kind; k != cyclic.ColCyclic && k != cyclic.ColBlocks {
+		return nil, fmt.Errorf("%w: SquaredExponential: want a layout of whole columns (column blocks or block-cyclic), got %v", ErrBadInput, layout)
+	}
+	if dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, fmt.Errorf("%w: SquaredExponential: want float32 or float64, got %v", ErrBadInput, dt)
+	}
+	t, err := newTensor(mesh, tensor.Shape{n, n}, dt, layout, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.SetSquaredExponential(x, d, p); err != nil {
+		t.Free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// SquaredExponentialGrad is the gradient of a cost through the
+// squared-exponential kernel matrix K of the n rows of x (row-major n×d)
+// given kbar, the cost's gradient with respect to K (n×n, float32 or
+// float64, whole columns; read in full, both triangles): xbar, row-major
+// n×d, and the parameters' gradients in pbar, all in float64:
+//
+//	x̄ᵢ = Σⱼ (K̄ᵢⱼ + K̄ⱼᵢ)·σ²·eᵢⱼ·(xⱼ − xᵢ)/ℓ²,   σ̄² = Σᵢⱼ K̄ᵢⱼ·eᵢⱼ,
+//	ℓ̄  = Σᵢⱼ K̄ᵢⱼ·σ²·eᵢⱼ·‖xᵢ − xⱼ‖²/ℓ³,        σ̄ₙ² = Σᵢ K̄ᵢᵢ,
+//
+// with eᵢⱼ = exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) (ℓ, σ², σₙ² are the parameters).
+// Each device sums over its own columns; the devices' shares are added on
+// the host. A result beyond float64 (NaN or Inf in kbar, or a tiny ℓ) is
+// ErrNonFinite.
+func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar []float64, pbar SEParams, err error) {
+	n := kbar.Rows()
+	if err := kbar.checkSETensor("SquaredExponentialGrad", n); err != nil {
+		return nil, SEParams{}, err
+	}
+	if err := p.Check(); err != nil {
+		return nil, SEParams{}, err
+	}
+	if err := checkSEPoints(x, n, d); err != nil {
+		return nil, SEParams{}, err
+	}
+	cols := localColumns(kbar)
+	ndev := kbar.mesh.Size()
+	shares := make([]seShare, ndev)
+	err = perDevice(ndev, func(dev int) error {
+		if len(cols[dev]) == 0 {
+			return nil
+		}
+		var err error
+		shares[dev], err = kbar.mesh.mem.sqExpGrad(kbar.shards[dev], n, cols[dev], x, d, p)
+		return err
+	})
+	if err != nil {
+		return nil, SEParams{}, err
+	}
+	xbar = make([]float64, n*d)
+	var sums [3]float64
+	for _, s := range shares {
+		for i, v := range s.xbar {
+			xbar[i] += v
+		}
+		for k := range sums {
+			sums[k] += s.sums[k]
+		}
+	}
+	pbar = SEParams{
+		LengthScale: sums[1] * p.SignalVar / (p.LengthScale * p.LengthScale * p.LengthScale),
+		SignalVar:   sums[0],
+		NoiseVar:    sums[2],
+	}
+	for i, v := range append([]float64{pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar}, xbar...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			what := "the points' gradient"
+			if i < 3 {
+				what = "the parameters' gradient"
+			}
+			return nil, SEParams{}, fmt.Errorf("%w: SquaredExponentialGrad: %s holds %v", ErrNonFinite, what, v)
+		}
+	}
+	return xbar, pbar, nil
+}
+
+// seShare is one device's share of SquaredExponentialGrad: the points'
+// gradient from its columns (row-major n×d) and its sums
+// Σ K̄ᵢⱼ·eᵢⱼ, Σ K̄ᵢⱼ·eᵢⱼ·rᵢⱼ² and Σ K̄ᵢᵢ over them, eᵢⱼ = exp(−rᵢⱼ²/(2ℓ²)).
+type seShare struct {
+	xbar []float64
+	sums [3]float64
+}
+
+// localColumns lists, for each device of a layout of whole columns, the
+// global index of each of its local columns in order.
+func localColumns(t *Tensor) [][]int {
+	cols := make([][]int, t.mesh.Size())
+	for _, p := range cyclic.Pieces(t.layout, t.Rows(), t.Cols(), t.mesh.Size()) {
+		for k := range p.Cols {
+			for len(cols[p.Dev]) <= p.LocalCol+k {
+				cols[p.Dev] = append(cols[p.Dev], 0)
+			}
+			cols[p.Dev][p.LocalCol+k] = p.Col + k
+		}
+	}
+	return cols
+}
+
+// seWorkers is how many goroutines a CPU device's kernel columns are shared
+// among: one per core (the mesh's devices run at once, and Go shares the
+// cores among all their goroutines).
+func seWorkers(cols int) int { return max(1, min(cols, runtime.GOMAXPROCS(0))) }
+
+// seColumn is column j of the squared-exponential kernel (without the
+// noise) into col, in float64: σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)).
+func seColumn(col []float64, x []float64, d, j int, p SEParams) {
+	scale := -0.5 / (p.LengthScale * p.LengthScale)
+	xj := x[j*d : (j+1)*d]
+	for i := range col {
+		xi := x[i*d : (i+1)*d]
+		r2 := 0.0
+		for k, v := range xi {
+			diff := v - xj[k]
+			r2 += diff * diff
+		}
+		col[i] = p.SignalVar * math.Exp(r2*scale)
+	}
+}
+
+func (hostBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEParams) error {
+	data := b.(*HostBuffer).data
+	workers := seWorkers(len(cols))
+	return parallelChunks(len(cols), workers, func(c0, c1 int) {
+		col := make([]float64, n)
+		for c := c0; c < c1; c++ {
+			j := cols[c]
+			seColumn(col, x, d, j, p)
+			col[j] += p.NoiseVar
+			switch s := data.(type) {
+			case []float64:
+				copy(s[c*n:(c+1)*n], col)
+			case []float32:
+				for i, v := range col {
+					s[c*n+i] = float32(v)
+				}
+			}
+		}
+	})
+}
+
+func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p SEParams) (seShare, error) {
+	data := b.(*HostBuffer).data
+	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
+	workers := max(1, min(seWorkers(len(cols)), (1<<27)/(n*d)))
+	parts := make([]seShare, workers)
+	scale := -0.5 / (p.LengthScale * p.LengthScale)
+	invL2 := 1 / (p.LengthScale * p.LengthScale)
+	chunk := (len(cols) + workers - 1) / workers
+	err := parallelChunks(len(cols), workers, func(c0, c1 int) {
+		s := &parts[c0/chunk]
+		s.xbar = make([]float64, n*d)
+		kb := make([]float64, n)
+		for c := c0; c < c1; c++ {
+			switch v := data.(type) {
+			case []float64:
+				copy(kb, v[c*n:(c+1)*n])
+			case []float32:
+				for i, f := range v[c*n : (c+1)*n] {
+					kb[i] = float64(f)
+				}
+			}
+			j := cols[c]
+			xj := x[j*d : (j+1)*d]
+			s.sums[2] += kb[j]
+			gj := s.xbar[j*d : (j+1)*d]
+			for i, k := range kb {
+				if k == 0 {
+					continue
+				}
+				xi := x[i*d : (i+1)*d]
+				r2 := 0.0
+				for m, v := range xi {
+					diff := v - xj[m]
+					r2 += diff * diff
+				}
+				e := math.Exp(r2 * scale)
+				s.sums[0] += k * e
+				s.sums[1] += k * e * r2
+				// K_ij's share: ∂K_ij/∂xᵢ = −E_ij·(xᵢ − xⱼ)/ℓ², ∂K_ij/∂xⱼ = −∂K_ij/∂xᵢ.
+				w := k * p.SignalVar * e * invL2
+				gi := s.xbar[i*d : (i+1)*d]
+				for m, v := range xi {
+					diff := w * (v - xj[m])
+					gi[m] -= diff
+					gj[m] += diff
+				}
+			}
+		}
+	})
+	if err != nil {
+		return seShare{}, err
+	}
+	total := seShare{xbar: make([]float64, n*d)}
+	for _, s := range parts {
+		for i, v := range s.xbar {
+			total.xbar[i] += v
+		}
+		for k := range total.sums {
+			total.sums[k] += s.sums[k]
+		}
+	}
+	return total, nil
+}
+
+// parallelChunks runs fn over [0, n) cut into workers chunks of
+// ⌈n/workers⌉ (the last one shorter), at once.
+func parallelChunks(n, workers int, fn func(c0, c1 int)) error {
+	chunk := (n + workers - 1) / workers
+	return perDevice(workers, func(w int) error {
+		c0, c1 := w*chunk, min(n, (w+1)*chunk)
+		if c0 < c1 {
+			fn(c0, c1)
+		}
+		return nil
+	})
+}

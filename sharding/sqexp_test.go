@@ -1,0 +1,251 @@
+package sharding
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+)
+
+// seReference is the squared-exponential kernel matrix, row-major, by the
+// definition.
+func seReference(x []float64, n, d int, p SEParams) []float64 {
+	k := make([]float64, n*n)
+	for i := range n {
+		for j := range n {
+			r2 := 0.0
+			for m := range d {
+				diff := x[i*d+m] - x[j*d+m]
+				r2 += diff * diff
+			}
+			k[i*n+j] = p.SignalVar * math.Exp(-r2/(2*p.LengthScale*p.LengthScale))
+			if i == j {
+				k[i*n+j] += p.NoiseVar
+			}
+		}
+	}
+	return k
+}
+
+// seCost is Σ K̄∘K, whose gradient SquaredExponentialGrad gives for kbar.
+func seCost(kbar, x []float64, n, d int, p SEParams) float64 {
+	s := 0.0
+	for i, v := range seReference(x, n, d, p) {
+		s += kbar[i] * v
+	}
+	return s
+}
+
+func randomSE(rng *rand.Rand, n, d int) ([]float64, SEParams) {
+	x := make([]float64, n*d)
+	for i := range x {
+		x[i] = 3 * rng.NormFloat64()
+	}
+	return x, SEParams{LengthScale: 0.5 + 2*rng.Float64(), SignalVar: 0.5 + rng.Float64(), NoiseVar: 0.1 * rng.Float64()}
+}
+
+func float64s(t *testing.T, d *tensor.Dense) []float64 {
+	switch v := d.Data().(type) {
+	case []float64:
+		return v
+	case []float32:
+		out := make([]float64, len(v))
+		for i, f := range v {
+			out[i] = float64(f)
+		}
+		return out
+	}
+	t.Fatalf("unexpected data %T", d.Data())
+	return nil
+}
+
+var seMeshCases = []struct {
+	devices int
+	layout  Layout
+	n, d    int
+}{
+	{1, Cyclic(4), 1, 1},
+	{1, Cyclic(8), 13, 2},
+	{2, Cyclic(3), 11, 1},
+	{3, Cyclic(4), 17, 3},
+	{3, ColBlocks(), 10, 4},
+	{4, Cyclic(5), 7, 2}, // a device with no columns
+}
+
+func TestSquaredExponential(t *testing.T) {
+	rng, seed := seededRNG(t)
+	for _, c := range seMeshCases {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v", c.devices, c.layout, c.n, c.d, dt)
+			t.Run(name, func(t *testing.T) {
+				mesh, err := CPUMesh(c.devices)
+				require.NoError(t, err)
+				x, p := randomSE(rng, c.n, c.d)
+				k, err := SquaredExponential(x, c.n, c.d, p, mesh, c.layout, dt)
+				require.NoError(t, err)
+				defer k.Free()
+				got, err := k.Gather()
+				require.NoError(t, err)
+				gv, want := float64s(t, got), seReference(x, c.n, c.d, p)
+				tol := 1e-15
+				if dt == tensor.Float32 {
+					tol = 1e-7
+				}
+				for i := range want {
+					require.InDelta(t, want[i], gv[i], tol*(p.SignalVar+p.NoiseVar), "seed %d entry %d", seed, i)
+				}
+				for i := range c.n {
+					for j := range i {
+						require.Equal(t, gv[i*c.n+j], gv[j*c.n+i], "seed %d: K not exactly symmetric at (%d, %d)", seed, i, j)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSquaredExponentialGrad(t *testing.T) {
+	rng, seed := seededRNG(t)
+	for _, c := range seMeshCases {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v", c.devices, c.layout, c.n, c.d, dt)
+			t.Run(name, func(t *testing.T) {
+				mesh, err := CPUMesh(c.devices)
+				require.NoError(t, err)
+				x, p := randomSE(rng, c.n, c.d)
+				kbar := make([]float64, c.n*c.n) // not symmetric: every entry counts
+				for i := range kbar {
+					kbar[i] = rng.NormFloat64()
+				}
+				if dt == tensor.Float32 { // the values the tensor holds
+					for i, v := range kbar {
+						kbar[i] = float64(float32(v))
+					}
+				}
+				host := tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(kbar))
+				if dt == tensor.Float32 {
+					f := make([]float32, len(kbar))
+					for i, v := range kbar {
+						f[i] = float32(v)
+					}
+					host = tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(f))
+				}
+				kb, err := Put(host, mesh, c.layout)
+				require.NoError(t, err)
+				defer kb.Free()
+				xbar, pbar, err := SquaredExponentialGrad(kb, x, c.d, p)
+				require.NoError(t, err)
+
+				// Central differences of Σ K̄∘K, in float64 whatever the dtype.
+				const h = 1e-6
+				fd := func(set func(dx float64) ([]float64, SEParams)) float64 {
+					xp, pp := set(h)
+					xm, pm := set(-h)
+					return (seCost(kbar, xp, c.n, c.d, pp) - seCost(kbar, xm, c.n, c.d, pm)) / (2 * h)
+				}
+				check := func(what string, got, want float64) {
+					t.Helper()
+					require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
+				}
+				check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, SEParams) { q := p; q.LengthScale += dx; return x, q }))
+				check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.SignalVar += dx; return x, q }))
+				check("σ̄ₙ²", pbar.NoiseVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.NoiseVar += dx; return x, q }))
+				for i := range x {
+					check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, SEParams) {
+						xs := append([]float64(nil), x...)
+						xs[i] += dx
+						return xs, p
+					}))
+				}
+			})
+		}
+	}
+}
+
+// TestSquaredExponentialBadInput: bad parameters, points, tensors and
+// results are errors that leave the tensor as it was.
+func TestSquaredExponentialBadInput(t *testing.T) {
+	mesh, err := CPUMesh(2)
+	require.NoError(t, err)
+	x := []float64{0, 1, 2}
+	good := SEParams{LengthScale: 1, SignalVar: 1, NoiseVar: 0.1}
+	k, err := SquaredExponential(x, 3, 1, good, mesh, Cyclic(2), tensor.Float64)
+	require.NoError(t, err)
+	defer k.Free()
+	before, err := k.Gather()
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		name string
+		x    []float64
+		d    int
+		p    SEParams
+		want error
+		// forwardOnly: the gradient has no such limit.
+		forwardOnly bool
+	}{
+		{"zero length scale", x, 1, SEParams{0, 1, 0}, ErrBadInput, false},
+		{"negative length scale", x, 1, SEParams{-1, 1, 0}, ErrBadInput, false},
+		{"NaN length scale", x, 1, SEParams{math.NaN(), 1, 0}, ErrBadInput, false},
+		{"negative signal variance", x, 1, SEParams{1, -1, 0}, ErrBadInput, false},
+		{"infinite signal variance", x, 1, SEParams{1, math.Inf(1), 0}, ErrBadInput, false},
+		{"negative noise", x, 1, SEParams{1, 1, -1e-9}, ErrBadInput, false},
+		{"short points", x[:2], 1, good, ErrBadInput, false},
+		{"points of another dimension", x, 3, good, ErrBadInput, false},
+		{"NaN point", []float64{0, math.NaN(), 2}, 1, good, ErrNonFinite, false},
+		{"diagonal beyond float64", x, 1, SEParams{1, math.MaxFloat64, math.MaxFloat64}, ErrNonFinite, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := k.SetSquaredExponential(c.x, c.d, c.p)
+			require.ErrorIs(t, err, c.want)
+			after, gerr := k.Gather()
+			require.NoError(t, gerr)
+			require.Equal(t, before.Data(), after.Data())
+			if !c.forwardOnly {
+				_, _, err = SquaredExponentialGrad(k, c.x, c.d, c.p)
+				require.ErrorIs(t, err, c.want)
+			}
+		})
+	}
+
+	k32, err := SquaredExponential(x, 3, 1, good, mesh, Cyclic(2), tensor.Float32)
+	require.NoError(t, err)
+	defer k32.Free()
+	require.ErrorIs(t, k32.SetSquaredExponential(x, 1, SEParams{1, 1e39, 0}), ErrNonFinite)
+
+	for _, c := range []struct {
+		name   string
+		layout Layout
+		dt     tensor.Dtype
+		shape  tensor.Shape
+	}{
+		{"row blocks", RowBlocks(), tensor.Float64, tensor.Shape{3, 3}},
+		{"replicated", Replicated(), tensor.Float64, tensor.Shape{3, 3}},
+		{"complex", Cyclic(2), tensor.Complex128, tensor.Shape{3, 3}},
+		{"not square", Cyclic(2), tensor.Float64, tensor.Shape{3, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad, err := New(mesh, c.shape, c.dt, c.layout)
+			require.NoError(t, err)
+			defer bad.Free()
+			require.ErrorIs(t, bad.SetSquaredExponential(x, 1, good), ErrBadInput)
+			_, _, err = SquaredExponentialGrad(bad, x, 1, good)
+			require.ErrorIs(t, err, ErrBadInput)
+		})
+	}
+	_, err = SquaredExponential(x, 3, 1, good, mesh, RowBlocks(), tensor.Float64)
+	require.ErrorIs(t, err, ErrBadInput)
+	_, err = SquaredExponential(x, 3, 1, good, mesh, Cyclic(2), tensor.Complex64)
+	require.ErrorIs(t, err, ErrBadInput)
+
+	// A gradient of NaN is ErrNonFinite, not a NaN result.
+	nan := tensor.New(tensor.WithShape(3, 3), tensor.WithBacking([]float64{0, 0, 0, 0, math.NaN(), 0, 0, 0, 0}))
+	kb, err := Put(nan, mesh, Cyclic(2))
+	require.NoError(t, err)
+	defer kb.Free()
+	_, _, err = SquaredExponentialGrad(kb, x, 1, good)
+	require.ErrorIs(t, err, ErrNonFinite)
+}
