@@ -147,19 +147,71 @@ func toHost(v gorgonia.Value) (*tensor.Dense, error) {
 	return nil, fmt.Errorf("ops: unsupported value %T", v)
 }
 
-// consumers is the number of inputs of other nodes that n feeds: one per
-// edge, so that an op taking n twice counts twice, as Gorgonia sums one
-// gradient per input.
+// consumers is the number of gradients that n can get from the inputs of
+// other nodes it feeds: one per edge, so that an op taking n twice counts
+// twice (Gorgonia sums one gradient per input), counting only the edges
+// that can carry a gradient back (carriesGradient). A factor that Potrs
+// reads but does not differentiate, or a backward op's operand, adds none:
+// a matrix placed on a mesh once and read by Cholesky, Potrs and their
+// backward ops keeps its one gradient on the mesh.
 func consumers(n *gorgonia.Node) int {
-	g, count := n.Graph(), 0
-	for to := g.To(n.ID()); to.Next(); { // distinct consumers
-		for in := g.From(to.Node().ID()); in.Next(); { // their inputs, repeats included
+	memo := map[int64]bool{}
+	count := 0
+	forEachConsumerEdge(n, func(to *gorgonia.Node, j int) {
+		if carriesGradient(to, j, memo) {
+			count++
+		}
+	})
+	return count
+}
+
+// forEachConsumerEdge calls fn for every input j of every node to that n
+// feeds, repeats included.
+func forEachConsumerEdge(n *gorgonia.Node, fn func(to *gorgonia.Node, j int)) {
+	g := n.Graph()
+	for it := g.To(n.ID()); it.Next(); { // distinct consumers
+		to := it.Node().(*gorgonia.Node)
+		j := 0
+		for in := g.From(to.ID()); in.Next(); j++ { // their inputs, in order, repeats included
 			if in.Node().ID() == n.ID() {
-				count++
+				fn(to, j)
 			}
 		}
 	}
-	return count
+}
+
+// carriesGradient reports whether input j of node to can pass a gradient
+// back: to's op differentiates it (an op that is no SDOp counts, to be
+// safe) and to can get a gradient itself (receivesGradient). memo holds the
+// answers of receivesGradient so far.
+func carriesGradient(to *gorgonia.Node, j int, memo map[int64]bool) bool {
+	if sd, ok := to.Op().(gorgonia.SDOp); ok {
+		if d := sd.DiffWRT(to.Graph().From(to.ID()).Len()); j >= len(d) || !d[j] {
+			return false
+		}
+	}
+	return receivesGradient(to, memo)
+}
+
+// receivesGradient reports whether a gradient may reach n: n is a scalar
+// (it may be the cost of gorgonia.Grad, which takes only scalars) or feeds
+// an edge that carries one. It errs towards true, which only costs a
+// Gather (gradFor); a false for a node that gets a gradient would hand
+// Gorgonia's Add a sharded value.
+func receivesGradient(n *gorgonia.Node, memo map[int64]bool) bool {
+	if n.IsScalar() {
+		return true
+	}
+	if r, seen := memo[n.ID()]; seen {
+		return r
+	}
+	memo[n.ID()] = false // the graph is acyclic: no edge leads back to n
+	r := false
+	forEachConsumerEdge(n, func(to *gorgonia.Node, j int) {
+		r = r || carriesGradient(to, j, memo)
+	})
+	memo[n.ID()] = r
+	return r
 }
 
 // gradFor adapts a gradient node computed for input in: a sharded gradient

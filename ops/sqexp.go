@@ -1,0 +1,406 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+	"math"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/cyclic"
+	"github.com/mgla/mgla/internal/failedruns"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// SquaredExponential is the n×n squared-exponential (RBF) kernel matrix
+// of the n points x (a host node: n×d rows, or a length-n vector of points
+// of dimension 1), made on the mesh in layout (whole columns):
+//
+//	K_ij = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·[i = j]
+//
+// for the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²;
+// nil for none) of x's dtype, float32 or float64. Each device computes its
+// own columns (sharding.SetSquaredExponential), so only x and three numbers
+// reach the mesh. K is a sharded node: an operand of the dense kernels that
+// never visits the host. A length scale that is not positive, a negative
+// variance, NaN or Inf are run-time errors (ErrBadInput, ErrNonFinite).
+//
+// Gradients flow to x and to the three parameters: the backward op reads
+// K's gradient on the mesh, sums each device's columns there
+// (sharding.SquaredExponentialGrad) and brings back n×d + 3 numbers.
+func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: ops: SquaredExponential: "+format, append([]any{sharding.ErrBadInput}, args...)...)
+	}
+	if x == nil || lengthScale == nil || signalVar == nil {
+		return nil, bad("nil node (only noiseVar may be nil)")
+	}
+	ins := []*gorgonia.Node{x, lengthScale, signalVar}
+	if noiseVar != nil {
+		ins = append(ins, noiseVar)
+	}
+	g, err := sharding.GraphOf(ins...)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if err := mesh.Validate(); err != nil {
+		return nil, bad("%v", err)
+	}
+	if k := layout.Kind; k != cyclic.ColCyclic && k != cyclic.ColBlocks {
+		return nil, bad("want a layout of whole columns (block-cyclic or column blocks), got %v", layout)
+	} else if err := layout.Validate(); err != nil {
+		return nil, bad("%v", err)
+	}
+	dt := x.Dtype()
+	if dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, bad("the points %v are %v: want float32 or float64", x.Name(), dt)
+	}
+	if IsSharded(x) || OnGrid(x) {
+		return nil, bad("the points %v must be a host node", x.Name())
+	}
+	var n, d int
+	switch s := x.Shape(); {
+	case x.Dims() == 1 && s[0] >= 1:
+		n, d = s[0], 1
+	case x.Dims() == 2 && s[0] >= 1 && s[1] >= 1:
+		n, d = s[0], s[1]
+	default:
+		return nil, bad("the points %v must be an n×d matrix or a length-n vector, not empty, got shape %v", x.Name(), x.Shape())
+	}
+	for i, p := range ins[1:] {
+		if !p.IsScalar() {
+			return nil, bad("%s %v must be a scalar, got shape %v", seParamNames[i], p.Name(), p.Shape())
+		}
+		if p.Dtype() != dt {
+			return nil, bad("%s %v is %v, the points %v", seParamNames[i], p.Name(), p.Dtype(), dt)
+		}
+	}
+	for i, in := range ins {
+		ins[i] = sharding.InGraph(g, in)
+	}
+	o := &seOp{
+		base: base{name: "SquaredExponential"}, pl: Placement{mesh, layout}, dt: dt,
+		n: n, d: d, xShape: x.Shape().Clone(), arity: len(ins), graph: g,
+	}
+	return gorgonia.ApplyOp(o, ins...)
+}
+
+var seParamNames = [...]string{"the length scale", "the signal variance", "the noise variance"}
+
+// seOp is SquaredExponential's op: inputs x, ℓ, σ² and, when arity is 4,
+// σₙ².
+type seOp struct {
+	base
+	pl     Placement
+	dt     tensor.Dtype
+	n, d   int
+	xShape tensor.Shape
+	arity  int
+	graph  *gorgonia.ExprGraph // whose failed runs count (failedruns)
+	out    *sharding.Tensor
+}
+
+func (o *seOp) Placement() (Placement, bool) { return o.pl, true }
+func (o *seOp) Arity() int                   { return o.arity }
+
+func (o *seOp) Type() hm.Type {
+	ts := []hm.Type{typeOf(o.xShape, o.dt)}
+	for range o.arity - 1 {
+		ts = append(ts, o.dt)
+	}
+	return hm.NewFnType(append(ts, matType(o.dt))...)
+}
+
+func (o *seOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{o.n, o.n}, nil
+}
+
+func (o *seOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "%s|%v|%v|%d", o.name, o.dt, o.xShape, o.arity)
+	writePlacement(h, o.pl)
+}
+func (o *seOp) Hashcode() uint32 { return hashOf(o) }
+
+// Do makes K on the mesh, in the output of the op's last run when it has
+// one. Inputs are never modified; bad values change nothing.
+func (o *seOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
+	defer func() {
+		if err != nil {
+			failedruns.Failed(o.graph)
+		}
+	}()
+	x, p, err := o.inputs(vals)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("%v: %w", o, err)
+	}
+	out, err := sharding.Reuse(o.out, o.pl.Mesh, tensor.Shape{o.n, o.n}, o.dt, o.pl.Layout)
+	if err != nil {
+		return nil, err
+	}
+	o.out = out
+	if err := out.SetSquaredExponential(x, o.d, p); err != nil {
+		return nil, fmt.Errorf("%v: %w", o, err)
+	}
+	return out, nil
+}
+
+// inputs reads the points (row-major, in float64) and the parameters of a
+// run of an op with the inputs of seOp.
+func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.SEParams, err error) {
+	if len(vals) < o.arity {
+		return nil, p, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
+	}
+	if _, sharded := vals[0].(*sharding.Tensor); sharded {
+		return nil, p, fmt.Errorf("%w: ops: %v: the points are a %T, want a host tensor", sharding.ErrBadInput, o, vals[0])
+	}
+	h, err := toHost(vals[0])
+	if err != nil {
+		return nil, p, fmt.Errorf("%w: %v: %w", sharding.ErrBadInput, o, err)
+	}
+	if h.Shape().TotalSize() != o.n*o.d {
+		return nil, p, fmt.Errorf("%w: ops: %v: points of shape %v for a node of shape %v", sharding.ErrBadInput, o, h.Shape(), o.xShape)
+	}
+	switch data := h.Data().(type) {
+	case []float64:
+		x = append([]float64(nil), data...)
+	case []float32:
+		x = make([]float64, len(data))
+		for i, v := range data {
+			x[i] = float64(v)
+		}
+	default:
+		return nil, p, fmt.Errorf("%w: ops: %v: points of dtype %v", sharding.ErrBadInput, o, h.Dtype())
+	}
+	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
+	for i := 1; i < o.arity; i++ {
+		if *params[i-1], err = scalarFloat(vals[i]); err != nil {
+			return nil, p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, seParamNames[i-1], err)
+		}
+	}
+	return x, p, nil
+}
+
+// scalarFloat is the number a scalar value holds: a Gorgonia scalar or a
+// one-element host tensor (gorgonia.Let binds either), as float64.
+func scalarFloat(v gorgonia.Value) (float64, error) {
+	switch x := v.Data().(type) {
+	case float64:
+		return x, nil
+	case float32:
+		return float64(x), nil
+	case []float64:
+		if len(x) == 1 {
+			return x[0], nil
+		}
+	case []float32:
+		if len(x) == 1 {
+			return float64(x[0]), nil
+		}
+	}
+	return 0, fmt.Errorf("want a number, got a %T of shape %v", v, v.Shape())
+}
+
+// DiffWRT: the points and every parameter.
+func (o *seOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = true
+	}
+	return d
+}
+
+// SymDiff: one backward op computes every input's gradient into a host
+// vector (x̄ row-major, then ℓ̄, σ̄², σ̄ₙ²), which pick ops cut up.
+func (o *seOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	if len(in) != o.arity {
+		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(in), o.arity)
+	}
+	all, err := gorgonia.ApplyOp(&seGradOp{base: base{name: "SquaredExponentialGrad"}, fwd: o}, append(append(gorgonia.Nodes{}, in...), grad)...)
+	if err != nil {
+		return nil, err
+	}
+	res := make(gorgonia.Nodes, len(in))
+	nd := o.n * o.d
+	if res[0], err = gorgonia.ApplyOp(&pickOp{base: base{name: "SquaredExponentialGrad.x"}, dt: o.dt, from: 0, shape: o.xShape}, all); err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(in); i++ {
+		op := &pickOp{base: base{name: "SquaredExponentialGrad." + []string{"ℓ", "σ²", "σₙ²"}[i-1]}, dt: o.dt, from: nd + i - 1}
+		if res[i], err = gorgonia.ApplyOp(op, all); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// DoDiff adds the gradients to the inputs' (LispMachine).
+func (o *seOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	og, err := gradOf(out)
+	if err != nil {
+		return err
+	}
+	if isZeroGrad(og) {
+		return nil
+	}
+	vals := make([]gorgonia.Value, len(in)+1)
+	for i, n := range in {
+		vals[i] = n.Value()
+	}
+	vals[len(in)] = og
+	all, err := o.gradients(vals)
+	if err != nil {
+		return fmt.Errorf("ops: gradient of %v: %w", o, err)
+	}
+	for i, n := range in {
+		var v gorgonia.Value
+		if i == 0 {
+			v = pickHost(all, 0, o.xShape)
+		} else {
+			v = pickScalar(all, o.n*o.d+i-1)
+		}
+		if err := accumulateInto(n, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gradients computes the backward vector of seGradOp from the forward's
+// inputs and K̄ (the last value, sharded or on the host).
+func (o *seOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
+	x, p, err := o.inputs(vals)
+	if err != nil {
+		return nil, err
+	}
+	kbar, err := asSharded(vals[len(vals)-1], o.pl)
+	if err != nil {
+		return nil, err
+	}
+	if kbar != vals[len(vals)-1] {
+		defer kbar.Free()
+	}
+	xbar, pbar, err := sharding.SquaredExponentialGrad(kbar, x, o.d, p)
+	if err != nil {
+		return nil, err
+	}
+	all := append(xbar, pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar)
+	if o.dt == tensor.Float64 {
+		return tensor.New(tensor.WithShape(len(all)), tensor.WithBacking(all)), nil
+	}
+	f := make([]float32, len(all))
+	for i, v := range all {
+		if math.Abs(v) > math.MaxFloat32 {
+			return nil, fmt.Errorf("%w: the gradient of %v: %v is beyond float32", sharding.ErrNonFinite, o, v)
+		}
+		f[i] = float32(v)
+	}
+	return tensor.New(tensor.WithShape(len(f)), tensor.WithBacking(f)), nil
+}
+
+// seGradOp is SquaredExponential's backward op: from the forward's inputs
+// and K̄, the host vector of every input's gradient.
+type seGradOp struct {
+	base
+	fwd *seOp
+}
+
+func (o *seGradOp) Arity() int { return o.fwd.arity + 1 }
+
+func (o *seGradOp) Type() hm.Type {
+	ts := make([]hm.Type, 0, o.Arity()+1)
+	for i := range o.Arity() {
+		ts = append(ts, hm.TypeVariable(rune('x'+i)))
+	}
+	return hm.NewFnType(append(ts, gorgonia.TensorType{Dims: 1, Of: o.fwd.dt})...)
+}
+
+func (o *seGradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{o.fwd.n*o.fwd.d + 3}, nil
+}
+
+func (o *seGradOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "%s|", o.name)
+	o.fwd.WriteHash(h)
+}
+func (o *seGradOp) Hashcode() uint32 { return hashOf(o) }
+
+func (o *seGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	all, err := o.fwd.gradients(vals)
+	if err != nil {
+		return nil, fmt.Errorf("ops: %v: %w", o, err)
+	}
+	return all, nil
+}
+
+// DiffWRT: second-order gradients are not supported (see gradOp).
+func (o *seGradOp) DiffWRT(n int) []bool { return make([]bool, n) }
+func (o *seGradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+	return nil, fmt.Errorf("ops: %v: second-order gradients are not supported", o)
+}
+
+// pickOp takes the elements from on of a host vector: as a host tensor of
+// shape when shape is set, else the one element as a scalar.
+type pickOp struct {
+	base
+	dt    tensor.Dtype
+	from  int
+	shape tensor.Shape
+}
+
+func (o *pickOp) Arity() int { return 1 }
+func (o *pickOp) Type() hm.Type {
+	if o.shape == nil {
+		return hm.NewFnType(hm.TypeVariable('x'), o.dt)
+	}
+	return hm.NewFnType(hm.TypeVariable('x'), typeOf(o.shape, o.dt))
+}
+func (o *pickOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	if o.shape == nil {
+		return tensor.ScalarShape(), nil
+	}
+	return o.shape.Clone(), nil
+}
+func (o *pickOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s|%v|%d|%v", o.name, o.dt, o.from, o.shape) }
+func (o *pickOp) Hashcode() uint32      { return hashOf(o) }
+
+func (o *pickOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	all, ok := vals[0].(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("ops: %v: input %T", o, vals[0])
+	}
+	if o.shape == nil {
+		return pickScalar(all, o.from), nil
+	}
+	return pickHost(all, o.from, o.shape), nil
+}
+
+func (o *pickOp) DiffWRT(n int) []bool { return make([]bool, n) }
+func (o *pickOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+	return nil, fmt.Errorf("ops: %v: second-order gradients are not supported", o)
+}
+
+// pickHost copies the elements of all from on into a new host tensor of
+// shape.
+func pickHost(all *tensor.Dense, from int, shape tensor.Shape) *tensor.Dense {
+	size := shape.TotalSize()
+	switch data := all.Data().(type) {
+	case []float32:
+		return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float32(nil), data[from:from+size]...)))
+	default:
+		return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(append([]float64(nil), data.([]float64)[from:from+size]...)))
+	}
+}
+
+// pickScalar is element i of all as a Gorgonia scalar.
+func pickScalar(all *tensor.Dense, i int) gorgonia.Value {
+	switch data := all.Data().(type) {
+	case []float32:
+		return gorgonia.NewF32(data[i])
+	default:
+		return gorgonia.NewF64(data.([]float64)[i])
+	}
+}
