@@ -1,0 +1,58 @@
+package mgla
+
+import (
+	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+)
+
+// SquaredExponential is the N×N squared-exponential (RBF) kernel matrix of
+// a Gaussian process or kernel method, made on the mesh where the ops that
+// take it run:
+//
+//	K_ij = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·[i = j]
+//
+// for the N points x (an N×D matrix of rows, or a length-N vector for D =
+// 1) and the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²,
+// nil for none), all float32 or float64. Each device of the mesh computes
+// its own columns from x and the three numbers; on a GPU mesh K is never
+// on the host.
+//
+// K is a sharded node (package ops): pass it to Potrs, LogDet,
+// GaussianLogDensity, Cholesky, Potri or Syevd, which keep it where it is,
+// or ops.Gather it to the host for Gorgonia's own ops. Gradients flow to x
+// and to the parameters: the gradient with respect to K stays on the mesh
+// when K's consumers are mgla ops (one op, GaussianLogDensity say, or
+// Potrs and LogDet, whose two gradients Gorgonia sums on the host), and
+// each device reduces its own columns. Put a positive parameter through
+// gorgonia.Exp of its logarithm to train it unconstrained.
+//
+// Options: WithMesh and WithTile (K's tile; default DefaultTile). A length
+// scale that is not positive, a negative variance, NaN or Inf are run-time
+// ErrBadInput or ErrNonFinite; float32 computes in float64 and rounds.
+// WithGrid is ErrBadInput: pass the host matrix (ops.Gather of K) to the
+// grid's ops.
+func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
+	const name = "SquaredExponential"
+	c := &config{}
+	c.apply(opts)
+	switch {
+	case c.grid != nil:
+		return nil, badInput("%s: WithGrid is not supported: make K on a mesh and ops.Gather it for the grid's ops", name)
+	case c.tileSet && c.tile < 1:
+		return nil, badInput("%s: tile width must be at least 1, got %d", name, c.tile)
+	case x == nil:
+		return nil, badInput("%s: nil points", name)
+	}
+	if c.mesh == nil {
+		m, err := sharding.DefaultMesh()
+		if err != nil {
+			return nil, err
+		}
+		c.mesh = m
+	}
+	if !c.tileSet && x.Dims() >= 1 {
+		c.tile = DefaultTile(c.mesh, x.Shape()[0])
+	}
+	return ops.SquaredExponential(x, lengthScale, signalVar, noiseVar, c.mesh, sharding.Cyclic(max(1, c.tile)))
+}

@@ -1,0 +1,229 @@
+package mgla_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/ops"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// gpReference is the Gaussian process's cost ½·tr(YᵀK⁻¹Y) + (R/2)·log det K
+// + (N·R/2)·log 2π for K = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·I, θ = (log ℓ,
+// log σ², log σₙ²), in float64 with gonum.
+func gpReference(t *testing.T, x grMat, y grMat, theta [3]float64) float64 {
+	n, d := x.rows, max(1, x.cols)
+	ell, sig, noise := math.Exp(theta[0]), math.Exp(theta[1]), math.Exp(theta[2])
+	k := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := range i + 1 {
+			r2 := 0.0
+			for m := range d {
+				diff := x.data[i*d+m] - x.data[j*d+m]
+				r2 += diff * diff
+			}
+			v := sig * math.Exp(-r2/(2*ell*ell))
+			if i == j {
+				v += noise
+			}
+			k.SetSym(i, j, v)
+		}
+	}
+	var chol mat.Cholesky
+	require.True(t, chol.Factorize(k), "reference K not positive definite")
+	r := max(1, y.cols)
+	ym := mat.NewDense(n, r, append([]float64(nil), y.data...))
+	var alpha mat.Dense
+	require.NoError(t, chol.SolveTo(&alpha, ym))
+	quad := 0.0
+	for i := range n {
+		for j := range r {
+			quad += ym.At(i, j) * alpha.At(i, j)
+		}
+	}
+	return 0.5*quad + float64(r)/2*chol.LogDet() + float64(n*r)/2*math.Log(2*math.Pi)
+}
+
+// gpKernelGraph is the same cost with K from mgla.SquaredExponential, as
+// −GaussianLogDensity or, with potrsLogDet, as ½·Σ y∘Potrs(K, y) + ½·R·LogDet(K)
+// + const (two consumers of K, whose gradients Gorgonia sums on the host).
+func gpKernelGraph(t *testing.T, dt tensor.Dtype, x, y grMat, theta [3]float64, noise, potrsLogDet bool, opts []mgla.Option) (*G.ExprGraph, *G.Node, [3]*G.Node, *G.Node) {
+	g := G.NewGraph()
+	xn := x.node(g, dt, "x")
+	yn := y.node(g, dt, "y")
+	var th [3]*G.Node
+	for i, name := range []string{"logLen", "logSignal", "logNoise"} {
+		th[i] = G.NewScalar(g, dt, G.WithName(name), G.WithValue(grScalar(dt, theta[i])))
+	}
+	ell, sig := G.Must(G.Exp(th[0])), G.Must(G.Exp(th[1]))
+	var nv *G.Node
+	if noise {
+		nv = G.Must(G.Exp(th[2]))
+	}
+	k, err := mgla.SquaredExponential(xn, ell, sig, nv, opts...)
+	require.NoError(t, err)
+	require.True(t, ops.IsSharded(k))
+	if !potrsLogDet {
+		ll := must(mgla.GaussianLogDensity(k, yn, opts...))
+		return g, xn, th, G.Must(G.Neg(ll))
+	}
+	sol := must(mgla.Potrs(k, yn, opts...))
+	ld := must(mgla.LogDet(k, opts...))
+	r, n := float64(max(1, y.cols)), float64(y.rows)
+	half := G.NewConstant(grScalar(dt, 0.5).(any))
+	quad := G.Must(G.Mul(half, G.Must(G.Sum(G.Must(G.HadamardProd(yn, sol))))))
+	pen := G.Must(G.Mul(G.NewConstant(grScalar(dt, r/2)), ld))
+	c := G.Must(G.Add(quad, pen))
+	return g, xn, th, G.Must(G.Add(c, G.NewConstant(grScalar(dt, n*r/2*math.Log(2*math.Pi)))))
+}
+
+// TestSquaredExponentialGP: a Gaussian process's cost with K made on the
+// mesh, its value and its gradients with respect to the log-parameters and
+// to the points against float64 finite differences of the reference, with
+// both machines, every K consumer form, 1 and 3 devices, float32 and float64.
+func TestSquaredExponentialGP(t *testing.T) {
+	rng := grRNG(t, 40)
+	for _, c := range []struct {
+		devices, tile, n, d, r int
+		noise, potrsLogDet     bool
+	}{
+		{1, 4, 9, 1, 0, true, false},
+		{3, 4, 13, 2, 2, true, false},
+		{3, 3, 10, 3, 0, false, false},
+		{2, 5, 11, 2, 0, true, true},
+	} {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			for _, lisp := range []bool{false, true} {
+				name := fmt.Sprintf("dev%d/n%d/d%d/r%d/noise=%t/potrs+logdet=%t/%v/lisp=%t", c.devices, c.n, c.d, c.r, c.noise, c.potrsLogDet, dt, lisp)
+				t.Run(name, func(t *testing.T) {
+					mesh, err := testMesh(t, c.devices)
+					require.NoError(t, err)
+					opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
+					x := grRandom(rng, c.n, c.d)
+					if c.d == 1 {
+						x.cols = 0 // a vector of points
+					}
+					y := grRandom(rng, c.n, c.r)
+					theta := [3]float64{math.Log(0.7 + 0.5*rng.Float64()), math.Log(0.8 + 0.4*rng.Float64()), math.Log(0.05 + 0.1*rng.Float64())}
+					if !c.noise {
+						theta[2] = math.Inf(-1)
+					}
+					g, xn, th, cost := gpKernelGraph(t, dt, x, y, theta, c.noise, c.potrsLogDet, opts)
+					wrt := []*G.Node{xn, th[0], th[1]}
+					if c.noise {
+						wrt = append(wrt, th[2])
+					}
+					require.NoError(t, grRunBackward(t, g, cost, lisp, wrt...), "seed %d", grSeed)
+					if !lisp && !c.potrsLogDet {
+						// One consumer: K's gradient stays on the mesh.
+						for _, n := range g.AllNodes() {
+							square := n.Dims() == 2 && n.Shape()[0] == c.n && n.Shape()[1] == c.n
+							require.False(t, strings.Contains(n.Name(), "→host") || square && strings.HasPrefix(n.Name(), "Gather"), "%v gathers K's gradient", n.Name())
+						}
+					}
+
+					want := gpReference(t, x, y, theta)
+					tol := 1e-9
+					if dt == tensor.Float32 {
+						tol = 2e-3
+					}
+					got := grValue(t, cost.Value())[0]
+					require.InDelta(t, want, got, tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
+
+					const h = 1e-5
+					fd := func(xs grMat, th [3]float64) float64 { return gpReference(t, xs, y, th) }
+					check := func(what string, node *G.Node, idx int, want float64) {
+						t.Helper()
+						gv, err := node.Grad()
+						require.NoError(t, err, what)
+						v := grValue(t, gv)[idx]
+						require.InDelta(t, want, v, 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
+					}
+					for i := range 3 {
+						if i == 2 && !c.noise {
+							continue
+						}
+						p, m := theta, theta
+						p[i] += h
+						m[i] -= h
+						check(fmt.Sprintf("θ%d", i), th[i], 0, (fd(x, p)-fd(x, m))/(2*h))
+					}
+					for i := range x.data {
+						p, m := x.plus(h, grUnitAt(x, i)), x.plus(-h, grUnitAt(x, i))
+						check(fmt.Sprintf("x[%d]", i), xn, i, (fd(p, theta)-fd(m, theta))/(2*h))
+					}
+				})
+			}
+		}
+	}
+}
+
+// grUnitAt is the matrix of m's shape with a one at flat index i.
+func grUnitAt(m grMat, i int) grMat {
+	u := grMat{m.rows, m.cols, make([]float64, len(m.data))}
+	u.data[i] = 1
+	return u
+}
+
+// TestSquaredExponentialBadInput: build-time and run-time errors.
+func TestSquaredExponentialBadInput(t *testing.T) {
+	mesh, err := testMesh(t, 2)
+	require.NoError(t, err)
+	g, bad := G.NewGraph(), G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(4, 2), tensor.WithBacking([]float64{0, 1, 2, 3, 4, 5, 6, 7}))))
+	one := G.NewScalar(g, tensor.Float64, G.WithName("one"), G.WithValue(1.0))
+	xb := G.NewMatrix(bad, tensor.Float64, G.WithShape(4, 2), G.WithName("x"))
+	oneb := G.NewScalar(bad, tensor.Float64, G.WithName("one"))
+	x32 := G.NewMatrix(bad, tensor.Float32, G.WithShape(4, 2), G.WithName("x32"))
+	empty := G.NewMatrix(bad, tensor.Float64, G.WithShape(0, 2), G.WithName("empty"))
+	xc := G.NewMatrix(bad, tensor.Complex128, G.WithShape(4, 2), G.WithName("xc"))
+	for _, c := range []struct {
+		name               string
+		x, ell, sig, noise *G.Node
+		opts               []mgla.Option
+	}{
+		{"nil points", nil, oneb, oneb, nil, nil},
+		{"nil length scale", xb, nil, oneb, nil, nil},
+		{"two graphs", xb, one, oneb, nil, nil},
+		{"vector length scale", xb, G.NewVector(bad, tensor.Float64, G.WithShape(2)), oneb, nil, nil},
+		{"dtype mismatch", x32, oneb, oneb, nil, nil},
+		{"complex points", xc, G.NewScalar(bad, tensor.Complex128), G.NewScalar(bad, tensor.Complex128), nil, nil},
+		{"empty points", empty, G.NewScalar(bad, tensor.Float64), G.NewScalar(bad, tensor.Float64), nil, nil},
+		{"tile 0", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithTile(0)}},
+		{"grid", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithGrid(&recorder{})}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := mgla.SquaredExponential(c.x, c.ell, c.sig, c.noise, append([]mgla.Option{onMesh(mesh)}, c.opts...)...)
+			require.ErrorIs(t, err, mgla.ErrBadInput)
+		})
+	}
+
+	// Run time: a zero length scale and a NaN point, then a good run.
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(0.0))
+	k, err := mgla.SquaredExponential(x, ell, one, one, onMesh(mesh), mgla.WithTile(3))
+	require.NoError(t, err)
+	out, err := ops.Gather(k)
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	err = m.RunAll()
+	require.ErrorIs(t, mgla.Cause(err), mgla.ErrBadInput)
+	require.ErrorContains(t, err, "length scale")
+	require.NoError(t, G.Let(ell, 1.0))
+	require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(4, 2), tensor.WithBacking([]float64{0, 1, 2, math.NaN(), 4, 5, 6, 7}))))
+	m.Reset()
+	require.ErrorIs(t, mgla.Cause(m.RunAll()), mgla.ErrNonFinite)
+	require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(4, 2), tensor.WithBacking([]float64{0, 0, 1, 0, 0, 1, 1, 1}))))
+	m.Reset()
+	require.NoError(t, m.RunAll())
+	got := grValue(t, out.Value())
+	require.InDelta(t, 2.0, got[0], 1e-15)            // σ² + σₙ²
+	require.InDelta(t, math.Exp(-0.5), got[1], 1e-15) // ‖x₀ − x₁‖ = 1
+	require.InDelta(t, math.Exp(-1), got[3], 1e-15)   // ‖x₀ − x₃‖² = 2
+}
