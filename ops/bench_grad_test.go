@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"flag"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -170,6 +171,42 @@ func BenchmarkGPDensityBackward(b *testing.B) {
 	}
 	cost := G.Must(G.Neg(ld))
 	if _, err := G.Grad(cost, an); err != nil {
+		b.Fatal(err)
+	}
+	benchBackward(b, g, cost)
+}
+
+// BenchmarkGPKernelBackward is a Gaussian process's training step from
+// its points: K = SquaredExponential(x; ℓ, σ², σₙ²) made on the mesh from N
+// points of dimension 3 (uniform in [0, 10)³), cost = −GaussianLogDensity(K,
+// y), and the gradient wrt θ = (log ℓ, log σ², log σₙ²) at ℓ = 1, σ² = 1,
+// σₙ² = 0.1. Only x, y and θ are host values; K and its gradient stay on the
+// mesh (float64, N = -ops.backward-n).
+func BenchmarkGPKernelBackward(b *testing.B) {
+	mesh, g, _, yn, _ := backwardInputs(b, false)
+	n := *backwardN
+	rng := rand.New(rand.NewPCG(3, 4))
+	pts := make([]float64, 3*n)
+	for i := range pts {
+		pts[i] = 10 * rng.Float64()
+	}
+	xn := G.NewMatrix(g, tensor.Float64, G.WithShape(n, 3), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(n, 3), tensor.WithBacking(pts))))
+	var theta, positive [3]*G.Node
+	for i, v := range []float64{0, 0, math.Log(0.1)} {
+		theta[i] = G.NewScalar(g, tensor.Float64, G.WithValue(v))
+		positive[i] = G.Must(G.Exp(theta[i]))
+	}
+	k, err := mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ld, err := mgla.GaussianLogDensity(k, yn, mgla.WithMesh(mesh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cost := G.Must(G.Neg(ld))
+	if _, err := G.Grad(cost, theta[:]...); err != nil {
 		b.Fatal(err)
 	}
 	benchBackward(b, g, cost)

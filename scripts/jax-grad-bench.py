@@ -13,6 +13,10 @@ ops/bench_grad_test.go, forward alone and forward with the gradient:
             wrt A and y (BenchmarkBackwardAll)
   gp        ½·yᵀA⁻¹y + ½·logdet(A) from one cho_factor, the gradient wrt A
             (BenchmarkGPBackward)
+  gpkernel  the same cost of K(θ) = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·I made
+            from N points of dimension 3 (uniform in [0, 10)³), the
+            gradient wrt θ = (log ℓ, log σ², log σₙ²) at (0, 0, log 0.1)
+            (BenchmarkGPKernelBackward)
 
 A is diagonally dominant (N on the diagonal, uniform [-1, 1) off it,
 symmetric), w, W and y normal, made on the GPU. Every function is jitted;
@@ -30,7 +34,7 @@ import time
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", default="4096,8192")
-    ap.add_argument("-ops", default="potrs,cholesky,all,gp")
+    ap.add_argument("-ops", default="potrs,cholesky,all,gp,gpkernel")
     ap.add_argument("-reps", type=int, default=5)
     args = ap.parse_args()
 
@@ -70,6 +74,12 @@ def main():
         logdet = 2 * jnp.sum(jnp.log(jnp.diag(c[0])))
         return 0.5 * (jnp.dot(y, jsl.cho_solve(c, y)) + logdet)
 
+    def gpkernel(theta, x, y):
+        ell, sig, noise = jnp.exp(theta[0]), jnp.exp(theta[1]), jnp.exp(theta[2])
+        d2 = jnp.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+        k = sig * jnp.exp(-d2 / (2 * ell * ell)) + noise * jnp.eye(x.shape[0], dtype=x.dtype)
+        return gp(k, y, None)
+
     costs = {"potrs": (potrs, (0, 1)), "cholesky": (cholesky, 0), "all": (every, (0, 1)), "gp": (gp, 0)}
 
     def timed(fn, ins, reps):
@@ -85,11 +95,17 @@ def main():
         a, w, y = inputs(n)
         jax.block_until_ready((a, w, y))
         for op in args.ops.split(","):
-            f, wrt = costs[op]
+            if op == "gpkernel":
+                f, wrt = gpkernel, 0
+                x = jax.random.uniform(jax.random.PRNGKey(3), (n, 3), jnp.float64, 0, 10)
+                ins = (jnp.array([0.0, 0.0, jnp.log(0.1)], jnp.float64), x, y)
+            else:
+                f, wrt = costs[op]
+                ins = (a, y, w)
             fwd = jax.jit(f)
             full = jax.jit(jax.value_and_grad(f, argnums=wrt))
-            tf = timed(fwd, (a, y, w), args.reps)
-            tfb = timed(full, (a, y, w), args.reps)
+            tf = timed(fwd, ins, args.reps)
+            tfb = timed(full, ins, args.reps)
             print(f"{op:9s} N={n:6d} jax 1 GPU  fwd-ms {tf:9.2f}  fwd+bwd-ms {tfb:9.2f}  fwd+bwd/fwd {tfb / tf:6.2f}", flush=True)
 
 

@@ -237,18 +237,20 @@ func IdentityRows(n, r0, r1 int) *tensor.Dense {
 // For R sample paths Y (N×R) at inputs x,
 //
 //	NLL(θ) = ½·tr(Yᵀ·K⁻¹·Y) + (R/2)·log det K + (N·R/2)·log 2π,
-//	K(θ)   = σ²·exp(−D/(2ℓ²)) + σₙ²·I,   D_ij = (x_i − x_j)²,
+//	K(θ)   = σ²·exp(−(x_i − x_j)²/(2ℓ²)) + σₙ²·[i = j],
 //
-// with θ = (log ℓ, log σ², log σₙ²). The NLL is −mgla.GaussianLogDensity(K,
-// Y), whose gradient of K is one N×N computation from the forward factor;
-// K⁻¹Y (mgla.Potrs) and log det K (mgla.LogDet), for prediction and
-// reporting, share its Cholesky factorisation and solve.
+// with θ = (log ℓ, log σ², log σₙ²). K is mgla.SquaredExponential of x and
+// the parameters: made on the mesh, never on the host. The NLL is
+// −mgla.GaussianLogDensity(K, Y), whose gradient of K is one N×N
+// computation from the forward factor, which stays on the mesh too: the
+// gradient of θ that comes back is three numbers.
 type GPModel struct {
 	Graph *G.ExprGraph
 	// Params are the scalar input nodes log ℓ, log σ², log σₙ².
 	Params [3]*G.Node
-	// K is the N×N kernel matrix, Alpha = K⁻¹Y, LogDet = log det K.
-	K, Alpha, LogDet *G.Node
+	// K is the N×N kernel matrix, a sharded node (ops.Gather brings it to
+	// the host).
+	K *G.Node
 	// NLL is the loss and Grads its derivatives with respect to Params.
 	NLL   *G.Node
 	Grads G.Nodes
@@ -269,17 +271,16 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 	defer catch(&err)
 	g := G.NewGraph()
 	m := &GPModel{Graph: g}
+	var positive [3]*G.Node // ℓ, σ², σₙ²
 	for i, name := range []string{"logLengthScale", "logSignalVar", "logNoiseVar"} {
 		m.Params[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue(init.Log()[i]))
+		positive[i] = G.Must(G.Exp(m.Params[i]))
 	}
-	d := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("D"), G.WithValue(dense(SquaredDistances(x, x), n, n)))
-	eye := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("I"), G.WithValue(identity(n)))
+	xn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(dense(append([]float64(nil), x...), n)))
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
 
-	m.K = KernelMatrix(d, eye, m.Params)
+	m.K = G.Must(mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], opts...))
 	m.NLL = G.Must(G.Neg(G.Must(mgla.GaussianLogDensity(m.K, yn, opts...))))
-	m.Alpha = G.Must(mgla.Potrs(m.K, yn, opts...)) // K⁻¹Y, the density's solve
-	m.LogDet = G.Must(mgla.LogDet(m.K, opts...))   // log det K, from the same factor
 	if m.Grads, err = G.Grad(m.NLL, m.Params[:]...); err != nil {
 		return nil, fmt.Errorf("gp model: gradient: %w", err)
 	}
