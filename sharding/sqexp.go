@@ -148,6 +148,11 @@ func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar 
 	if err := checkSEPoints(x, n, d); err != nil {
 		return nil, SEParams{}, err
 	}
+	// The kernels skip the terms of zero weight (eᵢⱼ = 0), which would
+	// hide a NaN or Inf of K̄ there.
+	if err := kbar.CheckFinite(false); err != nil {
+		return nil, SEParams{}, fmt.Errorf("SquaredExponentialGrad: the kernel matrix's gradient: %w", err)
+	}
 	cols := localColumns(kbar)
 	ndev := kbar.mesh.Size()
 	shares := make([]seShare, ndev)
@@ -173,7 +178,7 @@ func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar 
 		}
 	}
 	pbar = SEParams{
-		LengthScale: sums[1] * p.SignalVar / (p.LengthScale * p.LengthScale * p.LengthScale),
+		LengthScale: sums[1] * p.SignalVar / p.LengthScale,
 		SignalVar:   sums[0],
 		NoiseVar:    sums[2],
 	}
@@ -191,7 +196,7 @@ func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar 
 
 // seShare is one device's share of SquaredExponentialGrad: the points'
 // gradient from its columns (row-major n×d) and its sums
-// Σ K̄ᵢⱼ·eᵢⱼ, Σ K̄ᵢⱼ·eᵢⱼ·rᵢⱼ² and Σ K̄ᵢᵢ over them, eᵢⱼ = exp(−rᵢⱼ²/(2ℓ²)).
+// Σ K̄ᵢⱼ·eᵢⱼ, Σ K̄ᵢⱼ·eᵢⱼ·rᵢⱼ²/ℓ² and Σ K̄ᵢᵢ over them, eᵢⱼ = exp(−rᵢⱼ²/(2ℓ²)).
 type seShare struct {
 	xbar []float64
 	sums [3]float64
@@ -217,19 +222,24 @@ func localColumns(t *Tensor) [][]int {
 // cores among all their goroutines).
 func seWorkers(cols int) int { return max(1, min(cols, runtime.GOMAXPROCS(0))) }
 
+// seR2 is ‖xᵢ − xⱼ‖²/ℓ², summed over the dimensions in order as ((xᵢ[k] −
+// xⱼ[k])/ℓ)²: the same for (i, j) and (j, i) bit for bit, and right where
+// ‖xᵢ − xⱼ‖² or ℓ² alone would overflow or underflow.
+func seR2(xi, xj []float64, ell float64) float64 {
+	r2 := 0.0
+	for k, v := range xi {
+		diff := (v - xj[k]) / ell
+		r2 += diff * diff
+	}
+	return r2
+}
+
 // seColumn is column j of the squared-exponential kernel (without the
 // noise) into col, in float64: σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)).
 func seColumn(col []float64, x []float64, d, j int, p SEParams) {
-	scale := -0.5 / (p.LengthScale * p.LengthScale)
 	xj := x[j*d : (j+1)*d]
 	for i := range col {
-		xi := x[i*d : (i+1)*d]
-		r2 := 0.0
-		for k, v := range xi {
-			diff := v - xj[k]
-			r2 += diff * diff
-		}
-		col[i] = p.SignalVar * math.Exp(r2*scale)
+		col[i] = p.SignalVar * math.Exp(seR2(x[i*d:(i+1)*d], xj, p.LengthScale)*-0.5)
 	}
 }
 
@@ -259,8 +269,7 @@ func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p 
 	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
 	workers := max(1, min(seWorkers(len(cols)), (1<<27)/(n*d)))
 	parts := make([]seShare, workers)
-	scale := -0.5 / (p.LengthScale * p.LengthScale)
-	invL2 := 1 / (p.LengthScale * p.LengthScale)
+	ell := p.LengthScale
 	chunk := (len(cols) + workers - 1) / workers
 	err := parallelChunks(len(cols), workers, func(c0, c1 int) {
 		s := &parts[c0/chunk]
@@ -284,19 +293,19 @@ func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p 
 					continue
 				}
 				xi := x[i*d : (i+1)*d]
-				r2 := 0.0
-				for m, v := range xi {
-					diff := v - xj[m]
-					r2 += diff * diff
-				}
-				e := math.Exp(r2 * scale)
+				r2 := seR2(xi, xj, ell)
+				e := math.Exp(r2 * -0.5)
 				s.sums[0] += k * e
 				s.sums[1] += k * e * r2
-				// K_ij's share: ∂K_ij/∂xᵢ = −E_ij·(xᵢ − xⱼ)/ℓ², ∂K_ij/∂xⱼ = −∂K_ij/∂xᵢ.
-				w := k * p.SignalVar * e * invL2
+				// K_ij's share: ∂K_ij/∂xᵢ = −σ²·eᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
+				// A zero weight adds nothing, even where the slope is Inf.
+				w := k * p.SignalVar * e
+				if w == 0 {
+					continue
+				}
 				gi := s.xbar[i*d : (i+1)*d]
 				for m, v := range xi {
-					diff := w * (v - xj[m])
+					diff := w * ((v - xj[m]) / ell / ell)
 					gi[m] -= diff
 					gj[m] += diff
 				}

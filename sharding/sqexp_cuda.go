@@ -114,12 +114,11 @@ func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEPar
 	if err != nil || len(cols) == 0 {
 		return err
 	}
-	scale := -0.5 / (p.LengthScale * p.LengthScale)
 	return seOnDevice(db, n, cols, x, d, func(s *seDevice) error {
 		return yChunks(len(cols), 8, func(c0, c1 int) error {
 			return s.g.launch(ptx.SqExp[db.elem], ceilDiv(n, 32), ceilDiv(c1-c0, 8), 32, 8,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(c1), uint64(s.cols), uint64(s.xt), uint64(d),
-				math.Float64bits(scale), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar))
+				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar))
 		})
 	})
 }
@@ -141,8 +140,6 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p S
 	if lcols == 0 {
 		return share, nil
 	}
-	scale := -0.5 / (p.LengthScale * p.LengthScale)
-	invL2 := 1 / (p.LengthScale * p.LengthScale)
 	chunk := max(1, min(lcols, seScratchBytes/(8*n)))
 	sums := make([]float64, 3*lcols)
 	pc := make([]float64, lcols*d) // P, by column
@@ -177,14 +174,14 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p S
 			cw := min(chunk, lcols-c0)
 			if err := s.g.launch(ptx.SqExpGradCols[db.elem], cw, 1, 256, 1,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(s.cols), uint64(s.xt), uint64(d),
-				math.Float64bits(scale), math.Float64bits(p.SignalVar), math.Float64bits(invL2),
+				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar),
 				uint64(w), uint64(dsums), uint64(dp)); err != nil {
 				return err
 			}
 			err := yChunks(d, by, func(m0, m1 int) error {
 				return s.g.launch(ptx.SqExpGradRows, ceilDiv(n, bx), ceilDiv(m1-m0, by), bx, by,
 					uint64(w), uint64(n), uint64(c0), uint64(cw), uint64(s.cols), uint64(s.xt), uint64(d),
-					uint64(m0), uint64(dr))
+					uint64(m0), math.Float64bits(p.LengthScale), uint64(dr))
 			})
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@
 package sharding
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"testing"
@@ -206,4 +207,16 @@ func xbarMagnitudes(abs, x []float64, n, d int, p SEParams) []float64 {
 		}
 	}
 	return out
+}
+
+var seBenchGPU = flag.Bool("mgla.se-gpu", false, "BenchmarkSquaredExponential on every visible GPU")
+
+func init() {
+	cpu := seBenchMesh
+	seBenchMesh = func() (*Mesh, error) {
+		if *seBenchGPU {
+			return GPUMesh()
+		}
+		return cpu()
+	}
 }

@@ -1,10 +1,13 @@
 package sharding
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
@@ -248,4 +251,101 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 	defer kb.Free()
 	_, _, err = SquaredExponentialGrad(kb, x, 1, good)
 	require.ErrorIs(t, err, ErrNonFinite)
+}
+
+var (
+	seBenchN = flag.Int("mgla.se-n", 2048, "points of BenchmarkSquaredExponential")
+	seBenchD = flag.Int("mgla.se-d", 3, "their dimension")
+	// seBenchMesh makes the benchmark's mesh; the mglacuda build's tests
+	// set it to a GPU mesh when -mgla.se-gpu is given.
+	seBenchMesh = func() (*Mesh, error) { return CPUMesh(1) }
+)
+
+// BenchmarkSquaredExponential times SetSquaredExponential (forward) and
+// SquaredExponentialGrad (grad) of N = -mgla.se-n points of dimension
+// -mgla.se-d in float64, K in one tile per device. Metric: ms, the median.
+func BenchmarkSquaredExponential(b *testing.B) {
+	n, d := *seBenchN, *seBenchD
+	mesh, err := seBenchMesh()
+	require.NoError(b, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, p := randomSE(rng, n, d)
+	k, err := SquaredExponential(x, n, d, p, mesh, Cyclic((n+mesh.Size()-1)/mesh.Size()), tensor.Float64)
+	require.NoError(b, err)
+	defer k.Free()
+	b.Logf("%v, N = %d, d = %d", mesh, n, d)
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"forward", func() error { return k.SetSquaredExponential(x, d, p) }},
+		{"grad", func() error { _, _, err := SquaredExponentialGrad(k, x, d, p); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			require.NoError(b, c.run()) // warm-up
+			times := make([]float64, 0, b.N)
+			for range b.N {
+				t0 := time.Now()
+				require.NoError(b, c.run())
+				times = append(times, float64(time.Since(t0))/1e6)
+			}
+			slices.Sort(times)
+			b.ReportMetric(times[len(times)/2], "ms")
+		})
+	}
+}
+
+// TestSquaredExponentialScales: K depends on the points and ℓ only through
+// ‖xᵢ − xⱼ‖/ℓ, so scaling both by c changes nothing, and the gradients of
+// x and ℓ scale by 1/c, also where ‖xᵢ − xⱼ‖² or ℓ² alone would overflow or
+// underflow (they gave NaNs of K).
+func TestSquaredExponentialScales(t *testing.T) {
+	cpu, err := CPUMesh(2)
+	require.NoError(t, err)
+	meshes := []*Mesh{cpu}
+	if gpuTestMeshes != nil {
+		meshes = append(meshes, gpuTestMeshes(t)...)
+	}
+	for _, mesh := range meshes {
+		seScales(t, mesh)
+	}
+}
+
+func seScales(t *testing.T, mesh *Mesh) {
+	unit := []float64{0, 0, 1, 0.5, 2.5, -1}
+	kbar := tensor.New(tensor.WithShape(3, 3), tensor.WithBacking([]float64{0.3, -1, 2, 0.5, 1, -0.25, 1.5, 0, -2}))
+	kb, err := Put(kbar, mesh, Cyclic(2))
+	require.NoError(t, err)
+	defer kb.Free()
+	var wantK []float64
+	var wantX []float64
+	var wantP SEParams
+	for _, c := range []float64{1, 1e200, 1e-160, 1e-300} {
+		x := make([]float64, len(unit))
+		for i, v := range unit {
+			x[i] = c * v
+		}
+		p := SEParams{LengthScale: 1.3 * c, SignalVar: 2, NoiseVar: 0.5}
+		k, err := SquaredExponential(x, 3, 2, p, mesh, Cyclic(2), tensor.Float64)
+		require.NoError(t, err, "%v, scale %g", mesh, c)
+		g, err := k.Gather()
+		k.Free()
+		require.NoError(t, err)
+		xbar, pbar, err := SquaredExponentialGrad(kb, x, 2, p)
+		require.NoError(t, err, "%v, scale %g", mesh, c)
+		got := g.Data().([]float64)
+		if c == 1 {
+			wantK, wantX, wantP = got, xbar, pbar
+			continue
+		}
+		for i := range got {
+			require.InDelta(t, wantK[i], got[i], 1e-15, "scale %g: K[%d]", c, i)
+		}
+		for i := range xbar {
+			require.InDelta(t, wantX[i], xbar[i]*c, 1e-14, "scale %g: x̄[%d]·c", c, i)
+		}
+		require.InDelta(t, wantP.LengthScale, pbar.LengthScale*c, 1e-14, "scale %g: ℓ̄·c", c)
+		require.InDelta(t, wantP.SignalVar, pbar.SignalVar, 1e-15, "scale %g: σ̄²", c)
+		require.Equal(t, wantP.NoiseVar, pbar.NoiseVar, "scale %g: σ̄ₙ²", c)
+	}
 }

@@ -521,40 +521,47 @@ LOWER_PRODUCTS(z, double2, double)
 // n, and cols[c] (64-bit) is the global index of its local column c. The
 // arithmetic is the host's (sharding/sqexp.go) operation for operation,
 // without contraction into fused multiply-adds, so that only exp differs
-// in the last bits; ‖x_i − x_j‖² is summed over k in order as
-// (x_i[k] − x_j[k])², which makes K exactly symmetric.
-__device__ double seR2(const double *xt, long long n, long long d, long long i, long long j) {
+// in the last bits. seR2 is ‖x_i − x_j‖²/ℓ², summed over k in order as
+// ((x_i[k] − x_j[k])/ℓ)², which makes K exactly symmetric and keeps it
+// right where ‖x_i − x_j‖² or ℓ² alone would overflow or underflow.
+__device__ double seR2(const double *xt, long long n, long long d, long long i, long long j,
+                       double ell) {
   double r2 = 0;
   for (long long k = 0; k < d; k++) {
-    double diff = __dsub_rn(xt[k * n + i], xt[k * n + j]);
+    double diff = __ddiv_rn(__dsub_rn(xt[k * n + i], xt[k * n + j]), ell);
     r2 = __dadd_rn(r2, __dmul_rn(diff, diff));
   }
   return r2;
 }
 
+// seSlope is (x_i − x_j)/ℓ², the factor of x̄'s terms, as the host forms it.
+__device__ double seSlope(double xi, double xj, double ell) {
+  return __ddiv_rn(__ddiv_rn(__dsub_rn(xi, xj), ell), ell);
+}
+
 // sqExp writes K's local columns c0 … c1−1 (thread (i, c0 + y)), computed in
-// double and rounded to T: scale = −1/(2ℓ²).
+// double and rounded to T.
 template <typename T>
 __device__ void sqExp(T *a, long long n, long long c0, long long c1, const long long *cols,
-                      const double *xt, long long d, double scale, double sigma2, double noise) {
+                      const double *xt, long long d, double ell, double sigma2, double noise) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   long long c = c0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= n || c >= c1) return;
   long long j = cols[c];
-  double v = __dmul_rn(sigma2, exp(__dmul_rn(seR2(xt, n, d, i, j), scale)));
+  double v = __dmul_rn(sigma2, exp(__dmul_rn(seR2(xt, n, d, i, j, ell), -0.5)));
   if (i == j) v = __dadd_rn(v, noise);
   a[i + c * n] = (T)v;
 }
 
 extern "C" __global__ void mgla_sqexp_s(float *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
-                                        double scale, double sigma2, double noise) {
-  sqExp(a, n, c0, c1, cols, xt, d, scale, sigma2, noise);
+                                        double ell, double sigma2, double noise) {
+  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise);
 }
 extern "C" __global__ void mgla_sqexp_d(double *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
-                                        double scale, double sigma2, double noise) {
-  sqExp(a, n, c0, c1, cols, xt, d, scale, sigma2, noise);
+                                        double ell, double sigma2, double noise) {
+  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise);
 }
 
 // SE_THREADS is the block size of sqExpGradCols, a multiple of 32.
@@ -576,15 +583,17 @@ __device__ double seBlockSum(double v) {
 }
 
 // sqExpGradCols: one block of SE_THREADS threads per local column c = c0 +
-// blockIdx.x of the kernel gradient K̄ (shard a), j = cols[c]. With
-// k = K̄(i, c) in double and e = exp(r²·scale), r² = ‖x_i − x_j‖²:
-// w[(c − c0)·n + i] = k·σ²·e/ℓ² (0 where k is 0, whose terms the host skips
-// too); sums[3c …] = Σ_i k·e, Σ_i k·e·r², K̄(j, c); and
-// p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m]), the column's share of x̄_j.
+// blockIdx.x of the kernel gradient K̄ (shard a, finite: the host checks),
+// j = cols[c]. With k = K̄(i, c) in double and e = exp(−r²/2), r² =
+// ‖x_i − x_j‖²/ℓ²: w[(c − c0)·n + i] = k·σ²·e (0 where k is 0, whose terms
+// the host skips too); sums[3c …] = Σ_i k·e, Σ_i k·e·r², K̄(j, c); and
+// p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m])/ℓ², the column's share of x̄_j, over
+// the nonzero w_i (a zero one, k = 0 or e = 0, adds nothing, even where the
+// slope is Inf).
 template <typename T>
 __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long long *cols,
-                              const double *xt, long long d, double scale, double sigma2,
-                              double invL2, double *w, double *sums, double *p) {
+                              const double *xt, long long d, double ell, double sigma2,
+                              double *w, double *sums, double *p) {
   long long c = c0 + blockIdx.x;
   long long j = cols[c];
   const T *col = a + c * n;
@@ -594,12 +603,12 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
     double k = (double)col[i];
     double wi = 0;
     if (k != 0) {
-      double r2 = seR2(xt, n, d, i, j);
-      double e = exp(__dmul_rn(r2, scale));
+      double r2 = seR2(xt, n, d, i, j, ell);
+      double e = exp(__dmul_rn(r2, -0.5));
       double ke = __dmul_rn(k, e);
       s0 = __dadd_rn(s0, ke);
       s1 = __dadd_rn(s1, __dmul_rn(ke, r2));
-      wi = __dmul_rn(__dmul_rn(__dmul_rn(k, sigma2), e), invL2);
+      wi = __dmul_rn(__dmul_rn(k, sigma2), e);
     }
     wc[i] = wi; // read back below by this thread only
   }
@@ -614,7 +623,7 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
     const double *xm = xt + m * n;
     double xj = xm[j], s = 0;
     for (long long i = threadIdx.x; i < n; i += SE_THREADS)
-      s = __dadd_rn(s, __dmul_rn(wc[i], __dsub_rn(xm[i], xj)));
+      if (wc[i] != 0) s = __dadd_rn(s, __dmul_rn(wc[i], seSlope(xm[i], xj, ell)));
     s = seBlockSum(s);
     if (threadIdx.x == 0) p[c * d + m] = s;
   }
@@ -622,34 +631,34 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
 
 extern "C" __global__ void mgla_sqexp_grad_cols_s(const float *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
-                                                  long long d, double scale, double sigma2,
-                                                  double invL2, double *w, double *sums,
-                                                  double *p) {
-  sqExpGradCols(a, n, c0, cols, xt, d, scale, sigma2, invL2, w, sums, p);
+                                                  long long d, double ell, double sigma2,
+                                                  double *w, double *sums, double *p) {
+  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p);
 }
 extern "C" __global__ void mgla_sqexp_grad_cols_d(const double *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
-                                                  long long d, double scale, double sigma2,
-                                                  double invL2, double *w, double *sums,
-                                                  double *p) {
-  sqExpGradCols(a, n, c0, cols, xt, d, scale, sigma2, invL2, w, sums, p);
+                                                  long long d, double ell, double sigma2,
+                                                  double *w, double *sums, double *p) {
+  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p);
 }
 
 // mgla_sqexp_grad_rows adds to r (stored by dimension, r[m*n + i]) the
 // shares of the local columns c0 … c0+cw−1 of sqExpGradCols's weights w
-// (n×cw, column-major) in x̄_i: r_i[m] += Σ_c w(i, c)·(x_i[m] − x_{cols[c]}[m]),
-// the columns in order (thread (i, m0 + y)). It only reads doubles, so one
-// kernel serves both dtypes.
+// (n×cw, column-major) in x̄_i: r_i[m] += Σ_c w(i, c)·(x_i[m] − x_{cols[c]}[m])/ℓ²
+// over the nonzero weights, the columns in order (thread (i, m0 + y)). It
+// only reads doubles, so one kernel serves both dtypes.
 extern "C" __global__ void mgla_sqexp_grad_rows(const double *w, long long n, long long c0,
                                                 long long cw, const long long *cols,
                                                 const double *xt, long long d, long long m0,
-                                                double *r) {
+                                                double ell, double *r) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   long long m = m0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= n || m >= d) return;
   const double *xm = xt + m * n;
   double xi = xm[i], s = r[m * n + i];
-  for (long long c = 0; c < cw; c++)
-    s = __dadd_rn(s, __dmul_rn(w[c * n + i], __dsub_rn(xi, xm[cols[c0 + c]])));
+  for (long long c = 0; c < cw; c++) {
+    double wv = w[c * n + i];
+    if (wv != 0) s = __dadd_rn(s, __dmul_rn(wv, seSlope(xi, xm[cols[c0 + c]], ell)));
+  }
   r[m * n + i] = s;
 }
