@@ -21,11 +21,12 @@ import (
 // K is a sharded node (package ops): pass it to Potrs, LogDet,
 // GaussianLogDensity, Cholesky, Potri or Syevd, which keep it where it is,
 // or ops.Gather it to the host for Gorgonia's own ops. Gradients flow to x
-// and to the parameters: the gradient with respect to K stays on the mesh
-// when K's consumers are mgla ops (one op, GaussianLogDensity say, or
-// Potrs and LogDet, whose two gradients Gorgonia sums on the host), and
-// each device reduces its own columns. Put a positive parameter through
-// gorgonia.Exp of its logarithm to train it unconstrained.
+// and to the parameters, each device reducing its own columns of K's
+// gradient. That gradient stays on the mesh when one op differentiates K
+// (GaussianLogDensity for a Gaussian process's cost); with several (Potrs
+// and LogDet) Gorgonia sums their N×N gradients on the host, and the sum
+// goes back to the mesh. Put a positive parameter through gorgonia.Exp of
+// its logarithm to train it unconstrained.
 //
 // Options: WithMesh and WithTile (K's tile; default DefaultTile). A length
 // scale that is not positive, a negative variance, NaN or Inf are run-time

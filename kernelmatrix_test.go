@@ -8,6 +8,7 @@ import (
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/ops"
+	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -106,6 +107,14 @@ func TestSquaredExponentialGP(t *testing.T) {
 					require.NoError(t, err)
 					opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
 					x := grRandom(rng, c.n, c.d)
+					if !c.noise {
+						// No noise: points far apart for their length
+						// scale keep K well conditioned, and the finite
+						// differences accurate.
+						for i := range x.data {
+							x.data[i] *= 2.5
+						}
+					}
 					if c.d == 1 {
 						x.cols = 0 // a vector of points
 					}
@@ -226,4 +235,42 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 	require.InDelta(t, 2.0, got[0], 1e-15)            // σ² + σₙ²
 	require.InDelta(t, math.Exp(-0.5), got[1], 1e-15) // ‖x₀ − x₁‖ = 1
 	require.InDelta(t, math.Exp(-1), got[3], 1e-15)   // ‖x₀ − x₃‖² = 2
+}
+
+// TestBackpropagateMatrixOutputs: gorgonia.Backpropagate given a matrix
+// output (a solution) and a scalar one on a sharded K that both
+// differentiate: their two gradients of K are gathered for Gorgonia's Add,
+// and K's gradient is that of ⟨1, A⁻¹y⟩ + log det A.
+func TestBackpropagateMatrixOutputs(t *testing.T) {
+	mesh, err := testMesh(t, 2)
+	require.NoError(t, err)
+	a := []float64{4, 2, 0, 2, 5, 1, 0, 1, 3}
+	y := []float64{1, 2, 3}
+	g := G.NewGraph()
+	kt, err := sharding.Put(tensor.New(tensor.WithShape(3, 3), tensor.WithBacking(append([]float64(nil), a...))), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	k := ops.Input(g, kt, "K")
+	yn := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("y"), G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking(y))))
+	opts := []mgla.Option{onMesh(mesh), mgla.WithTile(2)}
+	sol := must(mgla.Potrs(k, yn, opts...))
+	ld := must(mgla.LogDet(k, opts...))
+	ones := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("ones"), G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, 1, 1}))))
+	grads, err := G.Backpropagate(G.Nodes{sol, ld}, G.Nodes{ones, G.NewConstant(1.0)}, G.Nodes{k})
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	gv := grValue(t, grads[0].Value())
+	// Ā = −½(A⁻¹1·xᵀ + x·(A⁻¹1)ᵀ) + A⁻¹ for the symmetric A, x = A⁻¹y.
+	var inv mat.Dense
+	require.NoError(t, inv.Inverse(mat.NewDense(3, 3, a)))
+	x, u := mat.NewVecDense(3, nil), mat.NewVecDense(3, nil)
+	x.MulVec(&inv, mat.NewVecDense(3, y))
+	u.MulVec(&inv, mat.NewVecDense(3, []float64{1, 1, 1}))
+	for i := range 3 {
+		for j := range 3 {
+			want := -0.5*(u.AtVec(i)*x.AtVec(j)+x.AtVec(i)*u.AtVec(j)) + inv.At(i, j)
+			require.InDelta(t, want, gv[i*3+j], 1e-12, "Ā[%d,%d]", i, j)
+		}
+	}
 }

@@ -39,6 +39,10 @@ type KernelOption func(*kernelOp)
 // WithDispatch sets the op's dispatch on GPU meshes.
 func WithDispatch(d Dispatch) KernelOption { return func(o *kernelOp) { o.dispatch = d } }
 
+// forBackward marks a kernel op that a SymDiff makes for its own
+// computation (kernelOp.backward).
+func forBackward() KernelOption { return func(o *kernelOp) { o.backward = true } }
+
 // solverKernel names the forward dense kernels for the dispatch rule.
 type solverKernel int
 

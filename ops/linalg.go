@@ -43,6 +43,12 @@ type kernelOp struct {
 
 	dispatch Dispatch // GPU meshes: cuSolverMg or single-GPU cuSOLVER
 
+	// backward marks an op that a SymDiff made for its own computation (A⁻¹
+	// for LogDet's gradient, say): its output is no output of the graph,
+	// and consumers does not count it as one. It is left out of the hash,
+	// so the node is the forward's where the graph already has it.
+	backward bool
+
 	// graph is the node's graph, whose failed runs (package failedruns)
 	// this op's errors count: the LispMachine's backward pass of a run that
 	// failed here then makes no calls across processes in the graph's

@@ -119,7 +119,7 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 		if xbar, err = Shard(grad, o.pl.Mesh, o.pl.Layout); err != nil {
 			break
 		}
-		if bbar, err = CholSolve(in[0], xbar); err != nil {
+		if bbar, err = CholSolve(in[0], xbar, forBackward()); err != nil {
 			break
 		}
 		res[1] = bbar
@@ -129,7 +129,7 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 		if xbar, err = Shard(grad, o.pl.Mesh, o.pl.Layout); err != nil {
 			break
 		}
-		if bbar, err = CholSolve(in[1], xbar); err != nil { // the existing factor
+		if bbar, err = CholSolve(in[1], xbar, forBackward()); err != nil { // the existing factor
 			break
 		}
 		res[2] = bbar
@@ -138,35 +138,31 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 		res[0], err = gradNode(gSandwich, in[0], o.dt, out, grad)
 	case kLogDet:
 		var inv *gorgonia.Node
-		if inv, err = Potri(in[0], in[1]); err != nil {
+		if inv, err = Potri(in[0], in[1], forBackward()); err != nil {
 			break
 		}
 		res[0], err = gradNode(gScale, in[0], o.dt, inv, grad)
 	case kLogDensity:
-		var inv, x, neg *gorgonia.Node
-		if inv, err = Potri(in[0], in[1]); err != nil {
+		var inv *gorgonia.Node
+		if inv, err = Potri(in[0], in[1], forBackward()); err != nil {
 			break
 		}
 		if res[0], err = gradNode(gLogDensity, in[0], o.dt, inv, in[2], grad); err != nil {
 			break
 		}
-		// B̄ = −ḡ·X on the host: N×K values, checked as a result of mgla's.
-		if x, err = Gather(in[2]); err != nil {
+		// Where A's gradient lives is decided before B̄'s nodes read the
+		// solution X: they would count as a path from A (through Potrs) to
+		// an output (consumers).
+		if res[0], err = gradFor(in[0], res[0]); err != nil {
 			break
 		}
-		if neg, err = gorgonia.Neg(grad); err != nil {
-			break
-		}
-		if res[3], err = gorgonia.Mul(x, neg); err != nil {
-			break
-		}
-		res[3], err = CheckFinite(res[3], "the gradient of GaussianLogDensity's right-hand side: "+errGradRange)
+		res[3], err = logDensityRHSGrad(in[2], grad)
 	case kEigen:
 		res[0], err = gradNode(gEigVectors, in[0], o.dt, out, grad)
 	case kEigValues:
 		e := in[len(in)-1]
 		if o.arity == 1 {
-			if e, err = Eigen(in[0]); err != nil {
+			if e, err = Eigen(in[0], forBackward()); err != nil {
 				break
 			}
 		}
@@ -180,11 +176,32 @@ func (o *kernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 		return nil, fmt.Errorf("ops: gradient of %v: %w", o, err)
 	}
 	for i := range res {
+		if o.kind == kLogDensity && i == 0 {
+			continue // placed above
+		}
 		if res[i], err = gradFor(in[i], res[i]); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// logDensityRHSGrad is GaussianLogDensity's B̄ = −ḡ·X on the host, from
+// the solution x: N×K values, checked as a result of mgla's.
+func logDensityRHSGrad(x, grad *gorgonia.Node) (*gorgonia.Node, error) {
+	xh, err := Gather(x)
+	if err != nil {
+		return nil, err
+	}
+	neg, err := gorgonia.Neg(grad)
+	if err != nil {
+		return nil, err
+	}
+	bbar, err := gorgonia.Mul(xh, neg)
+	if err != nil {
+		return nil, err
+	}
+	return CheckFinite(bbar, "the gradient of GaussianLogDensity's right-hand side: "+errGradRange)
 }
 
 // DoDiff is the LispMachine's backward pass: it reads the output's gradient

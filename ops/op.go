@@ -194,13 +194,21 @@ func carriesGradient(to *gorgonia.Node, j int, memo map[int64]bool) bool {
 }
 
 // receivesGradient reports whether a gradient may reach n: n is a scalar
-// (it may be the cost of gorgonia.Grad, which takes only scalars) or feeds
-// an edge that carries one. It errs towards true, which only costs a
+// (it may be the cost of gorgonia.Grad, which takes only scalars), a root
+// (an output that gorgonia.Backpropagate may be given, of any shape; not
+// one that a SymDiff made for itself and has not used yet) or feeds an
+// edge that carries one. It errs towards true, which only costs a
 // Gather (gradFor); a false for a node that gets a gradient would hand
-// Gorgonia's Add a sharded value.
+// Gorgonia's Add a sharded value. The one such case left: Backpropagate
+// given as an output a matrix that other nodes read without
+// differentiating it (a factor that only Potrs reads).
 func receivesGradient(n *gorgonia.Node, memo map[int64]bool) bool {
 	if n.IsScalar() {
 		return true
+	}
+	if n.Graph().To(n.ID()).Len() == 0 {
+		k, made := n.Op().(*kernelOp)
+		return !made || !k.backward
 	}
 	if r, seen := memo[n.ID()]; seen {
 		return r
