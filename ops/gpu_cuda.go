@@ -341,17 +341,16 @@ func (s gpuSolver) potri(l, c *sharding.Tensor) error {
 	if err := l.CheckDiagonal(); err != nil {
 		return fmt.Errorf("factor: %w", err)
 	}
-	n := l.Rows()
-	if s.single(solvePotri, l, 1) {
-		if err := l.RelayoutInto(c); err != nil {
-			return err
-		}
-		if err := onFirst(c, []*sharding.Tensor{c}, func(dn *cusolver.Dn, p []uintptr) error {
-			return dn.Potri(l.Dtype(), n, p[0], n)
-		}); err != nil {
-			return err
-		}
-	} else if err := s.inverseByBlocks(l, c); err != nil {
+	var err error
+	switch {
+	case !s.single(solvePotri, l, 1):
+		err = s.inverseByBlocks(l, c)
+	case l.Rows() <= potriBySolveMaxN && (l.Mesh().Size() == 1 || fitsFirst(l, 2)):
+		err = dnInverseBySolve(l, c)
+	default:
+		err = dnInverseByPotri(l, c)
+	}
+	if err != nil {
 		return err
 	}
 	if err := resultFinite(c.CheckFinite(true)); err != nil {
@@ -359,6 +358,41 @@ func (s gpuSolver) potri(l, c *sharding.Tensor) error {
 	}
 	// An exactly Hermitian result, from its lower triangle.
 	return c.MirrorLower()
+}
+
+// potriBySolveMaxN is the largest order whose single-GPU inverse is
+// cusolverDnXpotrs on the identity (dnInverseBySolve) rather than
+// cusolverDnXpotri (dnInverseByPotri): three times potri's flops, but
+// cuBLAS's triangular solves with n right-hand sides run nearer the GPU's
+// peak than potri's blocked recursion. Measured with BenchmarkInversePaths
+// on one H200 (CUDA 13, 2026-11-28, call 87), solve against potri, float64
+// (float32 alike): 0.91 against 1.35 ms at N = 1024, 7.1 against 13.4 ms at
+// 4096, 33 against 53 ms at 8192, 94 against 127 ms at 12288, 199 against
+// 232 ms at 16384, but 656 against 568 ms at 24576.
+var potriBySolveMaxN = 16384
+
+// dnInverseByPotri overwrites c with (L·Lᴴ)⁻¹'s lower triangle by
+// cusolverDnXpotri on a copy of the factor l, on the mesh's first GPU.
+func dnInverseByPotri(l, c *sharding.Tensor) error {
+	if err := l.RelayoutInto(c); err != nil {
+		return err
+	}
+	n := l.Rows()
+	return onFirst(c, []*sharding.Tensor{c}, func(dn *cusolver.Dn, p []uintptr) error {
+		return dn.Potri(l.Dtype(), n, p[0], n)
+	})
+}
+
+// dnInverseBySolve overwrites c with (L·Lᴴ)⁻¹ by cusolverDnXpotrs on the
+// identity, on the mesh's first GPU.
+func dnInverseBySolve(l, c *sharding.Tensor) error {
+	if err := c.SetIdentityColumns(0); err != nil {
+		return err
+	}
+	n := l.Rows()
+	return onFirst(c, []*sharding.Tensor{c, l}, func(dn *cusolver.Dn, p []uintptr) error {
+		return dn.Potrs(l.Dtype(), n, n, p[1], n, p[0], n)
+	})
 }
 
 // solveByBlocks overwrites X (n×k) with (L·Lᴴ)⁻¹·B on the mesh one block of
