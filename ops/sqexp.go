@@ -177,31 +177,11 @@ func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.SEParams, 
 	}
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
 	for i := 1; i < o.arity; i++ {
-		if *params[i-1], err = scalarFloat(vals[i]); err != nil {
+		if *params[i-1], err = gScalarOf(vals[i]); err != nil {
 			return nil, p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, seParamNames[i-1], err)
 		}
 	}
 	return x, p, nil
-}
-
-// scalarFloat is the number a scalar value holds: a Gorgonia scalar or a
-// one-element host tensor (gorgonia.Let binds either), as float64.
-func scalarFloat(v gorgonia.Value) (float64, error) {
-	switch x := v.Data().(type) {
-	case float64:
-		return x, nil
-	case float32:
-		return float64(x), nil
-	case []float64:
-		if len(x) == 1 {
-			return x[0], nil
-		}
-	case []float32:
-		if len(x) == 1 {
-			return float64(x[0]), nil
-		}
-	}
-	return 0, fmt.Errorf("want a number, got a %T of shape %v", v, v.Shape())
 }
 
 // DiffWRT: the points and every parameter.

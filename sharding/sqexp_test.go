@@ -65,11 +65,13 @@ func float64s(t *testing.T, d *tensor.Dense) []float64 {
 	return nil
 }
 
-var seMeshCases = []struct {
+type seMeshCase struct {
 	devices int
 	layout  Layout
 	n, d    int
-}{
+}
+
+var seMeshCases = []seMeshCase{
 	{1, Cyclic(4), 1, 1},
 	{1, Cyclic(8), 13, 2},
 	{2, Cyclic(3), 11, 1},
@@ -78,8 +80,9 @@ var seMeshCases = []struct {
 	{4, Cyclic(5), 7, 2}, // a device with no columns
 }
 
-func TestSquaredExponential(t *testing.T) {
-	rng, seed := seededRNG(t)
+// forSEMeshCases runs test for every case of seMeshCases and real dtype,
+// on a CPU mesh of the case's devices, with random points and parameters.
+func forSEMeshCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p SEParams)) {
 	for _, c := range seMeshCases {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v", c.devices, c.layout, c.n, c.d, dt)
@@ -87,85 +90,84 @@ func TestSquaredExponential(t *testing.T) {
 				mesh, err := CPUMesh(c.devices)
 				require.NoError(t, err)
 				x, p := randomSE(rng, c.n, c.d)
-				k, err := SquaredExponential(x, c.n, c.d, p, mesh, c.layout, dt)
-				require.NoError(t, err)
-				defer k.Free()
-				got, err := k.Gather()
-				require.NoError(t, err)
-				gv, want := float64s(t, got), seReference(x, c.n, c.d, p)
-				tol := 1e-15
-				if dt == tensor.Float32 {
-					tol = 1e-7
-				}
-				for i := range want {
-					require.InDelta(t, want[i], gv[i], tol*(p.SignalVar+p.NoiseVar), "seed %d entry %d", seed, i)
-				}
-				for i := range c.n {
-					for j := range i {
-						require.Equal(t, gv[i*c.n+j], gv[j*c.n+i], "seed %d: K not exactly symmetric at (%d, %d)", seed, i, j)
-					}
-				}
+				test(t, mesh, c, dt, x, p)
 			})
 		}
 	}
 }
 
+func TestSquaredExponential(t *testing.T) {
+	rng, seed := seededRNG(t)
+	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p SEParams) {
+		k, err := SquaredExponential(x, c.n, c.d, p, mesh, c.layout, dt)
+		require.NoError(t, err)
+		defer k.Free()
+		got, err := k.Gather()
+		require.NoError(t, err)
+		gv, want := float64s(t, got), seReference(x, c.n, c.d, p)
+		tol := 1e-15
+		if dt == tensor.Float32 {
+			tol = 1e-7
+		}
+		for i := range want {
+			require.InDelta(t, want[i], gv[i], tol*(p.SignalVar+p.NoiseVar), "seed %d entry %d", seed, i)
+		}
+		for i := range c.n {
+			for j := range i {
+				require.Equal(t, gv[i*c.n+j], gv[j*c.n+i], "seed %d: K not exactly symmetric at (%d, %d)", seed, i, j)
+			}
+		}
+	})
+}
+
 func TestSquaredExponentialGrad(t *testing.T) {
 	rng, seed := seededRNG(t)
-	for _, c := range seMeshCases {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v", c.devices, c.layout, c.n, c.d, dt)
-			t.Run(name, func(t *testing.T) {
-				mesh, err := CPUMesh(c.devices)
-				require.NoError(t, err)
-				x, p := randomSE(rng, c.n, c.d)
-				kbar := make([]float64, c.n*c.n) // not symmetric: every entry counts
-				for i := range kbar {
-					kbar[i] = rng.NormFloat64()
-				}
-				if dt == tensor.Float32 { // the values the tensor holds
-					for i, v := range kbar {
-						kbar[i] = float64(float32(v))
-					}
-				}
-				host := tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(kbar))
-				if dt == tensor.Float32 {
-					f := make([]float32, len(kbar))
-					for i, v := range kbar {
-						f[i] = float32(v)
-					}
-					host = tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(f))
-				}
-				kb, err := Put(host, mesh, c.layout)
-				require.NoError(t, err)
-				defer kb.Free()
-				xbar, pbar, err := SquaredExponentialGrad(kb, x, c.d, p)
-				require.NoError(t, err)
-
-				// Central differences of Σ K̄∘K, in float64 whatever the dtype.
-				const h = 1e-6
-				fd := func(set func(dx float64) ([]float64, SEParams)) float64 {
-					xp, pp := set(h)
-					xm, pm := set(-h)
-					return (seCost(kbar, xp, c.n, c.d, pp) - seCost(kbar, xm, c.n, c.d, pm)) / (2 * h)
-				}
-				check := func(what string, got, want float64) {
-					t.Helper()
-					require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
-				}
-				check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, SEParams) { q := p; q.LengthScale += dx; return x, q }))
-				check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.SignalVar += dx; return x, q }))
-				check("σ̄ₙ²", pbar.NoiseVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.NoiseVar += dx; return x, q }))
-				for i := range x {
-					check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, SEParams) {
-						xs := append([]float64(nil), x...)
-						xs[i] += dx
-						return xs, p
-					}))
-				}
-			})
+	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p SEParams) {
+		kbar := make([]float64, c.n*c.n) // not symmetric: every entry counts
+		for i := range kbar {
+			kbar[i] = rng.NormFloat64()
 		}
-	}
+		if dt == tensor.Float32 { // the values the tensor holds
+			for i, v := range kbar {
+				kbar[i] = float64(float32(v))
+			}
+		}
+		host := tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(kbar))
+		if dt == tensor.Float32 {
+			f := make([]float32, len(kbar))
+			for i, v := range kbar {
+				f[i] = float32(v)
+			}
+			host = tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(f))
+		}
+		kb, err := Put(host, mesh, c.layout)
+		require.NoError(t, err)
+		defer kb.Free()
+		xbar, pbar, err := SquaredExponentialGrad(kb, x, c.d, p)
+		require.NoError(t, err)
+
+		// Central differences of Σ K̄∘K, in float64 whatever the dtype.
+		const h = 1e-6
+		fd := func(set func(dx float64) ([]float64, SEParams)) float64 {
+			xp, pp := set(h)
+			xm, pm := set(-h)
+			return (seCost(kbar, xp, c.n, c.d, pp) - seCost(kbar, xm, c.n, c.d, pm)) / (2 * h)
+		}
+		check := func(what string, got, want float64) {
+			t.Helper()
+			require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
+		}
+		check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, SEParams) { q := p; q.LengthScale += dx; return x, q }))
+		check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.SignalVar += dx; return x, q }))
+		check("σ̄ₙ²", pbar.NoiseVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.NoiseVar += dx; return x, q }))
+		for i := range x {
+			check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, SEParams) {
+				xs := append([]float64(nil), x...)
+				xs[i] += dx
+				return xs, p
+			}))
+		}
+	})
 }
 
 // TestSquaredExponentialBadInput: bad parameters, points, tensors and
