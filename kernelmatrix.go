@@ -15,8 +15,8 @@ import (
 // for the N points x (an N×D matrix of rows, or a length-N vector for D =
 // 1) and the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²,
 // nil for none), all float32 or float64. Each device of the mesh computes
-// its own columns from x and the three numbers; on a GPU mesh K is never
-// on the host.
+// its own columns from x, their indices and the three numbers; on a GPU
+// mesh K is never on the host.
 //
 // K is a sharded node (package ops): pass it to Potrs, LogDet,
 // GaussianLogDensity, Cholesky, Potri or Syevd, which keep it where it is,

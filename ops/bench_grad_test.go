@@ -194,7 +194,8 @@ func BenchmarkGPKernelBackward(b *testing.B) {
 		G.WithValue(tensor.New(tensor.WithShape(n, 3), tensor.WithBacking(pts))))
 	var theta, positive [3]*G.Node
 	for i, v := range []float64{0, 0, math.Log(0.1)} {
-		theta[i] = G.NewScalar(g, tensor.Float64, G.WithValue(v))
+		// Named: Gorgonia merges unnamed input nodes of one type and shape.
+		theta[i] = G.NewScalar(g, tensor.Float64, G.WithName([]string{"logEll", "logSignal", "logNoise"}[i]), G.WithValue(v))
 		positive[i] = G.Must(G.Exp(theta[i]))
 	}
 	k, err := mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], mgla.WithMesh(mesh))

@@ -21,14 +21,15 @@ import (
 //
 // for the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²;
 // nil for none) of x's dtype, float32 or float64. Each device computes its
-// own columns (sharding.SetSquaredExponential), so only x and three numbers
-// reach the mesh. K is a sharded node: an operand of the dense kernels that
+// own columns (sharding.SetSquaredExponential), so only x, the columns'
+// indices and three numbers reach the mesh. K is a sharded node: an operand of the dense kernels that
 // never visits the host. A length scale that is not positive, a negative
 // variance, NaN or Inf are run-time errors (ErrBadInput, ErrNonFinite).
 //
 // Gradients flow to x and to the three parameters: the backward op reads
 // K's gradient on the mesh, sums each device's columns there
-// (sharding.SquaredExponentialGrad) and brings back n×d + 3 numbers.
+// (sharding.SquaredExponentialGrad) and brings back O(n·d) numbers per
+// device, which the host adds into x̄ (n×d) and three numbers.
 func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: ops: SquaredExponential: "+format, append([]any{sharding.ErrBadInput}, args...)...)
