@@ -5,6 +5,7 @@ package sharding
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/mgla/mgla/kernels/ptx"
@@ -18,14 +19,44 @@ import (
 var seScratchBytes = 256 << 20
 
 // seDevice is what both squared-exponential kernels need on the device: the
-// shard, checked, and the points (by dimension, xt[k·n + i] = x_i[k]) and
-// the local columns' global indices (int64) uploaded to it.
+// shard, checked, the points (by dimension, xt[k·n + i] = x_i[k]) and the
+// local columns' global indices (int64) uploaded to it, and the regions of
+// the device's scratch that the caller asked for.
 type seDevice struct {
 	db       *DeviceBuffer
 	g        *gpuDevice
 	xt, cols cu.DevicePtr
-	allocs   []cu.DevicePtr
+	regions  []cu.DevicePtr
 }
+
+// seState is a GPU's scratch for the squared-exponential kernels, kept
+// between calls (it grows to the largest call's need, at most about
+// seScratchBytes more than the points and the sums) so that a call pays no
+// allocation or free; mu serializes the calls on the GPU.
+type seState struct {
+	mu  sync.Mutex
+	buf scratch
+}
+
+var (
+	seStatesMu sync.Mutex
+	seStates   = map[int]*seState{}
+)
+
+// seStateOf returns GPU id's squared-exponential scratch.
+func seStateOf(id int) *seState {
+	seStatesMu.Lock()
+	defer seStatesMu.Unlock()
+	st, ok := seStates[id]
+	if !ok {
+		st = &seState{}
+		seStates[id] = st
+	}
+	return st
+}
+
+// seAlign is the alignment of the scratch's regions in bytes.
+const seAlign = 256
 
 // seCheck checks the arguments of sqExp and sqExpGrad against the shard.
 func seCheck(b Buffer, n int, cols []int, x []float64, d int) (*DeviceBuffer, error) {
@@ -51,9 +82,10 @@ func seCheck(b Buffer, n int, cols []int, x []float64, d int) (*DeviceBuffer, er
 }
 
 // seOnDevice runs fn on the shard's device with the points and columns
-// uploaded; it waits for the device's work and frees everything fn
-// allocated through s.alloc, on every path.
-func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, fn func(s *seDevice) error) error {
+// uploaded and regions of the given sizes in bytes (s.regions) in the
+// device's scratch, under the scratch's lock; it waits for the device's work
+// on every path before the lock is let go.
+func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes []int, fn func(s *seDevice) error) error {
 	xt := make([]float64, n*d)
 	for i := range n {
 		for k := range d {
@@ -64,47 +96,50 @@ func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, fn func
 	for c, j := range cols {
 		cols64[c] = int64(j)
 	}
+	aligned := func(bytes int) int { return (bytes + seAlign - 1) / seAlign * seAlign }
+	total := aligned(8*len(xt)) + aligned(8*len(cols64))
+	for _, b := range sizes {
+		total += aligned(b)
+	}
 	return onDevice(db.dev, func() (err error) {
 		g, err := deviceState(db.dev.ID)
 		if err != nil {
 			return err
 		}
-		s := &seDevice{db: db, g: g}
+		st := seStateOf(db.dev.ID)
+		st.mu.Lock()
+		defer st.mu.Unlock()
 		defer func() {
 			if serr := cu.Synchronize(); err == nil {
 				err = serr
 			}
-			for _, p := range s.allocs {
-				if ferr := memFree(p); err == nil {
-					err = ferr
-				}
-			}
 		}()
-		if s.xt, err = s.alloc(8 * len(xt)); err != nil {
-			return err
+		base, err := st.buf.reserve(total)
+		if err != nil {
+			return fmt.Errorf("sharding: allocating %d bytes on %v for the squared-exponential kernel: %w", total, db.dev, err)
+		}
+		next := func(bytes int) cu.DevicePtr {
+			p := base
+			base += cu.DevicePtr(aligned(bytes))
+			return p
+		}
+		s := &seDevice{db: db, g: g, xt: next(8 * len(xt))}
+		if len(cols64) > 0 {
+			s.cols = next(8 * len(cols64))
+		}
+		for _, b := range sizes {
+			s.regions = append(s.regions, next(b))
 		}
 		if err := memcpyHtoD(s.xt, unsafe.Pointer(&xt[0]), int64(8*len(xt))); err != nil {
 			return err
 		}
-		if s.cols, err = s.alloc(8 * len(cols64)); err != nil {
-			return err
-		}
-		if err := memcpyHtoD(s.cols, unsafe.Pointer(&cols64[0]), int64(8*len(cols64))); err != nil {
-			return err
+		if len(cols64) > 0 {
+			if err := memcpyHtoD(s.cols, unsafe.Pointer(&cols64[0]), int64(8*len(cols64))); err != nil {
+				return err
+			}
 		}
 		return fn(s)
 	})
-}
-
-// alloc allocates bytes on the device (the calling thread's current
-// context), freed when seOnDevice returns.
-func (s *seDevice) alloc(bytes int) (cu.DevicePtr, error) {
-	p, err := allocHere(bytes)
-	if err != nil {
-		return 0, fmt.Errorf("sharding: allocating %d bytes on %v for the squared-exponential kernel: %w", bytes, s.db.dev, err)
-	}
-	s.allocs = append(s.allocs, p)
-	return p, nil
 }
 
 // sqExp writes the kernel's columns with one thread per element (32×8
@@ -114,7 +149,7 @@ func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEPar
 	if err != nil || len(cols) == 0 {
 		return err
 	}
-	return seOnDevice(db, n, cols, x, d, func(s *seDevice) error {
+	return seOnDevice(db, n, cols, x, d, nil, func(s *seDevice) error {
 		return yChunks(len(cols), 8, func(c0, c1 int) error {
 			return s.g.launch(ptx.SqExp[db.elem], ceilDiv(n, 32), ceilDiv(c1-c0, 8), 32, 8,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(c1), uint64(s.cols), uint64(s.xt), uint64(d),
@@ -123,13 +158,26 @@ func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEPar
 	})
 }
 
+// seSlabs is how many slabs of local columns sqExpGrad's rows kernel sums
+// apart, and their width: enough for about 2¹⁹ threads, slabs of at least
+// minSlab columns. It depends on n, d and the columns alone (not on the
+// chunks of the scratch), so that neither do the sums.
+func seSlabs(n, d, lcols int) (nslabs, slab int) {
+	const minSlab = 32
+	nslabs = max(1, min(ceilDiv(1<<19, n*d), lcols/minSlab))
+	slab = ceilDiv(lcols, nslabs)
+	return ceilDiv(lcols, slab), slab
+}
+
 // sqExpGrad reads the gradient's columns in chunks of seScratchBytes: for
 // each chunk, one block per column (SqExpGradCols, 256 threads) writes the
 // column's weights into the scratch, its three sums and the column point's
-// share P; then one thread per (row, dimension) (SqExpGradRows) adds the
-// chunk's shares R of the row points, the columns in order. The host forms
-// x̄ᵢ −= Rᵢ, x̄_cols[c] += P_c and the sums in column order. No atomics: the
-// result does not depend on scheduling.
+// share P; then one thread per (row, dimension, slab of columns)
+// (SqExpGradRows) adds the chunk's shares of the row points to its slab's
+// partial sums, the columns in order. SqExpGradSum adds the slabs' sums in
+// order into R. The host forms x̄ᵢ −= Rᵢ, x̄_cols[c] += P_c and the sums in
+// column order. No atomics: the result depends neither on scheduling nor
+// on the chunks.
 func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p SEParams) (seShare, error) {
 	db, err := seCheck(b, n, cols, x, d)
 	if err != nil {
@@ -141,6 +189,7 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p S
 		return share, nil
 	}
 	chunk := max(1, min(lcols, seScratchBytes/(8*n)))
+	nslabs, slab := seSlabs(n, d, lcols)
 	sums := make([]float64, 3*lcols)
 	pc := make([]float64, lcols*d) // P, by column
 	r := make([]float64, d*n)      // R, by dimension
@@ -150,26 +199,10 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p S
 		by *= 2
 	}
 	bx := 256 / by
-	err = seOnDevice(db, n, cols, x, d, func(s *seDevice) error {
-		w, err := s.alloc(8 * n * chunk)
-		if err != nil {
-			return err
-		}
-		dsums, err := s.alloc(8 * len(sums))
-		if err != nil {
-			return err
-		}
-		dp, err := s.alloc(8 * len(pc))
-		if err != nil {
-			return err
-		}
-		dr, err := s.alloc(8 * len(r))
-		if err != nil {
-			return err
-		}
-		if err := cu.MemsetD8(dr, 0, int64(8*len(r))); err != nil {
-			return err
-		}
+	xblocks := ceilDiv(n, bx)
+	sizes := []int{8 * n * chunk, 8 * len(sums), 8 * len(pc), 8 * nslabs * n * d, 8 * len(r)}
+	err = seOnDevice(db, n, cols, x, d, sizes, func(s *seDevice) error {
+		w, dsums, dp, part, dr := s.regions[0], s.regions[1], s.regions[2], s.regions[3], s.regions[4]
 		for c0 := 0; c0 < lcols; c0 += chunk {
 			cw := min(chunk, lcols-c0)
 			if err := s.g.launch(ptx.SqExpGradCols[db.elem], cw, 1, 256, 1,
@@ -178,14 +211,20 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p S
 				uint64(w), uint64(dsums), uint64(dp)); err != nil {
 				return err
 			}
+			s0, s1 := c0/slab, (c0+cw-1)/slab
 			err := yChunks(d, by, func(m0, m1 int) error {
-				return s.g.launch(ptx.SqExpGradRows, ceilDiv(n, bx), ceilDiv(m1-m0, by), bx, by,
+				return s.g.launch(ptx.SqExpGradRows, xblocks*(s1-s0+1), ceilDiv(m1-m0, by), bx, by,
 					uint64(w), uint64(n), uint64(c0), uint64(cw), uint64(s.cols), uint64(s.xt), uint64(d),
-					uint64(m0), math.Float64bits(p.LengthScale), uint64(dr))
+					uint64(m0), math.Float64bits(p.LengthScale), uint64(part), uint64(slab),
+					uint64(s0), uint64(xblocks))
 			})
 			if err != nil {
 				return err
 			}
+		}
+		if err := s.g.launch(ptx.SqExpGradSum, min(ceilDiv(n*d, 256), 1<<16), 1, 256, 1,
+			uint64(part), uint64(n*d), uint64(nslabs), uint64(dr)); err != nil {
+			return err
 		}
 		if err := cu.Synchronize(); err != nil {
 			return err

@@ -220,3 +220,20 @@ func init() {
 		return cpu()
 	}
 }
+
+// seSlabs cuts every count of local columns into slabs that cover them, none
+// empty, as many as give about 2¹⁹ threads, each of at least 32 columns
+// (one slab for fewer than 64).
+func TestSquaredExponentialSlabs(t *testing.T) {
+	for _, c := range []struct{ n, d, lcols int }{
+		{1, 1, 1}, {31, 1, 31}, {64, 1, 64}, {513, 1, 257}, {4096, 3, 4096}, {4096, 1, 2048},
+		{8192, 64, 8192}, {100000, 1, 33333}, {1 << 20, 3, 5},
+	} {
+		nslabs, slab := seSlabs(c.n, c.d, c.lcols)
+		what := fmt.Sprintf("%+v: %d slabs of %d", c, nslabs, slab)
+		require.True(t, nslabs >= 1 && slab >= 1, what)
+		require.True(t, nslabs*slab >= c.lcols && (nslabs-1)*slab < c.lcols, what)
+		require.True(t, nslabs == 1 || slab >= 32, what)
+		require.LessOrEqual(t, nslabs*c.n*c.d, (1<<19)+c.n*c.d, what)
+	}
+}

@@ -567,20 +567,33 @@ extern "C" __global__ void mgla_sqexp_d(double *a, long long n, long long c0, lo
 // SE_THREADS is the block size of sqExpGradCols, a multiple of 32.
 #define SE_THREADS 256
 
-// seBlockSum returns to thread 0 the sum of v over the block's SE_THREADS
-// threads, in a fixed order (each warp by shuffles, then the warps' sums in
-// order): deterministic, and NaN propagates. Every thread must call it.
-__device__ double seBlockSum(double v) {
-  __shared__ double warps[SE_THREADS / 32];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+// seBlockSums returns to thread 0, in v[q] for q < K, the sums of v[q] over
+// the block's SE_THREADS threads, each in a fixed order (each warp by
+// shuffles, then the warps' sums in order): deterministic, and NaN
+// propagates. Every thread must call it; K sums share one pair of barriers.
+template <int K>
+__device__ void seBlockSums(double *v) {
+  __shared__ double warps[K][SE_THREADS / 32];
+#pragma unroll
+  for (int q = 0; q < K; q++)
+    for (int o = 16; o > 0; o /= 2) v[q] += __shfl_down_sync(0xffffffff, v[q], o);
   __syncthreads(); // the previous call's reads of warps are done
-  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int q = 0; q < K; q++) warps[q][threadIdx.x / 32] = v[q];
   __syncthreads();
-  double s = 0;
   if (threadIdx.x == 0)
-    for (int w = 0; w < SE_THREADS / 32; w++) s += warps[w];
-  return s;
+#pragma unroll
+    for (int q = 0; q < K; q++) {
+      double s = 0;
+      for (int w = 0; w < SE_THREADS / 32; w++) s += warps[q][w];
+      v[q] = s;
+    }
 }
+
+// SE_DIMS is how many dimensions of p sqExpGradCols sums in one pass over
+// the column's weights.
+#define SE_DIMS 4
 
 // sqExpGradCols: one block of SE_THREADS threads per local column c = c0 +
 // blockIdx.x of the kernel gradient K̄ (shard a, finite: the host checks),
@@ -589,7 +602,7 @@ __device__ double seBlockSum(double v) {
 // the host skips too); sums[3c …] = Σ_i k·e, Σ_i k·e·r², K̄(j, c); and
 // p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m])/ℓ², the column's share of x̄_j, over
 // the nonzero w_i (a zero one, k = 0 or e = 0, adds nothing, even where the
-// slope is Inf).
+// slope is Inf), SE_DIMS dimensions per pass.
 template <typename T>
 __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long long *cols,
                               const double *xt, long long d, double ell, double sigma2,
@@ -598,7 +611,7 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
   long long j = cols[c];
   const T *col = a + c * n;
   double *wc = w + (long long)blockIdx.x * n;
-  double s0 = 0, s1 = 0;
+  double s[2] = {0, 0};
   for (long long i = threadIdx.x; i < n; i += SE_THREADS) {
     double k = (double)col[i];
     double wi = 0;
@@ -606,26 +619,36 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
       double r2 = seR2(xt, n, d, i, j, ell);
       double e = exp(__dmul_rn(r2, -0.5));
       double ke = __dmul_rn(k, e);
-      s0 = __dadd_rn(s0, ke);
-      s1 = __dadd_rn(s1, __dmul_rn(ke, r2));
+      s[0] = __dadd_rn(s[0], ke);
+      s[1] = __dadd_rn(s[1], __dmul_rn(ke, r2));
       wi = __dmul_rn(__dmul_rn(k, sigma2), e);
     }
     wc[i] = wi; // read back below by this thread only
   }
-  s0 = seBlockSum(s0);
-  s1 = seBlockSum(s1);
+  seBlockSums<2>(s);
   if (threadIdx.x == 0) {
-    sums[3 * c] = s0;
-    sums[3 * c + 1] = s1;
+    sums[3 * c] = s[0];
+    sums[3 * c + 1] = s[1];
     sums[3 * c + 2] = (double)col[j];
   }
-  for (long long m = 0; m < d; m++) {
-    const double *xm = xt + m * n;
-    double xj = xm[j], s = 0;
-    for (long long i = threadIdx.x; i < n; i += SE_THREADS)
-      if (wc[i] != 0) s = __dadd_rn(s, __dmul_rn(wc[i], seSlope(xm[i], xj, ell)));
-    s = seBlockSum(s);
-    if (threadIdx.x == 0) p[c * d + m] = s;
+  for (long long m0 = 0; m0 < d; m0 += SE_DIMS) {
+    int dd = (int)min((long long)SE_DIMS, d - m0);
+    double xj[SE_DIMS], v[SE_DIMS];
+#pragma unroll
+    for (int q = 0; q < SE_DIMS; q++) {
+      xj[q] = q < dd ? xt[(m0 + q) * n + j] : 0;
+      v[q] = 0;
+    }
+    for (long long i = threadIdx.x; i < n; i += SE_THREADS) {
+      double wi = wc[i];
+      if (wi == 0) continue;
+#pragma unroll
+      for (int q = 0; q < SE_DIMS; q++)
+        if (q < dd) v[q] = __dadd_rn(v[q], __dmul_rn(wi, seSlope(xt[(m0 + q) * n + i], xj[q], ell)));
+    }
+    seBlockSums<SE_DIMS>(v);
+    if (threadIdx.x == 0)
+      for (int q = 0; q < dd; q++) p[c * d + m0 + q] = v[q];
   }
 }
 
@@ -642,23 +665,44 @@ extern "C" __global__ void mgla_sqexp_grad_cols_d(const double *a, long long n, 
   sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p);
 }
 
-// mgla_sqexp_grad_rows adds to r (stored by dimension, r[m*n + i]) the
-// shares of the local columns c0 … c0+cw−1 of sqExpGradCols's weights w
-// (n×cw, column-major) in x̄_i: r_i[m] += Σ_c w(i, c)·(x_i[m] − x_{cols[c]}[m])/ℓ²
-// over the nonzero weights, the columns in order (thread (i, m0 + y)). It
-// only reads doubles, so one kernel serves both dtypes.
+// mgla_sqexp_grad_rows adds the shares of the local columns c0 … c0+cw−1 of
+// sqExpGradCols's weights w (n×cw, column-major) in x̄_i to the partial sums
+// of the slabs of slab local columns (slab s holds columns s·slab …
+// s·slab+slab−1): part[(s·d + m)·n + i] += Σ_c w(i, c)·(x_i[m] −
+// x_{cols[c]}[m])/ℓ² over the slab's nonzero weights, the columns in order,
+// from 0 at the slab's first column. Block x = (s − s0)·xblocks + b is
+// thread i = b·blockDim.x + threadIdx.x of slab s; y is the dimension m0 +
+// blockIdx.y·blockDim.y + threadIdx.y. The slabs depend on neither the
+// chunks nor the scheduling, so neither do the sums. It only reads doubles,
+// so one kernel serves both dtypes.
 extern "C" __global__ void mgla_sqexp_grad_rows(const double *w, long long n, long long c0,
                                                 long long cw, const long long *cols,
                                                 const double *xt, long long d, long long m0,
-                                                double ell, double *r) {
-  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+                                                double ell, double *part, long long slab,
+                                                long long s0, long long xblocks) {
+  long long s = s0 + (long long)blockIdx.x / xblocks;
+  long long i = ((long long)blockIdx.x % xblocks) * blockDim.x + threadIdx.x;
   long long m = m0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= n || m >= d) return;
+  long long first = s * slab, lo = max(c0, first), hi = min(c0 + cw, first + slab);
   const double *xm = xt + m * n;
-  double xi = xm[i], s = r[m * n + i];
-  for (long long c = 0; c < cw; c++) {
-    double wv = w[c * n + i];
-    if (wv != 0) s = __dadd_rn(s, __dmul_rn(wv, seSlope(xi, xm[cols[c0 + c]], ell)));
+  double *ps = part + (s * d + m) * n + i;
+  double xi = xm[i], acc = lo == first ? 0 : *ps;
+  for (long long c = lo; c < hi; c++) {
+    double wv = w[(c - c0) * n + i];
+    if (wv != 0) acc = __dadd_rn(acc, __dmul_rn(wv, seSlope(xi, xm[cols[c]], ell)));
   }
-  r[m * n + i] = s;
+  *ps = acc;
+}
+
+// mgla_sqexp_grad_sum adds the nslabs partial sums of mgla_sqexp_grad_rows,
+// slab by slab in order: r[e] = Σ_s part[s·nd + e] for e < nd (grid-stride).
+extern "C" __global__ void mgla_sqexp_grad_sum(const double *part, long long nd,
+                                               long long nslabs, double *r) {
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < nd;
+       e += (long long)gridDim.x * blockDim.x) {
+    double acc = part[e];
+    for (long long s = 1; s < nslabs; s++) acc = __dadd_rn(acc, part[s * nd + e]);
+    r[e] = acc;
+  }
 }

@@ -73,11 +73,14 @@ var EigenvectorTerms = map[int]string{4: "mgla_eigenvector_terms_s", 8: "mgla_ei
 // shard's columns of K, SqExpGradCols reads a shard's columns of K's
 // gradient and writes, per column, the weights of the points' gradient, the
 // parameters' sums and the column point's share. SqExpGradRows adds the
-// weights' shares of every row point (doubles only, for both dtypes).
+// weights' shares of every row point into partial sums over slabs of
+// columns, and SqExpGradSum adds the slabs' sums in order (doubles only,
+// for both dtypes).
 var (
 	SqExp         = map[int]string{4: "mgla_sqexp_s", 8: "mgla_sqexp_d"}
 	SqExpGradCols = map[int]string{4: "mgla_sqexp_grad_cols_s", 8: "mgla_sqexp_grad_cols_d"}
 	SqExpGradRows = "mgla_sqexp_grad_rows"
+	SqExpGradSum  = "mgla_sqexp_grad_sum"
 )
 
 // Names lists every kernel the PTX must define.
@@ -93,5 +96,5 @@ func Names() []string {
 			out = append(out, n)
 		}
 	}
-	return append(out, SqExpGradRows)
+	return append(out, SqExpGradRows, SqExpGradSum)
 }
