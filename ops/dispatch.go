@@ -70,12 +70,12 @@ const mgPotrfMinTile = 256
 // run on the mesh's solver (cuSolverMg), one GPU included.
 const maxDnPotri = 46340
 
-// potriSingleMinN and potriSingleMinNWide are the orders from which
-// single-GPU potri beats the block inverse on a mesh of two GPUs and of
-// more (singleGPUFaster).
+// On meshes of three GPUs or more the single-GPU inverse beats the mesh's
+// block inverse below potriWideMeshFrom and from potriWideSingleFrom; on two
+// GPUs at every order (singleGPUFaster).
 const (
-	potriSingleMinN     = 11264
-	potriSingleMinNWide = 14336
+	potriWideMeshFrom   = 6144
+	potriWideSingleFrom = 11264
 )
 
 // dnCanRun reports whether single-GPU cuSOLVER runs kernel k at order n.
@@ -130,18 +130,32 @@ func dnCanRun(k solverKernel, n int) bool { return k != solvePotri || n <= maxDn
 //	32768          1496   1140                 1440   1147
 //
 // On 4 GPUs the single path gathers from three peers and varies by ±10%
-// between runs (at 12288 it won one run of three). Single GPU from
-// potriSingleMinN on 2 GPUs, from potriSingleMinNWide on more (3 GPUs not
-// measured: the rule of 4).
+// between runs (at 12288 it won one run of three).
+//
+// Since 2026-11-28 the single-GPU inverse up to N = 16384 is potrs on the
+// identity (potriBySolveMaxN), twice as fast as potri at N = 4096.
+// Re-measured (mgbench potri, T = 2048, medians of 3; calls 88 and 89),
+// the mesh's block inverse against the single GPU with its copies, in ms:
+//
+//	N        2 GPUs: mesh  single    3 GPUs: mesh  single    4 GPUs: mesh  single
+//	2048                                     4.1     3.8              4.3     4.1
+//	4096             14.0     9.7           15.2    10.4             15.6    10.4
+//	8192             56.1    48.8           59.9    68.2             62.3    69.6
+//	11264           122      90.3          130     117              133     118
+//	14336                                  204     164              213     193
+//	16384           271     226
+//
+// Single GPU at every order on 2 GPUs; on 3 and 4 below potriWideMeshFrom
+// and from potriWideSingleFrom (the mesh won at 8192 by 12%).
 func singleGPUFaster(k solverKernel, n, ndev int) bool {
 	switch k {
 	case solveSyevd:
 		return true
 	case solvePotri:
 		if ndev == 2 {
-			return n >= potriSingleMinN
+			return true
 		}
-		return n >= potriSingleMinNWide
+		return n < potriWideMeshFrom || n >= potriWideSingleFrom
 	case solvePotrf:
 		return n < 6144
 	}

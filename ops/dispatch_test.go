@@ -10,7 +10,7 @@ func TestDispatchRule(t *testing.T) {
 		single bool
 	}{
 		{solveSyevd, 4096, true}, {solveSyevd, 65536, true},
-		{solvePotri, 8192, false}, {solvePotri, 11264, true}, {solvePotri, 16384, true},
+		{solvePotri, 4096, true}, {solvePotri, 8192, true}, {solvePotri, 16384, true},
 		{solvePotrf, 4096, true}, {solvePotrf, 8192, false}, {solvePotrf, 65536, false},
 		{solvePotrs, 1024, false}, {solvePotrs, 65536, false},
 	} {
@@ -18,11 +18,11 @@ func TestDispatchRule(t *testing.T) {
 			t.Errorf("kernel %d at N=%d: single = %v, want %v", c.k, c.n, got, c.single)
 		}
 	}
-	// Potri moves to one GPU later on wider meshes.
+	// On wider meshes potri stays on the mesh between the crossovers.
 	for _, c := range []struct {
 		n, ndev int
 		single  bool
-	}{{12288, 2, true}, {12288, 4, false}, {12288, 3, false}, {16384, 4, true}, {14336, 4, true}, {10240, 2, false}} {
+	}{{4096, 3, true}, {6143, 4, true}, {6144, 4, false}, {8192, 3, false}, {11263, 4, false}, {11264, 3, true}, {16384, 4, true}, {10240, 2, true}} {
 		if got := singleGPUFaster(solvePotri, c.n, c.ndev); got != c.single {
 			t.Errorf("potri at N=%d on %d GPUs: single = %v, want %v", c.n, c.ndev, got, c.single)
 		}
