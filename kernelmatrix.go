@@ -34,7 +34,27 @@ import (
 // WithGrid is ErrBadInput: pass the host matrix (ops.Gather of K) to the
 // grid's ops.
 func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
-	const name = "SquaredExponential"
+	return kernelMatrix("SquaredExponential", sharding.SquaredExp, x, lengthScale, signalVar, noiseVar, opts)
+}
+
+// Matern32 is SquaredExponential's kernel matrix for the Matérn kernel of
+// smoothness 3/2, K_ij = σ²·(1 + √3·r)·exp(−√3·r) + σₙ²·[i = j] with r =
+// ‖xᵢ − xⱼ‖/ℓ: rougher functions (once differentiable), with the same
+// operands, options, gradients and errors.
+func Matern32(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
+	return kernelMatrix("Matern32", sharding.Matern32, x, lengthScale, signalVar, noiseVar, opts)
+}
+
+// Matern52 is SquaredExponential's kernel matrix for the Matérn kernel of
+// smoothness 5/2, K_ij = σ²·(1 + √5·r + 5r²/3)·exp(−√5·r) + σₙ²·[i = j]
+// with r = ‖xᵢ − xⱼ‖/ℓ (twice differentiable functions), with the same
+// operands, options, gradients and errors.
+func Matern52(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
+	return kernelMatrix("Matern52", sharding.Matern52, x, lengthScale, signalVar, noiseVar, opts)
+}
+
+// kernelMatrix is the builder of the kernel matrices of family f.
+func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts []Option) (*gorgonia.Node, error) {
 	c := &config{}
 	c.apply(opts)
 	switch {
@@ -55,5 +75,5 @@ func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts
 	if !c.tileSet && x.Dims() >= 1 {
 		c.tile = DefaultTile(c.mesh, x.Shape()[0])
 	}
-	return ops.SquaredExponential(x, lengthScale, signalVar, noiseVar, c.mesh, sharding.Cyclic(max(1, c.tile)))
+	return ops.KernelMatrix(f, x, lengthScale, signalVar, noiseVar, c.mesh, sharding.Cyclic(max(1, c.tile)))
 }

@@ -18,7 +18,7 @@ import (
 // gpReference is the Gaussian process's cost ½·tr(YᵀK⁻¹Y) + (R/2)·log det K
 // + (N·R/2)·log 2π for K = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·I, θ = (log ℓ,
 // log σ², log σₙ²), in float64 with gonum.
-func gpReference(t *testing.T, x grMat, y grMat, theta [3]float64) float64 {
+func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta [3]float64) float64 {
 	n, d := x.rows, max(1, x.cols)
 	ell, sig, noise := math.Exp(theta[0]), math.Exp(theta[1]), math.Exp(theta[2])
 	k := mat.NewSymDense(n, nil)
@@ -29,7 +29,16 @@ func gpReference(t *testing.T, x grMat, y grMat, theta [3]float64) float64 {
 				diff := x.data[i*d+m] - x.data[j*d+m]
 				r2 += diff * diff
 			}
-			v := sig * math.Exp(-r2/(2*ell*ell))
+			r := math.Sqrt(r2) / ell
+			var v float64
+			switch f {
+			case sharding.SquaredExp:
+				v = sig * math.Exp(-r*r/2)
+			case sharding.Matern32:
+				v = sig * (1 + math.Sqrt(3)*r) * math.Exp(-math.Sqrt(3)*r)
+			case sharding.Matern52:
+				v = sig * (1 + math.Sqrt(5)*r + 5*r*r/3) * math.Exp(-math.Sqrt(5)*r)
+			}
 			if i == j {
 				v += noise
 			}
@@ -54,7 +63,7 @@ func gpReference(t *testing.T, x grMat, y grMat, theta [3]float64) float64 {
 // gpKernelGraph is the same cost with K from mgla.SquaredExponential, as
 // −GaussianLogDensity or, with potrsLogDet, as ½·Σ y∘Potrs(K, y) + ½·R·LogDet(K)
 // + const (two consumers of K, whose gradients Gorgonia sums on the host).
-func gpKernelGraph(t *testing.T, dt tensor.Dtype, x, y grMat, theta [3]float64, noise, potrsLogDet bool, opts []mgla.Option) (*G.ExprGraph, *G.Node, [3]*G.Node, *G.Node) {
+func gpKernelGraph(t *testing.T, f sharding.KernelFamily, dt tensor.Dtype, x, y grMat, theta [3]float64, noise, potrsLogDet bool, opts []mgla.Option) (*G.ExprGraph, *G.Node, [3]*G.Node, *G.Node) {
 	g := G.NewGraph()
 	xn := x.node(g, dt, "x")
 	yn := y.node(g, dt, "y")
@@ -67,7 +76,7 @@ func gpKernelGraph(t *testing.T, dt tensor.Dtype, x, y grMat, theta [3]float64, 
 	if noise {
 		nv = G.Must(G.Exp(th[2]))
 	}
-	k, err := mgla.SquaredExponential(xn, ell, sig, nv, opts...)
+	k, err := kernelBuilders[f](xn, ell, sig, nv, opts...)
 	require.NoError(t, err)
 	require.True(t, ops.IsSharded(k))
 	if !potrsLogDet {
@@ -84,24 +93,35 @@ func gpKernelGraph(t *testing.T, dt tensor.Dtype, x, y grMat, theta [3]float64, 
 	return g, xn, th, G.Must(G.Add(c, G.NewConstant(grScalar(dt, n*r/2*math.Log(2*math.Pi)))))
 }
 
+// kernelBuilders are the kernel matrices' builders by family.
+var kernelBuilders = map[sharding.KernelFamily]func(x, ell, sig, noise *G.Node, opts ...mgla.Option) (*G.Node, error){
+	sharding.SquaredExp: mgla.SquaredExponential, sharding.Matern32: mgla.Matern32, sharding.Matern52: mgla.Matern52,
+}
+
 // TestSquaredExponentialGP: a Gaussian process's cost with K made on the
-// mesh, its value and its gradients with respect to the log-parameters and
-// to the points against float64 finite differences of the reference, with
-// both machines, every K consumer form, 1 and 3 devices, float32 and float64.
+// mesh (every family), its value and its gradients with respect to the
+// log-parameters and to the points against float64 finite differences of
+// the reference, with both machines, every K consumer form, 1 to 3
+// devices, float32 and float64.
 func TestSquaredExponentialGP(t *testing.T) {
 	rng := grRNG(t, 40)
 	for _, c := range []struct {
+		family                 sharding.KernelFamily
 		devices, tile, n, d, r int
 		noise, potrsLogDet     bool
 	}{
-		{1, 4, 9, 1, 0, true, false},
-		{3, 4, 13, 2, 2, true, false},
-		{3, 3, 10, 3, 0, false, false},
-		{2, 5, 11, 2, 0, true, true},
+		{sharding.SquaredExp, 1, 4, 9, 1, 0, true, false},
+		{sharding.SquaredExp, 3, 4, 13, 2, 2, true, false},
+		{sharding.SquaredExp, 3, 3, 10, 3, 0, false, false},
+		{sharding.SquaredExp, 2, 5, 11, 2, 0, true, true},
+		{sharding.Matern32, 3, 4, 13, 2, 2, true, false},
+		{sharding.Matern32, 1, 3, 7, 1, 0, true, false},
+		{sharding.Matern52, 2, 4, 10, 3, 0, true, false},
+		{sharding.Matern52, 3, 3, 9, 2, 0, false, true},
 	} {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			for _, lisp := range []bool{false, true} {
-				name := fmt.Sprintf("dev%d/n%d/d%d/r%d/noise=%t/potrs+logdet=%t/%v/lisp=%t", c.devices, c.n, c.d, c.r, c.noise, c.potrsLogDet, dt, lisp)
+				name := fmt.Sprintf("%v/dev%d/n%d/d%d/r%d/noise=%t/potrs+logdet=%t/%v/lisp=%t", c.family, c.devices, c.n, c.d, c.r, c.noise, c.potrsLogDet, dt, lisp)
 				t.Run(name, func(t *testing.T) {
 					mesh, err := testMesh(t, c.devices)
 					require.NoError(t, err)
@@ -123,7 +143,7 @@ func TestSquaredExponentialGP(t *testing.T) {
 					if !c.noise {
 						theta[2] = math.Inf(-1)
 					}
-					g, xn, th, cost := gpKernelGraph(t, dt, x, y, theta, c.noise, c.potrsLogDet, opts)
+					g, xn, th, cost := gpKernelGraph(t, c.family, dt, x, y, theta, c.noise, c.potrsLogDet, opts)
 					wrt := []*G.Node{xn, th[0], th[1]}
 					if c.noise {
 						wrt = append(wrt, th[2])
@@ -137,7 +157,7 @@ func TestSquaredExponentialGP(t *testing.T) {
 						}
 					}
 
-					want := gpReference(t, x, y, theta)
+					want := gpReference(t, c.family, x, y, theta)
 					tol := 1e-9
 					if dt == tensor.Float32 {
 						tol = 2e-3
@@ -146,7 +166,7 @@ func TestSquaredExponentialGP(t *testing.T) {
 					require.InDelta(t, want, got, tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
 
 					const h = 1e-5
-					fd := func(xs grMat, th [3]float64) float64 { return gpReference(t, xs, y, th) }
+					fd := func(xs grMat, th [3]float64) float64 { return gpReference(t, c.family, xs, y, th) }
 					check := func(what string, node *G.Node, idx int, want float64) {
 						t.Helper()
 						gv, err := node.Grad()

@@ -513,13 +513,13 @@ LOWER_PRODUCTS(d, double, double)
 LOWER_PRODUCTS(c, float2, float)
 LOWER_PRODUCTS(z, double2, double)
 
-// The squared-exponential (RBF) kernel matrix of n points of dimension d,
-// K_ij = σ²·exp(−‖x_i − x_j‖²/(2ℓ²)) + σₙ²·[i = j], and its gradient
-// (sharding's SetSquaredExponential and SquaredExponentialGrad). The points
-// are stored by dimension, xt[k*n + i] = x_i[k] (coalesced reads over i), in
-// double; a device's shard is n×lcols, column-major with leading dimension
+// The stationary kernel matrix of n points of dimension d, K_ij =
+// σ²·v(‖x_i − x_j‖²/ℓ²) + σₙ²·[i = j], v the profile of its family
+// (seProfile), and its gradient (sharding's SetKernelMatrix and
+// KernelMatrixGrad). The points are stored by dimension, xt[k*n + i] =
+// x_i[k] (coalesced reads over i), in double; a device's shard is n×lcols, column-major with leading dimension
 // n, and cols[c] (64-bit) is the global index of its local column c. The
-// arithmetic is the host's (sharding/sqexp.go) operation for operation,
+// arithmetic is the host's (sharding/kernelmatrix.go) operation for operation,
 // without contraction into fused multiply-adds, so that only exp differs
 // in the last bits. seR2 is ‖x_i − x_j‖²/ℓ², summed over k in order as
 // ((x_i[k] − x_j[k])/ℓ)², which makes K exactly symmetric and keeps it
@@ -534,6 +534,42 @@ __device__ double seR2(const double *xt, long long n, long long d, long long i, 
   return r2;
 }
 
+// seProfile is sharding's KernelFamily.profile operation for operation: for
+// s = ‖x_i − x_j‖²/ℓ² ≥ 0, the family's v(s) and g(s) = −2·v′(s). family is
+// sharding's KernelFamily: 1 Matérn 3/2, a = √(3s), v = (1 + a)·e^−a, g =
+// 3·e^−a; 2 Matérn 5/2, a = √(5s), v = (1 + a + a²/3)·e^−a, g = (5/3)·(1 +
+// a)·e^−a (both 0 once e^−a is); otherwise the squared exponential, v = g =
+// exp(−s/2).
+__device__ void seProfile(long long family, double s, double *v, double *g) {
+  if (family == 1) {
+    double a = __dsqrt_rn(__dmul_rn(3.0, s));
+    double e = exp(-a);
+    if (e == 0) {
+      *v = 0;
+      *g = 0;
+      return;
+    }
+    *v = __dmul_rn(__dadd_rn(1.0, a), e);
+    *g = __dmul_rn(3.0, e);
+    return;
+  }
+  if (family == 2) {
+    double a = __dsqrt_rn(__dmul_rn(5.0, s));
+    double e = exp(-a);
+    if (e == 0) {
+      *v = 0;
+      *g = 0;
+      return;
+    }
+    *v = __dmul_rn(__dadd_rn(__dadd_rn(1.0, a), __ddiv_rn(__dmul_rn(a, a), 3.0)), e);
+    *g = __dmul_rn(__dmul_rn(5.0 / 3.0, __dadd_rn(1.0, a)), e);
+    return;
+  }
+  double e = exp(__dmul_rn(s, -0.5));
+  *v = e;
+  *g = e;
+}
+
 // seSlope is (x_i − x_j)/ℓ², the factor of x̄'s terms, as the host forms it.
 __device__ double seSlope(double xi, double xj, double ell) {
   return __ddiv_rn(__ddiv_rn(__dsub_rn(xi, xj), ell), ell);
@@ -543,25 +579,30 @@ __device__ double seSlope(double xi, double xj, double ell) {
 // double and rounded to T.
 template <typename T>
 __device__ void sqExp(T *a, long long n, long long c0, long long c1, const long long *cols,
-                      const double *xt, long long d, double ell, double sigma2, double noise) {
+                      const double *xt, long long d, double ell, double sigma2, double noise,
+                      long long family) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   long long c = c0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= n || c >= c1) return;
   long long j = cols[c];
-  double v = __dmul_rn(sigma2, exp(__dmul_rn(seR2(xt, n, d, i, j, ell), -0.5)));
+  double pv, pg;
+  seProfile(family, seR2(xt, n, d, i, j, ell), &pv, &pg);
+  double v = __dmul_rn(sigma2, pv);
   if (i == j) v = __dadd_rn(v, noise);
   a[i + c * n] = (T)v;
 }
 
 extern "C" __global__ void mgla_sqexp_s(float *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
-                                        double ell, double sigma2, double noise) {
-  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise);
+                                        double ell, double sigma2, double noise,
+                                        long long family) {
+  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
 }
 extern "C" __global__ void mgla_sqexp_d(double *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
-                                        double ell, double sigma2, double noise) {
-  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise);
+                                        double ell, double sigma2, double noise,
+                                        long long family) {
+  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
 }
 
 // SE_THREADS is the block size of sqExpGradCols, a multiple of 32.
@@ -597,16 +638,16 @@ __device__ void seBlockSums(double *v) {
 
 // sqExpGradCols: one block of SE_THREADS threads per local column c = c0 +
 // blockIdx.x of the kernel gradient K̄ (shard a, finite: the host checks),
-// j = cols[c]. With k = K̄(i, c) in double and e = exp(−r²/2), r² =
-// ‖x_i − x_j‖²/ℓ²: w[(c − c0)·n + i] = k·σ²·e (0 where k is 0, whose terms
-// the host skips too); sums[3c …] = Σ_i k·e, Σ_i k·e·r², K̄(j, c); and
-// p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m])/ℓ², the column's share of x̄_j, over
-// the nonzero w_i (a zero one, k = 0 or e = 0, adds nothing, even where the
-// slope is Inf), SE_DIMS dimensions per pass.
+// j = cols[c]. With k = K̄(i, c) in double and v, g the family's profile
+// (seProfile) at r² = ‖x_i − x_j‖²/ℓ²: w[(c − c0)·n + i] = k·σ²·g (0 where
+// k is 0, whose terms the host skips too); sums[3c …] = Σ_i k·v,
+// Σ_i k·g·r², K̄(j, c); and p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m])/ℓ², the
+// column's share of x̄_j, over the nonzero w_i (a zero one, k = 0 or g = 0,
+// adds nothing, even where the slope is Inf), SE_DIMS dimensions per pass.
 template <typename T>
 __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long long *cols,
                               const double *xt, long long d, double ell, double sigma2,
-                              double *w, double *sums, double *p) {
+                              double *w, double *sums, double *p, long long family) {
   long long c = c0 + blockIdx.x;
   long long j = cols[c];
   const T *col = a + c * n;
@@ -617,11 +658,11 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
     double wi = 0;
     if (k != 0) {
       double r2 = seR2(xt, n, d, i, j, ell);
-      double e = exp(__dmul_rn(r2, -0.5));
-      double ke = __dmul_rn(k, e);
-      s[0] = __dadd_rn(s[0], ke);
-      s[1] = __dadd_rn(s[1], __dmul_rn(ke, r2));
-      wi = __dmul_rn(__dmul_rn(k, sigma2), e);
+      double v, g;
+      seProfile(family, r2, &v, &g);
+      s[0] = __dadd_rn(s[0], __dmul_rn(k, v));
+      s[1] = __dadd_rn(s[1], __dmul_rn(__dmul_rn(k, g), r2));
+      wi = __dmul_rn(__dmul_rn(k, sigma2), g);
     }
     wc[i] = wi; // read back below by this thread only
   }
@@ -655,14 +696,16 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
 extern "C" __global__ void mgla_sqexp_grad_cols_s(const float *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
                                                   long long d, double ell, double sigma2,
-                                                  double *w, double *sums, double *p) {
-  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p);
+                                                  double *w, double *sums, double *p,
+                                                  long long family) {
+  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
 }
 extern "C" __global__ void mgla_sqexp_grad_cols_d(const double *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
                                                   long long d, double ell, double sigma2,
-                                                  double *w, double *sums, double *p) {
-  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p);
+                                                  double *w, double *sums, double *p,
+                                                  long long family) {
+  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
 }
 
 // mgla_sqexp_grad_rows adds the shares of the local columns c0 … c0+cw−1 of

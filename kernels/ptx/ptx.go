@@ -7,7 +7,7 @@
 // of a Hermitian result's lower triangle, axpy, the keys that run Go's min
 // and max of floats through NCCL, the checks for NaN, Inf and zero pivots, the products with a lower triangle that check a
 // factor computed on a mesh, the middle factor of Syevd's gradient, and the
-// squared-exponential kernel matrix and its gradient.
+// stationary kernel matrices (squared-exponential, Matérn) and their gradient.
 package ptx
 
 import _ "embed"
@@ -68,8 +68,9 @@ var (
 // element size.
 var EigenvectorTerms = map[int]string{4: "mgla_eigenvector_terms_s", 8: "mgla_eigenvector_terms_d"}
 
-// SqExp and SqExpGradCols name the kernels of the squared-exponential
-// kernel matrix by the real element size of the shard: SqExp writes a
+// SqExp and SqExpGradCols name the kernels of the stationary kernel matrix
+// (squared-exponential, Matérn 3/2 or 5/2, by their last parameter, sharding's
+// KernelFamily) by the real element size of the shard: SqExp writes a
 // shard's columns of K, SqExpGradCols reads a shard's columns of K's
 // gradient and writes, per column, the weights of the points' gradient, the
 // parameters' sums and the column point's share. SqExpGradRows adds the

@@ -9,39 +9,99 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// SEParams are the parameters of the squared-exponential (RBF, Gaussian)
-// kernel matrix of n points x₁ … xₙ of dimension d:
+// KernelFamily is the radial profile v of a stationary kernel matrix
+// (KernelParams), a function of s = ‖xᵢ − xⱼ‖²/ℓ².
+type KernelFamily int
+
+const (
+	// SquaredExp is the squared-exponential (RBF, Gaussian) kernel:
+	// v(s) = exp(−s/2).
+	SquaredExp KernelFamily = iota
+	// Matern32 is the Matérn kernel of smoothness 3/2: v = (1 + a)·exp(−a),
+	// a = √(3s).
+	Matern32
+	// Matern52 is the Matérn kernel of smoothness 5/2: v = (1 + a +
+	// a²/3)·exp(−a), a = √(5s).
+	Matern52
+)
+
+func (f KernelFamily) String() string {
+	switch f {
+	case SquaredExp:
+		return "squared-exponential"
+	case Matern32:
+		return "Matérn 3/2"
+	case Matern52:
+		return "Matérn 5/2"
+	}
+	return fmt.Sprintf("KernelFamily(%d)", int(f))
+}
+
+// KernelParams are the family and parameters of the stationary kernel
+// matrix of n points x₁ … xₙ of dimension d:
 //
-//	K_ij = SignalVar·exp(−‖xᵢ − xⱼ‖²/(2·LengthScale²)) + NoiseVar·[i = j].
-type SEParams struct {
+//	K_ij = SignalVar·v(‖xᵢ − xⱼ‖²/LengthScale²) + NoiseVar·[i = j],
+//
+// v the family's profile (KernelFamily).
+type KernelParams struct {
+	Family                           KernelFamily
 	LengthScale, SignalVar, NoiseVar float64
 }
 
-// Check reports parameters that give no kernel matrix (ErrBadInput): a
-// length scale that is not positive, a negative variance, NaN or Inf.
-func (p SEParams) Check() error {
+// profile returns, for s = ‖xᵢ − xⱼ‖²/ℓ² ≥ 0, the family's v(s) and g(s) =
+// −2·dv/ds, the factor of the gradients (∂K_ij/∂xᵢ = −σ²·g·(xᵢ − xⱼ)/ℓ²,
+// ∂K_ij/∂ℓ = σ²·g·s/ℓ): for the squared exponential both are exp(−s/2).
+// Both are 0 once the exponential is (s = Inf included, which would make a
+// NaN of (1 + a)·0).
+func (f KernelFamily) profile(s float64) (v, g float64) {
+	switch f {
+	case Matern32:
+		a := math.Sqrt(3 * s)
+		e := math.Exp(-a)
+		if e == 0 {
+			return 0, 0
+		}
+		return (1 + a) * e, 3 * e
+	case Matern52:
+		a := math.Sqrt(5 * s)
+		e := math.Exp(-a)
+		if e == 0 {
+			return 0, 0
+		}
+		return (1 + a + a*a/3) * e, 5.0 / 3 * (1 + a) * e
+	}
+	e := math.Exp(s * -0.5)
+	return e, e
+}
+
+// Check reports parameters that give no kernel matrix (ErrBadInput): an
+// unknown family, a length scale that is not positive, a negative
+// variance, NaN or Inf.
+func (p KernelParams) Check() error {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
+	case p.Family < SquaredExp || p.Family > Matern52:
+		return fmt.Errorf("%w: unknown kernel family %v", ErrBadInput, p.Family)
 	case !finite(p.LengthScale) || p.LengthScale <= 0:
-		return fmt.Errorf("%w: the squared-exponential kernel's length scale must be positive and finite, got %v", ErrBadInput, p.LengthScale)
+		return fmt.Errorf("%w: the %v kernel's length scale must be positive and finite, got %v", ErrBadInput, p.Family, p.LengthScale)
 	case !finite(p.SignalVar) || p.SignalVar < 0:
-		return fmt.Errorf("%w: the squared-exponential kernel's signal variance must be finite and ≥ 0, got %v", ErrBadInput, p.SignalVar)
+		return fmt.Errorf("%w: the %v kernel's signal variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.SignalVar)
 	case !finite(p.NoiseVar) || p.NoiseVar < 0:
-		return fmt.Errorf("%w: the squared-exponential kernel's noise variance must be finite and ≥ 0, got %v", ErrBadInput, p.NoiseVar)
+		return fmt.Errorf("%w: the %v kernel's noise variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.NoiseVar)
 	}
 	return nil
 }
 
-// checkSEPoints checks the n×d row-major points of a squared-exponential
-// kernel: their length, and NaN or Inf (ErrNonFinite: they would make NaNs of
+// checkSEPoints checks the n×d row-major points of a kernel matrix: their
+// length, and NaN or Inf (ErrNonFinite: they would make NaNs of
 // whole rows of K).
 func checkSEPoints(x []float64, n, d int) error {
 	if n < 1 || d < 1 || len(x) != n*d {
-		return fmt.Errorf("%w: squared-exponential kernel of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
+		return fmt.Errorf("%w: kernel matrix of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
 	}
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: the squared-exponential kernel's point %d holds %v", ErrNonFinite, i/d, v)
+			return fmt.Errorf("%w: the kernel matrix's point %d holds %v", ErrNonFinite, i/d, v)
 		}
 	}
 	return nil
@@ -64,15 +124,15 @@ func (t *Tensor) checkSETensor(what string, n int) error {
 	return nil
 }
 
-// SetSquaredExponential overwrites the n×n tensor t (float32 or float64, in
-// a layout of whole columns) with the squared-exponential kernel matrix of
+// SetKernelMatrix overwrites the n×n tensor t (float32 or float64, in
+// a layout of whole columns) with the kernel matrix (KernelParams) of
 // the n rows of x (row-major n×d), computed in float64 and rounded to t's
 // dtype. Both triangles are written, and K is exactly symmetric. Bad
 // parameters or points change nothing; so does a matrix whose largest entry,
 // SignalVar + NoiseVar, is beyond t's dtype (ErrNonFinite).
-func (t *Tensor) SetSquaredExponential(x []float64, d int, p SEParams) error {
+func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 	n := t.Rows()
-	if err := t.checkSETensor("SetSquaredExponential", n); err != nil {
+	if err := t.checkSETensor("SetKernelMatrix", n); err != nil {
 		return err
 	}
 	if err := p.Check(); err != nil {
@@ -86,7 +146,7 @@ func (t *Tensor) SetSquaredExponential(x []float64, d int, p SEParams) error {
 		limit = math.MaxFloat32
 	}
 	if top > limit {
-		return fmt.Errorf("%w: the squared-exponential kernel's diagonal, %v, is beyond %v", ErrNonFinite, top, t.dtype)
+		return fmt.Errorf("%w: the %v kernel's diagonal, %v, is beyond %v", ErrNonFinite, p.Family, top, t.dtype)
 	}
 	cols := localColumns(t)
 	return perDevice(t.mesh.Size(), func(dev int) error {
@@ -97,10 +157,10 @@ func (t *Tensor) SetSquaredExponential(x []float64, d int, p SEParams) error {
 	})
 }
 
-// SquaredExponential returns a new n×n tensor of dtype dt on mesh in layout
-// (whole columns) holding the squared-exponential kernel matrix of the n
-// rows of x (row-major n×d), as SetSquaredExponential.
-func SquaredExponential(x []float64, n, d int, p SEParams, mesh *Mesh, layout Layout, dt tensor.Dtype) (*Tensor, error) {
+// KernelMatrix returns a new n×n tensor of dtype dt on mesh in layout
+// (whole columns) holding the kernel matrix of the n
+// rows of x (row-major n×d), as SetKernelMatrix.
+func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layout, dt tensor.Dtype) (*Tensor, error) {
 	if err := checkSEPoints(x, n, d); err != nil {
 		return nil, err
 	}
@@ -108,50 +168,51 @@ func SquaredExponential(x []float64, n, d int, p SEParams, mesh *Mesh, layout La
 		return nil, err
 	}
 	if k := layout.Kind; k != cyclic.ColCyclic && k != cyclic.ColBlocks {
-		return nil, fmt.Errorf("%w: SquaredExponential: want a layout of whole columns (column blocks or block-cyclic), got %v", ErrBadInput, layout)
+		return nil, fmt.Errorf("%w: KernelMatrix: want a layout of whole columns (column blocks or block-cyclic), got %v", ErrBadInput, layout)
 	}
 	if dt != tensor.Float32 && dt != tensor.Float64 {
-		return nil, fmt.Errorf("%w: SquaredExponential: want float32 or float64, got %v", ErrBadInput, dt)
+		return nil, fmt.Errorf("%w: KernelMatrix: want float32 or float64, got %v", ErrBadInput, dt)
 	}
 	t, err := newTensor(mesh, tensor.Shape{n, n}, dt, layout, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.SetSquaredExponential(x, d, p); err != nil {
+	if err := t.SetKernelMatrix(x, d, p); err != nil {
 		t.Free()
 		return nil, err
 	}
 	return t, nil
 }
 
-// SquaredExponentialGrad is the gradient of a cost through the
-// squared-exponential kernel matrix K of the n rows of x (row-major n×d)
-// given kbar, the cost's gradient with respect to K (n×n, float32 or
-// float64, whole columns; read in full, both triangles): xbar, row-major
-// n×d, and the parameters' gradients in pbar, all in float64:
+// KernelMatrixGrad is the gradient of a cost through the kernel matrix K
+// of the n rows of x (row-major n×d) given kbar, the cost's gradient with
+// respect to K (n×n, float32 or float64, whole columns; read in full, both
+// triangles): xbar, row-major n×d, and the parameters' gradients in pbar
+// (whose Family is p's), all in float64:
 //
-//	x̄ᵢ = Σⱼ (K̄ᵢⱼ + K̄ⱼᵢ)·σ²·eᵢⱼ·(xⱼ − xᵢ)/ℓ²,   σ̄² = Σᵢⱼ K̄ᵢⱼ·eᵢⱼ,
-//	ℓ̄  = Σᵢⱼ K̄ᵢⱼ·σ²·eᵢⱼ·‖xᵢ − xⱼ‖²/ℓ³,        σ̄ₙ² = Σᵢ K̄ᵢᵢ,
+//	x̄ᵢ = Σⱼ (K̄ᵢⱼ + K̄ⱼᵢ)·σ²·gᵢⱼ·(xⱼ − xᵢ)/ℓ²,   σ̄² = Σᵢⱼ K̄ᵢⱼ·vᵢⱼ,
+//	ℓ̄  = Σᵢⱼ K̄ᵢⱼ·σ²·gᵢⱼ·sᵢⱼ/ℓ,                σ̄ₙ² = Σᵢ K̄ᵢᵢ,
 //
-// with eᵢⱼ = exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) (ℓ, σ², σₙ² are the parameters).
+// with sᵢⱼ = ‖xᵢ − xⱼ‖²/ℓ², vᵢⱼ = v(sᵢⱼ) and gᵢⱼ = −2·v′(sᵢⱼ) (the family's
+// profile; for the squared exponential both are exp(−sᵢⱼ/2)).
 // Each device sums over its own columns; the devices' shares are added on
 // the host. A result beyond float64 (NaN or Inf in kbar, or a tiny ℓ) is
 // ErrNonFinite.
-func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar []float64, pbar SEParams, err error) {
+func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []float64, pbar KernelParams, err error) {
 	n := kbar.Rows()
-	if err := kbar.checkSETensor("SquaredExponentialGrad", n); err != nil {
-		return nil, SEParams{}, err
+	if err := kbar.checkSETensor("KernelMatrixGrad", n); err != nil {
+		return nil, KernelParams{}, err
 	}
 	if err := p.Check(); err != nil {
-		return nil, SEParams{}, err
+		return nil, KernelParams{}, err
 	}
 	if err := checkSEPoints(x, n, d); err != nil {
-		return nil, SEParams{}, err
+		return nil, KernelParams{}, err
 	}
 	// The kernels skip the terms of zero weight (eᵢⱼ = 0), which would
 	// hide a NaN or Inf of K̄ there.
 	if err := kbar.CheckFinite(false); err != nil {
-		return nil, SEParams{}, fmt.Errorf("SquaredExponentialGrad: the kernel matrix's gradient: %w", err)
+		return nil, KernelParams{}, fmt.Errorf("KernelMatrixGrad: the kernel matrix's gradient: %w", err)
 	}
 	cols := localColumns(kbar)
 	ndev := kbar.mesh.Size()
@@ -165,7 +226,7 @@ func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar 
 		return err
 	})
 	if err != nil {
-		return nil, SEParams{}, err
+		return nil, KernelParams{}, err
 	}
 	xbar = make([]float64, n*d)
 	var sums [3]float64
@@ -177,7 +238,8 @@ func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar 
 			sums[k] += s.sums[k]
 		}
 	}
-	pbar = SEParams{
+	pbar = KernelParams{
+		Family:      p.Family,
 		LengthScale: sums[1] * p.SignalVar / p.LengthScale,
 		SignalVar:   sums[0],
 		NoiseVar:    sums[2],
@@ -188,15 +250,15 @@ func SquaredExponentialGrad(kbar *Tensor, x []float64, d int, p SEParams) (xbar 
 			if i < 3 {
 				what = "the parameters' gradient"
 			}
-			return nil, SEParams{}, fmt.Errorf("%w: SquaredExponentialGrad: %s holds %v", ErrNonFinite, what, v)
+			return nil, KernelParams{}, fmt.Errorf("%w: KernelMatrixGrad: %s holds %v", ErrNonFinite, what, v)
 		}
 	}
 	return xbar, pbar, nil
 }
 
-// seShare is one device's share of SquaredExponentialGrad: the points'
-// gradient from its columns (row-major n×d) and its sums
-// Σ K̄ᵢⱼ·eᵢⱼ, Σ K̄ᵢⱼ·eᵢⱼ·rᵢⱼ²/ℓ² and Σ K̄ᵢᵢ over them, eᵢⱼ = exp(−rᵢⱼ²/(2ℓ²)).
+// seShare is one device's share of KernelMatrixGrad: the points'
+// gradient from its columns (row-major n×d) and its sums Σ K̄ᵢⱼ·vᵢⱼ,
+// Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ and Σ K̄ᵢᵢ over them.
 type seShare struct {
 	xbar []float64
 	sums [3]float64
@@ -234,16 +296,17 @@ func seR2(xi, xj []float64, ell float64) float64 {
 	return r2
 }
 
-// seColumn is column j of the squared-exponential kernel (without the
-// noise) into col, in float64: σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)).
-func seColumn(col []float64, x []float64, d, j int, p SEParams) {
+// seColumn is column j of the kernel matrix (without the noise) into col,
+// in float64: σ²·v(‖xᵢ − xⱼ‖²/ℓ²).
+func seColumn(col []float64, x []float64, d, j int, p KernelParams) {
 	xj := x[j*d : (j+1)*d]
 	for i := range col {
-		col[i] = p.SignalVar * math.Exp(seR2(x[i*d:(i+1)*d], xj, p.LengthScale)*-0.5)
+		v, _ := p.Family.profile(seR2(x[i*d:(i+1)*d], xj, p.LengthScale))
+		col[i] = p.SignalVar * v
 	}
 }
 
-func (hostBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEParams) error {
+func (hostBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
 	data := b.(*HostBuffer).data
 	workers := seWorkers(len(cols))
 	return parallelChunks(len(cols), workers, func(c0, c1 int) {
@@ -264,7 +327,7 @@ func (hostBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEPa
 	})
 }
 
-func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p SEParams) (seShare, error) {
+func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (seShare, error) {
 	data := b.(*HostBuffer).data
 	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
 	workers := max(1, min(seWorkers(len(cols)), (1<<27)/(n*d)))
@@ -294,12 +357,12 @@ func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p 
 				}
 				xi := x[i*d : (i+1)*d]
 				r2 := seR2(xi, xj, ell)
-				e := math.Exp(r2 * -0.5)
-				s.sums[0] += k * e
-				s.sums[1] += k * e * r2
-				// K_ij's share: ∂K_ij/∂xᵢ = −σ²·eᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
+				v, g := p.Family.profile(r2)
+				s.sums[0] += k * v
+				s.sums[1] += k * g * r2
+				// K_ij's share: ∂K_ij/∂xᵢ = −σ²·gᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
 				// A zero weight adds nothing, even where the slope is Inf.
-				w := k * p.SignalVar * e
+				w := k * p.SignalVar * g
 				if w == 0 {
 					continue
 				}

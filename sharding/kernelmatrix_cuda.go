@@ -144,7 +144,7 @@ func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes [
 
 // sqExp writes the kernel's columns with one thread per element (32×8
 // blocks; columns along y, in launches of at most maxGridY blocks).
-func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEParams) error {
+func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
 	db, err := seCheck(b, n, cols, x, d)
 	if err != nil || len(cols) == 0 {
 		return err
@@ -153,7 +153,8 @@ func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p SEPar
 		return yChunks(len(cols), 8, func(c0, c1 int) error {
 			return s.g.launch(ptx.SqExp[db.elem], ceilDiv(n, 32), ceilDiv(c1-c0, 8), 32, 8,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(c1), uint64(s.cols), uint64(s.xt), uint64(d),
-				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar))
+				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar),
+				uint64(p.Family))
 		})
 	})
 }
@@ -178,7 +179,7 @@ func seSlabs(n, d, lcols int) (nslabs, slab int) {
 // order into R. The host forms x̄ᵢ −= Rᵢ, x̄_cols[c] += P_c and the sums in
 // column order. No atomics: the result depends neither on scheduling nor
 // on the chunks.
-func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p SEParams) (seShare, error) {
+func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (seShare, error) {
 	db, err := seCheck(b, n, cols, x, d)
 	if err != nil {
 		return seShare{}, err
@@ -208,7 +209,7 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p S
 			if err := s.g.launch(ptx.SqExpGradCols[db.elem], cw, 1, 256, 1,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(s.cols), uint64(s.xt), uint64(d),
 				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar),
-				uint64(w), uint64(dsums), uint64(dp)); err != nil {
+				uint64(w), uint64(dsums), uint64(dp), uint64(p.Family)); err != nil {
 				return err
 			}
 			s0, s1 := c0/slab, (c0+cw-1)/slab

@@ -13,26 +13,31 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// SquaredExponential is the n×n squared-exponential (RBF) kernel matrix
-// of the n points x (a host node: n×d rows, or a length-n vector of points
-// of dimension 1), made on the mesh in layout (whole columns):
+// KernelMatrix is the n×n stationary kernel matrix of family f (the
+// squared exponential or a Matérn kernel: sharding.KernelFamily) of the n
+// points x (a host node: n×d rows, or a length-n vector of points of
+// dimension 1), made on the mesh in layout (whole columns):
 //
-//	K_ij = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·[i = j]
+//	K_ij = σ²·v(‖xᵢ − xⱼ‖²/ℓ²) + σₙ²·[i = j],   v(s) = exp(−s/2) for the squared exponential,
 //
 // for the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²;
 // nil for none) of x's dtype, float32 or float64. Each device computes its
-// own columns (sharding.SetSquaredExponential), so only x, the columns'
+// own columns (sharding.SetKernelMatrix), so only x, the columns'
 // indices and three numbers reach the mesh. K is a sharded node: an operand of the dense kernels that
 // never visits the host. A length scale that is not positive, a negative
 // variance, NaN or Inf are run-time errors (ErrBadInput, ErrNonFinite).
 //
 // Gradients flow to x and to the three parameters: the backward op reads
 // K's gradient on the mesh, sums each device's columns there
-// (sharding.SquaredExponentialGrad) and brings back O(n·d) numbers per
+// (sharding.KernelMatrixGrad) and brings back O(n·d) numbers per
 // device, which the host adds into x̄ (n×d) and three numbers.
-func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
+func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
+	name, ok := kernelMatrixNames[f]
+	if !ok {
+		return nil, fmt.Errorf("%w: ops: KernelMatrix: unknown family %v", sharding.ErrBadInput, f)
+	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: ops: SquaredExponential: "+format, append([]any{sharding.ErrBadInput}, args...)...)
+		return fmt.Errorf("%w: ops: %s: "+format, append([]any{sharding.ErrBadInput, name}, args...)...)
 	}
 	if x == nil || lengthScale == nil || signalVar == nil {
 		return nil, bad("nil node (only noiseVar may be nil)")
@@ -81,7 +86,7 @@ func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh
 		ins[i] = sharding.InGraph(g, in)
 	}
 	o := &seOp{
-		base: base{name: "SquaredExponential"}, pl: Placement{mesh, layout}, dt: dt,
+		base: base{name: name}, family: f, pl: Placement{mesh, layout}, dt: dt,
 		n: n, d: d, xShape: x.Shape().Clone(), arity: len(ins), graph: g,
 	}
 	return gorgonia.ApplyOp(o, ins...)
@@ -89,10 +94,15 @@ func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh
 
 var seParamNames = [...]string{"the length scale", "the signal variance", "the noise variance"}
 
-// seOp is SquaredExponential's op: inputs x, ℓ, σ² and, when arity is 4,
-// σₙ².
+// kernelMatrixNames are the ops' names of the kernel families.
+var kernelMatrixNames = map[sharding.KernelFamily]string{
+	sharding.SquaredExp: "SquaredExponential", sharding.Matern32: "Matern32", sharding.Matern52: "Matern52",
+}
+
+// seOp is KernelMatrix's op: inputs x, ℓ, σ² and, when arity is 4, σₙ².
 type seOp struct {
 	base
+	family sharding.KernelFamily
 	pl     Placement
 	dt     tensor.Dtype
 	n, d   int
@@ -143,7 +153,7 @@ func (o *seOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 		return nil, err
 	}
 	o.out = out
-	if err := out.SetSquaredExponential(x, o.d, p); err != nil {
+	if err := out.SetKernelMatrix(x, o.d, p); err != nil {
 		return nil, fmt.Errorf("%v: %w", o, err)
 	}
 	return out, nil
@@ -151,7 +161,7 @@ func (o *seOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 
 // inputs reads the points (row-major, in float64) and the parameters of a
 // run of an op with the inputs of seOp.
-func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.SEParams, err error) {
+func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, err error) {
 	if len(vals) < o.arity {
 		return nil, p, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
 	}
@@ -176,6 +186,7 @@ func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.SEParams, 
 	default:
 		return nil, p, fmt.Errorf("%w: ops: %v: points of dtype %v", sharding.ErrBadInput, o, h.Dtype())
 	}
+	p.Family = o.family
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
 	for i := 1; i < o.arity; i++ {
 		if *params[i-1], err = gScalarOf(vals[i]); err != nil {
@@ -200,17 +211,17 @@ func (o *seOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.No
 	if len(in) != o.arity {
 		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(in), o.arity)
 	}
-	all, err := gorgonia.ApplyOp(&seGradOp{base: base{name: "SquaredExponentialGrad"}, fwd: o}, append(append(gorgonia.Nodes{}, in...), grad)...)
+	all, err := gorgonia.ApplyOp(&seGradOp{base: base{name: o.name + "Grad"}, fwd: o}, append(append(gorgonia.Nodes{}, in...), grad)...)
 	if err != nil {
 		return nil, err
 	}
 	res := make(gorgonia.Nodes, len(in))
 	nd := o.n * o.d
-	if res[0], err = gorgonia.ApplyOp(&pickOp{base: base{name: "SquaredExponentialGrad.x"}, dt: o.dt, from: 0, shape: o.xShape}, all); err != nil {
+	if res[0], err = gorgonia.ApplyOp(&pickOp{base: base{name: o.name + "Grad.x"}, dt: o.dt, from: 0, shape: o.xShape}, all); err != nil {
 		return nil, err
 	}
 	for i := 1; i < len(in); i++ {
-		op := &pickOp{base: base{name: "SquaredExponentialGrad." + []string{"ℓ", "σ²", "σₙ²"}[i-1]}, dt: o.dt, from: nd + i - 1}
+		op := &pickOp{base: base{name: o.name + "Grad." + []string{"ℓ", "σ²", "σₙ²"}[i-1]}, dt: o.dt, from: nd + i - 1}
 		if res[i], err = gorgonia.ApplyOp(op, all); err != nil {
 			return nil, err
 		}
@@ -264,7 +275,7 @@ func (o *seOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
 	if kbar != vals[len(vals)-1] {
 		defer kbar.Free()
 	}
-	xbar, pbar, err := sharding.SquaredExponentialGrad(kbar, x, o.d, p)
+	xbar, pbar, err := sharding.KernelMatrixGrad(kbar, x, o.d, p)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +293,7 @@ func (o *seOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
 	return tensor.New(tensor.WithShape(len(f)), tensor.WithBacking(f)), nil
 }
 
-// seGradOp is SquaredExponential's backward op: from the forward's inputs
+// seGradOp is KernelMatrix's backward op: from the forward's inputs
 // and K̄, the host vector of every input's gradient.
 type seGradOp struct {
 	base

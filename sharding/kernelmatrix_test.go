@@ -13,9 +13,9 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// seReference is the squared-exponential kernel matrix, row-major, by the
-// definition.
-func seReference(x []float64, n, d int, p SEParams) []float64 {
+// seReference is the kernel matrix, row-major, by the families'
+// definitions in r = ‖xᵢ − xⱼ‖/ℓ.
+func seReference(x []float64, n, d int, p KernelParams) []float64 {
 	k := make([]float64, n*n)
 	for i := range n {
 		for j := range n {
@@ -24,7 +24,15 @@ func seReference(x []float64, n, d int, p SEParams) []float64 {
 				diff := x[i*d+m] - x[j*d+m]
 				r2 += diff * diff
 			}
-			k[i*n+j] = p.SignalVar * math.Exp(-r2/(2*p.LengthScale*p.LengthScale))
+			r := math.Sqrt(r2) / p.LengthScale
+			switch p.Family {
+			case SquaredExp:
+				k[i*n+j] = p.SignalVar * math.Exp(-r*r/2)
+			case Matern32:
+				k[i*n+j] = p.SignalVar * (1 + math.Sqrt(3)*r) * math.Exp(-math.Sqrt(3)*r)
+			case Matern52:
+				k[i*n+j] = p.SignalVar * (1 + math.Sqrt(5)*r + 5*r*r/3) * math.Exp(-math.Sqrt(5)*r)
+			}
 			if i == j {
 				k[i*n+j] += p.NoiseVar
 			}
@@ -33,8 +41,8 @@ func seReference(x []float64, n, d int, p SEParams) []float64 {
 	return k
 }
 
-// seCost is Σ K̄∘K, whose gradient SquaredExponentialGrad gives for kbar.
-func seCost(kbar, x []float64, n, d int, p SEParams) float64 {
+// seCost is Σ K̄∘K, whose gradient KernelMatrixGrad gives for kbar.
+func seCost(kbar, x []float64, n, d int, p KernelParams) float64 {
 	s := 0.0
 	for i, v := range seReference(x, n, d, p) {
 		s += kbar[i] * v
@@ -42,13 +50,15 @@ func seCost(kbar, x []float64, n, d int, p SEParams) float64 {
 	return s
 }
 
-func randomSE(rng *rand.Rand, n, d int) ([]float64, SEParams) {
+func randomSE(rng *rand.Rand, n, d int, f KernelFamily) ([]float64, KernelParams) {
 	x := make([]float64, n*d)
 	for i := range x {
 		x[i] = 3 * rng.NormFloat64()
 	}
-	return x, SEParams{LengthScale: 0.5 + 2*rng.Float64(), SignalVar: 0.5 + rng.Float64(), NoiseVar: 0.1 * rng.Float64()}
+	return x, KernelParams{Family: f, LengthScale: 0.5 + 2*rng.Float64(), SignalVar: 0.5 + rng.Float64(), NoiseVar: 0.1 * rng.Float64()}
 }
+
+var seFamilies = []KernelFamily{SquaredExp, Matern32, Matern52}
 
 func float64s(t *testing.T, d *tensor.Dense) []float64 {
 	switch v := d.Data().(type) {
@@ -80,26 +90,28 @@ var seMeshCases = []seMeshCase{
 	{4, Cyclic(5), 7, 2}, // a device with no columns
 }
 
-// forSEMeshCases runs test for every case of seMeshCases and real dtype,
-// on a CPU mesh of the case's devices, with random points and parameters.
-func forSEMeshCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p SEParams)) {
+// forSEMeshCases runs test for every case of seMeshCases, kernel family
+// and real dtype, on a CPU mesh of the case's devices, with random points and parameters.
+func forSEMeshCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p KernelParams)) {
 	for _, c := range seMeshCases {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v", c.devices, c.layout, c.n, c.d, dt)
-			t.Run(name, func(t *testing.T) {
-				mesh, err := CPUMesh(c.devices)
-				require.NoError(t, err)
-				x, p := randomSE(rng, c.n, c.d)
-				test(t, mesh, c, dt, x, p)
-			})
+		for _, f := range seFamilies {
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v/%v", c.devices, c.layout, c.n, c.d, f, dt)
+				t.Run(name, func(t *testing.T) {
+					mesh, err := CPUMesh(c.devices)
+					require.NoError(t, err)
+					x, p := randomSE(rng, c.n, c.d, f)
+					test(t, mesh, c, dt, x, p)
+				})
+			}
 		}
 	}
 }
 
 func TestSquaredExponential(t *testing.T) {
 	rng, seed := seededRNG(t)
-	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p SEParams) {
-		k, err := SquaredExponential(x, c.n, c.d, p, mesh, c.layout, dt)
+	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p KernelParams) {
+		k, err := KernelMatrix(x, c.n, c.d, p, mesh, c.layout, dt)
 		require.NoError(t, err)
 		defer k.Free()
 		got, err := k.Gather()
@@ -120,9 +132,9 @@ func TestSquaredExponential(t *testing.T) {
 	})
 }
 
-func TestSquaredExponentialGrad(t *testing.T) {
+func TestKernelMatrixGrad(t *testing.T) {
 	rng, seed := seededRNG(t)
-	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p SEParams) {
+	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p KernelParams) {
 		kbar := make([]float64, c.n*c.n) // not symmetric: every entry counts
 		for i := range kbar {
 			kbar[i] = rng.NormFloat64()
@@ -143,12 +155,12 @@ func TestSquaredExponentialGrad(t *testing.T) {
 		kb, err := Put(host, mesh, c.layout)
 		require.NoError(t, err)
 		defer kb.Free()
-		xbar, pbar, err := SquaredExponentialGrad(kb, x, c.d, p)
+		xbar, pbar, err := KernelMatrixGrad(kb, x, c.d, p)
 		require.NoError(t, err)
 
 		// Central differences of Σ K̄∘K, in float64 whatever the dtype.
 		const h = 1e-6
-		fd := func(set func(dx float64) ([]float64, SEParams)) float64 {
+		fd := func(set func(dx float64) ([]float64, KernelParams)) float64 {
 			xp, pp := set(h)
 			xm, pm := set(-h)
 			return (seCost(kbar, xp, c.n, c.d, pp) - seCost(kbar, xm, c.n, c.d, pm)) / (2 * h)
@@ -157,11 +169,11 @@ func TestSquaredExponentialGrad(t *testing.T) {
 			t.Helper()
 			require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
 		}
-		check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, SEParams) { q := p; q.LengthScale += dx; return x, q }))
-		check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.SignalVar += dx; return x, q }))
-		check("σ̄ₙ²", pbar.NoiseVar, fd(func(dx float64) ([]float64, SEParams) { q := p; q.NoiseVar += dx; return x, q }))
+		check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.LengthScale += dx; return x, q }))
+		check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.SignalVar += dx; return x, q }))
+		check("σ̄ₙ²", pbar.NoiseVar, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.NoiseVar += dx; return x, q }))
 		for i := range x {
-			check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, SEParams) {
+			check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, KernelParams) {
 				xs := append([]float64(nil), x...)
 				xs[i] += dx
 				return xs, p
@@ -176,8 +188,8 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 	mesh, err := CPUMesh(2)
 	require.NoError(t, err)
 	x := []float64{0, 1, 2}
-	good := SEParams{LengthScale: 1, SignalVar: 1, NoiseVar: 0.1}
-	k, err := SquaredExponential(x, 3, 1, good, mesh, Cyclic(2), tensor.Float64)
+	good := KernelParams{LengthScale: 1, SignalVar: 1, NoiseVar: 0.1}
+	k, err := KernelMatrix(x, 3, 1, good, mesh, Cyclic(2), tensor.Float64)
 	require.NoError(t, err)
 	defer k.Free()
 	before, err := k.Gather()
@@ -187,39 +199,40 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 		name string
 		x    []float64
 		d    int
-		p    SEParams
+		p    KernelParams
 		want error
 		// forwardOnly: the gradient has no such limit.
 		forwardOnly bool
 	}{
-		{"zero length scale", x, 1, SEParams{0, 1, 0}, ErrBadInput, false},
-		{"negative length scale", x, 1, SEParams{-1, 1, 0}, ErrBadInput, false},
-		{"NaN length scale", x, 1, SEParams{math.NaN(), 1, 0}, ErrBadInput, false},
-		{"negative signal variance", x, 1, SEParams{1, -1, 0}, ErrBadInput, false},
-		{"infinite signal variance", x, 1, SEParams{1, math.Inf(1), 0}, ErrBadInput, false},
-		{"negative noise", x, 1, SEParams{1, 1, -1e-9}, ErrBadInput, false},
+		{"zero length scale", x, 1, KernelParams{SquaredExp, 0, 1, 0}, ErrBadInput, false},
+		{"unknown family", x, 1, KernelParams{Matern52 + 1, 1, 1, 0}, ErrBadInput, false},
+		{"negative length scale", x, 1, KernelParams{Matern32, -1, 1, 0}, ErrBadInput, false},
+		{"NaN length scale", x, 1, KernelParams{Matern52, math.NaN(), 1, 0}, ErrBadInput, false},
+		{"negative signal variance", x, 1, KernelParams{SquaredExp, 1, -1, 0}, ErrBadInput, false},
+		{"infinite signal variance", x, 1, KernelParams{SquaredExp, 1, math.Inf(1), 0}, ErrBadInput, false},
+		{"negative noise", x, 1, KernelParams{SquaredExp, 1, 1, -1e-9}, ErrBadInput, false},
 		{"short points", x[:2], 1, good, ErrBadInput, false},
 		{"points of another dimension", x, 3, good, ErrBadInput, false},
 		{"NaN point", []float64{0, math.NaN(), 2}, 1, good, ErrNonFinite, false},
-		{"diagonal beyond float64", x, 1, SEParams{1, math.MaxFloat64, math.MaxFloat64}, ErrNonFinite, true},
+		{"diagonal beyond float64", x, 1, KernelParams{Matern32, 1, math.MaxFloat64, math.MaxFloat64}, ErrNonFinite, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := k.SetSquaredExponential(c.x, c.d, c.p)
+			err := k.SetKernelMatrix(c.x, c.d, c.p)
 			require.ErrorIs(t, err, c.want)
 			after, gerr := k.Gather()
 			require.NoError(t, gerr)
 			require.Equal(t, before.Data(), after.Data())
 			if !c.forwardOnly {
-				_, _, err = SquaredExponentialGrad(k, c.x, c.d, c.p)
+				_, _, err = KernelMatrixGrad(k, c.x, c.d, c.p)
 				require.ErrorIs(t, err, c.want)
 			}
 		})
 	}
 
-	k32, err := SquaredExponential(x, 3, 1, good, mesh, Cyclic(2), tensor.Float32)
+	k32, err := KernelMatrix(x, 3, 1, good, mesh, Cyclic(2), tensor.Float32)
 	require.NoError(t, err)
 	defer k32.Free()
-	require.ErrorIs(t, k32.SetSquaredExponential(x, 1, SEParams{1, 1e39, 0}), ErrNonFinite)
+	require.ErrorIs(t, k32.SetKernelMatrix(x, 1, KernelParams{SquaredExp, 1, 1e39, 0}), ErrNonFinite)
 
 	for _, c := range []struct {
 		name   string
@@ -236,14 +249,14 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 			bad, err := New(mesh, c.shape, c.dt, c.layout)
 			require.NoError(t, err)
 			defer bad.Free()
-			require.ErrorIs(t, bad.SetSquaredExponential(x, 1, good), ErrBadInput)
-			_, _, err = SquaredExponentialGrad(bad, x, 1, good)
+			require.ErrorIs(t, bad.SetKernelMatrix(x, 1, good), ErrBadInput)
+			_, _, err = KernelMatrixGrad(bad, x, 1, good)
 			require.ErrorIs(t, err, ErrBadInput)
 		})
 	}
-	_, err = SquaredExponential(x, 3, 1, good, mesh, RowBlocks(), tensor.Float64)
+	_, err = KernelMatrix(x, 3, 1, good, mesh, RowBlocks(), tensor.Float64)
 	require.ErrorIs(t, err, ErrBadInput)
-	_, err = SquaredExponential(x, 3, 1, good, mesh, Cyclic(2), tensor.Complex64)
+	_, err = KernelMatrix(x, 3, 1, good, mesh, Cyclic(2), tensor.Complex64)
 	require.ErrorIs(t, err, ErrBadInput)
 
 	// A gradient of NaN is ErrNonFinite, not a NaN result.
@@ -251,28 +264,31 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 	kb, err := Put(nan, mesh, Cyclic(2))
 	require.NoError(t, err)
 	defer kb.Free()
-	_, _, err = SquaredExponentialGrad(kb, x, 1, good)
+	_, _, err = KernelMatrixGrad(kb, x, 1, good)
 	require.ErrorIs(t, err, ErrNonFinite)
 }
 
 var (
 	seBenchN = flag.Int("mgla.se-n", 2048, "points of BenchmarkSquaredExponential")
 	seBenchD = flag.Int("mgla.se-d", 3, "their dimension")
+	// seBenchFamily is a KernelFamily: 0 squared exponential, 1 Matérn 3/2,
+	// 2 Matérn 5/2.
+	seBenchFamily = flag.Int("mgla.se-family", 0, "kernel family of BenchmarkSquaredExponential (0 SE, 1 Matérn 3/2, 2 Matérn 5/2)")
 	// seBenchMesh makes the benchmark's mesh; the mglacuda build's tests
 	// set it to a GPU mesh when -mgla.se-gpu is given.
 	seBenchMesh = func() (*Mesh, error) { return CPUMesh(1) }
 )
 
-// BenchmarkSquaredExponential times SetSquaredExponential (forward) and
-// SquaredExponentialGrad (grad) of N = -mgla.se-n points of dimension
+// BenchmarkSquaredExponential times SetKernelMatrix (forward) and
+// KernelMatrixGrad (grad) of N = -mgla.se-n points of dimension
 // -mgla.se-d in float64, K in one tile per device. Metric: ms, the median.
 func BenchmarkSquaredExponential(b *testing.B) {
 	n, d := *seBenchN, *seBenchD
 	mesh, err := seBenchMesh()
 	require.NoError(b, err)
 	rng := rand.New(rand.NewPCG(1, 2))
-	x, p := randomSE(rng, n, d)
-	k, err := SquaredExponential(x, n, d, p, mesh, Cyclic((n+mesh.Size()-1)/mesh.Size()), tensor.Float64)
+	x, p := randomSE(rng, n, d, KernelFamily(*seBenchFamily))
+	k, err := KernelMatrix(x, n, d, p, mesh, Cyclic((n+mesh.Size()-1)/mesh.Size()), tensor.Float64)
 	require.NoError(b, err)
 	defer k.Free()
 	b.Logf("%v, N = %d, d = %d", mesh, n, d)
@@ -280,8 +296,8 @@ func BenchmarkSquaredExponential(b *testing.B) {
 		name string
 		run  func() error
 	}{
-		{"forward", func() error { return k.SetSquaredExponential(x, d, p) }},
-		{"grad", func() error { _, _, err := SquaredExponentialGrad(k, x, d, p); return err }},
+		{"forward", func() error { return k.SetKernelMatrix(x, d, p) }},
+		{"grad", func() error { _, _, err := KernelMatrixGrad(k, x, d, p); return err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			require.NoError(b, c.run()) // warm-up
@@ -314,6 +330,12 @@ func TestSquaredExponentialScales(t *testing.T) {
 }
 
 func seScales(t *testing.T, mesh *Mesh) {
+	for _, f := range seFamilies {
+		seScalesOf(t, mesh, f)
+	}
+}
+
+func seScalesOf(t *testing.T, mesh *Mesh, f KernelFamily) {
 	unit := []float64{0, 0, 1, 0.5, 2.5, -1}
 	kbar := tensor.New(tensor.WithShape(3, 3), tensor.WithBacking([]float64{0.3, -1, 2, 0.5, 1, -0.25, 1.5, 0, -2}))
 	kb, err := Put(kbar, mesh, Cyclic(2))
@@ -321,19 +343,19 @@ func seScales(t *testing.T, mesh *Mesh) {
 	defer kb.Free()
 	var wantK []float64
 	var wantX []float64
-	var wantP SEParams
+	var wantP KernelParams
 	for _, c := range []float64{1, 1e200, 1e-160, 1e-300} {
 		x := make([]float64, len(unit))
 		for i, v := range unit {
 			x[i] = c * v
 		}
-		p := SEParams{LengthScale: 1.3 * c, SignalVar: 2, NoiseVar: 0.5}
-		k, err := SquaredExponential(x, 3, 2, p, mesh, Cyclic(2), tensor.Float64)
+		p := KernelParams{Family: f, LengthScale: 1.3 * c, SignalVar: 2, NoiseVar: 0.5}
+		k, err := KernelMatrix(x, 3, 2, p, mesh, Cyclic(2), tensor.Float64)
 		require.NoError(t, err, "%v, scale %g", mesh, c)
 		g, err := k.Gather()
 		k.Free()
 		require.NoError(t, err)
-		xbar, pbar, err := SquaredExponentialGrad(kb, x, 2, p)
+		xbar, pbar, err := KernelMatrixGrad(kb, x, 2, p)
 		require.NoError(t, err, "%v, scale %g", mesh, c)
 		got := g.Data().([]float64)
 		if c == 1 {
