@@ -196,8 +196,9 @@ func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layo
 // with sᵢⱼ = ‖xᵢ − xⱼ‖²/ℓ², vᵢⱼ = v(sᵢⱼ) and gᵢⱼ = −2·v′(sᵢⱼ) (the family's
 // profile; for the squared exponential both are exp(−sᵢⱼ/2)).
 // Each device sums over its own columns; the devices' shares are added on
-// the host. A result beyond float64 (NaN or Inf in kbar, or a tiny ℓ) is
-// ErrNonFinite.
+// the host. NaN or Inf in kbar, and a result beyond float64 (a tiny ℓ
+// with points near enough for their terms to count), are ErrNonFinite;
+// points too far apart for their length scale add exactly 0.
 func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []float64, pbar KernelParams, err error) {
 	n := kbar.Rows()
 	if err := kbar.checkSETensor("KernelMatrixGrad", n); err != nil {
@@ -359,7 +360,9 @@ func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p 
 				r2 := seR2(xi, xj, ell)
 				v, g := p.Family.profile(r2)
 				s.sums[0] += k * v
-				s.sums[1] += k * g * r2
+				if kg := k * g; kg != 0 { // 0 where g is, even at r² = Inf
+					s.sums[1] += kg * r2
+				}
 				// K_ij's share: ∂K_ij/∂xᵢ = −σ²·gᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
 				// A zero weight adds nothing, even where the slope is Inf.
 				w := k * p.SignalVar * g

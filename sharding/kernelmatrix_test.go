@@ -373,3 +373,40 @@ func seScalesOf(t *testing.T, mesh *Mesh, f KernelFamily) {
 		require.Equal(t, wantP.NoiseVar, pbar.NoiseVar, "scale %g: σ̄ₙ²", c)
 	}
 }
+
+// TestKernelMatrixFarPoints: points so far apart for their length scale
+// that s = ‖xᵢ − xⱼ‖²/ℓ² is Inf (review: the gradient was 0·Inf = NaN,
+// ErrNonFinite) give K = diag(σ² + σₙ²) and its exact gradient: x̄ = 0,
+// ℓ̄ = 0, σ̄² = σ̄ₙ² = Σ K̄ᵢᵢ, for every family, on CPU and GPU meshes.
+func TestKernelMatrixFarPoints(t *testing.T) {
+	cpu, err := CPUMesh(2)
+	require.NoError(t, err)
+	meshes := []*Mesh{cpu}
+	if gpuTestMeshes != nil {
+		meshes = append(meshes, gpuTestMeshes(t)...)
+	}
+	kbar := tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1.5, -2, 0.5, 1}))
+	for _, mesh := range meshes {
+		kb, err := Put(kbar, mesh, Cyclic(1))
+		require.NoError(t, err)
+		for _, f := range seFamilies {
+			for _, c := range []struct {
+				x   []float64
+				ell float64
+			}{{[]float64{0, 1}, 1e-300}, {[]float64{-1e200, 1e200}, 1}, {[]float64{-1e308, 1e308}, 1e10}} {
+				p := KernelParams{Family: f, LengthScale: c.ell, SignalVar: 2, NoiseVar: 0.5}
+				k, err := KernelMatrix(c.x, 2, 1, p, mesh, Cyclic(1), tensor.Float64)
+				require.NoError(t, err)
+				g, err := k.Gather()
+				k.Free()
+				require.NoError(t, err)
+				require.Equal(t, []float64{2.5, 0, 0, 2.5}, g.Data(), "%v, %v, %v", mesh, f, c)
+				xbar, pbar, err := KernelMatrixGrad(kb, c.x, 1, p)
+				require.NoError(t, err, "%v, %v, %v", mesh, f, c)
+				require.Equal(t, []float64{0, 0}, xbar, "%v, %v, %v", mesh, f, c)
+				require.Equal(t, KernelParams{Family: f, LengthScale: 0, SignalVar: 2.5, NoiseVar: 2.5}, pbar, "%v, %v, %v", mesh, f, c)
+			}
+		}
+		kb.Free()
+	}
+}

@@ -661,7 +661,8 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
       double v, g;
       seProfile(family, r2, &v, &g);
       s[0] = __dadd_rn(s[0], __dmul_rn(k, v));
-      s[1] = __dadd_rn(s[1], __dmul_rn(__dmul_rn(k, g), r2));
+      double kg = __dmul_rn(k, g);
+      if (kg != 0) s[1] = __dadd_rn(s[1], __dmul_rn(kg, r2)); // 0 where g is, even at r² = Inf
       wi = __dmul_rn(__dmul_rn(k, sigma2), g);
     }
     wc[i] = wi; // read back below by this thread only
