@@ -1,0 +1,57 @@
+package mgla_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/mgla/mgla"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// ExampleSquaredExponential is a Gaussian process's negative log marginal
+// likelihood from its points, and its gradient with respect to the
+// log-parameters θ = (log ℓ, log σ², log σₙ²): K(θ) is made on the mesh
+// (the default: one CPU device; on a GPU mesh K and its gradient never
+// visit the host), and −GaussianLogDensity(K, y) is the cost. Matern32 and
+// Matern52 take the same operands.
+func ExampleSquaredExponential() {
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(5), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{0, 0.5, 1.2, 2, 3.1}))))
+	y := G.NewVector(g, tensor.Float64, G.WithShape(5), G.WithName("y"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{0.1, 0.6, 0.9, 0.7, -0.2}))))
+	var theta, positive [3]*G.Node
+	for i, name := range []string{"logLengthScale", "logSignalVar", "logNoiseVar"} {
+		// Named: Gorgonia merges unnamed input nodes of one type and shape.
+		theta[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue([]float64{0, 0, -3}[i]))
+		positive[i] = G.Must(G.Exp(theta[i]))
+	}
+	k, err := mgla.SquaredExponential(x, positive[0], positive[1], positive[2])
+	if err != nil {
+		log.Fatal(err)
+	}
+	logp, err := mgla.GaussianLogDensity(k, y)
+	if err != nil {
+		log.Fatal(err)
+	}
+	nll := G.Must(G.Neg(logp))
+	grads, err := G.Grad(nll, theta[:]...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		log.Fatal(mgla.Cause(err))
+	}
+	fmt.Printf("nll = %.4f\n", nll.Value().Data())
+	for i, name := range []string{"log ℓ", "log σ²", "log σₙ²"} {
+		fmt.Printf("d nll / d %-7s = %+.4f\n", name, grads[i].Value().Data())
+	}
+	// Output:
+	// nll = 3.5537
+	// d nll / d log ℓ   = -2.0719
+	// d nll / d log σ²  = +1.3678
+	// d nll / d log σₙ² = +0.4982
+}
