@@ -16,8 +16,8 @@ import (
 )
 
 // gpReference is the Gaussian process's cost ½·tr(YᵀK⁻¹Y) + (R/2)·log det K
-// + (N·R/2)·log 2π for K = σ²·exp(−‖xᵢ − xⱼ‖²/(2ℓ²)) + σₙ²·I, θ = (log ℓ,
-// log σ², log σₙ²), in float64 with gonum.
+// + (N·R/2)·log 2π for K = σ²·v(r) + σₙ²·I of family f in r = ‖xᵢ − xⱼ‖/ℓ
+// (the closed forms), θ = (log ℓ, log σ², log σₙ²), in float64 with gonum.
 func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta [3]float64) float64 {
 	n, d := x.rows, max(1, x.cols)
 	ell, sig, noise := math.Exp(theta[0]), math.Exp(theta[1]), math.Exp(theta[2])
