@@ -98,12 +98,12 @@ var kernelBuilders = map[sharding.KernelFamily]func(x, ell, sig, noise *G.Node, 
 	sharding.SquaredExp: mgla.SquaredExponential, sharding.Matern32: mgla.Matern32, sharding.Matern52: mgla.Matern52,
 }
 
-// TestSquaredExponentialGP: a Gaussian process's cost with K made on the
+// TestKernelMatrixGP: a Gaussian process's cost with K made on the
 // mesh (every family), its value and its gradients with respect to the
 // log-parameters and to the points against float64 finite differences of
 // the reference, with both machines, every K consumer form, 1 to 3
 // devices, float32 and float64.
-func TestSquaredExponentialGP(t *testing.T) {
+func TestKernelMatrixGP(t *testing.T) {
 	rng := grRNG(t, 40)
 	for _, c := range []struct {
 		family                 sharding.KernelFamily
@@ -200,8 +200,8 @@ func grUnitAt(m grMat, i int) grMat {
 	return u
 }
 
-// TestSquaredExponentialBadInput: build-time and run-time errors.
-func TestSquaredExponentialBadInput(t *testing.T) {
+// TestKernelMatrixBadInput: build-time and run-time errors.
+func TestKernelMatrixBadInput(t *testing.T) {
 	mesh, err := testMesh(t, 2)
 	require.NoError(t, err)
 	g, bad := G.NewGraph(), G.NewGraph()

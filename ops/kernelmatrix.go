@@ -76,31 +76,31 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	}
 	for i, p := range ins[1:] {
 		if !p.IsScalar() {
-			return nil, bad("%s %v must be a scalar, got shape %v", seParamNames[i], p.Name(), p.Shape())
+			return nil, bad("%s %v must be a scalar, got shape %v", kernelParamNames[i], p.Name(), p.Shape())
 		}
 		if p.Dtype() != dt {
-			return nil, bad("%s %v is %v, the points %v", seParamNames[i], p.Name(), p.Dtype(), dt)
+			return nil, bad("%s %v is %v, the points %v", kernelParamNames[i], p.Name(), p.Dtype(), dt)
 		}
 	}
 	for i, in := range ins {
 		ins[i] = sharding.InGraph(g, in)
 	}
-	o := &seOp{
+	o := &kernelMatrixOp{
 		base: base{name: name}, family: f, pl: Placement{mesh, layout}, dt: dt,
 		n: n, d: d, xShape: x.Shape().Clone(), arity: len(ins), graph: g,
 	}
 	return gorgonia.ApplyOp(o, ins...)
 }
 
-var seParamNames = [...]string{"the length scale", "the signal variance", "the noise variance"}
+var kernelParamNames = [...]string{"the length scale", "the signal variance", "the noise variance"}
 
 // kernelMatrixNames are the ops' names of the kernel families.
 var kernelMatrixNames = map[sharding.KernelFamily]string{
 	sharding.SquaredExp: "SquaredExponential", sharding.Matern32: "Matern32", sharding.Matern52: "Matern52",
 }
 
-// seOp is KernelMatrix's op: inputs x, ℓ, σ² and, when arity is 4, σₙ².
-type seOp struct {
+// kernelMatrixOp is KernelMatrix's op: inputs x, ℓ, σ² and, when arity is 4, σₙ².
+type kernelMatrixOp struct {
 	base
 	family sharding.KernelFamily
 	pl     Placement
@@ -112,10 +112,10 @@ type seOp struct {
 	out    *sharding.Tensor
 }
 
-func (o *seOp) Placement() (Placement, bool) { return o.pl, true }
-func (o *seOp) Arity() int                   { return o.arity }
+func (o *kernelMatrixOp) Placement() (Placement, bool) { return o.pl, true }
+func (o *kernelMatrixOp) Arity() int                   { return o.arity }
 
-func (o *seOp) Type() hm.Type {
+func (o *kernelMatrixOp) Type() hm.Type {
 	ts := []hm.Type{typeOf(o.xShape, o.dt)}
 	for range o.arity - 1 {
 		ts = append(ts, o.dt)
@@ -123,19 +123,19 @@ func (o *seOp) Type() hm.Type {
 	return hm.NewFnType(append(ts, matType(o.dt))...)
 }
 
-func (o *seOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+func (o *kernelMatrixOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{o.n, o.n}, nil
 }
 
-func (o *seOp) WriteHash(h hash.Hash) {
+func (o *kernelMatrixOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "%s|%v|%v|%d", o.name, o.dt, o.xShape, o.arity)
 	writePlacement(h, o.pl)
 }
-func (o *seOp) Hashcode() uint32 { return hashOf(o) }
+func (o *kernelMatrixOp) Hashcode() uint32 { return hashOf(o) }
 
 // Do makes K on the mesh, in the output of the op's last run when it has
 // one. Inputs are never modified; bad values change nothing.
-func (o *seOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
+func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 	defer func() {
 		if err != nil {
 			failedruns.Failed(o.graph)
@@ -160,8 +160,8 @@ func (o *seOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 }
 
 // inputs reads the points (row-major, in float64) and the parameters of a
-// run of an op with the inputs of seOp.
-func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, err error) {
+// run of an op with the inputs of kernelMatrixOp.
+func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, err error) {
 	if len(vals) < o.arity {
 		return nil, p, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
 	}
@@ -190,14 +190,14 @@ func (o *seOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelPara
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
 	for i := 1; i < o.arity; i++ {
 		if *params[i-1], err = gScalarOf(vals[i]); err != nil {
-			return nil, p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, seParamNames[i-1], err)
+			return nil, p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i-1], err)
 		}
 	}
 	return x, p, nil
 }
 
 // DiffWRT: the points and every parameter.
-func (o *seOp) DiffWRT(n int) []bool {
+func (o *kernelMatrixOp) DiffWRT(n int) []bool {
 	d := make([]bool, n)
 	for i := range d {
 		d[i] = true
@@ -207,11 +207,11 @@ func (o *seOp) DiffWRT(n int) []bool {
 
 // SymDiff: one backward op computes every input's gradient into a host
 // vector (x̄ row-major, then ℓ̄, σ̄², σ̄ₙ²), which pick ops cut up.
-func (o *seOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+func (o *kernelMatrixOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	if len(in) != o.arity {
 		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(in), o.arity)
 	}
-	all, err := gorgonia.ApplyOp(&seGradOp{base: base{name: o.name + "Grad"}, fwd: o}, append(append(gorgonia.Nodes{}, in...), grad)...)
+	all, err := gorgonia.ApplyOp(&kernelMatrixGradOp{base: base{name: o.name + "Grad"}, fwd: o}, append(append(gorgonia.Nodes{}, in...), grad)...)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (o *seOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.No
 }
 
 // DoDiff adds the gradients to the inputs' (LispMachine).
-func (o *seOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+func (o *kernelMatrixOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
 	og, err := gradOf(out)
 	if err != nil {
 		return err
@@ -261,9 +261,9 @@ func (o *seOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gor
 	return nil
 }
 
-// gradients computes the backward vector of seGradOp from the forward's
+// gradients computes the backward vector of kernelMatrixGradOp from the forward's
 // inputs and K̄ (the last value, sharded or on the host).
-func (o *seOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
+func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
 	x, p, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
@@ -293,16 +293,16 @@ func (o *seOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
 	return tensor.New(tensor.WithShape(len(f)), tensor.WithBacking(f)), nil
 }
 
-// seGradOp is KernelMatrix's backward op: from the forward's inputs
+// kernelMatrixGradOp is KernelMatrix's backward op: from the forward's inputs
 // and K̄, the host vector of every input's gradient.
-type seGradOp struct {
+type kernelMatrixGradOp struct {
 	base
-	fwd *seOp
+	fwd *kernelMatrixOp
 }
 
-func (o *seGradOp) Arity() int { return o.fwd.arity + 1 }
+func (o *kernelMatrixGradOp) Arity() int { return o.fwd.arity + 1 }
 
-func (o *seGradOp) Type() hm.Type {
+func (o *kernelMatrixGradOp) Type() hm.Type {
 	ts := make([]hm.Type, 0, o.Arity()+1)
 	for i := range o.Arity() {
 		ts = append(ts, hm.TypeVariable(rune('x'+i)))
@@ -310,17 +310,17 @@ func (o *seGradOp) Type() hm.Type {
 	return hm.NewFnType(append(ts, gorgonia.TensorType{Dims: 1, Of: o.fwd.dt})...)
 }
 
-func (o *seGradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+func (o *kernelMatrixGradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{o.fwd.n*o.fwd.d + 3}, nil
 }
 
-func (o *seGradOp) WriteHash(h hash.Hash) {
+func (o *kernelMatrixGradOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "%s|", o.name)
 	o.fwd.WriteHash(h)
 }
-func (o *seGradOp) Hashcode() uint32 { return hashOf(o) }
+func (o *kernelMatrixGradOp) Hashcode() uint32 { return hashOf(o) }
 
-func (o *seGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+func (o *kernelMatrixGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	all, err := o.fwd.gradients(vals)
 	if err != nil {
 		return nil, fmt.Errorf("ops: %v: %w", o, err)
@@ -329,8 +329,8 @@ func (o *seGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 // DiffWRT: second-order gradients are not supported (see gradOp).
-func (o *seGradOp) DiffWRT(n int) []bool { return make([]bool, n) }
-func (o *seGradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+func (o *kernelMatrixGradOp) DiffWRT(n int) []bool { return make([]bool, n) }
+func (o *kernelMatrixGradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
 	return nil, fmt.Errorf("ops: %v: second-order gradients are not supported", o)
 }
 

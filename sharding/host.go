@@ -36,12 +36,12 @@ type backend interface {
 	// mulChain runs the products of MulLower, MulHermitian or
 	// MulCholesky after their checks, adding the results to y and yAbs.
 	mulChain(t *Tensor, y []complex128, yAbs []float64, x []complex128, xAbs []float64, steps []lowerStep) error
-	// sqExp writes the kernel matrix's columns cols (global
+	// kernelMatrix writes the kernel matrix's columns cols (global
 	// indices, in local order) into the n-row float32 or float64 shard b.
-	sqExp(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error
-	// sqExpGrad returns the share of KernelMatrixGrad of the kernel
+	kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error
+	// kernelMatrixGrad returns the share of KernelMatrixGrad of the kernel
 	// gradient's columns cols held by shard b.
-	sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (seShare, error)
+	kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (kernelGradShare, error)
 }
 
 // HostBuffer is a shard in host memory: a slice of one of Dtypes or

@@ -92,10 +92,10 @@ func (p KernelParams) Check() error {
 	return nil
 }
 
-// checkSEPoints checks the n×d row-major points of a kernel matrix: their
+// checkKernelPoints checks the n×d row-major points of a kernel matrix: their
 // length, and NaN or Inf (ErrNonFinite: they would make NaNs of
 // whole rows of K).
-func checkSEPoints(x []float64, n, d int) error {
+func checkKernelPoints(x []float64, n, d int) error {
 	if n < 1 || d < 1 || len(x) != n*d {
 		return fmt.Errorf("%w: kernel matrix of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
 	}
@@ -107,9 +107,9 @@ func checkSEPoints(x []float64, n, d int) error {
 	return nil
 }
 
-// checkSETensor checks a square real tensor in a layout of whole columns,
+// checkKernelTensor checks a square real tensor in a layout of whole columns,
 // the kernel matrix or its gradient.
-func (t *Tensor) checkSETensor(what string, n int) error {
+func (t *Tensor) checkKernelTensor(what string, n int) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -132,13 +132,13 @@ func (t *Tensor) checkSETensor(what string, n int) error {
 // SignalVar + NoiseVar, is beyond t's dtype (ErrNonFinite).
 func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 	n := t.Rows()
-	if err := t.checkSETensor("SetKernelMatrix", n); err != nil {
+	if err := t.checkKernelTensor("SetKernelMatrix", n); err != nil {
 		return err
 	}
 	if err := p.Check(); err != nil {
 		return err
 	}
-	if err := checkSEPoints(x, n, d); err != nil {
+	if err := checkKernelPoints(x, n, d); err != nil {
 		return err
 	}
 	top, limit := p.SignalVar+p.NoiseVar, math.MaxFloat64
@@ -153,7 +153,7 @@ func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 		if len(cols[dev]) == 0 {
 			return nil
 		}
-		return t.mesh.mem.sqExp(t.shards[dev], t.Rows(), cols[dev], x, d, p)
+		return t.mesh.mem.kernelMatrix(t.shards[dev], t.Rows(), cols[dev], x, d, p)
 	})
 }
 
@@ -161,7 +161,7 @@ func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 // (whole columns) holding the kernel matrix of the n
 // rows of x (row-major n×d), as SetKernelMatrix.
 func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layout, dt tensor.Dtype) (*Tensor, error) {
-	if err := checkSEPoints(x, n, d); err != nil {
+	if err := checkKernelPoints(x, n, d); err != nil {
 		return nil, err
 	}
 	if err := p.Check(); err != nil {
@@ -201,13 +201,13 @@ func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layo
 // points too far apart for their length scale add exactly 0.
 func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []float64, pbar KernelParams, err error) {
 	n := kbar.Rows()
-	if err := kbar.checkSETensor("KernelMatrixGrad", n); err != nil {
+	if err := kbar.checkKernelTensor("KernelMatrixGrad", n); err != nil {
 		return nil, KernelParams{}, err
 	}
 	if err := p.Check(); err != nil {
 		return nil, KernelParams{}, err
 	}
-	if err := checkSEPoints(x, n, d); err != nil {
+	if err := checkKernelPoints(x, n, d); err != nil {
 		return nil, KernelParams{}, err
 	}
 	// The kernels skip the terms of zero weight (eᵢⱼ = 0), which would
@@ -217,13 +217,13 @@ func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []
 	}
 	cols := localColumns(kbar)
 	ndev := kbar.mesh.Size()
-	shares := make([]seShare, ndev)
+	shares := make([]kernelGradShare, ndev)
 	err = perDevice(ndev, func(dev int) error {
 		if len(cols[dev]) == 0 {
 			return nil
 		}
 		var err error
-		shares[dev], err = kbar.mesh.mem.sqExpGrad(kbar.shards[dev], n, cols[dev], x, d, p)
+		shares[dev], err = kbar.mesh.mem.kernelMatrixGrad(kbar.shards[dev], n, cols[dev], x, d, p)
 		return err
 	})
 	if err != nil {
@@ -257,10 +257,10 @@ func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []
 	return xbar, pbar, nil
 }
 
-// seShare is one device's share of KernelMatrixGrad: the points'
+// kernelGradShare is one device's share of KernelMatrixGrad: the points'
 // gradient from its columns (row-major n×d) and its sums Σ K̄ᵢⱼ·vᵢⱼ,
 // Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ and Σ K̄ᵢᵢ over them.
-type seShare struct {
+type kernelGradShare struct {
 	xbar []float64
 	sums [3]float64
 }
@@ -280,15 +280,15 @@ func localColumns(t *Tensor) [][]int {
 	return cols
 }
 
-// seWorkers is how many goroutines a CPU device's kernel columns are shared
+// kernelWorkers is how many goroutines a CPU device's kernel columns are shared
 // among: one per core (the mesh's devices run at once, and Go shares the
 // cores among all their goroutines).
-func seWorkers(cols int) int { return max(1, min(cols, runtime.GOMAXPROCS(0))) }
+func kernelWorkers(cols int) int { return max(1, min(cols, runtime.GOMAXPROCS(0))) }
 
-// seR2 is ‖xᵢ − xⱼ‖²/ℓ², summed over the dimensions in order as ((xᵢ[k] −
+// scaledDistance2 is ‖xᵢ − xⱼ‖²/ℓ², summed over the dimensions in order as ((xᵢ[k] −
 // xⱼ[k])/ℓ)²: the same for (i, j) and (j, i) bit for bit, and right where
 // ‖xᵢ − xⱼ‖² or ℓ² alone would overflow or underflow.
-func seR2(xi, xj []float64, ell float64) float64 {
+func scaledDistance2(xi, xj []float64, ell float64) float64 {
 	r2 := 0.0
 	for k, v := range xi {
 		diff := (v - xj[k]) / ell
@@ -297,24 +297,24 @@ func seR2(xi, xj []float64, ell float64) float64 {
 	return r2
 }
 
-// seColumn is column j of the kernel matrix (without the noise) into col,
+// kernelColumn is column j of the kernel matrix (without the noise) into col,
 // in float64: σ²·v(‖xᵢ − xⱼ‖²/ℓ²).
-func seColumn(col []float64, x []float64, d, j int, p KernelParams) {
+func kernelColumn(col []float64, x []float64, d, j int, p KernelParams) {
 	xj := x[j*d : (j+1)*d]
 	for i := range col {
-		v, _ := p.Family.profile(seR2(x[i*d:(i+1)*d], xj, p.LengthScale))
+		v, _ := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], xj, p.LengthScale))
 		col[i] = p.SignalVar * v
 	}
 }
 
-func (hostBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
+func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
 	data := b.(*HostBuffer).data
-	workers := seWorkers(len(cols))
+	workers := kernelWorkers(len(cols))
 	return parallelChunks(len(cols), workers, func(c0, c1 int) {
 		col := make([]float64, n)
 		for c := c0; c < c1; c++ {
 			j := cols[c]
-			seColumn(col, x, d, j, p)
+			kernelColumn(col, x, d, j, p)
 			col[j] += p.NoiseVar
 			switch s := data.(type) {
 			case []float64:
@@ -328,11 +328,11 @@ func (hostBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p Kern
 	})
 }
 
-func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (seShare, error) {
+func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (kernelGradShare, error) {
 	data := b.(*HostBuffer).data
 	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
-	workers := max(1, min(seWorkers(len(cols)), (1<<27)/(n*d)))
-	parts := make([]seShare, workers)
+	workers := max(1, min(kernelWorkers(len(cols)), (1<<27)/(n*d)))
+	parts := make([]kernelGradShare, workers)
 	ell := p.LengthScale
 	chunk := (len(cols) + workers - 1) / workers
 	err := parallelChunks(len(cols), workers, func(c0, c1 int) {
@@ -357,7 +357,7 @@ func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p 
 					continue
 				}
 				xi := x[i*d : (i+1)*d]
-				r2 := seR2(xi, xj, ell)
+				r2 := scaledDistance2(xi, xj, ell)
 				v, g := p.Family.profile(r2)
 				s.sums[0] += k * v
 				if kg := k * g; kg != 0 { // 0 where g is, even at r² = Inf
@@ -379,9 +379,9 @@ func (hostBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p 
 		}
 	})
 	if err != nil {
-		return seShare{}, err
+		return kernelGradShare{}, err
 	}
-	total := seShare{xbar: make([]float64, n*d)}
+	total := kernelGradShare{xbar: make([]float64, n*d)}
 	for _, s := range parts {
 		for i, v := range s.xbar {
 			total.xbar[i] += v

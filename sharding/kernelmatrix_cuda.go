@@ -13,79 +13,79 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// seScratchBytes bounds the device scratch of sqExpGrad's weights (n doubles
+// kernelScratchBytes bounds the device scratch of kernelMatrixGrad's weights (n doubles
 // per local column): the columns go through it in chunks of at most this
 // many bytes (at least one column). A test lowers it to run several chunks.
-var seScratchBytes = 256 << 20
+var kernelScratchBytes = 256 << 20
 
-// seDevice is what both squared-exponential kernels need on the device: the
+// kernelDevice is what both kernel-matrix kernels need on the device: the
 // shard, checked, the points (by dimension, xt[k·n + i] = x_i[k]) and the
 // local columns' global indices (int64) uploaded to it, and the regions of
 // the device's scratch that the caller asked for.
-type seDevice struct {
+type kernelDevice struct {
 	db       *DeviceBuffer
 	g        *gpuDevice
 	xt, cols cu.DevicePtr
 	regions  []cu.DevicePtr
 }
 
-// seState is a GPU's scratch for the squared-exponential kernels, kept
+// kernelScratch is a GPU's scratch for the kernel-matrix kernels, kept
 // between calls (it grows to the largest call's need, at most about
-// seScratchBytes more than the points and the sums) so that a call pays no
+// kernelScratchBytes more than the points and the sums) so that a call pays no
 // allocation or free; mu serializes the calls on the GPU.
-type seState struct {
+type kernelScratch struct {
 	mu  sync.Mutex
 	buf scratch
 }
 
 var (
-	seStatesMu sync.Mutex
-	seStates   = map[int]*seState{}
+	kernelScratchesMu sync.Mutex
+	kernelScratches   = map[int]*kernelScratch{}
 )
 
-// seStateOf returns GPU id's squared-exponential scratch.
-func seStateOf(id int) *seState {
-	seStatesMu.Lock()
-	defer seStatesMu.Unlock()
-	st, ok := seStates[id]
+// kernelScratchOf returns GPU id's kernel-matrix scratch.
+func kernelScratchOf(id int) *kernelScratch {
+	kernelScratchesMu.Lock()
+	defer kernelScratchesMu.Unlock()
+	st, ok := kernelScratches[id]
 	if !ok {
-		st = &seState{}
-		seStates[id] = st
+		st = &kernelScratch{}
+		kernelScratches[id] = st
 	}
 	return st
 }
 
-// seAlign is the alignment of the scratch's regions in bytes.
-const seAlign = 256
+// kernelAlign is the alignment of the scratch's regions in bytes.
+const kernelAlign = 256
 
-// seCheck checks the arguments of sqExp and sqExpGrad against the shard.
-func seCheck(b Buffer, n int, cols []int, x []float64, d int) (*DeviceBuffer, error) {
+// checkKernelShard checks the arguments of kernelMatrix and kernelMatrixGrad against the shard.
+func checkKernelShard(b Buffer, n int, cols []int, x []float64, d int) (*DeviceBuffer, error) {
 	db, ok := b.(*DeviceBuffer)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("sharding: squared-exponential kernel on a GPU mesh of a %T shard", b)
+		return nil, fmt.Errorf("sharding: kernel matrix on a GPU mesh of a %T shard", b)
 	case db.dt != tensor.Float32 && db.dt != tensor.Float64:
-		return nil, fmt.Errorf("%w: squared-exponential kernel in a %v shard: want float32 or float64", ErrBadInput, db.dt)
+		return nil, fmt.Errorf("%w: kernel matrix in a %v shard: want float32 or float64", ErrBadInput, db.dt)
 	case n < 1 || d < 1 || len(x) != n*d:
-		return nil, fmt.Errorf("%w: squared-exponential kernel of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
+		return nil, fmt.Errorf("%w: kernel matrix of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
 	case db.n < n*len(cols):
-		return nil, fmt.Errorf("sharding: squared-exponential kernel: a shard of %d elements for %d columns of %d rows", db.n, len(cols), n)
+		return nil, fmt.Errorf("sharding: kernel matrix: a shard of %d elements for %d columns of %d rows", db.n, len(cols), n)
 	case len(cols) > 0 && db.ptr == 0:
-		return nil, fmt.Errorf("%w: squared-exponential kernel in a freed shard", ErrFreed)
+		return nil, fmt.Errorf("%w: kernel matrix in a freed shard", ErrFreed)
 	}
 	for _, j := range cols {
 		if j < 0 || j >= n {
-			return nil, fmt.Errorf("sharding: squared-exponential kernel: column %d of a %d×%d matrix", j, n, n)
+			return nil, fmt.Errorf("sharding: kernel matrix: column %d of a %d×%d matrix", j, n, n)
 		}
 	}
 	return db, nil
 }
 
-// seOnDevice runs fn on the shard's device with the points and columns
+// onKernelDevice runs fn on the shard's device with the points and columns
 // uploaded and regions of the given sizes in bytes (s.regions) in the
 // device's scratch, under the scratch's lock; it waits for the device's work
 // on every path before the lock is let go.
-func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes []int, fn func(s *seDevice) error) error {
+func onKernelDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes []int, fn func(s *kernelDevice) error) error {
 	xt := make([]float64, n*d)
 	for i := range n {
 		for k := range d {
@@ -96,7 +96,7 @@ func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes [
 	for c, j := range cols {
 		cols64[c] = int64(j)
 	}
-	aligned := func(bytes int) int { return (bytes + seAlign - 1) / seAlign * seAlign }
+	aligned := func(bytes int) int { return (bytes + kernelAlign - 1) / kernelAlign * kernelAlign }
 	total := aligned(8*len(xt)) + aligned(8*len(cols64))
 	for _, b := range sizes {
 		total += aligned(b)
@@ -106,7 +106,7 @@ func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes [
 		if err != nil {
 			return err
 		}
-		st := seStateOf(db.dev.ID)
+		st := kernelScratchOf(db.dev.ID)
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		defer func() {
@@ -116,14 +116,14 @@ func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes [
 		}()
 		base, err := st.buf.reserve(total)
 		if err != nil {
-			return fmt.Errorf("sharding: allocating %d bytes on %v for the squared-exponential kernel: %w", total, db.dev, err)
+			return fmt.Errorf("sharding: allocating %d bytes on %v for the kernel matrix: %w", total, db.dev, err)
 		}
 		next := func(bytes int) cu.DevicePtr {
 			p := base
 			base += cu.DevicePtr(aligned(bytes))
 			return p
 		}
-		s := &seDevice{db: db, g: g, xt: next(8 * len(xt))}
+		s := &kernelDevice{db: db, g: g, xt: next(8 * len(xt))}
 		if len(cols64) > 0 {
 			s.cols = next(8 * len(cols64))
 		}
@@ -142,16 +142,16 @@ func seOnDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes [
 	})
 }
 
-// sqExp writes the kernel's columns with one thread per element (32×8
+// kernelMatrix writes the kernel's columns with one thread per element (32×8
 // blocks; columns along y, in launches of at most maxGridY blocks).
-func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
-	db, err := seCheck(b, n, cols, x, d)
+func (gpuBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
+	db, err := checkKernelShard(b, n, cols, x, d)
 	if err != nil || len(cols) == 0 {
 		return err
 	}
-	return seOnDevice(db, n, cols, x, d, nil, func(s *seDevice) error {
+	return onKernelDevice(db, n, cols, x, d, nil, func(s *kernelDevice) error {
 		return yChunks(len(cols), 8, func(c0, c1 int) error {
-			return s.g.launch(ptx.SqExp[db.elem], ceilDiv(n, 32), ceilDiv(c1-c0, 8), 32, 8,
+			return s.g.launch(ptx.KernelMatrix[db.elem], ceilDiv(n, 32), ceilDiv(c1-c0, 8), 32, 8,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(c1), uint64(s.cols), uint64(s.xt), uint64(d),
 				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar),
 				uint64(p.Family))
@@ -159,38 +159,38 @@ func (gpuBackend) sqExp(b Buffer, n int, cols []int, x []float64, d int, p Kerne
 	})
 }
 
-// seSlabs is how many slabs of local columns sqExpGrad's rows kernel sums
+// kernelSlabs is how many slabs of local columns kernelMatrixGrad's rows kernel sums
 // apart, and their width: enough for about 2¹⁹ threads, slabs of at least
 // minSlab columns. It depends on n, d and the columns alone (not on the
 // chunks of the scratch), so that neither do the sums.
-func seSlabs(n, d, lcols int) (nslabs, slab int) {
+func kernelSlabs(n, d, lcols int) (nslabs, slab int) {
 	const minSlab = 32
 	nslabs = max(1, min(ceilDiv(1<<19, n*d), lcols/minSlab))
 	slab = ceilDiv(lcols, nslabs)
 	return ceilDiv(lcols, slab), slab
 }
 
-// sqExpGrad reads the gradient's columns in chunks of seScratchBytes: for
-// each chunk, one block per column (SqExpGradCols, 256 threads) writes the
+// kernelMatrixGrad reads the gradient's columns in chunks of kernelScratchBytes: for
+// each chunk, one block per column (KernelMatrixGradCols, 256 threads) writes the
 // column's weights into the scratch, its three sums and the column point's
 // share P; then one thread per (row, dimension, slab of columns)
-// (SqExpGradRows) adds the chunk's shares of the row points to its slab's
-// partial sums, the columns in order. SqExpGradSum adds the slabs' sums in
+// (KernelMatrixGradRows) adds the chunk's shares of the row points to its slab's
+// partial sums, the columns in order. KernelMatrixGradSum adds the slabs' sums in
 // order into R. The host forms x̄ᵢ −= Rᵢ, x̄_cols[c] += P_c and the sums in
 // column order. No atomics: the result depends neither on scheduling nor
 // on the chunks.
-func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (seShare, error) {
-	db, err := seCheck(b, n, cols, x, d)
+func (gpuBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (kernelGradShare, error) {
+	db, err := checkKernelShard(b, n, cols, x, d)
 	if err != nil {
-		return seShare{}, err
+		return kernelGradShare{}, err
 	}
-	share := seShare{xbar: make([]float64, n*d)}
+	share := kernelGradShare{xbar: make([]float64, n*d)}
 	lcols := len(cols)
 	if lcols == 0 {
 		return share, nil
 	}
-	chunk := max(1, min(lcols, seScratchBytes/(8*n)))
-	nslabs, slab := seSlabs(n, d, lcols)
+	chunk := max(1, min(lcols, kernelScratchBytes/(8*n)))
+	nslabs, slab := kernelSlabs(n, d, lcols)
 	sums := make([]float64, 3*lcols)
 	pc := make([]float64, lcols*d) // P, by column
 	r := make([]float64, d*n)      // R, by dimension
@@ -202,11 +202,11 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p K
 	bx := 256 / by
 	xblocks := ceilDiv(n, bx)
 	sizes := []int{8 * n * chunk, 8 * len(sums), 8 * len(pc), 8 * nslabs * n * d, 8 * len(r)}
-	err = seOnDevice(db, n, cols, x, d, sizes, func(s *seDevice) error {
+	err = onKernelDevice(db, n, cols, x, d, sizes, func(s *kernelDevice) error {
 		w, dsums, dp, part, dr := s.regions[0], s.regions[1], s.regions[2], s.regions[3], s.regions[4]
 		for c0 := 0; c0 < lcols; c0 += chunk {
 			cw := min(chunk, lcols-c0)
-			if err := s.g.launch(ptx.SqExpGradCols[db.elem], cw, 1, 256, 1,
+			if err := s.g.launch(ptx.KernelMatrixGradCols[db.elem], cw, 1, 256, 1,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(s.cols), uint64(s.xt), uint64(d),
 				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar),
 				uint64(w), uint64(dsums), uint64(dp), uint64(p.Family)); err != nil {
@@ -214,7 +214,7 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p K
 			}
 			s0, s1 := c0/slab, (c0+cw-1)/slab
 			err := yChunks(d, by, func(m0, m1 int) error {
-				return s.g.launch(ptx.SqExpGradRows, xblocks*(s1-s0+1), ceilDiv(m1-m0, by), bx, by,
+				return s.g.launch(ptx.KernelMatrixGradRows, xblocks*(s1-s0+1), ceilDiv(m1-m0, by), bx, by,
 					uint64(w), uint64(n), uint64(c0), uint64(cw), uint64(s.cols), uint64(s.xt), uint64(d),
 					uint64(m0), math.Float64bits(p.LengthScale), uint64(part), uint64(slab),
 					uint64(s0), uint64(xblocks))
@@ -223,7 +223,7 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p K
 				return err
 			}
 		}
-		if err := s.g.launch(ptx.SqExpGradSum, min(ceilDiv(n*d, 256), 1<<16), 1, 256, 1,
+		if err := s.g.launch(ptx.KernelMatrixGradSum, min(ceilDiv(n*d, 256), 1<<16), 1, 256, 1,
 			uint64(part), uint64(n*d), uint64(nslabs), uint64(dr)); err != nil {
 			return err
 		}
@@ -241,7 +241,7 @@ func (gpuBackend) sqExpGrad(b Buffer, n int, cols []int, x []float64, d int, p K
 		return nil
 	})
 	if err != nil {
-		return seShare{}, err
+		return kernelGradShare{}, err
 	}
 	for i := range n {
 		for m := range d {

@@ -21,7 +21,7 @@ import (
 // gradient within the rounding of its sums, bit for bit the same whether its
 // columns go through the device scratch in one chunk or several; a NaN in K̄
 // is ErrNonFinite on both.
-func TestSquaredExponentialOnGPU(t *testing.T) {
+func TestKernelMatrixOnGPU(t *testing.T) {
 	first, err := GPUMesh(0)
 	if err != nil {
 		t.Skip(err)
@@ -58,7 +58,7 @@ func TestSquaredExponentialOnGPU(t *testing.T) {
 			if n >= 4 {
 				copy(x[3*d:4*d], x[:d]) // points 0 and 3 coincide
 			}
-			for _, f := range seFamilies {
+			for _, f := range kernelFamilies {
 				p := KernelParams{Family: f, LengthScale: 0.5 + 2*rng.Float64(), SignalVar: 0.2 + 2*rng.Float64(), NoiseVar: 0.1 * rng.Float64()}
 				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 					what := fmt.Sprintf("seed %d, %v, n = %d, d = %d, %v, %v, %v, %+v", seed, mesh, n, d, c.layout, p.Family, dt, p)
@@ -140,8 +140,8 @@ func TestSquaredExponentialOnGPU(t *testing.T) {
 					// Chunks of one and of three columns: the same sums in the same order.
 					for _, cols := range []int{1, 3} {
 						func() {
-							defer func(old int) { seScratchBytes = old }(seScratchBytes)
-							seScratchBytes = 8 * n * cols
+							defer func(old int) { kernelScratchBytes = old }(kernelScratchBytes)
+							kernelScratchBytes = 8 * n * cols
 							cx, cp := gradSE(t, mesh, kb, x, n, d, p, c.layout, dt, what)
 							require.Equal(t, gotP, cp, "%s: %d-column chunks", what, cols)
 							for k := range cx {
@@ -198,7 +198,7 @@ func xbarMagnitudes(abs, x []float64, n, d int, p KernelParams) []float64 {
 	l2 := p.LengthScale * p.LengthScale
 	for i := range n {
 		for j := range n {
-			_, g := p.Family.profile(seR2(x[i*d:(i+1)*d], x[j*d:(j+1)*d], p.LengthScale))
+			_, g := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], x[j*d:(j+1)*d], p.LengthScale))
 			w := (abs[i*n+j] + abs[j*n+i]) * p.SignalVar * g / l2
 			for m := range d {
 				out[i*d+m] += w * math.Abs(x[i*d+m]-x[j*d+m])
@@ -208,27 +208,27 @@ func xbarMagnitudes(abs, x []float64, n, d int, p KernelParams) []float64 {
 	return out
 }
 
-var seBenchGPU = flag.Bool("mgla.se-gpu", false, "BenchmarkSquaredExponential on every visible GPU")
+var kernelBenchGPU = flag.Bool("mgla.se-gpu", false, "BenchmarkKernelMatrix on every visible GPU")
 
 func init() {
-	cpu := seBenchMesh
-	seBenchMesh = func() (*Mesh, error) {
-		if *seBenchGPU {
+	cpu := kernelBenchMesh
+	kernelBenchMesh = func() (*Mesh, error) {
+		if *kernelBenchGPU {
 			return GPUMesh()
 		}
 		return cpu()
 	}
 }
 
-// seSlabs cuts every count of local columns into slabs that cover them, none
+// kernelSlabs cuts every count of local columns into slabs that cover them, none
 // empty, as many as give about 2¹⁹ threads, each of at least 32 columns
 // (one slab for fewer than 64).
-func TestSquaredExponentialSlabs(t *testing.T) {
+func TestKernelMatrixSlabs(t *testing.T) {
 	for _, c := range []struct{ n, d, lcols int }{
 		{1, 1, 1}, {31, 1, 31}, {64, 1, 64}, {513, 1, 257}, {4096, 3, 4096}, {4096, 1, 2048},
 		{8192, 64, 8192}, {100000, 1, 33333}, {1 << 20, 3, 5},
 	} {
-		nslabs, slab := seSlabs(c.n, c.d, c.lcols)
+		nslabs, slab := kernelSlabs(c.n, c.d, c.lcols)
 		what := fmt.Sprintf("%+v: %d slabs of %d", c, nslabs, slab)
 		require.True(t, nslabs >= 1 && slab >= 1, what)
 		require.True(t, nslabs*slab >= c.lcols && (nslabs-1)*slab < c.lcols, what)

@@ -13,9 +13,9 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// seReference is the kernel matrix, row-major, by the families'
+// kernelReference is the kernel matrix, row-major, by the families'
 // definitions in r = ‖xᵢ − xⱼ‖/ℓ.
-func seReference(x []float64, n, d int, p KernelParams) []float64 {
+func kernelReference(x []float64, n, d int, p KernelParams) []float64 {
 	k := make([]float64, n*n)
 	for i := range n {
 		for j := range n {
@@ -41,16 +41,16 @@ func seReference(x []float64, n, d int, p KernelParams) []float64 {
 	return k
 }
 
-// seCost is Σ K̄∘K, whose gradient KernelMatrixGrad gives for kbar.
-func seCost(kbar, x []float64, n, d int, p KernelParams) float64 {
+// kernelCost is Σ K̄∘K, whose gradient KernelMatrixGrad gives for kbar.
+func kernelCost(kbar, x []float64, n, d int, p KernelParams) float64 {
 	s := 0.0
-	for i, v := range seReference(x, n, d, p) {
+	for i, v := range kernelReference(x, n, d, p) {
 		s += kbar[i] * v
 	}
 	return s
 }
 
-func randomSE(rng *rand.Rand, n, d int, f KernelFamily) ([]float64, KernelParams) {
+func randomKernel(rng *rand.Rand, n, d int, f KernelFamily) ([]float64, KernelParams) {
 	x := make([]float64, n*d)
 	for i := range x {
 		x[i] = 3 * rng.NormFloat64()
@@ -58,7 +58,7 @@ func randomSE(rng *rand.Rand, n, d int, f KernelFamily) ([]float64, KernelParams
 	return x, KernelParams{Family: f, LengthScale: 0.5 + 2*rng.Float64(), SignalVar: 0.5 + rng.Float64(), NoiseVar: 0.1 * rng.Float64()}
 }
 
-var seFamilies = []KernelFamily{SquaredExp, Matern32, Matern52}
+var kernelFamilies = []KernelFamily{SquaredExp, Matern32, Matern52}
 
 func float64s(t *testing.T, d *tensor.Dense) []float64 {
 	switch v := d.Data().(type) {
@@ -75,13 +75,13 @@ func float64s(t *testing.T, d *tensor.Dense) []float64 {
 	return nil
 }
 
-type seMeshCase struct {
+type kernelCase struct {
 	devices int
 	layout  Layout
 	n, d    int
 }
 
-var seMeshCases = []seMeshCase{
+var kernelCases = []kernelCase{
 	{1, Cyclic(4), 1, 1},
 	{1, Cyclic(8), 13, 2},
 	{2, Cyclic(3), 11, 1},
@@ -90,17 +90,17 @@ var seMeshCases = []seMeshCase{
 	{4, Cyclic(5), 7, 2}, // a device with no columns
 }
 
-// forSEMeshCases runs test for every case of seMeshCases, kernel family
+// forKernelCases runs test for every case of kernelCases, kernel family
 // and real dtype, on a CPU mesh of the case's devices, with random points and parameters.
-func forSEMeshCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p KernelParams)) {
-	for _, c := range seMeshCases {
-		for _, f := range seFamilies {
+func forKernelCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *Mesh, c kernelCase, dt tensor.Dtype, x []float64, p KernelParams)) {
+	for _, c := range kernelCases {
+		for _, f := range kernelFamilies {
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 				name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v/%v", c.devices, c.layout, c.n, c.d, f, dt)
 				t.Run(name, func(t *testing.T) {
 					mesh, err := CPUMesh(c.devices)
 					require.NoError(t, err)
-					x, p := randomSE(rng, c.n, c.d, f)
+					x, p := randomKernel(rng, c.n, c.d, f)
 					test(t, mesh, c, dt, x, p)
 				})
 			}
@@ -108,15 +108,15 @@ func forSEMeshCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *
 	}
 }
 
-func TestSquaredExponential(t *testing.T) {
+func TestKernelMatrix(t *testing.T) {
 	rng, seed := seededRNG(t)
-	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p KernelParams) {
+	forKernelCases(t, rng, func(t *testing.T, mesh *Mesh, c kernelCase, dt tensor.Dtype, x []float64, p KernelParams) {
 		k, err := KernelMatrix(x, c.n, c.d, p, mesh, c.layout, dt)
 		require.NoError(t, err)
 		defer k.Free()
 		got, err := k.Gather()
 		require.NoError(t, err)
-		gv, want := float64s(t, got), seReference(x, c.n, c.d, p)
+		gv, want := float64s(t, got), kernelReference(x, c.n, c.d, p)
 		tol := 1e-15
 		if dt == tensor.Float32 {
 			tol = 1e-7
@@ -134,7 +134,7 @@ func TestSquaredExponential(t *testing.T) {
 
 func TestKernelMatrixGrad(t *testing.T) {
 	rng, seed := seededRNG(t)
-	forSEMeshCases(t, rng, func(t *testing.T, mesh *Mesh, c seMeshCase, dt tensor.Dtype, x []float64, p KernelParams) {
+	forKernelCases(t, rng, func(t *testing.T, mesh *Mesh, c kernelCase, dt tensor.Dtype, x []float64, p KernelParams) {
 		kbar := make([]float64, c.n*c.n) // not symmetric: every entry counts
 		for i := range kbar {
 			kbar[i] = rng.NormFloat64()
@@ -163,7 +163,7 @@ func TestKernelMatrixGrad(t *testing.T) {
 		fd := func(set func(dx float64) ([]float64, KernelParams)) float64 {
 			xp, pp := set(h)
 			xm, pm := set(-h)
-			return (seCost(kbar, xp, c.n, c.d, pp) - seCost(kbar, xm, c.n, c.d, pm)) / (2 * h)
+			return (kernelCost(kbar, xp, c.n, c.d, pp) - kernelCost(kbar, xm, c.n, c.d, pm)) / (2 * h)
 		}
 		check := func(what string, got, want float64) {
 			t.Helper()
@@ -182,9 +182,9 @@ func TestKernelMatrixGrad(t *testing.T) {
 	})
 }
 
-// TestSquaredExponentialBadInput: bad parameters, points, tensors and
+// TestKernelMatrixBadInput: bad parameters, points, tensors and
 // results are errors that leave the tensor as it was.
-func TestSquaredExponentialBadInput(t *testing.T) {
+func TestKernelMatrixBadInput(t *testing.T) {
 	mesh, err := CPUMesh(2)
 	require.NoError(t, err)
 	x := []float64{0, 1, 2}
@@ -269,25 +269,25 @@ func TestSquaredExponentialBadInput(t *testing.T) {
 }
 
 var (
-	seBenchN = flag.Int("mgla.se-n", 2048, "points of BenchmarkSquaredExponential")
-	seBenchD = flag.Int("mgla.se-d", 3, "their dimension")
-	// seBenchFamily is a KernelFamily: 0 squared exponential, 1 Matérn 3/2,
+	kernelBenchN = flag.Int("mgla.se-n", 2048, "points of BenchmarkKernelMatrix")
+	kernelBenchD = flag.Int("mgla.se-d", 3, "their dimension")
+	// kernelBenchFamily is a KernelFamily: 0 squared exponential, 1 Matérn 3/2,
 	// 2 Matérn 5/2.
-	seBenchFamily = flag.Int("mgla.se-family", 0, "kernel family of BenchmarkSquaredExponential (0 SE, 1 Matérn 3/2, 2 Matérn 5/2)")
-	// seBenchMesh makes the benchmark's mesh; the mglacuda build's tests
+	kernelBenchFamily = flag.Int("mgla.se-family", 0, "kernel family of BenchmarkKernelMatrix (0 SE, 1 Matérn 3/2, 2 Matérn 5/2)")
+	// kernelBenchMesh makes the benchmark's mesh; the mglacuda build's tests
 	// set it to a GPU mesh when -mgla.se-gpu is given.
-	seBenchMesh = func() (*Mesh, error) { return CPUMesh(1) }
+	kernelBenchMesh = func() (*Mesh, error) { return CPUMesh(1) }
 )
 
-// BenchmarkSquaredExponential times SetKernelMatrix (forward) and
+// BenchmarkKernelMatrix times SetKernelMatrix (forward) and
 // KernelMatrixGrad (grad) of N = -mgla.se-n points of dimension
 // -mgla.se-d in float64, K in one tile per device. Metric: ms, the median.
-func BenchmarkSquaredExponential(b *testing.B) {
-	n, d := *seBenchN, *seBenchD
-	mesh, err := seBenchMesh()
+func BenchmarkKernelMatrix(b *testing.B) {
+	n, d := *kernelBenchN, *kernelBenchD
+	mesh, err := kernelBenchMesh()
 	require.NoError(b, err)
 	rng := rand.New(rand.NewPCG(1, 2))
-	x, p := randomSE(rng, n, d, KernelFamily(*seBenchFamily))
+	x, p := randomKernel(rng, n, d, KernelFamily(*kernelBenchFamily))
 	k, err := KernelMatrix(x, n, d, p, mesh, Cyclic((n+mesh.Size()-1)/mesh.Size()), tensor.Float64)
 	require.NoError(b, err)
 	defer k.Free()
@@ -313,11 +313,11 @@ func BenchmarkSquaredExponential(b *testing.B) {
 	}
 }
 
-// TestSquaredExponentialScales: K depends on the points and ℓ only through
+// TestKernelMatrixScales: K depends on the points and ℓ only through
 // ‖xᵢ − xⱼ‖/ℓ, so scaling both by c changes nothing, and the gradients of
 // x and ℓ scale by 1/c, also where ‖xᵢ − xⱼ‖² or ℓ² alone would overflow or
 // underflow (they gave NaNs of K).
-func TestSquaredExponentialScales(t *testing.T) {
+func TestKernelMatrixScales(t *testing.T) {
 	cpu, err := CPUMesh(2)
 	require.NoError(t, err)
 	meshes := []*Mesh{cpu}
@@ -325,17 +325,17 @@ func TestSquaredExponentialScales(t *testing.T) {
 		meshes = append(meshes, gpuTestMeshes(t)...)
 	}
 	for _, mesh := range meshes {
-		seScales(t, mesh)
+		kernelScales(t, mesh)
 	}
 }
 
-func seScales(t *testing.T, mesh *Mesh) {
-	for _, f := range seFamilies {
-		seScalesOf(t, mesh, f)
+func kernelScales(t *testing.T, mesh *Mesh) {
+	for _, f := range kernelFamilies {
+		kernelScalesOf(t, mesh, f)
 	}
 }
 
-func seScalesOf(t *testing.T, mesh *Mesh, f KernelFamily) {
+func kernelScalesOf(t *testing.T, mesh *Mesh, f KernelFamily) {
 	unit := []float64{0, 0, 1, 0.5, 2.5, -1}
 	kbar := tensor.New(tensor.WithShape(3, 3), tensor.WithBacking([]float64{0.3, -1, 2, 0.5, 1, -0.25, 1.5, 0, -2}))
 	kb, err := Put(kbar, mesh, Cyclic(2))
@@ -389,7 +389,7 @@ func TestKernelMatrixFarPoints(t *testing.T) {
 	for _, mesh := range meshes {
 		kb, err := Put(kbar, mesh, Cyclic(1))
 		require.NoError(t, err)
-		for _, f := range seFamilies {
+		for _, f := range kernelFamilies {
 			for _, c := range []struct {
 				x   []float64
 				ell float64

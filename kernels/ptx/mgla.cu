@@ -1,6 +1,6 @@
 // mgla's own device kernels: layout transposes for host transfers, triangle
 // fills, a real axpy, checks, products with a lower triangle, and the
-// squared-exponential kernel matrix and its gradient. Compiled to PTX by `make ptx` (nvcc -ptx) and
+// stationary kernel matrices and their gradient. Compiled to PTX by `make ptx` (nvcc -ptx) and
 // embedded in package ptx; package sharding loads the PTX into every GPU's
 // primary context and launches the kernels through the driver API.
 //
@@ -515,16 +515,16 @@ LOWER_PRODUCTS(z, double2, double)
 
 // The stationary kernel matrix of n points of dimension d, K_ij =
 // σ²·v(‖x_i − x_j‖²/ℓ²) + σₙ²·[i = j], v the profile of its family
-// (seProfile), and its gradient (sharding's SetKernelMatrix and
+// (kernelProfile), and its gradient (sharding's SetKernelMatrix and
 // KernelMatrixGrad). The points are stored by dimension, xt[k*n + i] =
 // x_i[k] (coalesced reads over i), in double; a device's shard is n×lcols, column-major with leading dimension
 // n, and cols[c] (64-bit) is the global index of its local column c. The
 // arithmetic is the host's (sharding/kernelmatrix.go) operation for operation,
 // without contraction into fused multiply-adds, so that only exp differs
-// in the last bits. seR2 is ‖x_i − x_j‖²/ℓ², summed over k in order as
+// in the last bits. scaledDistance2 is ‖x_i − x_j‖²/ℓ², summed over k in order as
 // ((x_i[k] − x_j[k])/ℓ)², which makes K exactly symmetric and keeps it
 // right where ‖x_i − x_j‖² or ℓ² alone would overflow or underflow.
-__device__ double seR2(const double *xt, long long n, long long d, long long i, long long j,
+__device__ double scaledDistance2(const double *xt, long long n, long long d, long long i, long long j,
                        double ell) {
   double r2 = 0;
   for (long long k = 0; k < d; k++) {
@@ -534,13 +534,13 @@ __device__ double seR2(const double *xt, long long n, long long d, long long i, 
   return r2;
 }
 
-// seProfile is sharding's KernelFamily.profile operation for operation: for
+// kernelProfile is sharding's KernelFamily.profile operation for operation: for
 // s = ‖x_i − x_j‖²/ℓ² ≥ 0, the family's v(s) and g(s) = −2·v′(s). family is
 // sharding's KernelFamily: 1 Matérn 3/2, a = √(3s), v = (1 + a)·e^−a, g =
 // 3·e^−a; 2 Matérn 5/2, a = √(5s), v = (1 + a + a²/3)·e^−a, g = (5/3)·(1 +
 // a)·e^−a (both 0 once e^−a is); otherwise the squared exponential, v = g =
 // exp(−s/2).
-__device__ void seProfile(long long family, double s, double *v, double *g) {
+__device__ void kernelProfile(long long family, double s, double *v, double *g) {
   if (family == 1) {
     double a = __dsqrt_rn(__dmul_rn(3.0, s));
     double e = exp(-a);
@@ -570,15 +570,15 @@ __device__ void seProfile(long long family, double s, double *v, double *g) {
   *g = e;
 }
 
-// seSlope is (x_i − x_j)/ℓ², the factor of x̄'s terms, as the host forms it.
-__device__ double seSlope(double xi, double xj, double ell) {
+// kernelSlope is (x_i − x_j)/ℓ², the factor of x̄'s terms, as the host forms it.
+__device__ double kernelSlope(double xi, double xj, double ell) {
   return __ddiv_rn(__ddiv_rn(__dsub_rn(xi, xj), ell), ell);
 }
 
-// sqExp writes K's local columns c0 … c1−1 (thread (i, c0 + y)), computed in
+// kernelMatrix writes K's local columns c0 … c1−1 (thread (i, c0 + y)), computed in
 // double and rounded to T.
 template <typename T>
-__device__ void sqExp(T *a, long long n, long long c0, long long c1, const long long *cols,
+__device__ void kernelMatrix(T *a, long long n, long long c0, long long c1, const long long *cols,
                       const double *xt, long long d, double ell, double sigma2, double noise,
                       long long family) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -586,34 +586,34 @@ __device__ void sqExp(T *a, long long n, long long c0, long long c1, const long 
   if (i >= n || c >= c1) return;
   long long j = cols[c];
   double pv, pg;
-  seProfile(family, seR2(xt, n, d, i, j, ell), &pv, &pg);
+  kernelProfile(family, scaledDistance2(xt, n, d, i, j, ell), &pv, &pg);
   double v = __dmul_rn(sigma2, pv);
   if (i == j) v = __dadd_rn(v, noise);
   a[i + c * n] = (T)v;
 }
 
-extern "C" __global__ void mgla_sqexp_s(float *a, long long n, long long c0, long long c1,
+extern "C" __global__ void mgla_kernel_matrix_s(float *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
                                         double ell, double sigma2, double noise,
                                         long long family) {
-  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
+  kernelMatrix(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
 }
-extern "C" __global__ void mgla_sqexp_d(double *a, long long n, long long c0, long long c1,
+extern "C" __global__ void mgla_kernel_matrix_d(double *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
                                         double ell, double sigma2, double noise,
                                         long long family) {
-  sqExp(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
+  kernelMatrix(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
 }
 
-// SE_THREADS is the block size of sqExpGradCols, a multiple of 32.
+// SE_THREADS is the block size of kernelMatrixGradCols, a multiple of 32.
 #define SE_THREADS 256
 
-// seBlockSums returns to thread 0, in v[q] for q < K, the sums of v[q] over
+// blockSums returns to thread 0, in v[q] for q < K, the sums of v[q] over
 // the block's SE_THREADS threads, each in a fixed order (each warp by
 // shuffles, then the warps' sums in order): deterministic, and NaN
 // propagates. Every thread must call it; K sums share one pair of barriers.
 template <int K>
-__device__ void seBlockSums(double *v) {
+__device__ void blockSums(double *v) {
   __shared__ double warps[K][SE_THREADS / 32];
 #pragma unroll
   for (int q = 0; q < K; q++)
@@ -632,20 +632,20 @@ __device__ void seBlockSums(double *v) {
     }
 }
 
-// SE_DIMS is how many dimensions of p sqExpGradCols sums in one pass over
+// SE_DIMS is how many dimensions of p kernelMatrixGradCols sums in one pass over
 // the column's weights.
 #define SE_DIMS 4
 
-// sqExpGradCols: one block of SE_THREADS threads per local column c = c0 +
+// kernelMatrixGradCols: one block of SE_THREADS threads per local column c = c0 +
 // blockIdx.x of the kernel gradient K̄ (shard a, finite: the host checks),
 // j = cols[c]. With k = K̄(i, c) in double and v, g the family's profile
-// (seProfile) at r² = ‖x_i − x_j‖²/ℓ²: w[(c − c0)·n + i] = k·σ²·g (0 where
+// (kernelProfile) at r² = ‖x_i − x_j‖²/ℓ²: w[(c − c0)·n + i] = k·σ²·g (0 where
 // k is 0, whose terms the host skips too); sums[3c …] = Σ_i k·v,
 // Σ_i k·g·r², K̄(j, c); and p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m])/ℓ², the
 // column's share of x̄_j, over the nonzero w_i (a zero one, k = 0 or g = 0,
 // adds nothing, even where the slope is Inf), SE_DIMS dimensions per pass.
 template <typename T>
-__device__ void sqExpGradCols(const T *a, long long n, long long c0, const long long *cols,
+__device__ void kernelMatrixGradCols(const T *a, long long n, long long c0, const long long *cols,
                               const double *xt, long long d, double ell, double sigma2,
                               double *w, double *sums, double *p, long long family) {
   long long c = c0 + blockIdx.x;
@@ -657,9 +657,9 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
     double k = (double)col[i];
     double wi = 0;
     if (k != 0) {
-      double r2 = seR2(xt, n, d, i, j, ell);
+      double r2 = scaledDistance2(xt, n, d, i, j, ell);
       double v, g;
-      seProfile(family, r2, &v, &g);
+      kernelProfile(family, r2, &v, &g);
       s[0] = __dadd_rn(s[0], __dmul_rn(k, v));
       double kg = __dmul_rn(k, g);
       if (kg != 0) s[1] = __dadd_rn(s[1], __dmul_rn(kg, r2)); // 0 where g is, even at r² = Inf
@@ -667,7 +667,7 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
     }
     wc[i] = wi; // read back below by this thread only
   }
-  seBlockSums<2>(s);
+  blockSums<2>(s);
   if (threadIdx.x == 0) {
     sums[3 * c] = s[0];
     sums[3 * c + 1] = s[1];
@@ -686,31 +686,31 @@ __device__ void sqExpGradCols(const T *a, long long n, long long c0, const long 
       if (wi == 0) continue;
 #pragma unroll
       for (int q = 0; q < SE_DIMS; q++)
-        if (q < dd) v[q] = __dadd_rn(v[q], __dmul_rn(wi, seSlope(xt[(m0 + q) * n + i], xj[q], ell)));
+        if (q < dd) v[q] = __dadd_rn(v[q], __dmul_rn(wi, kernelSlope(xt[(m0 + q) * n + i], xj[q], ell)));
     }
-    seBlockSums<SE_DIMS>(v);
+    blockSums<SE_DIMS>(v);
     if (threadIdx.x == 0)
       for (int q = 0; q < dd; q++) p[c * d + m0 + q] = v[q];
   }
 }
 
-extern "C" __global__ void mgla_sqexp_grad_cols_s(const float *a, long long n, long long c0,
+extern "C" __global__ void mgla_kernel_matrix_grad_cols_s(const float *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
                                                   long long d, double ell, double sigma2,
                                                   double *w, double *sums, double *p,
                                                   long long family) {
-  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
+  kernelMatrixGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
 }
-extern "C" __global__ void mgla_sqexp_grad_cols_d(const double *a, long long n, long long c0,
+extern "C" __global__ void mgla_kernel_matrix_grad_cols_d(const double *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
                                                   long long d, double ell, double sigma2,
                                                   double *w, double *sums, double *p,
                                                   long long family) {
-  sqExpGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
+  kernelMatrixGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
 }
 
-// mgla_sqexp_grad_rows adds the shares of the local columns c0 … c0+cw−1 of
-// sqExpGradCols's weights w (n×cw, column-major) in x̄_i to the partial sums
+// mgla_kernel_matrix_grad_rows adds the shares of the local columns c0 … c0+cw−1 of
+// kernelMatrixGradCols's weights w (n×cw, column-major) in x̄_i to the partial sums
 // of the slabs of slab local columns (slab s holds columns s·slab …
 // s·slab+slab−1): part[(s·d + m)·n + i] += Σ_c w(i, c)·(x_i[m] −
 // x_{cols[c]}[m])/ℓ² over the slab's nonzero weights, the columns in order,
@@ -719,7 +719,7 @@ extern "C" __global__ void mgla_sqexp_grad_cols_d(const double *a, long long n, 
 // blockIdx.y·blockDim.y + threadIdx.y. The slabs depend on neither the
 // chunks nor the scheduling, so neither do the sums. It only reads doubles,
 // so one kernel serves both dtypes.
-extern "C" __global__ void mgla_sqexp_grad_rows(const double *w, long long n, long long c0,
+extern "C" __global__ void mgla_kernel_matrix_grad_rows(const double *w, long long n, long long c0,
                                                 long long cw, const long long *cols,
                                                 const double *xt, long long d, long long m0,
                                                 double ell, double *part, long long slab,
@@ -734,14 +734,14 @@ extern "C" __global__ void mgla_sqexp_grad_rows(const double *w, long long n, lo
   double xi = xm[i], acc = lo == first ? 0 : *ps;
   for (long long c = lo; c < hi; c++) {
     double wv = w[(c - c0) * n + i];
-    if (wv != 0) acc = __dadd_rn(acc, __dmul_rn(wv, seSlope(xi, xm[cols[c]], ell)));
+    if (wv != 0) acc = __dadd_rn(acc, __dmul_rn(wv, kernelSlope(xi, xm[cols[c]], ell)));
   }
   *ps = acc;
 }
 
-// mgla_sqexp_grad_sum adds the nslabs partial sums of mgla_sqexp_grad_rows,
+// mgla_kernel_matrix_grad_sum adds the nslabs partial sums of mgla_kernel_matrix_grad_rows,
 // slab by slab in order: r[e] = Σ_s part[s·nd + e] for e < nd (grid-stride).
-extern "C" __global__ void mgla_sqexp_grad_sum(const double *part, long long nd,
+extern "C" __global__ void mgla_kernel_matrix_grad_sum(const double *part, long long nd,
                                                long long nslabs, double *r) {
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < nd;
        e += (long long)gridDim.x * blockDim.x) {

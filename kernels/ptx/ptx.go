@@ -68,26 +68,26 @@ var (
 // element size.
 var EigenvectorTerms = map[int]string{4: "mgla_eigenvector_terms_s", 8: "mgla_eigenvector_terms_d"}
 
-// SqExp and SqExpGradCols name the kernels of the stationary kernel matrix
+// KernelMatrix and KernelMatrixGradCols name the kernels of the stationary kernel matrix
 // (squared-exponential, Matérn 3/2 or 5/2, by their last parameter, sharding's
-// KernelFamily) by the real element size of the shard: SqExp writes a
-// shard's columns of K, SqExpGradCols reads a shard's columns of K's
+// KernelFamily) by the real element size of the shard: KernelMatrix writes a
+// shard's columns of K, KernelMatrixGradCols reads a shard's columns of K's
 // gradient and writes, per column, the weights of the points' gradient, the
-// parameters' sums and the column point's share. SqExpGradRows adds the
+// parameters' sums and the column point's share. KernelMatrixGradRows adds the
 // weights' shares of every row point into partial sums over slabs of
-// columns, and SqExpGradSum adds the slabs' sums in order (doubles only,
+// columns, and KernelMatrixGradSum adds the slabs' sums in order (doubles only,
 // for both dtypes).
 var (
-	SqExp         = map[int]string{4: "mgla_sqexp_s", 8: "mgla_sqexp_d"}
-	SqExpGradCols = map[int]string{4: "mgla_sqexp_grad_cols_s", 8: "mgla_sqexp_grad_cols_d"}
-	SqExpGradRows = "mgla_sqexp_grad_rows"
-	SqExpGradSum  = "mgla_sqexp_grad_sum"
+	KernelMatrix         = map[int]string{4: "mgla_kernel_matrix_s", 8: "mgla_kernel_matrix_d"}
+	KernelMatrixGradCols = map[int]string{4: "mgla_kernel_matrix_grad_cols_s", 8: "mgla_kernel_matrix_grad_cols_d"}
+	KernelMatrixGradRows = "mgla_kernel_matrix_grad_rows"
+	KernelMatrixGradSum  = "mgla_kernel_matrix_grad_sum"
 )
 
 // Names lists every kernel the PTX must define.
 func Names() []string {
 	var out []string
-	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows, EigenvectorTerms, SqExp, SqExpGradCols} {
+	for _, m := range []map[int]string{Transpose, ZeroUpper, Axpy, MinMaxKeys, MinMaxValues, NonFinite, DiagCheck, ScatterRows, GatherRows, EigenvectorTerms, KernelMatrix, KernelMatrixGradCols} {
 		for _, n := range m {
 			out = append(out, n)
 		}
@@ -97,5 +97,5 @@ func Names() []string {
 			out = append(out, n)
 		}
 	}
-	return append(out, SqExpGradRows, SqExpGradSum)
+	return append(out, KernelMatrixGradRows, KernelMatrixGradSum)
 }
