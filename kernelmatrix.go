@@ -18,15 +18,22 @@ import (
 // its own columns from x, their indices and the three numbers; on a GPU
 // mesh K is never on the host.
 //
-// K is a sharded node (package ops): pass it to Potrs, LogDet,
-// GaussianLogDensity, Cholesky, Potri or Syevd, which keep it where it is,
-// or ops.Gather it to the host for Gorgonia's own ops. Gradients flow to x
+// K is a sharded node (package ops), unlike the other builders' results:
+// pass it to Potrs, LogDet, GaussianLogDensity, Cholesky, Potri or Syevd,
+// which keep it where it is, or ops.Gather it to the host for Gorgonia's
+// own ops. Gorgonia's ops cannot read a sharded value: some fail at run
+// time with Gorgonia's error, some (Sum, Mul) panic in the machine's
+// goroutine, which ends the program. Jitter belongs in σₙ², not in K + εI. Gradients flow to x
 // and to the parameters, each device reducing its own columns of K's
 // gradient. That gradient stays on the mesh when one op differentiates K
 // (GaussianLogDensity for a Gaussian process's cost); with several (Potrs
 // and LogDet) Gorgonia sums their N×N gradients on the host, and the sum
 // goes back to the mesh. Put a positive parameter through gorgonia.Exp of
 // its logarithm to train it unconstrained.
+//
+// Name the parameter nodes (gorgonia.WithName): Gorgonia merges input
+// nodes of one type and shape that have no names into one, whatever their
+// values, and two parameters that are one node are ErrBadInput here.
 //
 // Options: WithMesh and WithTile (K's tile; default DefaultTile). A length
 // scale that is not positive, a negative variance, NaN or Inf are run-time

@@ -226,16 +226,24 @@ func TestKernelMatrixBadInput(t *testing.T) {
 		{"empty points", empty, G.NewScalar(bad, tensor.Float64), G.NewScalar(bad, tensor.Float64), nil, nil},
 		{"tile 0", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithTile(0)}},
 		{"grid", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithGrid(&recorder{})}},
+		{"one node for ℓ and σ²", xb, oneb, oneb, nil, nil},
+		{"one node for σ² and σₙ²", xb, G.NewScalar(bad, tensor.Float64, G.WithName("ell")), oneb, oneb, nil},
+		// Unnamed scalars of one type are one node in Gorgonia, whatever
+		// their values: a user's three parameters become one.
+		{"unnamed parameters", xb, G.NewScalar(bad, tensor.Float64, G.WithValue(0.2)), G.NewScalar(bad, tensor.Float64, G.WithValue(0.3)), nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := mgla.SquaredExponential(c.x, c.ell, c.sig, c.noise, append([]mgla.Option{onMesh(mesh)}, c.opts...)...)
-			require.ErrorIs(t, err, mgla.ErrBadInput)
+			for f, build := range kernelBuilders {
+				_, err := build(c.x, c.ell, c.sig, c.noise, append([]mgla.Option{onMesh(mesh)}, c.opts...)...)
+				require.ErrorIs(t, err, mgla.ErrBadInput, "%v", f)
+			}
 		})
 	}
 
 	// Run time: a zero length scale and a NaN point, then a good run.
 	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(0.0))
-	k, err := mgla.SquaredExponential(x, ell, one, one, onMesh(mesh), mgla.WithTile(3))
+	noise := G.NewScalar(g, tensor.Float64, G.WithName("noise"), G.WithValue(1.0))
+	k, err := mgla.SquaredExponential(x, ell, one, noise, onMesh(mesh), mgla.WithTile(3))
 	require.NoError(t, err)
 	out, err := ops.Gather(k)
 	require.NoError(t, err)

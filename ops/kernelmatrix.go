@@ -25,7 +25,9 @@ import (
 // own columns (sharding.SetKernelMatrix), so only x, the columns'
 // indices and three numbers reach the mesh. K is a sharded node: an operand of the dense kernels that
 // never visits the host. A length scale that is not positive, a negative
-// variance, NaN or Inf are run-time errors (ErrBadInput, ErrNonFinite).
+// variance, NaN or Inf are run-time errors (ErrBadInput, ErrNonFinite). Two
+// parameters that are the same node are ErrBadInput: Gorgonia merges
+// unnamed input scalars into one, so name them.
 //
 // Gradients flow to x and to the three parameters: the backward op reads
 // K's gradient on the mesh, sums each device's columns there
@@ -80,6 +82,11 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 		}
 		if p.Dtype() != dt {
 			return nil, bad("%s %v is %v, the points %v", kernelParamNames[i], p.Name(), p.Dtype(), dt)
+		}
+		for j, q := range ins[1 : i+1] {
+			if q == p {
+				return nil, bad("%s and %s are the same node %v: Gorgonia merges input nodes of one type and shape that have no names (gorgonia.WithName), whatever their values; to tie two parameters on purpose, pass one of them through an op of its own", kernelParamNames[j], kernelParamNames[i], p.Name())
+			}
 		}
 	}
 	for i, in := range ins {
