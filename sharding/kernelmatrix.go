@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 
 	"github.com/mgla/mgla/cyclic"
 	"gorgonia.org/tensor"
@@ -310,7 +311,7 @@ func kernelColumn(col []float64, x []float64, d, j int, p KernelParams) {
 func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
 	data := b.(*HostBuffer).data
 	workers := kernelWorkers(len(cols))
-	return parallelChunks(len(cols), workers, func(c0, c1 int) {
+	parallelChunks(len(cols), workers, func(_, c0, c1 int) {
 		col := make([]float64, n)
 		for c := c0; c < c1; c++ {
 			j := cols[c]
@@ -326,6 +327,7 @@ func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int,
 			}
 		}
 	})
+	return nil
 }
 
 func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (kernelGradShare, error) {
@@ -334,9 +336,8 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 	workers := max(1, min(kernelWorkers(len(cols)), (1<<27)/(n*d)))
 	parts := make([]kernelGradShare, workers)
 	ell := p.LengthScale
-	chunk := (len(cols) + workers - 1) / workers
-	err := parallelChunks(len(cols), workers, func(c0, c1 int) {
-		s := &parts[c0/chunk]
+	parallelChunks(len(cols), workers, func(w, c0, c1 int) {
+		s := &parts[w]
 		s.xbar = make([]float64, n*d)
 		kb := make([]float64, n)
 		for c := c0; c < c1; c++ {
@@ -378,9 +379,6 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 			}
 		}
 	})
-	if err != nil {
-		return kernelGradShare{}, err
-	}
 	total := kernelGradShare{xbar: make([]float64, n*d)}
 	for _, s := range parts {
 		for i, v := range s.xbar {
@@ -393,15 +391,16 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 	return total, nil
 }
 
-// parallelChunks runs fn over [0, n) cut into workers chunks of
-// ⌈n/workers⌉ (the last one shorter), at once.
-func parallelChunks(n, workers int, fn func(c0, c1 int)) error {
+// parallelChunks runs fn(w, c0, c1) for the workers chunks [c0, c1) of
+// ⌈n/workers⌉ (the last ones shorter or empty) that cover [0, n), worker w
+// on chunk w, at once.
+func parallelChunks(n, workers int, fn func(w, c0, c1 int)) {
 	chunk := (n + workers - 1) / workers
-	return perDevice(workers, func(w int) error {
-		c0, c1 := w*chunk, min(n, (w+1)*chunk)
-		if c0 < c1 {
-			fn(c0, c1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		if c0, c1 := w*chunk, min(n, (w+1)*chunk); c0 < c1 {
+			wg.Go(func() { fn(w, c0, c1) })
 		}
-		return nil
-	})
+	}
+	wg.Wait()
 }
