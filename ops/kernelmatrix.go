@@ -184,14 +184,14 @@ func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.
 	}
 	switch data := h.Data().(type) {
 	case []float64:
-		x = append([]float64(nil), data...)
+		x, err = gConvertSlice[float64](data, len(data))
 	case []float32:
-		x = make([]float64, len(data))
-		for i, v := range data {
-			x[i] = float64(v)
-		}
+		x, err = gConvertSlice[float64](data, len(data))
 	default:
 		return nil, p, fmt.Errorf("%w: ops: %v: points of dtype %v", sharding.ErrBadInput, o, h.Dtype())
+	}
+	if err != nil {
+		return nil, p, err
 	}
 	p.Family = o.family
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
@@ -290,12 +290,14 @@ func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error)
 	if o.dt == tensor.Float64 {
 		return tensor.New(tensor.WithShape(len(all)), tensor.WithBacking(all)), nil
 	}
-	f := make([]float32, len(all))
-	for i, v := range all {
+	for _, v := range all {
 		if math.Abs(v) > math.MaxFloat32 {
 			return nil, fmt.Errorf("%w: the gradient of %v: %v is beyond float32", sharding.ErrNonFinite, o, v)
 		}
-		f[i] = float32(v)
+	}
+	f, err := gConvertSlice[float32](all, len(all))
+	if err != nil {
+		return nil, err
 	}
 	return tensor.New(tensor.WithShape(len(f)), tensor.WithBacking(f)), nil
 }
