@@ -335,7 +335,6 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
 	workers := max(1, min(kernelWorkers(len(cols)), (1<<27)/(n*d)))
 	parts := make([]kernelGradShare, workers)
-	ell := p.LengthScale
 	parallelChunks(len(cols), workers, func(w, c0, c1 int) {
 		s := &parts[w]
 		s.xbar = make([]float64, n*d)
@@ -354,27 +353,8 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 			s.sums[2] += kb[j]
 			gj := s.xbar[j*d : (j+1)*d]
 			for i, k := range kb {
-				if k == 0 {
-					continue
-				}
-				xi := x[i*d : (i+1)*d]
-				r2 := scaledDistance2(xi, xj, ell)
-				v, g := p.Family.profile(r2)
-				s.sums[0] += k * v
-				if kg := k * g; kg != 0 { // 0 where g is, even at r² = Inf
-					s.sums[1] += kg * r2
-				}
-				// K_ij's share: ∂K_ij/∂xᵢ = −σ²·gᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
-				// A zero weight adds nothing, even where the slope is Inf.
-				w := k * p.SignalVar * g
-				if w == 0 {
-					continue
-				}
-				gi := s.xbar[i*d : (i+1)*d]
-				for m, v := range xi {
-					diff := w * ((v - xj[m]) / ell / ell)
-					gi[m] -= diff
-					gj[m] += diff
+				if k != 0 {
+					addPairGrad(&s.sums, k, x[i*d:(i+1)*d], xj, s.xbar[i*d:(i+1)*d], gj, p)
 				}
 			}
 		}
@@ -391,6 +371,34 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 	return total, nil
 }
 
+// addPairGrad adds the share of one element of a kernel matrix's
+// gradient, k = K̄ᵢⱼ ≠ 0 for the points xi and xj, to sums (Σ K̄ᵢⱼ·vᵢⱼ and
+// Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ) and to the points' gradients gi and gj:
+// ∂K_ij/∂xᵢ = −σ²·gᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
+func addPairGrad(sums *[3]float64, k float64, xi, xj, gi, gj []float64, p KernelParams) {
+	ell := p.LengthScale
+	r2 := scaledDistance2(xi, xj, ell)
+	v, g := p.Family.profile(r2)
+	sums[0] += k * v
+	if kg := k * g; kg != 0 { // 0 where g is, even at r² = Inf
+		sums[1] += kg * r2
+	}
+	// A zero slope adds nothing, even where k·σ² is beyond float64; nor
+	// does a zero weight, even where the slope is Inf.
+	if g == 0 {
+		return
+	}
+	w := k * p.SignalVar * g
+	if w == 0 {
+		return
+	}
+	for m, v := range xi {
+		diff := w * ((v - xj[m]) / ell / ell)
+		gi[m] -= diff
+		gj[m] += diff
+	}
+}
+
 // parallelChunks runs fn(w, c0, c1) for the workers chunks [c0, c1) of
 // ⌈n/workers⌉ (the last ones shorter or empty) that cover [0, n), worker w
 // on chunk w, at once.
@@ -403,4 +411,109 @@ func parallelChunks(n, workers int, fn func(w, c0, c1 int)) {
 		}
 	}
 	wg.Wait()
+}
+
+// CrossKernel returns the m×n matrix (row-major, float64) of the kernel of
+// p's family and parameters between the m rows of xs and the n rows of x
+// (row-major, dimension d), without the noise, which belongs to the
+// diagonal of one set of points with itself:
+//
+//	C_ij = SignalVar·v(‖xsᵢ − xⱼ‖²/LengthScale²).
+//
+// It is computed on the host, the rows shared among the cores. C of x with
+// itself is its kernel matrix less NoiseVar·I, bit for bit. Bad parameters
+// (p.Check) or points are errors.
+func CrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams) ([]float64, error) {
+	if err := checkCrossKernel(xs, m, x, n, d, p); err != nil {
+		return nil, err
+	}
+	c := make([]float64, m*n)
+	parallelChunks(m, kernelWorkers(m), func(_, r0, r1 int) {
+		for i := r0; i < r1; i++ {
+			xi := xs[i*d : (i+1)*d]
+			row := c[i*n : (i+1)*n]
+			for j := range row {
+				v, _ := p.Family.profile(scaledDistance2(xi, x[j*d:(j+1)*d], p.LengthScale))
+				row[j] = p.SignalVar * v
+			}
+		}
+	})
+	return c, nil
+}
+
+// CrossKernelGrad is the gradient of a cost through CrossKernel's C given
+// cbar, the cost's gradient with respect to C (row-major m×n): xsbar (m×d),
+// xbar (n×d) and the gradients of the length scale and the signal variance
+// in pbar (whose Family is p's and NoiseVar 0), all in float64:
+//
+//	x̄sᵢ = Σⱼ C̄ᵢⱼ·σ²·gᵢⱼ·(xⱼ − xsᵢ)/ℓ²,   x̄ⱼ = −Σᵢ C̄ᵢⱼ·σ²·gᵢⱼ·(xⱼ − xsᵢ)/ℓ²,
+//	ℓ̄  = Σᵢⱼ C̄ᵢⱼ·σ²·gᵢⱼ·sᵢⱼ/ℓ,           σ̄² = Σᵢⱼ C̄ᵢⱼ·vᵢⱼ,
+//
+// with KernelMatrixGrad's sᵢⱼ, vᵢⱼ and gᵢⱼ. NaN or Inf in cbar, and a
+// result beyond float64, are ErrNonFinite.
+func CrossKernelGrad(cbar, xs []float64, m int, x []float64, n, d int, p KernelParams) (xsbar, xbar []float64, pbar KernelParams, err error) {
+	if err := checkCrossKernel(xs, m, x, n, d, p); err != nil {
+		return nil, nil, KernelParams{}, err
+	}
+	if len(cbar) != m*n {
+		return nil, nil, KernelParams{}, fmt.Errorf("%w: CrossKernelGrad: a gradient of %d values for a %d×%d matrix", ErrBadInput, len(cbar), m, n)
+	}
+	for k, v := range cbar {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, nil, KernelParams{}, fmt.Errorf("%w: CrossKernelGrad: the gradient's element (%d, %d) is %v", ErrNonFinite, k/n, k%n, v)
+		}
+	}
+	// Each worker owns its rows of x̄s and sums into its own n×d x̄: at
+	// most 1 GiB of them.
+	workers := max(1, min(kernelWorkers(m), (1<<27)/(n*d)))
+	parts := make([]kernelGradShare, workers)
+	xsbar = make([]float64, m*d)
+	parallelChunks(m, workers, func(w, r0, r1 int) {
+		s := &parts[w]
+		s.xbar = make([]float64, n*d)
+		for i := r0; i < r1; i++ {
+			xi := xs[i*d : (i+1)*d]
+			gi := xsbar[i*d : (i+1)*d]
+			for j, k := range cbar[i*n : (i+1)*n] {
+				if k != 0 {
+					addPairGrad(&s.sums, k, xi, x[j*d:(j+1)*d], gi, s.xbar[j*d:(j+1)*d], p)
+				}
+			}
+		}
+	})
+	xbar = make([]float64, n*d)
+	var sums [3]float64
+	for _, s := range parts {
+		for i, v := range s.xbar {
+			xbar[i] += v
+		}
+		for k := range sums {
+			sums[k] += s.sums[k]
+		}
+	}
+	pbar = KernelParams{Family: p.Family, LengthScale: sums[1] * p.SignalVar / p.LengthScale, SignalVar: sums[0]}
+	for i, v := range append(append([]float64{pbar.LengthScale, pbar.SignalVar}, xsbar...), xbar...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			what := "the points' gradient"
+			if i < 2 {
+				what = "the parameters' gradient"
+			}
+			return nil, nil, KernelParams{}, fmt.Errorf("%w: CrossKernelGrad: %s holds %v", ErrNonFinite, what, v)
+		}
+	}
+	return xsbar, xbar, pbar, nil
+}
+
+// checkCrossKernel checks CrossKernel's operands.
+func checkCrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	if err := checkKernelPoints(xs, m, d); err != nil {
+		return fmt.Errorf("CrossKernel: the first points: %w", err)
+	}
+	if err := checkKernelPoints(x, n, d); err != nil {
+		return fmt.Errorf("CrossKernel: the second points: %w", err)
+	}
+	return nil
 }

@@ -16,12 +16,22 @@ import (
 // kernelReference is the kernel matrix, row-major, by the families'
 // definitions in r = ‖xᵢ − xⱼ‖/ℓ.
 func kernelReference(x []float64, n, d int, p KernelParams) []float64 {
-	k := make([]float64, n*n)
+	k := crossReference(x, n, x, n, d, p)
 	for i := range n {
+		k[i*n+i] += p.NoiseVar
+	}
+	return k
+}
+
+// crossReference is the m×n kernel between the rows of xs and x, without
+// the noise, by the families' definitions.
+func crossReference(xs []float64, m int, x []float64, n, d int, p KernelParams) []float64 {
+	k := make([]float64, m*n)
+	for i := range m {
 		for j := range n {
 			r2 := 0.0
-			for m := range d {
-				diff := x[i*d+m] - x[j*d+m]
+			for q := range d {
+				diff := xs[i*d+q] - x[j*d+q]
 				r2 += diff * diff
 			}
 			r := math.Sqrt(r2) / p.LengthScale
@@ -32,9 +42,6 @@ func kernelReference(x []float64, n, d int, p KernelParams) []float64 {
 				k[i*n+j] = p.SignalVar * (1 + math.Sqrt(3)*r) * math.Exp(-math.Sqrt(3)*r)
 			case Matern52:
 				k[i*n+j] = p.SignalVar * (1 + math.Sqrt(5)*r + 5*r*r/3) * math.Exp(-math.Sqrt(5)*r)
-			}
-			if i == j {
-				k[i*n+j] += p.NoiseVar
 			}
 		}
 	}
@@ -389,6 +396,8 @@ func TestKernelMatrixFarPoints(t *testing.T) {
 	for _, mesh := range meshes {
 		kb, err := Put(kbar, mesh, Cyclic(1))
 		require.NoError(t, err)
+		kbHuge, err := Put(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{0, 1e300, -1e300, 0})), mesh, Cyclic(1))
+		require.NoError(t, err)
 		for _, f := range kernelFamilies {
 			for _, c := range []struct {
 				x   []float64
@@ -406,7 +415,148 @@ func TestKernelMatrixFarPoints(t *testing.T) {
 				require.Equal(t, []float64{0, 0}, xbar, "%v, %v, %v", mesh, f, c)
 				require.Equal(t, KernelParams{Family: f, LengthScale: 0, SignalVar: 2.5, NoiseVar: 2.5}, pbar, "%v, %v, %v", mesh, f, c)
 			}
+			// A weight K̄ᵢⱼ·σ² beyond float64 at a zero slope adds nothing
+			// either (it made Inf·0 = NaN).
+			huge := KernelParams{Family: f, LengthScale: 1, SignalVar: 1e300}
+			xbar, pbar, err := KernelMatrixGrad(kbHuge, []float64{0, 1e10}, 1, huge)
+			require.NoError(t, err, "%v, %v", mesh, f)
+			require.Equal(t, []float64{0, 0}, xbar, "%v, %v", mesh, f)
+			require.Equal(t, KernelParams{Family: f}, pbar, "%v, %v", mesh, f)
 		}
 		kb.Free()
+		kbHuge.Free()
 	}
+	// The same for the kernel between two sets of points.
+	for _, f := range kernelFamilies {
+		p := KernelParams{Family: f, LengthScale: 1, SignalVar: 1e300}
+		c, err := CrossKernel([]float64{0}, 1, []float64{1e10, -1e10}, 2, 1, p)
+		require.NoError(t, err)
+		require.Equal(t, []float64{0, 0}, c)
+		xsbar, xbar, pbar, err := CrossKernelGrad([]float64{1e300, -1e300}, []float64{0}, 1, []float64{1e10, -1e10}, 2, 1, p)
+		require.NoError(t, err, "%v", f)
+		require.Equal(t, []float64{0}, xsbar)
+		require.Equal(t, []float64{0, 0}, xbar)
+		require.Equal(t, KernelParams{Family: f}, pbar)
+	}
+}
+
+// TestCrossKernel: the kernel between two sets of points against the
+// families' definitions and its gradient against central differences of
+// Σ C̄∘C; of a set with itself, the kernel matrix less its noise, bit for bit.
+func TestCrossKernel(t *testing.T) {
+	rng, seed := seededRNG(t)
+	mesh, err := CPUMesh(1)
+	require.NoError(t, err)
+	for _, c := range []struct{ m, n, d int }{{1, 1, 1}, {3, 7, 1}, {9, 4, 3}, {17, 13, 2}, {2, 40, 5}} {
+		for _, f := range kernelFamilies {
+			t.Run(fmt.Sprintf("m%d/n%d/d%d/%v", c.m, c.n, c.d, f), func(t *testing.T) {
+				x, p := randomKernel(rng, c.n, c.d, f)
+				xs, _ := randomKernel(rng, c.m, c.d, f)
+				got, err := CrossKernel(xs, c.m, x, c.n, c.d, p)
+				require.NoError(t, err)
+				want := crossReference(xs, c.m, x, c.n, c.d, p)
+				for i := range want {
+					require.InDelta(t, want[i], got[i], 1e-15*p.SignalVar, "seed %d entry %d", seed, i)
+				}
+
+				self, err := CrossKernel(x, c.n, x, c.n, c.d, p)
+				require.NoError(t, err)
+				k, err := KernelMatrix(x, c.n, c.d, p, mesh, Cyclic(4), tensor.Float64)
+				require.NoError(t, err)
+				defer k.Free()
+				kh, err := k.Gather()
+				require.NoError(t, err)
+				kv := kh.Data().([]float64)
+				for i := range c.n {
+					for j := range c.n {
+						if i != j {
+							require.Equal(t, kv[i*c.n+j], self[i*c.n+j], "seed %d (%d, %d)", seed, i, j)
+						}
+					}
+					require.Equal(t, p.SignalVar, self[i*c.n+i], "seed %d diagonal %d", seed, i)
+				}
+
+				cbar := make([]float64, c.m*c.n)
+				for i := range cbar {
+					cbar[i] = rng.NormFloat64()
+				}
+				xsbar, xbar, pbar, err := CrossKernelGrad(cbar, xs, c.m, x, c.n, c.d, p)
+				require.NoError(t, err)
+				require.Zero(t, pbar.NoiseVar)
+				require.Equal(t, f, pbar.Family)
+				cost := func(xs, x []float64, p KernelParams) float64 {
+					s := 0.0
+					for i, v := range crossReference(xs, c.m, x, c.n, c.d, p) {
+						s += cbar[i] * v
+					}
+					return s
+				}
+				const h = 1e-6
+				fd := func(set func(dx float64) ([]float64, []float64, KernelParams)) float64 {
+					xsp, xp, pp := set(h)
+					xsm, xm, pm := set(-h)
+					return (cost(xsp, xp, pp) - cost(xsm, xm, pm)) / (2 * h)
+				}
+				check := func(what string, got, want float64) {
+					t.Helper()
+					require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
+				}
+				check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, []float64, KernelParams) { q := p; q.LengthScale += dx; return xs, x, q }))
+				check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, []float64, KernelParams) { q := p; q.SignalVar += dx; return xs, x, q }))
+				for i := range xs {
+					check(fmt.Sprintf("x̄s[%d]", i), xsbar[i], fd(func(dx float64) ([]float64, []float64, KernelParams) {
+						moved := append([]float64(nil), xs...)
+						moved[i] += dx
+						return moved, x, p
+					}))
+				}
+				for i := range x {
+					check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, []float64, KernelParams) {
+						moved := append([]float64(nil), x...)
+						moved[i] += dx
+						return xs, moved, p
+					}))
+				}
+			})
+		}
+	}
+}
+
+// TestCrossKernelBadInput: bad parameters, points and gradients are errors.
+func TestCrossKernelBadInput(t *testing.T) {
+	x, xs := []float64{0, 1, 2}, []float64{0.5, 1.5}
+	good := KernelParams{LengthScale: 1, SignalVar: 1}
+	for _, c := range []struct {
+		name string
+		xs   []float64
+		m    int
+		x    []float64
+		n, d int
+		p    KernelParams
+		cbar []float64
+		want error
+	}{
+		{"zero length scale", xs, 2, x, 3, 1, KernelParams{SquaredExp, 0, 1, 0}, make([]float64, 6), ErrBadInput},
+		{"negative signal variance", xs, 2, x, 3, 1, KernelParams{Matern32, 1, -1, 0}, make([]float64, 6), ErrBadInput},
+		{"short first points", xs[:1], 2, x, 3, 1, good, make([]float64, 6), ErrBadInput},
+		{"short second points", xs, 2, x[:2], 3, 1, good, make([]float64, 6), ErrBadInput},
+		{"no first points", nil, 0, x, 3, 1, good, nil, ErrBadInput},
+		{"NaN first point", []float64{math.NaN(), 1}, 2, x, 3, 1, good, make([]float64, 6), ErrNonFinite},
+		{"Inf second point", xs, 2, []float64{0, math.Inf(-1), 2}, 3, 1, good, make([]float64, 6), ErrNonFinite},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := CrossKernel(c.xs, c.m, c.x, c.n, c.d, c.p)
+			require.ErrorIs(t, err, c.want)
+			_, _, _, err = CrossKernelGrad(c.cbar, c.xs, c.m, c.x, c.n, c.d, c.p)
+			require.ErrorIs(t, err, c.want)
+		})
+	}
+	_, _, _, err := CrossKernelGrad(make([]float64, 5), xs, 2, x, 3, 1, good)
+	require.ErrorIs(t, err, ErrBadInput)
+	_, _, _, err = CrossKernelGrad([]float64{0, 0, math.NaN(), 0, 0, 0}, xs, 2, x, 3, 1, good)
+	require.ErrorIs(t, err, ErrNonFinite)
+	// A tiny length scale with points near enough for their terms to
+	// count: ℓ̄ beyond float64.
+	_, _, _, err = CrossKernelGrad([]float64{1e10}, []float64{0}, 1, []float64{1e-300}, 1, 1, KernelParams{SquaredExp, 1e-300, 1, 0})
+	require.ErrorIs(t, err, ErrNonFinite)
 }

@@ -663,7 +663,7 @@ __device__ void kernelMatrixGradCols(const T *a, long long n, long long c0, cons
       s[0] = __dadd_rn(s[0], __dmul_rn(k, v));
       double kg = __dmul_rn(k, g);
       if (kg != 0) s[1] = __dadd_rn(s[1], __dmul_rn(kg, r2)); // 0 where g is, even at r² = Inf
-      wi = __dmul_rn(__dmul_rn(k, sigma2), g);
+      if (g != 0) wi = __dmul_rn(__dmul_rn(k, sigma2), g); // 0 at a zero slope, even where k·σ² is Inf
     }
     wc[i] = wi; // read back below by this thread only
   }
