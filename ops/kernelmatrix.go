@@ -172,35 +172,46 @@ func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.
 	if len(vals) < o.arity {
 		return nil, p, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
 	}
-	if _, sharded := vals[0].(*sharding.Tensor); sharded {
-		return nil, p, fmt.Errorf("%w: ops: %v: the points are a %T, want a host tensor", sharding.ErrBadInput, o, vals[0])
+	if x, err = readPoints(o, vals[0], o.n*o.d, o.xShape); err != nil {
+		return nil, p, err
 	}
-	h, err := toHost(vals[0])
+	p, err = readKernelParams(o, o.family, vals[1:o.arity])
+	return x, p, err
+}
+
+// readPoints reads the host value v of op o, size points' coordinates of
+// a node of shape, as float64 (row-major).
+func readPoints(o fmt.Stringer, v gorgonia.Value, size int, shape tensor.Shape) ([]float64, error) {
+	if _, sharded := v.(*sharding.Tensor); sharded {
+		return nil, fmt.Errorf("%w: ops: %v: the points are a %T, want a host tensor", sharding.ErrBadInput, o, v)
+	}
+	h, err := toHost(v)
 	if err != nil {
-		return nil, p, fmt.Errorf("%w: %v: %w", sharding.ErrBadInput, o, err)
+		return nil, fmt.Errorf("%w: %v: %w", sharding.ErrBadInput, o, err)
 	}
-	if h.Shape().TotalSize() != o.n*o.d {
-		return nil, p, fmt.Errorf("%w: ops: %v: points of shape %v for a node of shape %v", sharding.ErrBadInput, o, h.Shape(), o.xShape)
+	if h.Shape().TotalSize() != size {
+		return nil, fmt.Errorf("%w: ops: %v: points of shape %v for a node of shape %v", sharding.ErrBadInput, o, h.Shape(), shape)
 	}
 	switch data := h.Data().(type) {
 	case []float64:
-		x, err = gConvertSlice[float64](data, len(data))
+		return gConvertSlice[float64](data, len(data))
 	case []float32:
-		x, err = gConvertSlice[float64](data, len(data))
-	default:
-		return nil, p, fmt.Errorf("%w: ops: %v: points of dtype %v", sharding.ErrBadInput, o, h.Dtype())
+		return gConvertSlice[float64](data, len(data))
 	}
-	if err != nil {
-		return nil, p, err
-	}
-	p.Family = o.family
+	return nil, fmt.Errorf("%w: ops: %v: points of dtype %v", sharding.ErrBadInput, o, h.Dtype())
+}
+
+// readKernelParams reads the scalar values of ℓ, σ² and, when given, σₙ²
+// of op o into the parameters of family f.
+func readKernelParams(o fmt.Stringer, f sharding.KernelFamily, vals []gorgonia.Value) (p sharding.KernelParams, err error) {
+	p.Family = f
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
-	for i := 1; i < o.arity; i++ {
-		if *params[i-1], err = gScalarOf(vals[i]); err != nil {
-			return nil, p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i-1], err)
+	for i, v := range vals {
+		if *params[i], err = gScalarOf(v); err != nil {
+			return p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i], err)
 		}
 	}
-	return x, p, nil
+	return p, nil
 }
 
 // DiffWRT: the points and every parameter.
@@ -215,20 +226,58 @@ func (o *kernelMatrixOp) DiffWRT(n int) []bool {
 // SymDiff: one backward op computes every input's gradient into a host
 // vector (x̄ row-major, then ℓ̄, σ̄², σ̄ₙ²), which pick ops cut up.
 func (o *kernelMatrixOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	if len(in) != o.arity {
-		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(in), o.arity)
+	return kernelSymDiff(o, in, grad)
+}
+
+// DoDiff adds the gradients to the inputs' (LispMachine).
+func (o *kernelMatrixOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	return kernelDoDiff(o, in, out)
+}
+
+func (o *kernelMatrixOp) gradPieces() []gradPiece {
+	pieces := []gradPiece{{"x", 0, o.xShape}}
+	for i := 1; i < o.arity; i++ {
+		pieces = append(pieces, gradPiece{[]string{"ℓ", "σ²", "σₙ²"}[i-1], o.n*o.d + i - 1, nil})
 	}
-	all, err := gorgonia.ApplyOp(&kernelMatrixGradOp{base: base{name: o.name + "Grad"}, fwd: o}, append(append(gorgonia.Nodes{}, in...), grad)...)
+	return pieces
+}
+
+func (o *kernelMatrixOp) dtype() tensor.Dtype { return o.dt }
+
+// kernelForward is a kernel op whose inputs' gradients one backward op
+// (kernelGradOp) computes into a host vector.
+type kernelForward interface {
+	gorgonia.Op
+	// gradients computes that vector from the forward's inputs and its
+	// output's gradient (the last value).
+	gradients(vals []gorgonia.Value) (*tensor.Dense, error)
+	// gradPieces are the inputs' gradients in the vector, in input order.
+	gradPieces() []gradPiece
+	dtype() tensor.Dtype
+}
+
+// gradPiece is one input's gradient in a kernelForward's gradient vector:
+// from its element from, of shape (nil: a scalar).
+type gradPiece struct {
+	name  string
+	from  int
+	shape tensor.Shape
+}
+
+// kernelSymDiff is a kernelForward's SymDiff: its backward op, and a pick op
+// per input.
+func kernelSymDiff(fwd kernelForward, in gorgonia.Nodes, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	pieces := fwd.gradPieces()
+	if len(in) != len(pieces) {
+		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", fwd, len(in), len(pieces))
+	}
+	all, err := gorgonia.ApplyOp(&kernelGradOp{base: base{name: fwd.String() + "Grad"}, fwd: fwd}, append(append(gorgonia.Nodes{}, in...), grad)...)
 	if err != nil {
 		return nil, err
 	}
 	res := make(gorgonia.Nodes, len(in))
-	nd := o.n * o.d
-	if res[0], err = gorgonia.ApplyOp(&pickOp{base: base{name: o.name + "Grad.x"}, dt: o.dt, from: 0, shape: o.xShape}, all); err != nil {
-		return nil, err
-	}
-	for i := 1; i < len(in); i++ {
-		op := &pickOp{base: base{name: o.name + "Grad." + []string{"ℓ", "σ²", "σₙ²"}[i-1]}, dt: o.dt, from: nd + i - 1}
+	for i, pc := range pieces {
+		op := &pickOp{base: base{name: fwd.String() + "Grad." + pc.name}, dt: fwd.dtype(), from: pc.from, shape: pc.shape}
 		if res[i], err = gorgonia.ApplyOp(op, all); err != nil {
 			return nil, err
 		}
@@ -236,8 +285,9 @@ func (o *kernelMatrixOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (g
 	return res, nil
 }
 
-// DoDiff adds the gradients to the inputs' (LispMachine).
-func (o *kernelMatrixOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+// kernelDoDiff is a kernelForward's DoDiff: it adds the gradients to the
+// inputs' (LispMachine).
+func kernelDoDiff(fwd kernelForward, in gorgonia.Nodes, out *gorgonia.Node) error {
 	og, err := gradOf(out)
 	if err != nil {
 		return err
@@ -250,25 +300,23 @@ func (o *kernelMatrixOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes
 		vals[i] = n.Value()
 	}
 	vals[len(in)] = og
-	all, err := o.gradients(vals)
+	all, err := fwd.gradients(vals)
 	if err != nil {
-		return fmt.Errorf("ops: gradient of %v: %w", o, err)
+		return fmt.Errorf("ops: gradient of %v: %w", fwd, err)
 	}
-	for i, n := range in {
-		var v gorgonia.Value
-		if i == 0 {
-			v = pickHost(all, 0, o.xShape)
-		} else {
-			v = pickScalar(all, o.n*o.d+i-1)
+	for i, pc := range fwd.gradPieces() {
+		v := pickScalar(all, pc.from)
+		if pc.shape != nil {
+			v = pickHost(all, pc.from, pc.shape)
 		}
-		if err := accumulateInto(n, v); err != nil {
+		if err := accumulateInto(in[i], v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// gradients computes the backward vector of kernelMatrixGradOp from the forward's
+// gradients computes the backward vector of kernelGradOp from the forward's
 // inputs and K̄ (the last value, sharded or on the host).
 func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
 	x, p, err := o.inputs(vals)
@@ -286,13 +334,18 @@ func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error)
 	if err != nil {
 		return nil, err
 	}
-	all := append(xbar, pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar)
-	if o.dt == tensor.Float64 {
+	return hostVector("the gradient of "+o.String(), append(xbar, pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar)[:o.n*o.d+o.arity-1], o.dt)
+}
+
+// hostVector is all, what computed in float64, as a host vector of dtype
+// dt; a value beyond float32 is ErrNonFinite.
+func hostVector(what string, all []float64, dt tensor.Dtype) (*tensor.Dense, error) {
+	if dt == tensor.Float64 {
 		return tensor.New(tensor.WithShape(len(all)), tensor.WithBacking(all)), nil
 	}
 	for _, v := range all {
 		if math.Abs(v) > math.MaxFloat32 {
-			return nil, fmt.Errorf("%w: the gradient of %v: %v is beyond float32", sharding.ErrNonFinite, o, v)
+			return nil, fmt.Errorf("%w: %s: %v is beyond float32", sharding.ErrNonFinite, what, v)
 		}
 	}
 	f, err := gConvertSlice[float32](all, len(all))
@@ -302,34 +355,36 @@ func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error)
 	return tensor.New(tensor.WithShape(len(f)), tensor.WithBacking(f)), nil
 }
 
-// kernelMatrixGradOp is KernelMatrix's backward op: from the forward's inputs
-// and K̄, the host vector of every input's gradient.
-type kernelMatrixGradOp struct {
+// kernelGradOp is a kernel op's backward op: from the forward's inputs and
+// its output's gradient, the host vector of every input's gradient.
+type kernelGradOp struct {
 	base
-	fwd *kernelMatrixOp
+	fwd kernelForward
 }
 
-func (o *kernelMatrixGradOp) Arity() int { return o.fwd.arity + 1 }
+func (o *kernelGradOp) Arity() int { return o.fwd.Arity() + 1 }
 
-func (o *kernelMatrixGradOp) Type() hm.Type {
+func (o *kernelGradOp) Type() hm.Type {
 	ts := make([]hm.Type, 0, o.Arity()+1)
 	for i := range o.Arity() {
 		ts = append(ts, hm.TypeVariable(rune('x'+i)))
 	}
-	return hm.NewFnType(append(ts, gorgonia.TensorType{Dims: 1, Of: o.fwd.dt})...)
+	return hm.NewFnType(append(ts, gorgonia.TensorType{Dims: 1, Of: o.fwd.dtype()})...)
 }
 
-func (o *kernelMatrixGradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape{o.fwd.n*o.fwd.d + 3}, nil
+func (o *kernelGradOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	pieces := o.fwd.gradPieces()
+	last := pieces[len(pieces)-1]
+	return tensor.Shape{last.from + max(1, last.shape.TotalSize())}, nil
 }
 
-func (o *kernelMatrixGradOp) WriteHash(h hash.Hash) {
+func (o *kernelGradOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "%s|", o.name)
 	o.fwd.WriteHash(h)
 }
-func (o *kernelMatrixGradOp) Hashcode() uint32 { return hashOf(o) }
+func (o *kernelGradOp) Hashcode() uint32 { return hashOf(o) }
 
-func (o *kernelMatrixGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+func (o *kernelGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	all, err := o.fwd.gradients(vals)
 	if err != nil {
 		return nil, fmt.Errorf("ops: %v: %w", o, err)
@@ -338,8 +393,8 @@ func (o *kernelMatrixGradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) 
 }
 
 // DiffWRT: second-order gradients are not supported (see gradOp).
-func (o *kernelMatrixGradOp) DiffWRT(n int) []bool { return make([]bool, n) }
-func (o *kernelMatrixGradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+func (o *kernelGradOp) DiffWRT(n int) []bool { return make([]bool, n) }
+func (o *kernelGradOp) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
 	return nil, fmt.Errorf("ops: %v: second-order gradients are not supported", o)
 }
 

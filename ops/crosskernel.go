@@ -1,0 +1,176 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+	"math"
+
+	"github.com/chewxy/hm"
+	"github.com/mgla/mgla/internal/failedruns"
+	"github.com/mgla/mgla/sharding"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// CrossKernel is the m×n kernel between the m points xs and the n points
+// of the kernel matrix k (a node that KernelMatrix made), of k's family,
+// length scale and signal variance, without its noise:
+//
+//	C_ij = σ²·v(‖xsᵢ − xⱼ‖²/ℓ²),
+//
+// a host node (sharding.CrossKernel) for a Gaussian process's predictions:
+// the posterior mean C·K⁻¹y and covariance σ² − C·K⁻¹·Cᵀ at the points xs.
+// xs is a host node of k's dtype, m×d rows of k's dimension d, or a
+// length-m vector when d is 1. C's inputs are xs and k's points and
+// parameters, not k: gradients flow to all four, and C needs no value of k.
+func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: ops: CrossKernel: "+format, append([]any{sharding.ErrBadInput}, args...)...)
+	}
+	if k == nil || xs == nil {
+		return nil, bad("nil node")
+	}
+	km, ok := k.Op().(*kernelMatrixOp)
+	if !ok {
+		return nil, bad("%v is not a kernel matrix (made by ops.KernelMatrix: mgla.SquaredExponential, Matern32 or Matern52)", k.Name())
+	}
+	if xs.Graph() != k.Graph() {
+		return nil, bad("the points %v are not in the kernel matrix's graph", xs.Name())
+	}
+	if xs.Dtype() != km.dt {
+		return nil, bad("the points %v are %v, the kernel matrix %v", xs.Name(), xs.Dtype(), km.dt)
+	}
+	if IsSharded(xs) || OnGrid(xs) {
+		return nil, bad("the points %v must be a host node", xs.Name())
+	}
+	var m int
+	switch s := xs.Shape(); {
+	case xs.Dims() == 1 && s[0] >= 1 && km.d == 1:
+		m = s[0]
+	case xs.Dims() == 2 && s[0] >= 1 && s[1] == km.d:
+		m = s[0]
+	default:
+		return nil, bad("the points %v must be an m×%d matrix (or a length-m vector for points of dimension 1), not empty, got shape %v", xs.Name(), km.d, xs.Shape())
+	}
+	ins := []*gorgonia.Node{xs}
+	for in := k.Graph().From(k.ID()); in.Next() && len(ins) < 4; { // x, ℓ, σ²; not σₙ²
+		ins = append(ins, in.Node().(*gorgonia.Node))
+	}
+	o := &crossKernelOp{
+		base: base{name: "Cross" + km.name}, family: km.family, dt: km.dt,
+		m: m, n: km.n, d: km.d, xsShape: xs.Shape().Clone(), xShape: km.xShape.Clone(), graph: km.graph,
+	}
+	return gorgonia.ApplyOp(o, ins...)
+}
+
+// crossKernelOp is CrossKernel's op: inputs xs, x, ℓ and σ².
+type crossKernelOp struct {
+	base
+	family  sharding.KernelFamily
+	dt      tensor.Dtype
+	m, n, d int
+	xsShape tensor.Shape
+	xShape  tensor.Shape
+	graph   *gorgonia.ExprGraph // whose failed runs count (failedruns)
+}
+
+func (o *crossKernelOp) Arity() int { return 4 }
+
+func (o *crossKernelOp) Type() hm.Type {
+	return hm.NewFnType(typeOf(o.xsShape, o.dt), typeOf(o.xShape, o.dt), o.dt, o.dt, matType(o.dt))
+}
+
+func (o *crossKernelOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{o.m, o.n}, nil
+}
+
+func (o *crossKernelOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "%s|%v|%v|%v", o.name, o.dt, o.xsShape, o.xShape)
+}
+func (o *crossKernelOp) Hashcode() uint32 { return hashOf(o) }
+
+// Do computes C on the host. Inputs are never modified.
+func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
+	defer func() {
+		if err != nil {
+			failedruns.Failed(o.graph)
+		}
+	}()
+	xs, x, p, err := o.inputs(vals)
+	if err != nil {
+		return nil, err
+	}
+	if o.dt == tensor.Float32 && p.SignalVar > math.MaxFloat32 {
+		return nil, fmt.Errorf("%w: %v: the signal variance %v is beyond float32", sharding.ErrNonFinite, o, p.SignalVar)
+	}
+	c, err := sharding.CrossKernel(xs, o.m, x, o.n, o.d, p)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", o, err)
+	}
+	t, err := hostVector(o.String(), c, o.dt)
+	if err != nil {
+		return nil, err
+	}
+	t.Reshape(o.m, o.n)
+	return t, nil
+}
+
+// inputs reads the points of a run (row-major, in float64) and the parameters.
+func (o *crossKernelOp) inputs(vals []gorgonia.Value) (xs, x []float64, p sharding.KernelParams, err error) {
+	if len(vals) < 4 {
+		return nil, nil, p, fmt.Errorf("ops: %v: %d inputs, want 4", o, len(vals))
+	}
+	if xs, err = readPoints(o, vals[0], o.m*o.d, o.xsShape); err != nil {
+		return nil, nil, p, err
+	}
+	if x, err = readPoints(o, vals[1], o.n*o.d, o.xShape); err != nil {
+		return nil, nil, p, err
+	}
+	p, err = readKernelParams(o, o.family, vals[2:4])
+	return xs, x, p, err
+}
+
+// DiffWRT: both sets of points and both parameters.
+func (o *crossKernelOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = true
+	}
+	return d
+}
+
+// SymDiff: one backward op computes every input's gradient into a host
+// vector (x̄s and x̄ row-major, then ℓ̄ and σ̄²), which pick ops cut up.
+func (o *crossKernelOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	return kernelSymDiff(o, in, grad)
+}
+
+// DoDiff adds the gradients to the inputs' (LispMachine).
+func (o *crossKernelOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes, out *gorgonia.Node) error {
+	return kernelDoDiff(o, in, out)
+}
+
+func (o *crossKernelOp) gradPieces() []gradPiece {
+	md, nd := o.m*o.d, o.n*o.d
+	return []gradPiece{{"xs", 0, o.xsShape}, {"x", md, o.xShape}, {"ℓ", md + nd, nil}, {"σ²", md + nd + 1, nil}}
+}
+
+func (o *crossKernelOp) dtype() tensor.Dtype { return o.dt }
+
+// gradients computes the backward vector of kernelGradOp from the forward's
+// inputs and C̄ (the last value, a host matrix).
+func (o *crossKernelOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
+	xs, x, p, err := o.inputs(vals)
+	if err != nil {
+		return nil, err
+	}
+	cbar, err := readPoints(o, vals[len(vals)-1], o.m*o.n, tensor.Shape{o.m, o.n})
+	if err != nil {
+		return nil, err
+	}
+	xsbar, xbar, pbar, err := sharding.CrossKernelGrad(cbar, xs, o.m, x, o.n, o.d, p)
+	if err != nil {
+		return nil, err
+	}
+	return hostVector("the gradient of "+o.String(), append(append(xsbar, xbar...), pbar.LengthScale, pbar.SignalVar), o.dt)
+}
