@@ -55,3 +55,53 @@ func ExampleSquaredExponential() {
 	// d nll / d log σ²  = +1.3678
 	// d nll / d log σₙ² = +0.4982
 }
+
+// ExampleCrossKernel is a Gaussian process's prediction at new points x*:
+// the posterior mean C·K⁻¹·y and variance σ² − diag(C·K⁻¹·Cᵀ), C =
+// CrossKernel(K, x*) the kernel between x* and the training points, from
+// Potrs on K and Gorgonia's own ops on C. Far from the data (x* = 6) the
+// mean falls back to 0 and the variance to σ².
+func ExampleCrossKernel() {
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(5), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{0, 0.5, 1.2, 2, 3.1}))))
+	y := G.NewVector(g, tensor.Float64, G.WithShape(5), G.WithName("y"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{0.1, 0.6, 0.9, 0.7, -0.2}))))
+	xStar := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("xStar"),
+		G.WithValue(tensor.New(tensor.WithBacking([]float64{0.25, 1.6, 6}))))
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("lengthScale"), G.WithValue(0.8))
+	signal := G.NewScalar(g, tensor.Float64, G.WithName("signalVar"), G.WithValue(0.5))
+	noise := G.NewScalar(g, tensor.Float64, G.WithName("noiseVar"), G.WithValue(0.01))
+	k, err := mgla.SquaredExponential(x, ell, signal, noise)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := mgla.CrossKernel(k, xStar) // 3×5, on the host
+	if err != nil {
+		log.Fatal(err)
+	}
+	alpha, err := mgla.Potrs(k, y) // K⁻¹·y
+	if err != nil {
+		log.Fatal(err)
+	}
+	mean := G.Must(G.Mul(c, alpha))
+	ct := G.Must(G.Transpose(c))
+	kinvCt, err := mgla.Potrs(k, ct) // K⁻¹·Cᵀ, 5×3
+	if err != nil {
+		log.Fatal(err)
+	}
+	explained := G.Must(G.Sum(G.Must(G.HadamardProd(ct, kinvCt)), 0)) // diag(C·K⁻¹·Cᵀ)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		log.Fatal(mgla.Cause(err))
+	}
+	mu, q := mean.Value().Data().([]float64), explained.Value().Data().([]float64)
+	for i, at := range []float64{0.25, 1.6, 6} {
+		fmt.Printf("x* = %.2f: mean %+.4f, variance %.4f\n", at, mu[i], 0.5-q[i])
+	}
+	// Output:
+	// x* = 0.25: mean +0.3496, variance 0.0069
+	// x* = 1.60: mean +0.8665, variance 0.0127
+	// x* = 6.00: mean -0.0007, variance 0.5000
+}

@@ -84,3 +84,22 @@ func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVa
 	}
 	return ops.KernelMatrix(f, x, lengthScale, signalVar, noiseVar, c.mesh, sharding.Cyclic(max(1, c.tile)))
 }
+
+// CrossKernel is the M×N kernel between the M points xStar and the N
+// points of the kernel matrix k made by SquaredExponential, Matern32 or
+// Matern52, of k's family, length scale ℓ and signal variance σ², without
+// k's noise: C_ij = σ²·v(‖x*ᵢ − xⱼ‖/ℓ) for the family's profile v. It is
+// what a Gaussian process predicts with: the posterior mean at xStar is
+// C·K⁻¹·y (gorgonia.Mul of C and Potrs(k, y)), the posterior variance
+// σ² − diag(C·K⁻¹·Cᵀ) (add σₙ² for a new observation).
+//
+// xStar is a host node of k's dtype: M×D rows of k's dimension D, or a
+// length-M vector when D is 1. C is a host node (an ordinary matrix that
+// Gorgonia's own ops read), computed on the host whatever k's mesh: its
+// inputs are xStar and k's points, ℓ and σ², not k's value. Gradients flow
+// to all four. NaN or Inf points are run-time ErrNonFinite; a node k that
+// no kernel builder made, or points of another dimension or dtype,
+// ErrBadInput.
+func CrossKernel(k, xStar *gorgonia.Node) (*gorgonia.Node, error) {
+	return ops.CrossKernel(k, xStar)
+}

@@ -19,32 +19,8 @@ import (
 // + (N·R/2)·log 2π for K = σ²·v(r) + σₙ²·I of family f in r = ‖xᵢ − xⱼ‖/ℓ
 // (the closed forms), θ = (log ℓ, log σ², log σₙ²), in float64 with gonum.
 func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta [3]float64) float64 {
-	n, d := x.rows, max(1, x.cols)
-	ell, sig, noise := math.Exp(theta[0]), math.Exp(theta[1]), math.Exp(theta[2])
-	k := mat.NewSymDense(n, nil)
-	for i := range n {
-		for j := range i + 1 {
-			r2 := 0.0
-			for m := range d {
-				diff := x.data[i*d+m] - x.data[j*d+m]
-				r2 += diff * diff
-			}
-			r := math.Sqrt(r2) / ell
-			var v float64
-			switch f {
-			case sharding.SquaredExp:
-				v = sig * math.Exp(-r*r/2)
-			case sharding.Matern32:
-				v = sig * (1 + math.Sqrt(3)*r) * math.Exp(-math.Sqrt(3)*r)
-			case sharding.Matern52:
-				v = sig * (1 + math.Sqrt(5)*r + 5*r*r/3) * math.Exp(-math.Sqrt(5)*r)
-			}
-			if i == j {
-				v += noise
-			}
-			k.SetSym(i, j, v)
-		}
-	}
+	n := x.rows
+	k := kernelReference(f, x, theta)
 	var chol mat.Cholesky
 	require.True(t, chol.Factorize(k), "reference K not positive definite")
 	r := max(1, y.cols)
@@ -58,6 +34,50 @@ func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta 
 		}
 	}
 	return 0.5*quad + float64(r)/2*chol.LogDet() + float64(n*r)/2*math.Log(2*math.Pi)
+}
+
+// crossReference is the kernel of family f between the rows of a and b
+// in r = ‖aᵢ − bⱼ‖/ℓ (the closed forms), θ = (log ℓ, log σ², log σₙ²),
+// without the noise.
+func crossReference(f sharding.KernelFamily, a, b grMat, theta [3]float64) *mat.Dense {
+	d := max(1, a.cols)
+	ell, sig := math.Exp(theta[0]), math.Exp(theta[1])
+	c := mat.NewDense(a.rows, b.rows, nil)
+	for i := range a.rows {
+		for j := range b.rows {
+			r2 := 0.0
+			for m := range d {
+				diff := a.data[i*d+m] - b.data[j*d+m]
+				r2 += diff * diff
+			}
+			r := math.Sqrt(r2) / ell
+			var v float64
+			switch f {
+			case sharding.SquaredExp:
+				v = sig * math.Exp(-r*r/2)
+			case sharding.Matern32:
+				v = sig * (1 + math.Sqrt(3)*r) * math.Exp(-math.Sqrt(3)*r)
+			case sharding.Matern52:
+				v = sig * (1 + math.Sqrt(5)*r + 5*r*r/3) * math.Exp(-math.Sqrt(5)*r)
+			}
+			c.Set(i, j, v)
+		}
+	}
+	return c
+}
+
+// kernelReference is the kernel matrix of family f of the rows of x, its
+// noise σₙ² on the diagonal.
+func kernelReference(f sharding.KernelFamily, x grMat, theta [3]float64) *mat.SymDense {
+	c := crossReference(f, x, x, theta)
+	k := mat.NewSymDense(x.rows, nil)
+	for i := range x.rows {
+		for j := range i {
+			k.SetSym(i, j, c.At(i, j))
+		}
+		k.SetSym(i, i, c.At(i, i)+math.Exp(theta[2]))
+	}
+	return k
 }
 
 // gpKernelGraph is the same cost with K from mgla.SquaredExponential, as
@@ -301,4 +321,192 @@ func TestBackpropagateMatrixOutputs(t *testing.T) {
 			require.InDelta(t, want, gv[i*3+j], 1e-12, "Ā[%d,%d]", i, j)
 		}
 	}
+}
+
+// predictionReference is Σ w∘μ + Σ u∘v for a Gaussian process's posterior
+// mean μ = C·K⁻¹·y and variance v = σ² − diag(C·K⁻¹·Cᵀ) at the points xs,
+// C their kernel with x, in float64 with gonum.
+func predictionReference(t *testing.T, f sharding.KernelFamily, x, xs, y, w, u grMat, theta [3]float64) float64 {
+	var chol mat.Cholesky
+	require.True(t, chol.Factorize(kernelReference(f, x, theta)), "reference K not positive definite")
+	c := crossReference(f, xs, x, theta)
+	var alpha, kinvCt mat.Dense
+	require.NoError(t, chol.SolveTo(&alpha, mat.NewVecDense(x.rows, append([]float64(nil), y.data...))))
+	require.NoError(t, chol.SolveTo(&kinvCt, c.T()))
+	var mu mat.Dense
+	mu.Mul(c, &alpha)
+	cost := 0.0
+	for i := range xs.rows {
+		q := 0.0
+		for j := range x.rows {
+			q += c.At(i, j) * kinvCt.At(j, i)
+		}
+		cost += w.data[i]*mu.At(i, 0) + u.data[i]*(math.Exp(theta[1])-q)
+	}
+	return cost
+}
+
+// TestCrossKernelGP: a Gaussian process's posterior mean and variance
+// from CrossKernel, Potrs and Gorgonia's ops, a weighted sum of them and its
+// gradients with respect to the log-parameters, the training points and
+// the prediction points against float64 finite differences of the
+// reference: every family, 1 and 3 devices, both machines, float32 and
+// float64.
+func TestCrossKernelGP(t *testing.T) {
+	rng := grRNG(t, 41)
+	for _, c := range []struct {
+		family                 sharding.KernelFamily
+		devices, tile, n, m, d int
+	}{
+		{sharding.SquaredExp, 1, 4, 9, 4, 1},
+		{sharding.SquaredExp, 3, 4, 13, 5, 2},
+		{sharding.Matern32, 3, 3, 10, 3, 3},
+		{sharding.Matern52, 2, 5, 11, 6, 1},
+	} {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			for _, lisp := range []bool{false, true} {
+				name := fmt.Sprintf("%v/dev%d/n%d/m%d/d%d/%v/lisp=%t", c.family, c.devices, c.n, c.m, c.d, dt, lisp)
+				t.Run(name, func(t *testing.T) {
+					mesh, err := testMesh(t, c.devices)
+					require.NoError(t, err)
+					opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
+					x, xs := grRandom(rng, c.n, c.d), grRandom(rng, c.m, c.d)
+					if c.d == 1 {
+						x.cols, xs.cols = 0, 0 // vectors of points
+					}
+					y, w, u := grRandom(rng, c.n, 1), grRandom(rng, c.m, 0), grRandom(rng, c.m, 0)
+					theta := [3]float64{math.Log(0.7 + 0.5*rng.Float64()), math.Log(0.8 + 0.4*rng.Float64()), math.Log(0.05 + 0.1*rng.Float64())}
+
+					g := G.NewGraph()
+					xn, xsn, yn := x.node(g, dt, "x"), xs.node(g, dt, "xs"), y.node(g, dt, "y")
+					wn, un := w.node(g, dt, "w"), u.node(g, dt, "u")
+					var th [3]*G.Node
+					for i, name := range []string{"logLen", "logSignal", "logNoise"} {
+						th[i] = G.NewScalar(g, dt, G.WithName(name), G.WithValue(grScalar(dt, theta[i])))
+					}
+					sig := G.Must(G.Exp(th[1]))
+					k := must(kernelBuilders[c.family](xn, G.Must(G.Exp(th[0])), sig, G.Must(G.Exp(th[2])), opts...))
+					cross := must(mgla.CrossKernel(k, xsn))
+					require.False(t, ops.IsSharded(cross))
+					require.Equal(t, []int{c.m, c.n}, []int(cross.Shape()))
+					mean := G.Must(G.Mul(cross, must(mgla.Potrs(k, yn, opts...)))) // m×1
+					kinvCt := must(mgla.Potrs(k, G.Must(G.Transpose(cross)), opts...))
+					q := G.Must(G.Sum(G.Must(G.HadamardProd(G.Must(G.Transpose(cross)), kinvCt)), 0))
+					variance := G.Must(G.Sub(G.Must(G.Mul(sig, G.NewConstant(grTensor(dt, []int{c.m}, ones(c.m))))), q))
+					cost := G.Must(G.Add(
+						G.Must(G.Sum(G.Must(G.HadamardProd(wn, G.Must(G.Reshape(mean, tensor.Shape{c.m})))))),
+						G.Must(G.Sum(G.Must(G.HadamardProd(un, variance))))))
+					wrt := []*G.Node{xn, xsn, th[0], th[1], th[2]}
+					require.NoError(t, grRunBackward(t, g, cost, lisp, wrt...), "seed %d", grSeed)
+
+					ref := func(x, xs grMat, theta [3]float64) float64 {
+						return predictionReference(t, c.family, x, xs, y, w, u, theta)
+					}
+					want := ref(x, xs, theta)
+					tol := 1e-9
+					if dt == tensor.Float32 {
+						tol = 2e-3
+					}
+					require.InDelta(t, want, grValue(t, cost.Value())[0], tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
+					const h = 1e-5
+					check := func(what string, node *G.Node, idx int, want float64) {
+						t.Helper()
+						gv, err := node.Grad()
+						require.NoError(t, err, what)
+						require.InDelta(t, want, grValue(t, gv)[idx], 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
+					}
+					for i := range 3 {
+						p, m := theta, theta
+						p[i] += h
+						m[i] -= h
+						check(fmt.Sprintf("θ%d", i), th[i], 0, (ref(x, xs, p)-ref(x, xs, m))/(2*h))
+					}
+					for i := range x.data {
+						p, m := x.plus(h, grUnitAt(x, i)), x.plus(-h, grUnitAt(x, i))
+						check(fmt.Sprintf("x[%d]", i), xn, i, (ref(p, xs, theta)-ref(m, xs, theta))/(2*h))
+					}
+					for i := range xs.data {
+						p, m := xs.plus(h, grUnitAt(xs, i)), xs.plus(-h, grUnitAt(xs, i))
+						check(fmt.Sprintf("xs[%d]", i), xsn, i, (ref(x, p, theta)-ref(x, m, theta))/(2*h))
+					}
+				})
+			}
+		}
+	}
+}
+
+func ones(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
+// TestCrossKernelBadInput: build-time and run-time errors of CrossKernel;
+// a refused run changes neither its inputs nor the next good run.
+func TestCrossKernelBadInput(t *testing.T) {
+	mesh, err := testMesh(t, 2)
+	require.NoError(t, err)
+	bad, other := G.NewGraph(), G.NewGraph()
+	xb := G.NewMatrix(bad, tensor.Float64, G.WithShape(4, 2), G.WithName("x"))
+	kb, err := mgla.SquaredExponential(xb, G.NewScalar(bad, tensor.Float64, G.WithName("ell")), G.NewScalar(bad, tensor.Float64, G.WithName("sig")), nil, onMesh(mesh))
+	require.NoError(t, err)
+	sharded, err := ops.Shard(G.NewMatrix(bad, tensor.Float64, G.WithShape(3, 2), G.WithName("s")), mesh, sharding.Cyclic(2))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name  string
+		k, xs *G.Node
+	}{
+		{"nil kernel", nil, G.NewMatrix(bad, tensor.Float64, G.WithShape(3, 2), G.WithName("a"))},
+		{"nil points", kb, nil},
+		{"not a kernel matrix", xb, G.NewMatrix(bad, tensor.Float64, G.WithShape(3, 2), G.WithName("b"))},
+		{"another graph", kb, G.NewMatrix(other, tensor.Float64, G.WithShape(3, 2), G.WithName("c"))},
+		{"float32 points", kb, G.NewMatrix(bad, tensor.Float32, G.WithShape(3, 2), G.WithName("d"))},
+		{"another dimension", kb, G.NewMatrix(bad, tensor.Float64, G.WithShape(3, 3), G.WithName("e"))},
+		{"a vector for dimension 2", kb, G.NewVector(bad, tensor.Float64, G.WithShape(3), G.WithName("f"))},
+		{"no points", kb, G.NewMatrix(bad, tensor.Float64, G.WithShape(0, 2), G.WithName("h"))},
+		{"sharded points", kb, sharded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := mgla.CrossKernel(c.k, c.xs)
+			require.ErrorIs(t, err, mgla.ErrBadInput)
+		})
+	}
+
+	g := G.NewGraph()
+	xv := []float64{0, 1, 2, 3, 4, 5, 6, 7}
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(4, 2), tensor.WithBacking(append([]float64(nil), xv...)))))
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(1.0))
+	sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"), G.WithValue(2.0))
+	k, err := mgla.Matern52(x, ell, sig, nil, onMesh(mesh), mgla.WithTile(3))
+	require.NoError(t, err)
+	// Run time: a NaN point, then a zero length scale, then a good run.
+	xsv := []float64{0.5, 0.5, math.NaN(), 1}
+	xs := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 2), G.WithName("xs"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(xsv))))
+	cross, err := mgla.CrossKernel(k, xs)
+	require.NoError(t, err)
+	cost := G.Must(G.Sum(cross))
+	_, err = G.Grad(cost, x, xs, ell, sig)
+	require.NoError(t, err)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.ErrorIs(t, mgla.Cause(m.RunAll()), mgla.ErrNonFinite)
+	require.True(t, math.IsNaN(xsv[2]))
+	require.Equal(t, xv, x.Value().Data())
+	xsv[2] = 1.5
+	require.NoError(t, G.Let(ell, 0.0))
+	m.Reset()
+	err = m.RunAll()
+	require.ErrorIs(t, mgla.Cause(err), mgla.ErrBadInput)
+	require.ErrorContains(t, err, "length scale")
+	require.NoError(t, G.Let(ell, 1.0))
+	m.Reset()
+	require.NoError(t, m.RunAll())
+	require.Equal(t, []float64{0.5, 0.5, 1.5, 1}, xsv)
+	require.Equal(t, xv, x.Value().Data())
+	got := grValue(t, cross.Value())
+	r := math.Sqrt(0.5) // ‖xs₀ − x₀‖
+	require.InDelta(t, 2*(1+math.Sqrt(5)*r+5*r*r/3)*math.Exp(-math.Sqrt(5)*r), got[0], 1e-15)
+	require.Equal(t, []int{2, 4}, []int(cross.Shape()))
 }

@@ -420,8 +420,9 @@ func FitLoop(init GPParams, cfg FitConfig, eval func(theta [3]float64) (float64,
 }
 
 // PredictGP is the predictive mean K(x*, x)·K⁻¹·Y of a GP with parameters
-// p at the inputs xTest, from a second small graph: the same kernel
-// builder, mgla.Potrs and a matrix product.
+// p at the inputs xTest, from a second small graph: K from
+// mgla.SquaredExponential on the mesh, K(x*, x) from mgla.CrossKernel,
+// mgla.Potrs and a matrix product.
 func PredictGP(x []float64, y *tensor.Dense, xTest []float64, p GPParams, opts ...mgla.Option) (mean *tensor.Dense, err error) {
 	n, m := len(x), len(xTest)
 	if y == nil || y.Shape()[0] != n {
@@ -432,17 +433,16 @@ func PredictGP(x []float64, y *tensor.Dense, xTest []float64, p GPParams, opts .
 	}
 	defer catch(&err)
 	g := G.NewGraph()
-	var params [3]*G.Node
-	for i, name := range []string{"logLengthScale", "logSignalVar", "logNoiseVar"} {
-		params[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue(p.Log()[i]))
+	var positive [3]*G.Node
+	for i, name := range []string{"lengthScale", "signalVar", "noiseVar"} {
+		positive[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue([]float64{p.LengthScale, p.SignalVar, p.NoiseVar}[i]))
 	}
-	d := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("D"), G.WithValue(dense(SquaredDistances(x, x), n, n)))
-	ds := G.NewMatrix(g, tensor.Float64, G.WithShape(m, n), G.WithName("Dstar"), G.WithValue(dense(SquaredDistances(xTest, x), m, n)))
-	eye := G.NewMatrix(g, tensor.Float64, G.WithShape(n, n), G.WithName("I"), G.WithValue(identity(n)))
+	xn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(dense(append([]float64(nil), x...), n)))
+	xs := G.NewVector(g, tensor.Float64, G.WithShape(m), G.WithName("xTest"), G.WithValue(dense(append([]float64(nil), xTest...), m)))
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
-	k := KernelMatrix(d, eye, params)
+	k := G.Must(mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], opts...))
 	alpha := G.Must(mgla.Potrs(k, yn, opts...))
-	mu := G.Must(G.Mul(rbf(ds, params[0], params[1]), alpha)) // K*·K⁻¹Y
+	mu := G.Must(G.Mul(G.Must(mgla.CrossKernel(k, xs)), alpha)) // K*·K⁻¹Y
 	var out G.Value
 	G.Read(mu, &out)
 	vm := G.NewTapeMachine(g)
