@@ -18,9 +18,9 @@ import (
 // gpReference is the Gaussian process's cost ½·tr(YᵀK⁻¹Y) + (R/2)·log det K
 // + (N·R/2)·log 2π for K = σ²·v(r) + σₙ²·I of family f in r = ‖xᵢ − xⱼ‖/ℓ
 // (the closed forms), θ = (log ℓ, log σ², log σₙ²), in float64 with gonum.
-func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta [3]float64) float64 {
+func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta [3]float64, logEll []float64) float64 {
 	n := x.rows
-	k := kernelReference(f, x, theta)
+	k := kernelReference(f, x, theta, logEll)
 	var chol mat.Cholesky
 	require.True(t, chol.Factorize(k), "reference K not positive definite")
 	r := max(1, y.cols)
@@ -38,19 +38,27 @@ func gpReference(t *testing.T, f sharding.KernelFamily, x grMat, y grMat, theta 
 
 // crossReference is the kernel of family f between the rows of a and b
 // in r = ‖aᵢ − bⱼ‖/ℓ (the closed forms), θ = (log ℓ, log σ², log σₙ²),
-// without the noise.
-func crossReference(f sharding.KernelFamily, a, b grMat, theta [3]float64) *mat.Dense {
+// without the noise; with logEll, r² = Σₖ (aᵢₖ − bⱼₖ)²/ℓₖ², ℓₖ =
+// exp(logEll[k]) (ARD), and θ's ℓ unused.
+func crossReference(f sharding.KernelFamily, a, b grMat, theta [3]float64, logEll []float64) *mat.Dense {
 	d := max(1, a.cols)
-	ell, sig := math.Exp(theta[0]), math.Exp(theta[1])
+	sig := math.Exp(theta[1])
+	ell := make([]float64, d)
+	for m := range ell {
+		ell[m] = math.Exp(theta[0])
+		if logEll != nil {
+			ell[m] = math.Exp(logEll[m])
+		}
+	}
 	c := mat.NewDense(a.rows, b.rows, nil)
 	for i := range a.rows {
 		for j := range b.rows {
 			r2 := 0.0
 			for m := range d {
-				diff := a.data[i*d+m] - b.data[j*d+m]
+				diff := (a.data[i*d+m] - b.data[j*d+m]) / ell[m]
 				r2 += diff * diff
 			}
-			r := math.Sqrt(r2) / ell
+			r := math.Sqrt(r2)
 			var v float64
 			switch f {
 			case sharding.SquaredExp:
@@ -68,8 +76,8 @@ func crossReference(f sharding.KernelFamily, a, b grMat, theta [3]float64) *mat.
 
 // kernelReference is the kernel matrix of family f of the rows of x, its
 // noise σₙ² on the diagonal.
-func kernelReference(f sharding.KernelFamily, x grMat, theta [3]float64) *mat.SymDense {
-	c := crossReference(f, x, x, theta)
+func kernelReference(f sharding.KernelFamily, x grMat, theta [3]float64, logEll []float64) *mat.SymDense {
+	c := crossReference(f, x, x, theta, logEll)
 	k := mat.NewSymDense(x.rows, nil)
 	for i := range x.rows {
 		for j := range i {
@@ -177,7 +185,7 @@ func TestKernelMatrixGP(t *testing.T) {
 						}
 					}
 
-					want := gpReference(t, c.family, x, y, theta)
+					want := gpReference(t, c.family, x, y, theta, nil)
 					tol := 1e-9
 					if dt == tensor.Float32 {
 						tol = 2e-3
@@ -186,7 +194,7 @@ func TestKernelMatrixGP(t *testing.T) {
 					require.InDelta(t, want, got, tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
 
 					const h = 1e-5
-					fd := func(xs grMat, th [3]float64) float64 { return gpReference(t, c.family, xs, y, th) }
+					fd := func(xs grMat, th [3]float64) float64 { return gpReference(t, c.family, xs, y, th, nil) }
 					check := func(what string, node *G.Node, idx int, want float64) {
 						t.Helper()
 						gv, err := node.Grad()
@@ -240,7 +248,8 @@ func TestKernelMatrixBadInput(t *testing.T) {
 		{"nil points", nil, oneb, oneb, nil, nil},
 		{"nil length scale", xb, nil, oneb, nil, nil},
 		{"two graphs", xb, one, oneb, nil, nil},
-		{"vector length scale", xb, G.NewVector(bad, tensor.Float64, G.WithShape(2)), oneb, nil, nil},
+		{"length scales of another dimension", xb, G.NewVector(bad, tensor.Float64, G.WithShape(3)), oneb, nil, nil},
+		{"matrix length scale", xb, G.NewMatrix(bad, tensor.Float64, G.WithShape(2, 1)), oneb, nil, nil},
 		{"dtype mismatch", x32, oneb, oneb, nil, nil},
 		{"complex points", xc, G.NewScalar(bad, tensor.Complex128), G.NewScalar(bad, tensor.Complex128), nil, nil},
 		{"empty points", empty, G.NewScalar(bad, tensor.Float64), G.NewScalar(bad, tensor.Float64), nil, nil},
@@ -326,10 +335,10 @@ func TestBackpropagateMatrixOutputs(t *testing.T) {
 // predictionReference is Σ w∘μ + Σ u∘v for a Gaussian process's posterior
 // mean μ = C·K⁻¹·y and variance v = σ² − diag(C·K⁻¹·Cᵀ) at the points xs,
 // C their kernel with x, in float64 with gonum.
-func predictionReference(t *testing.T, f sharding.KernelFamily, x, xs, y, w, u grMat, theta [3]float64) float64 {
+func predictionReference(t *testing.T, f sharding.KernelFamily, x, xs, y, w, u grMat, theta [3]float64, logEll []float64) float64 {
 	var chol mat.Cholesky
-	require.True(t, chol.Factorize(kernelReference(f, x, theta)), "reference K not positive definite")
-	c := crossReference(f, xs, x, theta)
+	require.True(t, chol.Factorize(kernelReference(f, x, theta, logEll)), "reference K not positive definite")
+	c := crossReference(f, xs, x, theta, logEll)
 	var alpha, kinvCt mat.Dense
 	require.NoError(t, chol.SolveTo(&alpha, mat.NewVecDense(x.rows, append([]float64(nil), y.data...))))
 	require.NoError(t, chol.SolveTo(&kinvCt, c.T()))
@@ -400,7 +409,7 @@ func TestCrossKernelGP(t *testing.T) {
 					require.NoError(t, grRunBackward(t, g, cost, lisp, wrt...), "seed %d", grSeed)
 
 					ref := func(x, xs grMat, theta [3]float64) float64 {
-						return predictionReference(t, c.family, x, xs, y, w, u, theta)
+						return predictionReference(t, c.family, x, xs, y, w, u, theta, nil)
 					}
 					want := ref(x, xs, theta)
 					tol := 1e-9
@@ -509,4 +518,113 @@ func TestCrossKernelBadInput(t *testing.T) {
 	r := math.Sqrt(0.5) // ‖xs₀ − x₀‖
 	require.InDelta(t, 2*(1+math.Sqrt(5)*r+5*r*r/3)*math.Exp(-math.Sqrt(5)*r), got[0], 1e-15)
 	require.Equal(t, []int{2, 4}, []int(cross.Shape()))
+}
+
+// TestKernelMatrixARD: a length scale per dimension (a vector ℓ): a GP's
+// cost −log p(y) plus Σ w∘μ of its posterior mean at new points through
+// CrossKernel, and its gradients with respect to log ℓ (a vector), the
+// other log-parameters and both sets of points, against float64 finite
+// differences of the reference; points far from the origin (the kernels
+// see them moved and scaled); every family, 1 to 3 devices, both machines
+// and dtypes.
+func TestKernelMatrixARD(t *testing.T) {
+	rng := grRNG(t, 42)
+	for _, c := range []struct {
+		family                 sharding.KernelFamily
+		devices, tile, n, m, d int
+		offset                 float64
+	}{
+		{sharding.SquaredExp, 1, 4, 9, 4, 1, 0},
+		{sharding.SquaredExp, 3, 4, 13, 5, 3, 0},
+		{sharding.Matern32, 2, 3, 10, 3, 2, 1e4},
+		{sharding.Matern52, 3, 4, 11, 6, 4, 0},
+	} {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			if dt == tensor.Float32 && c.offset != 0 {
+				continue // float32 points 1e4 from the origin keep 3 digits of their distances
+			}
+			for _, lisp := range []bool{false, true} {
+				name := fmt.Sprintf("%v/dev%d/n%d/m%d/d%d/offset%g/%v/lisp=%t", c.family, c.devices, c.n, c.m, c.d, c.offset, dt, lisp)
+				t.Run(name, func(t *testing.T) {
+					mesh, err := testMesh(t, c.devices)
+					require.NoError(t, err)
+					opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
+					x, xs := grRandom(rng, c.n, c.d), grRandom(rng, c.m, c.d)
+					for i := range x.data {
+						x.data[i] += c.offset
+					}
+					for i := range xs.data {
+						xs.data[i] += c.offset
+					}
+					if c.d == 1 {
+						x.cols, xs.cols = 0, 0 // vectors of points
+					}
+					y, w := grRandom(rng, c.n, 0), grRandom(rng, c.m, 0)
+					logEll := make([]float64, c.d)
+					for k := range logEll {
+						logEll[k] = math.Log(0.4 + 2*rng.Float64()) // ℓₖ from 0.4 to 2.4
+					}
+					theta := [3]float64{math.NaN(), math.Log(0.8 + 0.4*rng.Float64()), math.Log(0.05 + 0.1*rng.Float64())}
+
+					g := G.NewGraph()
+					xn, xsn, yn, wn := x.node(g, dt, "x"), xs.node(g, dt, "xs"), y.node(g, dt, "y"), w.node(g, dt, "w")
+					logEllN := grMat{c.d, 0, logEll}.node(g, dt, "logEll")
+					logSig := G.NewScalar(g, dt, G.WithName("logSignal"), G.WithValue(grScalar(dt, theta[1])))
+					logNoise := G.NewScalar(g, dt, G.WithName("logNoise"), G.WithValue(grScalar(dt, theta[2])))
+					k := must(kernelBuilders[c.family](xn, G.Must(G.Exp(logEllN)), G.Must(G.Exp(logSig)), G.Must(G.Exp(logNoise)), opts...))
+					nll := G.Must(G.Neg(must(mgla.GaussianLogDensity(k, yn, opts...))))
+					cross := must(mgla.CrossKernel(k, xsn))
+					mean := G.Must(G.Mul(cross, must(mgla.Potrs(k, yn, opts...))))
+					cost := G.Must(G.Add(nll, G.Must(G.Sum(G.Must(G.HadamardProd(wn, mean))))))
+					wrt := []*G.Node{xn, xsn, logEllN, logSig, logNoise}
+					require.NoError(t, grRunBackward(t, g, cost, lisp, wrt...), "seed %d", grSeed)
+
+					zero := grMat{c.m, 0, make([]float64, c.m)}
+					// The reference sees the points moved back by the
+					// offset (exactly: Sterbenz), which the kernels do not
+					// see: no digits of the finite differences are lost to it.
+					back := func(m grMat) grMat { return m.plus(-c.offset, grMat{m.rows, m.cols, ones(len(m.data))}) }
+					ref := func(x, xs grMat, theta [3]float64, logEll []float64) float64 {
+						x, xs = back(x), back(xs)
+						return gpReference(t, c.family, x, y, theta, logEll) +
+							predictionReference(t, c.family, x, xs, y, w, zero, theta, logEll)
+					}
+					want := ref(x, xs, theta, logEll)
+					tol := 1e-9
+					if dt == tensor.Float32 {
+						tol = 2e-3
+					}
+					require.InDelta(t, want, grValue(t, cost.Value())[0], tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
+					const h = 1e-5
+					check := func(what string, node *G.Node, idx int, want float64) {
+						t.Helper()
+						gv, err := node.Grad()
+						require.NoError(t, err, what)
+						require.InDelta(t, want, grValue(t, gv)[idx], 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
+					}
+					for kk := range logEll {
+						p, m := append([]float64(nil), logEll...), append([]float64(nil), logEll...)
+						p[kk] += h
+						m[kk] -= h
+						check(fmt.Sprintf("log ℓ[%d]", kk), logEllN, kk, (ref(x, xs, theta, p)-ref(x, xs, theta, m))/(2*h))
+					}
+					for i, node := range []*G.Node{logSig, logNoise} {
+						p, m := theta, theta
+						p[i+1] += h
+						m[i+1] -= h
+						check(fmt.Sprintf("θ%d", i+1), node, 0, (ref(x, xs, p, logEll)-ref(x, xs, m, logEll))/(2*h))
+					}
+					// Divided by the steps taken: x ± h rounds at the offset.
+					for i := range x.data {
+						p, m := x.plus(h, grUnitAt(x, i)), x.plus(-h, grUnitAt(x, i))
+						check(fmt.Sprintf("x[%d]", i), xn, i, (ref(p, xs, theta, logEll)-ref(m, xs, theta, logEll))/(p.data[i]-m.data[i]))
+					}
+					for i := range xs.data {
+						p, m := xs.plus(h, grUnitAt(xs, i)), xs.plus(-h, grUnitAt(xs, i))
+						check(fmt.Sprintf("xs[%d]", i), xsn, i, (ref(x, p, theta, logEll)-ref(x, m, theta, logEll))/(p.data[i]-m.data[i]))
+					}
+				})
+			}
+		}
+	}
 }

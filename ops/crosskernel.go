@@ -58,26 +58,28 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	}
 	o := &crossKernelOp{
 		base: base{name: "Cross" + km.name}, family: km.family, dt: km.dt,
-		m: m, n: km.n, d: km.d, xsShape: xs.Shape().Clone(), xShape: km.xShape.Clone(), graph: km.graph,
+		m: m, n: km.n, d: km.d, xsShape: xs.Shape().Clone(), xShape: km.xShape.Clone(), ellShape: km.ellShape, graph: km.graph,
 	}
 	return gorgonia.ApplyOp(o, ins...)
 }
 
-// crossKernelOp is CrossKernel's op: inputs xs, x, ℓ and σ².
+// crossKernelOp is CrossKernel's op: inputs xs, x, ℓ and σ²; ℓ a length-d
+// vector when ellShape is set (ARD).
 type crossKernelOp struct {
 	base
-	family  sharding.KernelFamily
-	dt      tensor.Dtype
-	m, n, d int
-	xsShape tensor.Shape
-	xShape  tensor.Shape
-	graph   *gorgonia.ExprGraph // whose failed runs count (failedruns)
+	family   sharding.KernelFamily
+	dt       tensor.Dtype
+	m, n, d  int
+	xsShape  tensor.Shape
+	xShape   tensor.Shape
+	ellShape tensor.Shape
+	graph    *gorgonia.ExprGraph // whose failed runs count (failedruns)
 }
 
 func (o *crossKernelOp) Arity() int { return 4 }
 
 func (o *crossKernelOp) Type() hm.Type {
-	return hm.NewFnType(typeOf(o.xsShape, o.dt), typeOf(o.xShape, o.dt), o.dt, o.dt, matType(o.dt))
+	return hm.NewFnType(typeOf(o.xsShape, o.dt), typeOf(o.xShape, o.dt), typeOf(o.ellShape, o.dt), o.dt, matType(o.dt))
 }
 
 func (o *crossKernelOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
@@ -85,7 +87,7 @@ func (o *crossKernelOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 }
 
 func (o *crossKernelOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%v|%v", o.name, o.dt, o.xsShape, o.xShape)
+	fmt.Fprintf(h, "%s|%v|%v|%v|%v", o.name, o.dt, o.xsShape, o.xShape, o.ellShape)
 }
 func (o *crossKernelOp) Hashcode() uint32 { return hashOf(o) }
 
@@ -96,7 +98,7 @@ func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error)
 			failedruns.Failed(o.graph)
 		}
 	}()
-	xs, x, p, err := o.inputs(vals)
+	xs, x, p, _, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -115,19 +117,32 @@ func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error)
 	return t, nil
 }
 
-// inputs reads the points of a run (row-major, in float64) and the parameters.
-func (o *crossKernelOp) inputs(vals []gorgonia.Value) (xs, x []float64, p sharding.KernelParams, err error) {
+// inputs reads the points of a run (row-major, in float64) and the
+// parameters. With ARD's length scales both sets of points are returned
+// scaled, centred on the kernel matrix's points, and p.LengthScale is 1.
+func (o *crossKernelOp) inputs(vals []gorgonia.Value) (xs, x []float64, p sharding.KernelParams, sc *pointScaling, err error) {
 	if len(vals) < 4 {
-		return nil, nil, p, fmt.Errorf("ops: %v: %d inputs, want 4", o, len(vals))
+		return nil, nil, p, nil, fmt.Errorf("ops: %v: %d inputs, want 4", o, len(vals))
 	}
 	if xs, err = readPoints(o, vals[0], o.m*o.d, o.xsShape); err != nil {
-		return nil, nil, p, err
+		return nil, nil, p, nil, err
 	}
 	if x, err = readPoints(o, vals[1], o.n*o.d, o.xShape); err != nil {
-		return nil, nil, p, err
+		return nil, nil, p, nil, err
 	}
-	p, err = readKernelParams(o, o.family, vals[2:4])
-	return xs, x, p, err
+	if p, sc, err = readKernelParams(o, o.family, vals[2:4], o.ellShape); err != nil {
+		return nil, nil, p, nil, err
+	}
+	if sc != nil {
+		sc.centreOn(x, o.d)
+		if xs, err = sc.scale(o, xs); err != nil {
+			return nil, nil, p, nil, err
+		}
+		if x, err = sc.scale(o, x); err != nil {
+			return nil, nil, p, nil, err
+		}
+	}
+	return xs, x, p, sc, nil
 }
 
 // DiffWRT: both sets of points and both parameters.
@@ -151,8 +166,8 @@ func (o *crossKernelOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes,
 }
 
 func (o *crossKernelOp) gradPieces() []gradPiece {
-	md, nd := o.m*o.d, o.n*o.d
-	return []gradPiece{{"xs", 0, o.xsShape}, {"x", md, o.xShape}, {"ℓ", md + nd, nil}, {"σ²", md + nd + 1, nil}}
+	md, nd, nell := o.m*o.d, o.n*o.d, max(1, o.ellShape.TotalSize())
+	return []gradPiece{{"xs", 0, o.xsShape}, {"x", md, o.xShape}, {"ℓ", md + nd, o.ellShape}, {"σ²", md + nd + nell, nil}}
 }
 
 func (o *crossKernelOp) dtype() tensor.Dtype { return o.dt }
@@ -160,7 +175,7 @@ func (o *crossKernelOp) dtype() tensor.Dtype { return o.dt }
 // gradients computes the backward vector of kernelGradOp from the forward's
 // inputs and C̄ (the last value, a host matrix).
 func (o *crossKernelOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
-	xs, x, p, err := o.inputs(vals)
+	xs, x, p, sc, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -172,5 +187,15 @@ func (o *crossKernelOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) 
 	if err != nil {
 		return nil, err
 	}
-	return hostVector("the gradient of "+o.String(), append(append(xsbar, xbar...), pbar.LengthScale, pbar.SignalVar), o.dt)
+	ellbar := []float64{pbar.LengthScale}
+	if sc != nil {
+		ellbar = make([]float64, o.d)
+		if xsbar, err = sc.chain(o, ellbar, xsbar, xs); err != nil {
+			return nil, err
+		}
+		if xbar, err = sc.chain(o, ellbar, xbar, x); err != nil {
+			return nil, err
+		}
+	}
+	return hostVector("the gradient of "+o.String(), append(append(append(xsbar, xbar...), ellbar...), pbar.SignalVar), o.dt)
 }

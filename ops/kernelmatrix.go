@@ -21,7 +21,8 @@ import (
 //	K_ij = σ²·v(‖xᵢ − xⱼ‖²/ℓ²) + σₙ²·[i = j],   v(s) = exp(−s/2) for the squared exponential,
 //
 // for the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²;
-// nil for none) of x's dtype, float32 or float64. Each device computes its
+// nil for none) of x's dtype, float32 or float64; lengthScale may be a
+// length-d vector, a length scale per dimension (ARD: pointScaling). Each device computes its
 // own columns (sharding.SetKernelMatrix), so only x, the columns'
 // indices and three numbers reach the mesh. K is a sharded node: an operand of the dense kernels that
 // never visits the host. A length scale that is not positive, a negative
@@ -76,8 +77,14 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	default:
 		return nil, bad("the points %v must be an n×d matrix or a length-n vector, not empty, got shape %v", x.Name(), x.Shape())
 	}
+	var ellShape tensor.Shape // ARD's length-d vector, nil for one length scale
 	for i, p := range ins[1:] {
-		if !p.IsScalar() {
+		switch {
+		case i == 0 && p.Dims() == 1 && p.Shape()[0] == d:
+			ellShape = p.Shape().Clone()
+		case i == 0 && !p.IsScalar():
+			return nil, bad("the length scale %v must be a scalar or a vector of the points' %d dimensions, got shape %v", p.Name(), d, p.Shape())
+		case !p.IsScalar():
 			return nil, bad("%s %v must be a scalar, got shape %v", kernelParamNames[i], p.Name(), p.Shape())
 		}
 		if p.Dtype() != dt {
@@ -94,7 +101,7 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	}
 	o := &kernelMatrixOp{
 		base: base{name: name}, family: f, pl: Placement{mesh, layout}, dt: dt,
-		n: n, d: d, xShape: x.Shape().Clone(), arity: len(ins), graph: g,
+		n: n, d: d, xShape: x.Shape().Clone(), ellShape: ellShape, arity: len(ins), graph: g,
 	}
 	return gorgonia.ApplyOp(o, ins...)
 }
@@ -106,25 +113,27 @@ var kernelMatrixNames = map[sharding.KernelFamily]string{
 	sharding.SquaredExp: "SquaredExponential", sharding.Matern32: "Matern32", sharding.Matern52: "Matern52",
 }
 
-// kernelMatrixOp is KernelMatrix's op: inputs x, ℓ, σ² and, when arity is 4, σₙ².
+// kernelMatrixOp is KernelMatrix's op: inputs x, ℓ, σ² and, when arity is 4,
+// σₙ²; ℓ a length-d vector when ellShape is set (ARD).
 type kernelMatrixOp struct {
 	base
-	family sharding.KernelFamily
-	pl     Placement
-	dt     tensor.Dtype
-	n, d   int
-	xShape tensor.Shape
-	arity  int
-	graph  *gorgonia.ExprGraph // whose failed runs count (failedruns)
-	out    *sharding.Tensor
+	family   sharding.KernelFamily
+	pl       Placement
+	dt       tensor.Dtype
+	n, d     int
+	xShape   tensor.Shape
+	ellShape tensor.Shape
+	arity    int
+	graph    *gorgonia.ExprGraph // whose failed runs count (failedruns)
+	out      *sharding.Tensor
 }
 
 func (o *kernelMatrixOp) Placement() (Placement, bool) { return o.pl, true }
 func (o *kernelMatrixOp) Arity() int                   { return o.arity }
 
 func (o *kernelMatrixOp) Type() hm.Type {
-	ts := []hm.Type{typeOf(o.xShape, o.dt)}
-	for range o.arity - 1 {
+	ts := []hm.Type{typeOf(o.xShape, o.dt), typeOf(o.ellShape, o.dt)}
+	for range o.arity - 2 {
 		ts = append(ts, o.dt)
 	}
 	return hm.NewFnType(append(ts, matType(o.dt))...)
@@ -135,7 +144,7 @@ func (o *kernelMatrixOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) 
 }
 
 func (o *kernelMatrixOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%v|%d", o.name, o.dt, o.xShape, o.arity)
+	fmt.Fprintf(h, "%s|%v|%v|%v|%d", o.name, o.dt, o.xShape, o.ellShape, o.arity)
 	writePlacement(h, o.pl)
 }
 func (o *kernelMatrixOp) Hashcode() uint32 { return hashOf(o) }
@@ -148,7 +157,7 @@ func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error
 			failedruns.Failed(o.graph)
 		}
 	}()
-	x, p, err := o.inputs(vals)
+	x, p, _, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -167,30 +176,45 @@ func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error
 }
 
 // inputs reads the points (row-major, in float64) and the parameters of a
-// run of an op with the inputs of kernelMatrixOp.
-func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, err error) {
+// run of an op with the inputs of kernelMatrixOp. With ARD's length scales
+// the points are returned scaled (pointScaling) and p.LengthScale is 1.
+func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, sc *pointScaling, err error) {
 	if len(vals) < o.arity {
-		return nil, p, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
+		return nil, p, nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
 	}
 	if x, err = readPoints(o, vals[0], o.n*o.d, o.xShape); err != nil {
-		return nil, p, err
+		return nil, p, nil, err
 	}
-	p, err = readKernelParams(o, o.family, vals[1:o.arity])
-	return x, p, err
+	if p, sc, err = readKernelParams(o, o.family, vals[1:o.arity], o.ellShape); err != nil {
+		return nil, p, nil, err
+	}
+	if sc != nil {
+		sc.centreOn(x, o.d)
+		if x, err = sc.scale(o, x); err != nil {
+			return nil, p, nil, err
+		}
+	}
+	return x, p, sc, nil
 }
 
 // readPoints reads the host value v of op o, size points' coordinates of
 // a node of shape, as float64 (row-major).
 func readPoints(o fmt.Stringer, v gorgonia.Value, size int, shape tensor.Shape) ([]float64, error) {
+	return readHost(o, "the points", v, size, shape)
+}
+
+// readHost reads the host value v of op o, what of size real numbers of a
+// node of shape, as float64 (row-major).
+func readHost(o fmt.Stringer, what string, v gorgonia.Value, size int, shape tensor.Shape) ([]float64, error) {
 	if _, sharded := v.(*sharding.Tensor); sharded {
-		return nil, fmt.Errorf("%w: ops: %v: the points are a %T, want a host tensor", sharding.ErrBadInput, o, v)
+		return nil, fmt.Errorf("%w: ops: %v: %s are a %T, want a host tensor", sharding.ErrBadInput, o, what, v)
 	}
 	h, err := toHost(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v: %w", sharding.ErrBadInput, o, err)
+		return nil, fmt.Errorf("%w: %v: %s: %w", sharding.ErrBadInput, o, what, err)
 	}
 	if h.Shape().TotalSize() != size {
-		return nil, fmt.Errorf("%w: ops: %v: points of shape %v for a node of shape %v", sharding.ErrBadInput, o, h.Shape(), shape)
+		return nil, fmt.Errorf("%w: ops: %v: %s of shape %v for a node of shape %v", sharding.ErrBadInput, o, what, h.Shape(), shape)
 	}
 	switch data := h.Data().(type) {
 	case []float64:
@@ -198,20 +222,102 @@ func readPoints(o fmt.Stringer, v gorgonia.Value, size int, shape tensor.Shape) 
 	case []float32:
 		return gConvertSlice[float64](data, len(data))
 	}
-	return nil, fmt.Errorf("%w: ops: %v: points of dtype %v", sharding.ErrBadInput, o, h.Dtype())
+	return nil, fmt.Errorf("%w: ops: %v: %s of dtype %v", sharding.ErrBadInput, o, what, h.Dtype())
 }
 
-// readKernelParams reads the scalar values of ℓ, σ² and, when given, σₙ²
-// of op o into the parameters of family f.
-func readKernelParams(o fmt.Stringer, f sharding.KernelFamily, vals []gorgonia.Value) (p sharding.KernelParams, err error) {
+// readKernelParams reads the values of ℓ, σ² and, when given, σₙ² of op o
+// into the parameters of family f: scalars, but for ℓ a vector of shape
+// ellShape when that is set, returned as a pointScaling (ARD; then
+// p.LengthScale is 1).
+func readKernelParams(o fmt.Stringer, f sharding.KernelFamily, vals []gorgonia.Value, ellShape tensor.Shape) (p sharding.KernelParams, sc *pointScaling, err error) {
 	p.Family = f
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
 	for i, v := range vals {
+		if i == 0 && len(ellShape) > 0 {
+			if sc, err = readLengthScales(o, v, ellShape); err != nil {
+				return p, nil, err
+			}
+			p.LengthScale = 1
+			continue
+		}
 		if *params[i], err = gScalarOf(v); err != nil {
-			return p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i], err)
+			return p, nil, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i], err)
 		}
 	}
-	return p, nil
+	return p, sc, nil
+}
+
+// pointScaling is automatic relevance determination (ARD): a length scale
+// ℓₖ per dimension, which the kernels (one length scale) get as points
+// moved by a centre and divided by ℓₖ, with a length scale of 1. A
+// stationary kernel does not see the centre, the midpoint of the points'
+// range in each dimension, which keeps the scaled points and ℓ's
+// gradient (chain) from far-off origins.
+type pointScaling struct {
+	scales, centre []float64
+}
+
+// readLengthScales reads ARD's length scales, a host vector of shape, and
+// checks them: positive and finite (ErrBadInput).
+func readLengthScales(o fmt.Stringer, v gorgonia.Value, shape tensor.Shape) (*pointScaling, error) {
+	scales, err := readHost(o, "the length scales", v, shape.TotalSize(), shape)
+	if err != nil {
+		return nil, err
+	}
+	for k, l := range scales {
+		if !(l > 0) || math.IsInf(l, 0) {
+			return nil, fmt.Errorf("%w: ops: %v: the length scale of dimension %d must be positive and finite, got %v", sharding.ErrBadInput, o, k, l)
+		}
+	}
+	return &pointScaling{scales: scales}, nil
+}
+
+// centreOn sets the centre to the midpoint of the range of the points x
+// (row-major, dimension d) in each dimension.
+func (sc *pointScaling) centreOn(x []float64, d int) {
+	sc.centre = make([]float64, d)
+	for k := range d {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i := k; i < len(x); i += d {
+			lo, hi = min(lo, x[i]), max(hi, x[i])
+		}
+		sc.centre[k] = lo/2 + hi/2
+	}
+}
+
+// scale returns the points x (row-major) moved and scaled: (xᵢₖ − cₖ)/ℓₖ.
+// A scaled point beyond float64 is ErrNonFinite (NaN or Inf points stay
+// as they are, for the kernels' own check).
+func (sc *pointScaling) scale(o fmt.Stringer, x []float64) ([]float64, error) {
+	d := len(sc.scales)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		k := i % d
+		out[i] = (v - sc.centre[k]) / sc.scales[k]
+		if math.IsInf(out[i], 0) && !math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: ops: %v: point %d divided by its length scales is beyond float64 (%v / %v)", sharding.ErrNonFinite, o, i/d, v-sc.centre[k], sc.scales[k])
+		}
+	}
+	return out, nil
+}
+
+// chain turns the gradient xtbar of the scaled points xt into that of the
+// points, x̄ᵢₖ = x̃̄ᵢₖ/ℓₖ, and adds their share to the length scales'
+// gradient: ℓ̄ₖ −= Σᵢ x̃̄ᵢₖ·x̃ᵢₖ/ℓₖ. A result beyond float64 is ErrNonFinite.
+func (sc *pointScaling) chain(o fmt.Stringer, ellbar, xtbar, xt []float64) ([]float64, error) {
+	d := len(sc.scales)
+	xbar := make([]float64, len(xtbar))
+	for i, g := range xtbar {
+		k := i % d
+		xbar[i] = g / sc.scales[k]
+		ellbar[k] -= g * xt[i] / sc.scales[k]
+	}
+	for _, v := range append(ellbar, xbar...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: ops: the gradient of %v: %v through the length scales", sharding.ErrNonFinite, o, v)
+		}
+	}
+	return xbar, nil
 }
 
 // DiffWRT: the points and every parameter.
@@ -235,9 +341,10 @@ func (o *kernelMatrixOp) DoDiff(ctx gorgonia.ExecutionContext, in gorgonia.Nodes
 }
 
 func (o *kernelMatrixOp) gradPieces() []gradPiece {
-	pieces := []gradPiece{{"x", 0, o.xShape}}
-	for i := 1; i < o.arity; i++ {
-		pieces = append(pieces, gradPiece{[]string{"ℓ", "σ²", "σₙ²"}[i-1], o.n*o.d + i - 1, nil})
+	nd, nell := o.n*o.d, max(1, o.ellShape.TotalSize())
+	pieces := []gradPiece{{"x", 0, o.xShape}, {"ℓ", nd, o.ellShape}, {"σ²", nd + nell, nil}}
+	if o.arity == 4 {
+		pieces = append(pieces, gradPiece{"σₙ²", nd + nell + 1, nil})
 	}
 	return pieces
 }
@@ -319,7 +426,7 @@ func kernelDoDiff(fwd kernelForward, in gorgonia.Nodes, out *gorgonia.Node) erro
 // gradients computes the backward vector of kernelGradOp from the forward's
 // inputs and K̄ (the last value, sharded or on the host).
 func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
-	x, p, err := o.inputs(vals)
+	x, p, sc, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +441,15 @@ func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error)
 	if err != nil {
 		return nil, err
 	}
-	return hostVector("the gradient of "+o.String(), append(xbar, pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar)[:o.n*o.d+o.arity-1], o.dt)
+	ellbar := []float64{pbar.LengthScale}
+	if sc != nil {
+		ellbar = make([]float64, o.d)
+		if xbar, err = sc.chain(o, ellbar, xbar, x); err != nil {
+			return nil, err
+		}
+	}
+	all := append(append(xbar, ellbar...), pbar.SignalVar, pbar.NoiseVar)
+	return hostVector("the gradient of "+o.String(), all[:len(all)+o.arity-4], o.dt)
 }
 
 // hostVector is all, what computed in float64, as a host vector of dtype
