@@ -628,3 +628,63 @@ func TestKernelMatrixARD(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelMatrixARDBadInput: ARD length scales that are not positive and
+// finite are ErrBadInput, points that their length scales scale beyond
+// float64 ErrNonFinite, for K and for CrossKernel; then a good run.
+func TestKernelMatrixARDBadInput(t *testing.T) {
+	mesh, err := testMesh(t, 2)
+	require.NoError(t, err)
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 2), G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(3, 2), tensor.WithBacking([]float64{0, 0, 1, 0, 0, 1}))))
+	xs := G.NewMatrix(g, tensor.Float64, G.WithShape(1, 2), G.WithName("xs"), G.WithValue(tensor.New(tensor.WithShape(1, 2), tensor.WithBacking([]float64{0.5, 0.5}))))
+	ell := G.NewVector(g, tensor.Float64, G.WithShape(2), G.WithName("ell"), G.WithValue(tensor.New(tensor.WithBacking([]float64{1, 1}))))
+	sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"), G.WithValue(1.0))
+	k, err := mgla.SquaredExponential(x, ell, sig, nil, onMesh(mesh))
+	require.NoError(t, err)
+	for _, asCross := range []bool{false, true} {
+		var out *G.Node
+		if asCross {
+			out = must(mgla.CrossKernel(k, xs))
+		} else {
+			out = must(ops.Gather(k))
+		}
+		cost := G.Must(G.Sum(out))
+		_, err = G.Grad(cost, x, ell, sig)
+		require.NoError(t, err)
+		m := G.NewTapeMachine(g)
+		for _, c := range []struct {
+			name string
+			ell  []float64
+			x    []float64
+			want error
+		}{
+			{"zero length scale", []float64{1, 0}, nil, mgla.ErrBadInput},
+			{"negative length scale", []float64{-1, 1}, nil, mgla.ErrBadInput},
+			{"NaN length scale", []float64{math.NaN(), 1}, nil, mgla.ErrBadInput},
+			{"infinite length scale", []float64{1, math.Inf(1)}, nil, mgla.ErrBadInput},
+			{"scaled beyond float64", []float64{1e-300, 1}, []float64{0, 0, 1e10, 0, 0, 1}, mgla.ErrNonFinite},
+		} {
+			require.NoError(t, G.Let(ell, tensor.New(tensor.WithBacking(c.ell))))
+			xv := []float64{0, 0, 1, 0, 0, 1}
+			if c.x != nil {
+				xv = c.x
+			}
+			require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(3, 2), tensor.WithBacking(xv))))
+			m.Reset()
+			require.ErrorIs(t, mgla.Cause(m.RunAll()), c.want, "%s, cross %t", c.name, asCross)
+		}
+		require.NoError(t, G.Let(ell, tensor.New(tensor.WithBacking([]float64{1, 2}))))
+		require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(3, 2), tensor.WithBacking([]float64{0, 0, 1, 0, 0, 1}))))
+		m.Reset()
+		require.NoError(t, m.RunAll())
+		got := grValue(t, out.Value())
+		if asCross { // ‖(0.5, 0.5) − (0, 0)‖² with ℓ = (1, 2): 0.25 + 0.0625
+			require.InDelta(t, math.Exp(-0.3125/2), got[0], 1e-15)
+		} else { // K₀₁: x₀ − x₁ = (−1, 0); K₀₂: (0, −1)/2
+			require.InDelta(t, math.Exp(-0.5), got[1], 1e-15)
+			require.InDelta(t, math.Exp(-0.125), got[2], 1e-15)
+		}
+		m.Close()
+	}
+}
