@@ -25,9 +25,9 @@ import (
 // K is a sharded node (package ops), unlike the other builders' results:
 // pass it to Potrs, LogDet, GaussianLogDensity, Cholesky, Potri or Syevd,
 // which keep it where it is, or ops.Gather it to the host for Gorgonia's
-// own ops. Gorgonia's ops cannot read a sharded value: some fail at run
-// time with Gorgonia's error, some (Sum, Mul) panic in the machine's
-// goroutine, which ends the program. Jitter belongs in σₙ², not in K + εI. Gradients flow to x
+// own ops. Gorgonia's ops cannot read a sharded value: a graph where K
+// feeds one of them (other than gorgonia.Read) is an ErrBadInput of the
+// machine's run that names ops.Gather. Jitter belongs in σₙ², not in K + εI. Gradients flow to x
 // and to the parameters, each device reducing its own columns of K's
 // gradient. That gradient stays on the mesh when one op differentiates K
 // (GaussianLogDensity for a Gaussian process's cost); with several (Potrs

@@ -11,6 +11,14 @@
 // output buffers from one run of a machine to the next, so a sharded node's
 // value is valid until the machine runs again.
 //
+// Gorgonia's own ops read host tensors only: given a sharded value some
+// panic on the machine's goroutine (Sum, Mul, Transpose), which ends the
+// program, and some return no value and no error (Exp, Neg). So an op of
+// this package whose output is sharded refuses to run, with ErrBadInput
+// naming Gather, when its node feeds one of them (readersOK; gorgonia.Read
+// is allowed). A sharded input node (Input) has no op to refuse: give it
+// to Gorgonia's ops through Gather.
+//
 // Gradients. Every op is an SDOp (gorgonia.Grad + TapeMachine) and an ADOp
 // (LispMachine). The gradient of Shard is Gather, of Gather is Shard, of
 // Relayout the inverse Relayout, and the kernels' backward passes are sharded

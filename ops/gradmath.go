@@ -100,7 +100,7 @@ func gradNode(kind gradKind, of *gorgonia.Node, dt tensor.Dtype, ins ...*gorgoni
 	if o.host {
 		o.name += "→host"
 	}
-	return gorgonia.ApplyOp(o, ins...)
+	return applyOp(o, ins...)
 }
 
 // shardOfHost reports whether x is the Shard of a host node.
@@ -137,6 +137,9 @@ func (o *gradOp) WriteHash(h hash.Hash) {
 func (o *gradOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *gradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	if err := readersOK(o.node); err != nil {
+		return nil, err
+	}
 	if o.host {
 		if o.hostOut == nil || o.hostOut.Dtype() != o.dt {
 			o.hostOut = tensor.New(tensor.Of(o.dt), tensor.WithShape(o.n, o.n))

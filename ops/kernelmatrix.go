@@ -103,7 +103,7 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 		base: base{name: name}, family: f, pl: Placement{mesh, layout}, dt: dt,
 		n: n, d: d, xShape: x.Shape().Clone(), ellShape: ellShape, arity: len(ins), graph: g,
 	}
-	return gorgonia.ApplyOp(o, ins...)
+	return applyOp(o, ins...)
 }
 
 var kernelParamNames = [...]string{"the length scale", "the signal variance", "the noise variance"}
@@ -157,6 +157,9 @@ func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error
 			failedruns.Failed(o.graph)
 		}
 	}()
+	if err := readersOK(o.node); err != nil {
+		return nil, err
+	}
 	x, p, _, err := o.inputs(vals)
 	if err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func Shard(x *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorg
 		name = "Relayout"
 	}
 	op := &moveOp{base: base{name: fmt.Sprintf("%s(%v)", name, layout)}, to: Placement{mesh, layout}, inShape: x.Shape().Clone()}
-	return gorgonia.ApplyOp(op, x)
+	return applyOp(op, x)
 }
 
 // Relayout moves a sharded node to another layout on its mesh.
@@ -81,6 +81,9 @@ func (o *moveOp) WriteHash(h hash.Hash) {
 func (o *moveOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	if err := readersOK(o.node); err != nil {
+		return nil, err
+	}
 	v := unwrapEigen(vals[0]) // an Eigen node's value moves as its vectors
 	if x, ok := v.(tensor.Tensor); ok {
 		if _, sharded := v.(*sharding.Tensor); !sharded {

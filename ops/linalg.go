@@ -132,7 +132,7 @@ func apply(kind kernelKind, opts []KernelOption, ins ...*gorgonia.Node) (*gorgon
 	if err != nil {
 		return nil, err
 	}
-	return gorgonia.ApplyOp(o, ins...)
+	return applyOp(o, ins...)
 }
 
 // Cholesky factors a sharded Hermitian positive definite matrix: L lower
@@ -300,6 +300,9 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 			failedruns.Failed(o.graph)
 		}
 	}()
+	if err := readersOK(o.node); err != nil {
+		return nil, err
+	}
 	ins := make([]*sharding.Tensor, len(vals))
 	for i, v := range vals {
 		t, err := asSharded(unwrapEigen(v), Placement{o.pl.Mesh, inputLayout(v, o.pl)})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"reflect"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/sharding"
@@ -50,7 +51,9 @@ func PlacementOf(n *gorgonia.Node) (Placement, bool) {
 // panics on a nil graph or tensor, a programming error, and on a name that
 // an input of g of t's dtype and shape already has (Gorgonia would hand back
 // that node and drop t); a freed
-// tensor is an error of the ops that read it (sharding.ErrFreed).
+// tensor is an error of the ops that read it (sharding.ErrFreed). Give
+// the node to Gorgonia's own ops through Gather: given a sharded value
+// they panic, and no op of this package runs before them to refuse.
 func Input(g *gorgonia.ExprGraph, t *sharding.Tensor, name string) *gorgonia.Node {
 	if g == nil || t == nil {
 		panic(fmt.Sprintf("ops.Input(%q): nil graph or tensor", name))
@@ -71,6 +74,58 @@ func IsSharded(n *gorgonia.Node) bool { _, ok := PlacementOf(n); return ok }
 // base implements the bookkeeping methods every op shares.
 type base struct {
 	name string
+	node *gorgonia.Node // the op's node (applyOp), for readersOK
+}
+
+func (b *base) bindNode(n *gorgonia.Node) {
+	if b.node == nil {
+		b.node = n
+	}
+}
+
+// applyOp is gorgonia.ApplyOp that tells the op its node (the node's own
+// op: Gorgonia hands back an existing node for an op of the same hash).
+func applyOp(op gorgonia.Op, in ...*gorgonia.Node) (*gorgonia.Node, error) {
+	n, err := gorgonia.ApplyOp(op, in...)
+	if err == nil {
+		if b, ok := n.Op().(interface{ bindNode(*gorgonia.Node) }); ok {
+			b.bindNode(n)
+		}
+	}
+	return n, err
+}
+
+// readersOK is the error of a run of the op of node n, a node that holds a
+// sharded value, when n feeds one of Gorgonia's own ops: they read only host
+// tensors and, given a *sharding.Tensor, panic on the machine's goroutine
+// (Sum, Mean, Mul, Transpose: an unchecked .(tensor.Tensor)) or return no
+// value and no error (Exp, Neg, Square: elemUnaryOp.do), which ends the
+// program. Failing here, before they run, makes it RunAll's error.
+// gorgonia.Read (a statement) only copies the value and is allowed.
+func readersOK(n *gorgonia.Node) error {
+	if n == nil || n.Graph() == nil || !IsSharded(n) {
+		return nil
+	}
+	g := n.Graph()
+	for it := g.To(n.ID()); it.Next(); {
+		to := it.Node().(*gorgonia.Node)
+		if hostOnly(to.Op()) {
+			return fmt.Errorf("%w: ops: %v is a sharded node and feeds %v, one of Gorgonia's ops, which read host tensors only: give that op ops.Gather(%v)", sharding.ErrBadInput, n.Name(), to.Name(), n.Name())
+		}
+	}
+	return nil
+}
+
+// hostOnly reports whether op is one of Gorgonia's own ops other than Read.
+func hostOnly(op gorgonia.Op) bool {
+	if op == nil {
+		return false
+	}
+	t := reflect.TypeOf(op)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() == "gorgonia.org/gorgonia" && t.Name() != "readOp"
 }
 
 func (b base) ReturnsPtr() bool     { return false }
