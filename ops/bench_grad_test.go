@@ -182,7 +182,14 @@ func BenchmarkGPDensityBackward(b *testing.B) {
 // y), and the gradient wrt θ = (log ℓ, log σ², log σₙ²) at ℓ = 1, σ² = 1,
 // σₙ² = 0.1. Only x, y and θ are host values; K and its gradient stay on the
 // mesh (float64, N = -ops.backward-n).
-func BenchmarkGPKernelBackward(b *testing.B) {
+func BenchmarkGPKernelBackward(b *testing.B) { gpKernelBackward(b, false) }
+
+// BenchmarkGPKernelBackwardARD is BenchmarkGPKernelBackward with a length
+// scale per dimension: θ = (log ℓ₁, log ℓ₂, log ℓ₃, log σ², log σₙ²), the ℓₖ
+// at 1.
+func BenchmarkGPKernelBackwardARD(b *testing.B) { gpKernelBackward(b, true) }
+
+func gpKernelBackward(b *testing.B, ard bool) {
 	mesh, g, _, yn, _ := backwardInputs(b, false)
 	n := *backwardN
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -196,6 +203,9 @@ func BenchmarkGPKernelBackward(b *testing.B) {
 	for i, v := range []float64{0, 0, math.Log(0.1)} {
 		// Named: Gorgonia merges unnamed input nodes of one type and shape.
 		theta[i] = G.NewScalar(g, tensor.Float64, G.WithName([]string{"logEll", "logSignal", "logNoise"}[i]), G.WithValue(v))
+		if i == 0 && ard {
+			theta[i] = G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("logEll"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0, 0, 0}))))
+		}
 		positive[i] = G.Must(G.Exp(theta[i]))
 	}
 	k, err := mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], mgla.WithMesh(mesh))

@@ -17,6 +17,9 @@ ops/bench_grad_test.go, forward alone and forward with the gradient:
             from N points of dimension 3 (uniform in [0, 10)³), the
             gradient wrt θ = (log ℓ, log σ², log σₙ²) at (0, 0, log 0.1)
             (BenchmarkGPKernelBackward)
+  gpkernelard  the same with a length scale per dimension, the gradient
+            wrt (log ℓ₁, log ℓ₂, log ℓ₃, log σ², log σₙ²) at (0, 0, 0, 0,
+            log 0.1) (BenchmarkGPKernelBackwardARD)
 
 A is diagonally dominant (N on the diagonal, uniform [-1, 1) off it,
 symmetric), w, W and y normal, made on the GPU. Every function is jitted;
@@ -34,7 +37,7 @@ import time
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", default="4096,8192")
-    ap.add_argument("-ops", default="potrs,cholesky,all,gp,gpkernel")
+    ap.add_argument("-ops", default="potrs,cholesky,all,gp,gpkernel,gpkernelard")
     ap.add_argument("-reps", type=int, default=5)
     args = ap.parse_args()
 
@@ -80,6 +83,13 @@ def main():
         k = sig * jnp.exp(-d2 / (2 * ell * ell)) + noise * jnp.eye(x.shape[0], dtype=x.dtype)
         return gp(k, y, None)
 
+    def gpkernelard(theta, x, y):
+        xs = x / jnp.exp(theta[:3])
+        sig, noise = jnp.exp(theta[3]), jnp.exp(theta[4])
+        d2 = jnp.sum((xs[:, None, :] - xs[None, :, :]) ** 2, axis=-1)
+        k = sig * jnp.exp(-d2 / 2) + noise * jnp.eye(x.shape[0], dtype=x.dtype)
+        return gp(k, y, None)
+
     costs = {"potrs": (potrs, (0, 1)), "cholesky": (cholesky, 0), "all": (every, (0, 1)), "gp": (gp, 0)}
 
     def timed(fn, ins, reps):
@@ -95,10 +105,11 @@ def main():
         a, w, y = inputs(n)
         jax.block_until_ready((a, w, y))
         for op in args.ops.split(","):
-            if op == "gpkernel":
-                f, wrt = gpkernel, 0
+            if op in ("gpkernel", "gpkernelard"):
+                f, wrt = {"gpkernel": gpkernel, "gpkernelard": gpkernelard}[op], 0
                 x = jax.random.uniform(jax.random.PRNGKey(3), (n, 3), jnp.float64, 0, 10)
-                ins = (jnp.array([0.0, 0.0, jnp.log(0.1)], jnp.float64), x, y)
+                theta = [0.0, 0.0, jnp.log(0.1)] if op == "gpkernel" else [0.0, 0.0, 0.0, 0.0, jnp.log(0.1)]
+                ins = (jnp.array(theta, jnp.float64), x, y)
             else:
                 f, wrt = costs[op]
                 ins = (a, y, w)
@@ -106,7 +117,7 @@ def main():
             full = jax.jit(jax.value_and_grad(f, argnums=wrt))
             tf = timed(fwd, ins, args.reps)
             tfb = timed(full, ins, args.reps)
-            print(f"{op:9s} N={n:6d} jax 1 GPU  fwd-ms {tf:9.2f}  fwd+bwd-ms {tfb:9.2f}  fwd+bwd/fwd {tfb / tf:6.2f}", flush=True)
+            print(f"{op:11s} N={n:6d} jax 1 GPU  fwd-ms {tf:9.2f}  fwd+bwd-ms {tfb:9.2f}  fwd+bwd/fwd {tfb / tf:6.2f}", flush=True)
 
 
 if __name__ == "__main__":
