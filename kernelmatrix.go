@@ -97,11 +97,11 @@ func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVa
 // C·K⁻¹·y (gorgonia.Mul of C and Potrs(k, y)), the posterior variance
 // σ² − diag(C·K⁻¹·Cᵀ) (add σₙ² for a new observation).
 //
-// xStar is a host node of k's dtype: M×D rows of k's dimension D, or a
-// length-M vector when D is 1. C is a host node (an ordinary matrix that
-// Gorgonia's own ops read), computed on the host whatever k's mesh: its
-// inputs are xStar and k's points, ℓ and σ², not k's value. Gradients flow
-// to all four. NaN or Inf points are run-time ErrNonFinite; a node k that
+// xStar is a host node of k's dtype (or a gorgonia.NewConstant, which
+// joins k's graph): M×D rows of k's dimension D, or a length-M vector when
+// D is 1. C is a host node (an ordinary matrix that Gorgonia's own ops
+// read), computed on the host whatever k's mesh from xStar and k's points,
+// ℓ and σ²; it does not read k's value. Gradients flow to those four. NaN or Inf points are run-time ErrNonFinite; a node k that
 // no kernel builder made, or points of another dimension or dtype,
 // ErrBadInput.
 func CrossKernel(k, xStar *gorgonia.Node) (*gorgonia.Node, error) {

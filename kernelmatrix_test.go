@@ -155,10 +155,12 @@ func TestKernelMatrixGP(t *testing.T) {
 					require.NoError(t, err)
 					opts := []mgla.Option{onMesh(mesh), mgla.WithTile(c.tile)}
 					x := grRandom(rng, c.n, c.d)
-					if !c.noise {
+					for !c.noise && minDistance(x, c.d) < 1 {
 						// No noise: points far apart for their length
-						// scale keep K well conditioned, and the finite
-						// differences accurate.
+						// scale (ℓ ≤ 1.2) keep K well conditioned, and
+						// the finite differences accurate; two points
+						// closer than 1 made 1 run in 40 fail.
+						x = grRandom(rng, c.n, c.d)
 						for i := range x.data {
 							x.data[i] *= 2.5
 						}
@@ -687,4 +689,72 @@ func TestKernelMatrixARDBadInput(t *testing.T) {
 		}
 		m.Close()
 	}
+}
+
+// minDistance is the smallest distance between two of the rows (dimension
+// d) of x.
+func minDistance(x grMat, d int) float64 {
+	best := math.Inf(1)
+	for i := range x.rows {
+		for j := range i {
+			r2 := 0.0
+			for k := range d {
+				diff := x.data[i*d+k] - x.data[j*d+k]
+				r2 += diff * diff
+			}
+			best = min(best, math.Sqrt(r2))
+		}
+	}
+	return best
+}
+
+// TestCrossKernelConstantPointsLisp: new points given as a constant join
+// K's graph, as the other builders' fixed data; a cost that reads C alone
+// runs on the LispMachine (K is CrossKernel's input, so no second root),
+// with σ̄² = Σ C/σ²; a NaN new point is named as one.
+func TestCrossKernelConstantPointsLisp(t *testing.T) {
+	mesh, err := testMesh(t, 2)
+	require.NoError(t, err)
+	for _, lisp := range []bool{false, true} {
+		g := G.NewGraph()
+		x := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0, 1, 2}))))
+		ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(0.8))
+		sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"), G.WithValue(1.5))
+		k := must(mgla.Matern32(x, ell, sig, nil, onMesh(mesh)))
+		xs := G.NewConstant(tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{0.5, 1.5})))
+		c := must(mgla.CrossKernel(k, xs))
+		cost := G.Must(G.Sum(c))
+		if !lisp {
+			_, err := G.Grad(cost, sig)
+			require.NoError(t, err)
+		}
+		var m G.VM = G.NewTapeMachine(g)
+		if lisp {
+			m = G.NewLispMachine(g)
+		}
+		require.NoError(t, m.RunAll(), "lisp %t", lisp)
+		got := grValue(t, c.Value())
+		r := 0.5 / 0.8
+		want := 1.5 * (1 + math.Sqrt(3)*r) * math.Exp(-math.Sqrt(3)*r) // C₀₀ = C₀₁ = C₁₁ = C₁₂
+		for _, i := range []int{0, 1, 4, 5} {
+			require.InDelta(t, want, got[i], 1e-15, "lisp %t, C[%d]", lisp, i)
+		}
+		sbar, err := sig.Grad()
+		require.NoError(t, err)
+		require.InDelta(t, grValue(t, cost.Value())[0]/1.5, grValue(t, sbar)[0], 1e-14, "lisp %t", lisp)
+		m.Close()
+	}
+
+	g := G.NewGraph()
+	x := G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0, 1, 2}))))
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(0.8))
+	sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"), G.WithValue(1.5))
+	k := must(mgla.SquaredExponential(x, ell, sig, nil, onMesh(mesh)))
+	xs := G.NewVector(g, tensor.Float64, G.WithShape(2), G.WithName("xStar"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0.5, math.NaN()}))))
+	_ = must(mgla.CrossKernel(k, xs))
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	err = m.RunAll()
+	require.ErrorIs(t, mgla.Cause(err), mgla.ErrNonFinite)
+	require.ErrorContains(t, err, "the new point 1 holds NaN")
 }

@@ -34,8 +34,9 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	if !ok {
 		return nil, bad("%v is not a kernel matrix (made by ops.KernelMatrix: mgla.SquaredExponential, Matern32 or Matern52)", k.Name())
 	}
-	if xs.Graph() != k.Graph() {
-		return nil, bad("the points %v are not in the kernel matrix's graph", xs.Name())
+	g, err := sharding.GraphOf(k, xs)
+	if err != nil {
+		return nil, bad("%v", err)
 	}
 	if xs.Dtype() != km.dt {
 		return nil, bad("the points %v are %v, the kernel matrix %v", xs.Name(), xs.Dtype(), km.dt)
@@ -52,10 +53,11 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	default:
 		return nil, bad("the points %v must be an m×%d matrix (or a length-m vector for points of dimension 1), not empty, got shape %v", xs.Name(), km.d, xs.Shape())
 	}
-	ins := []*gorgonia.Node{xs}
+	ins := []*gorgonia.Node{sharding.InGraph(g, xs)}               // a constant joins K's graph
 	for in := k.Graph().From(k.ID()); in.Next() && len(ins) < 4; { // x, ℓ, σ²; not σₙ²
 		ins = append(ins, in.Node().(*gorgonia.Node))
 	}
+	ins = append(ins, k) // read by no run: so that K is no root of a graph whose cost reads only C
 	o := &crossKernelOp{
 		base: base{name: "Cross" + km.name}, family: km.family, dt: km.dt,
 		m: m, n: km.n, d: km.d, xsShape: xs.Shape().Clone(), xShape: km.xShape.Clone(), ellShape: km.ellShape, graph: km.graph,
@@ -63,8 +65,11 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	return gorgonia.ApplyOp(o, ins...)
 }
 
-// crossKernelOp is CrossKernel's op: inputs xs, x, ℓ and σ²; ℓ a length-d
-// vector when ellShape is set (ARD).
+// crossKernelOp is CrossKernel's op: inputs xs, x, ℓ, σ² and K; ℓ a
+// length-d vector when ellShape is set (ARD). C is computed from the first
+// four; K is an input only so that it has a consumer: the LispMachine
+// refuses a graph with a second non-scalar root, which K would be when the
+// cost reads C alone.
 type crossKernelOp struct {
 	base
 	family   sharding.KernelFamily
@@ -76,10 +81,10 @@ type crossKernelOp struct {
 	graph    *gorgonia.ExprGraph // whose failed runs count (failedruns)
 }
 
-func (o *crossKernelOp) Arity() int { return 4 }
+func (o *crossKernelOp) Arity() int { return 5 }
 
 func (o *crossKernelOp) Type() hm.Type {
-	return hm.NewFnType(typeOf(o.xsShape, o.dt), typeOf(o.xShape, o.dt), typeOf(o.ellShape, o.dt), o.dt, matType(o.dt))
+	return hm.NewFnType(typeOf(o.xsShape, o.dt), typeOf(o.xShape, o.dt), typeOf(o.ellShape, o.dt), o.dt, matType(o.dt), matType(o.dt))
 }
 
 func (o *crossKernelOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
@@ -145,10 +150,10 @@ func (o *crossKernelOp) inputs(vals []gorgonia.Value) (xs, x []float64, p shardi
 	return xs, x, p, sc, nil
 }
 
-// DiffWRT: both sets of points and both parameters.
+// DiffWRT: both sets of points and both parameters, not K.
 func (o *crossKernelOp) DiffWRT(n int) []bool {
 	d := make([]bool, n)
-	for i := range d {
+	for i := range min(n, 4) {
 		d[i] = true
 	}
 	return d

@@ -375,11 +375,12 @@ type gradPiece struct {
 }
 
 // kernelSymDiff is a kernelForward's SymDiff: its backward op, and a pick op
-// per input.
+// per input that has a gradient piece (the first ones; no gradient for the
+// others).
 func kernelSymDiff(fwd kernelForward, in gorgonia.Nodes, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	pieces := fwd.gradPieces()
-	if len(in) != len(pieces) {
-		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", fwd, len(in), len(pieces))
+	if len(in) != fwd.Arity() || len(in) < len(pieces) {
+		return nil, fmt.Errorf("ops: %v: %d inputs, want %d", fwd, len(in), fwd.Arity())
 	}
 	all, err := gorgonia.ApplyOp(&kernelGradOp{base: base{name: fwd.String() + "Grad"}, fwd: fwd}, append(append(gorgonia.Nodes{}, in...), grad)...)
 	if err != nil {

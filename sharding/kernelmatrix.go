@@ -93,16 +93,16 @@ func (p KernelParams) Check() error {
 	return nil
 }
 
-// checkKernelPoints checks the n×d row-major points of a kernel matrix: their
-// length, and NaN or Inf (ErrNonFinite: they would make NaNs of
-// whole rows of K).
-func checkKernelPoints(x []float64, n, d int) error {
+// checkKernelPoints checks the n×d row-major points of a kernel matrix (what:
+// "the kernel matrix's", or CrossKernel's "the new"): their length, and NaN
+// or Inf (ErrNonFinite: they would make NaNs of whole rows of K).
+func checkKernelPoints(x []float64, n, d int, what string) error {
 	if n < 1 || d < 1 || len(x) != n*d {
-		return fmt.Errorf("%w: kernel matrix of %d points of dimension %d from %d values", ErrBadInput, n, d, len(x))
+		return fmt.Errorf("%w: %s %d points of dimension %d from %d values", ErrBadInput, what, n, d, len(x))
 	}
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: the kernel matrix's point %d holds %v", ErrNonFinite, i/d, v)
+			return fmt.Errorf("%w: %s point %d holds %v", ErrNonFinite, what, i/d, v)
 		}
 	}
 	return nil
@@ -139,7 +139,7 @@ func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
-	if err := checkKernelPoints(x, n, d); err != nil {
+	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
 		return err
 	}
 	top, limit := p.SignalVar+p.NoiseVar, math.MaxFloat64
@@ -162,7 +162,7 @@ func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 // (whole columns) holding the kernel matrix of the n
 // rows of x (row-major n×d), as SetKernelMatrix.
 func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layout, dt tensor.Dtype) (*Tensor, error) {
-	if err := checkKernelPoints(x, n, d); err != nil {
+	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
 		return nil, err
 	}
 	if err := p.Check(); err != nil {
@@ -208,7 +208,7 @@ func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []
 	if err := p.Check(); err != nil {
 		return nil, KernelParams{}, err
 	}
-	if err := checkKernelPoints(x, n, d); err != nil {
+	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
 		return nil, KernelParams{}, err
 	}
 	// The kernels skip the terms of zero weight (eᵢⱼ = 0), which would
@@ -414,9 +414,10 @@ func parallelChunks(n, workers int, fn func(w, c0, c1 int)) {
 }
 
 // CrossKernel returns the m×n matrix (row-major, float64) of the kernel of
-// p's family and parameters between the m rows of xs and the n rows of x
-// (row-major, dimension d), without the noise, which belongs to the
-// diagonal of one set of points with itself:
+// p's family and parameters between the m rows of xs (a Gaussian process's
+// new points) and the n rows of x (its kernel matrix's points), row-major
+// of dimension d, without the noise, which belongs to the diagonal of one
+// set of points with itself:
 //
 //	C_ij = SignalVar·v(‖xsᵢ − xⱼ‖²/LengthScale²).
 //
@@ -509,11 +510,11 @@ func checkCrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams
 	if err := p.Check(); err != nil {
 		return err
 	}
-	if err := checkKernelPoints(xs, m, d); err != nil {
-		return fmt.Errorf("CrossKernel: the first points: %w", err)
+	if err := checkKernelPoints(xs, m, d, "the new"); err != nil {
+		return fmt.Errorf("CrossKernel: %w", err)
 	}
-	if err := checkKernelPoints(x, n, d); err != nil {
-		return fmt.Errorf("CrossKernel: the second points: %w", err)
+	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
+		return fmt.Errorf("CrossKernel: %w", err)
 	}
 	return nil
 }
