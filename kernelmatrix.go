@@ -16,9 +16,8 @@ import (
 // 1) and the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²,
 // nil for none), all float32 or float64. A lengthScale that is a length-D
 // vector gives each dimension its own (automatic relevance determination,
-// ARD): ‖xᵢ − xⱼ‖²/ℓ² becomes Σₖ (xᵢₖ − xⱼₖ)²/ℓₖ², and its gradient is a
-// vector; the kernels then see the points moved to the middle of their
-// range and divided by ℓ, with one length scale of 1. Each device of the mesh computes
+// ARD): ‖xᵢ − xⱼ‖²/ℓ² becomes Σₖ ((xᵢₖ − xⱼₖ)/ℓₖ)², and its gradient is a
+// vector. Each device of the mesh computes
 // its own columns from x, their indices and the three numbers; on a GPU
 // mesh K is never on the host.
 //

@@ -526,9 +526,8 @@ func TestCrossKernelBadInput(t *testing.T) {
 // cost −log p(y) plus Σ w∘μ of its posterior mean at new points through
 // CrossKernel, and its gradients with respect to log ℓ (a vector), the
 // other log-parameters and both sets of points, against float64 finite
-// differences of the reference; points far from the origin (the kernels
-// see them moved and scaled); every family, 1 to 3 devices, both machines
-// and dtypes.
+// differences of the reference; points far from the origin; every family,
+// 1 to 3 devices, both machines and dtypes.
 func TestKernelMatrixARD(t *testing.T) {
 	rng := grRNG(t, 42)
 	for _, c := range []struct {
@@ -632,8 +631,9 @@ func TestKernelMatrixARD(t *testing.T) {
 }
 
 // TestKernelMatrixARDBadInput: ARD length scales that are not positive and
-// finite are ErrBadInput, points that their length scales scale beyond
-// float64 ErrNonFinite, for K and for CrossKernel; then a good run.
+// finite are ErrBadInput, a NaN or Inf point ErrNonFinite that names it,
+// for K and for CrossKernel; points too far apart in a dimension for its
+// length scale a zero kernel; then a good run.
 func TestKernelMatrixARDBadInput(t *testing.T) {
 	mesh, err := testMesh(t, 2)
 	require.NoError(t, err)
@@ -665,7 +665,8 @@ func TestKernelMatrixARDBadInput(t *testing.T) {
 			{"negative length scale", []float64{-1, 1}, nil, mgla.ErrBadInput},
 			{"NaN length scale", []float64{math.NaN(), 1}, nil, mgla.ErrBadInput},
 			{"infinite length scale", []float64{1, math.Inf(1)}, nil, mgla.ErrBadInput},
-			{"scaled beyond float64", []float64{1e-300, 1}, []float64{0, 0, 1e10, 0, 0, 1}, mgla.ErrNonFinite},
+			{"NaN point", []float64{1, 1}, []float64{0, 0, 1, 0, math.NaN(), 1}, mgla.ErrNonFinite},
+			{"infinite point", []float64{1, 1}, []float64{0, 0, 1, 0, math.Inf(1), 1}, mgla.ErrNonFinite},
 		} {
 			require.NoError(t, G.Let(ell, tensor.New(tensor.WithBacking(c.ell))))
 			xv := []float64{0, 0, 1, 0, 0, 1}
@@ -674,7 +675,22 @@ func TestKernelMatrixARDBadInput(t *testing.T) {
 			}
 			require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(3, 2), tensor.WithBacking(xv))))
 			m.Reset()
-			require.ErrorIs(t, mgla.Cause(m.RunAll()), c.want, "%s, cross %t", c.name, asCross)
+			err := m.RunAll()
+			require.ErrorIs(t, mgla.Cause(err), c.want, "%s, cross %t", c.name, asCross)
+			if c.want == mgla.ErrNonFinite {
+				require.ErrorContains(t, err, "point 2 holds", "%s, cross %t", c.name, asCross)
+			}
+		}
+		// Points 1e10 apart in a dimension of length scale 1e-300: a zero
+		// kernel there, not an error.
+		require.NoError(t, G.Let(ell, tensor.New(tensor.WithBacking([]float64{1e-300, 1}))))
+		require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(3, 2), tensor.WithBacking([]float64{0, 0, 1e10, 0, 0, 1}))))
+		m.Reset()
+		require.NoError(t, m.RunAll(), "cross %t", asCross)
+		if !asCross {
+			got := grValue(t, out.Value())
+			require.Equal(t, 0.0, got[1])
+			require.InDelta(t, math.Exp(-0.5), got[2], 1e-15) // K₀₂: (0, −1)
 		}
 		require.NoError(t, G.Let(ell, tensor.New(tensor.WithBacking([]float64{1, 2}))))
 		require.NoError(t, G.Let(x, tensor.New(tensor.WithShape(3, 2), tensor.WithBacking([]float64{0, 0, 1, 0, 0, 1}))))

@@ -103,7 +103,7 @@ func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error)
 			failedruns.Failed(o.graph)
 		}
 	}()
-	xs, x, p, _, err := o.inputs(vals)
+	xs, x, p, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -123,31 +123,19 @@ func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error)
 }
 
 // inputs reads the points of a run (row-major, in float64) and the
-// parameters. With ARD's length scales both sets of points are returned
-// scaled, centred on the kernel matrix's points, and p.LengthScale is 1.
-func (o *crossKernelOp) inputs(vals []gorgonia.Value) (xs, x []float64, p sharding.KernelParams, sc *pointScaling, err error) {
+// parameters.
+func (o *crossKernelOp) inputs(vals []gorgonia.Value) (xs, x []float64, p sharding.KernelParams, err error) {
 	if len(vals) < 4 {
-		return nil, nil, p, nil, fmt.Errorf("ops: %v: %d inputs, want 4", o, len(vals))
+		return nil, nil, p, fmt.Errorf("ops: %v: %d inputs, want 4", o, len(vals))
 	}
 	if xs, err = readPoints(o, vals[0], o.m*o.d, o.xsShape); err != nil {
-		return nil, nil, p, nil, err
+		return nil, nil, p, err
 	}
 	if x, err = readPoints(o, vals[1], o.n*o.d, o.xShape); err != nil {
-		return nil, nil, p, nil, err
+		return nil, nil, p, err
 	}
-	if p, sc, err = readKernelParams(o, o.family, vals[2:4], o.ellShape); err != nil {
-		return nil, nil, p, nil, err
-	}
-	if sc != nil {
-		sc.centreOn(x, o.d)
-		if xs, err = sc.scale(o, xs); err != nil {
-			return nil, nil, p, nil, err
-		}
-		if x, err = sc.scale(o, x); err != nil {
-			return nil, nil, p, nil, err
-		}
-	}
-	return xs, x, p, sc, nil
+	p, err = readKernelParams(o, o.family, vals[2:4], o.ellShape)
+	return xs, x, p, err
 }
 
 // DiffWRT: both sets of points and both parameters, not K.
@@ -180,7 +168,7 @@ func (o *crossKernelOp) dtype() tensor.Dtype { return o.dt }
 // gradients computes the backward vector of kernelGradOp from the forward's
 // inputs and C̄ (the last value, a host matrix).
 func (o *crossKernelOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
-	xs, x, p, sc, err := o.inputs(vals)
+	xs, x, p, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -192,15 +180,5 @@ func (o *crossKernelOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) 
 	if err != nil {
 		return nil, err
 	}
-	ellbar := []float64{pbar.LengthScale}
-	if sc != nil {
-		ellbar = make([]float64, o.d)
-		if xsbar, err = sc.chain(o, ellbar, xsbar, xs); err != nil {
-			return nil, err
-		}
-		if xbar, err = sc.chain(o, ellbar, xbar, x); err != nil {
-			return nil, err
-		}
-	}
-	return hostVector("the gradient of "+o.String(), append(append(append(xsbar, xbar...), ellbar...), pbar.SignalVar), o.dt)
+	return hostVector("the gradient of "+o.String(), append(append(append(xsbar, xbar...), lengthScalesGrad(pbar)...), pbar.SignalVar), o.dt)
 }

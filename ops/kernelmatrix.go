@@ -22,7 +22,8 @@ import (
 //
 // for the scalar nodes lengthScale (ℓ), signalVar (σ²) and noiseVar (σₙ²;
 // nil for none) of x's dtype, float32 or float64; lengthScale may be a
-// length-d vector, a length scale per dimension (ARD: pointScaling). Each device computes its
+// length-d vector, a length scale per dimension (ARD:
+// sharding.KernelParams' LengthScales). Each device computes its
 // own columns (sharding.SetKernelMatrix), so only x, the columns'
 // indices and three numbers reach the mesh. K is a sharded node: an operand of the dense kernels that
 // never visits the host. A length scale that is not positive, a negative
@@ -160,7 +161,7 @@ func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error
 	if err := readersOK(o.node); err != nil {
 		return nil, err
 	}
-	x, p, _, err := o.inputs(vals)
+	x, p, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -179,25 +180,16 @@ func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error
 }
 
 // inputs reads the points (row-major, in float64) and the parameters of a
-// run of an op with the inputs of kernelMatrixOp. With ARD's length scales
-// the points are returned scaled (pointScaling) and p.LengthScale is 1.
-func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, sc *pointScaling, err error) {
+// run of an op with the inputs of kernelMatrixOp.
+func (o *kernelMatrixOp) inputs(vals []gorgonia.Value) (x []float64, p sharding.KernelParams, err error) {
 	if len(vals) < o.arity {
-		return nil, p, nil, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
+		return nil, p, fmt.Errorf("ops: %v: %d inputs, want %d", o, len(vals), o.arity)
 	}
 	if x, err = readPoints(o, vals[0], o.n*o.d, o.xShape); err != nil {
-		return nil, p, nil, err
+		return nil, p, err
 	}
-	if p, sc, err = readKernelParams(o, o.family, vals[1:o.arity], o.ellShape); err != nil {
-		return nil, p, nil, err
-	}
-	if sc != nil {
-		sc.centreOn(x, o.d)
-		if x, err = sc.scale(o, x); err != nil {
-			return nil, p, nil, err
-		}
-	}
-	return x, p, sc, nil
+	p, err = readKernelParams(o, o.family, vals[1:o.arity], o.ellShape)
+	return x, p, err
 }
 
 // readPoints reads the host value v of op o, size points' coordinates of
@@ -230,97 +222,22 @@ func readHost(o fmt.Stringer, what string, v gorgonia.Value, size int, shape ten
 
 // readKernelParams reads the values of ℓ, σ² and, when given, σₙ² of op o
 // into the parameters of family f: scalars, but for ℓ a vector of shape
-// ellShape when that is set, returned as a pointScaling (ARD; then
-// p.LengthScale is 1).
-func readKernelParams(o fmt.Stringer, f sharding.KernelFamily, vals []gorgonia.Value, ellShape tensor.Shape) (p sharding.KernelParams, sc *pointScaling, err error) {
+// ellShape when that is set (p.LengthScales: ARD).
+func readKernelParams(o fmt.Stringer, f sharding.KernelFamily, vals []gorgonia.Value, ellShape tensor.Shape) (p sharding.KernelParams, err error) {
 	p.Family = f
 	params := []*float64{&p.LengthScale, &p.SignalVar, &p.NoiseVar}
 	for i, v := range vals {
 		if i == 0 && len(ellShape) > 0 {
-			if sc, err = readLengthScales(o, v, ellShape); err != nil {
-				return p, nil, err
+			if p.LengthScales, err = readHost(o, "the length scales", v, ellShape.TotalSize(), ellShape); err != nil {
+				return p, err
 			}
-			p.LengthScale = 1
 			continue
 		}
 		if *params[i], err = gScalarOf(v); err != nil {
-			return p, nil, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i], err)
+			return p, fmt.Errorf("%w: ops: %v: %s: %w", sharding.ErrBadInput, o, kernelParamNames[i], err)
 		}
 	}
-	return p, sc, nil
-}
-
-// pointScaling is automatic relevance determination (ARD): a length scale
-// ℓₖ per dimension, which the kernels (one length scale) get as points
-// moved by a centre and divided by ℓₖ, with a length scale of 1. A
-// stationary kernel does not see the centre, the midpoint of the points'
-// range in each dimension, which keeps the scaled points and ℓ's
-// gradient (chain) from far-off origins.
-type pointScaling struct {
-	scales, centre []float64
-}
-
-// readLengthScales reads ARD's length scales, a host vector of shape, and
-// checks them: positive and finite (ErrBadInput).
-func readLengthScales(o fmt.Stringer, v gorgonia.Value, shape tensor.Shape) (*pointScaling, error) {
-	scales, err := readHost(o, "the length scales", v, shape.TotalSize(), shape)
-	if err != nil {
-		return nil, err
-	}
-	for k, l := range scales {
-		if !(l > 0) || math.IsInf(l, 0) {
-			return nil, fmt.Errorf("%w: ops: %v: the length scale of dimension %d must be positive and finite, got %v", sharding.ErrBadInput, o, k, l)
-		}
-	}
-	return &pointScaling{scales: scales}, nil
-}
-
-// centreOn sets the centre to the midpoint of the range of the points x
-// (row-major, dimension d) in each dimension.
-func (sc *pointScaling) centreOn(x []float64, d int) {
-	sc.centre = make([]float64, d)
-	for k := range d {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for i := k; i < len(x); i += d {
-			lo, hi = min(lo, x[i]), max(hi, x[i])
-		}
-		sc.centre[k] = lo/2 + hi/2
-	}
-}
-
-// scale returns the points x (row-major) moved and scaled: (xᵢₖ − cₖ)/ℓₖ.
-// A scaled point beyond float64 is ErrNonFinite (NaN or Inf points stay
-// as they are, for the kernels' own check).
-func (sc *pointScaling) scale(o fmt.Stringer, x []float64) ([]float64, error) {
-	d := len(sc.scales)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		k := i % d
-		out[i] = (v - sc.centre[k]) / sc.scales[k]
-		if math.IsInf(out[i], 0) && !math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w: ops: %v: point %d divided by its length scales is beyond float64 (%v / %v)", sharding.ErrNonFinite, o, i/d, v-sc.centre[k], sc.scales[k])
-		}
-	}
-	return out, nil
-}
-
-// chain turns the gradient xtbar of the scaled points xt into that of the
-// points, x̄ᵢₖ = x̃̄ᵢₖ/ℓₖ, and adds their share to the length scales'
-// gradient: ℓ̄ₖ −= Σᵢ x̃̄ᵢₖ·x̃ᵢₖ/ℓₖ. A result beyond float64 is ErrNonFinite.
-func (sc *pointScaling) chain(o fmt.Stringer, ellbar, xtbar, xt []float64) ([]float64, error) {
-	d := len(sc.scales)
-	xbar := make([]float64, len(xtbar))
-	for i, g := range xtbar {
-		k := i % d
-		xbar[i] = g / sc.scales[k]
-		ellbar[k] -= g * xt[i] / sc.scales[k]
-	}
-	for _, v := range append(ellbar, xbar...) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w: ops: the gradient of %v: %v through the length scales", sharding.ErrNonFinite, o, v)
-		}
-	}
-	return xbar, nil
+	return p, nil
 }
 
 // DiffWRT: the points and every parameter.
@@ -430,7 +347,7 @@ func kernelDoDiff(fwd kernelForward, in gorgonia.Nodes, out *gorgonia.Node) erro
 // gradients computes the backward vector of kernelGradOp from the forward's
 // inputs and K̄ (the last value, sharded or on the host).
 func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) {
-	x, p, sc, err := o.inputs(vals)
+	x, p, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -445,15 +362,17 @@ func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error)
 	if err != nil {
 		return nil, err
 	}
-	ellbar := []float64{pbar.LengthScale}
-	if sc != nil {
-		ellbar = make([]float64, o.d)
-		if xbar, err = sc.chain(o, ellbar, xbar, x); err != nil {
-			return nil, err
-		}
-	}
-	all := append(append(xbar, ellbar...), pbar.SignalVar, pbar.NoiseVar)
+	all := append(append(xbar, lengthScalesGrad(pbar)...), pbar.SignalVar, pbar.NoiseVar)
 	return hostVector("the gradient of "+o.String(), all[:len(all)+o.arity-4], o.dt)
+}
+
+// lengthScalesGrad is the gradient of the length scale, or of ARD's
+// length scales, in pbar.
+func lengthScalesGrad(pbar sharding.KernelParams) []float64 {
+	if pbar.LengthScales != nil {
+		return pbar.LengthScales
+	}
+	return []float64{pbar.LengthScale}
 }
 
 // hostVector is all, what computed in float64, as a host vector of dtype

@@ -43,10 +43,25 @@ func (f KernelFamily) String() string {
 //
 //	K_ij = SignalVar·v(‖xᵢ − xⱼ‖²/LengthScale²) + NoiseVar·[i = j],
 //
-// v the family's profile (KernelFamily).
+// v the family's profile (KernelFamily). LengthScales, when set, holds a
+// length scale per dimension in place of LengthScale (automatic relevance
+// determination, ARD): ‖xᵢ − xⱼ‖²/ℓ² becomes Σₖ ((xᵢₖ − xⱼₖ)/ℓₖ)².
 type KernelParams struct {
 	Family                           KernelFamily
 	LengthScale, SignalVar, NoiseVar float64
+	LengthScales                     []float64
+}
+
+// scales is the length scale of each of d dimensions.
+func (p KernelParams) scales(d int) []float64 {
+	if p.LengthScales != nil {
+		return p.LengthScales
+	}
+	ells := make([]float64, d)
+	for k := range ells {
+		ells[k] = p.LengthScale
+	}
+	return ells
 }
 
 // profile returns, for s = ‖xᵢ − xⱼ‖²/ℓ² ≥ 0, the family's v(s) and g(s) =
@@ -83,12 +98,29 @@ func (p KernelParams) Check() error {
 	switch {
 	case p.Family < SquaredExp || p.Family > Matern52:
 		return fmt.Errorf("%w: unknown kernel family %v", ErrBadInput, p.Family)
-	case !finite(p.LengthScale) || p.LengthScale <= 0:
+	case p.LengthScales == nil && (!finite(p.LengthScale) || p.LengthScale <= 0):
 		return fmt.Errorf("%w: the %v kernel's length scale must be positive and finite, got %v", ErrBadInput, p.Family, p.LengthScale)
 	case !finite(p.SignalVar) || p.SignalVar < 0:
 		return fmt.Errorf("%w: the %v kernel's signal variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.SignalVar)
 	case !finite(p.NoiseVar) || p.NoiseVar < 0:
 		return fmt.Errorf("%w: the %v kernel's noise variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.NoiseVar)
+	}
+	for k, l := range p.LengthScales {
+		if !finite(l) || l <= 0 {
+			return fmt.Errorf("%w: the %v kernel's length scale of dimension %d must be positive and finite, got %v", ErrBadInput, p.Family, k, l)
+		}
+	}
+	return nil
+}
+
+// checkFor is Check for points of dimension d: length scales of another
+// number are ErrBadInput too.
+func (p KernelParams) checkFor(d int) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	if p.LengthScales != nil && len(p.LengthScales) != d {
+		return fmt.Errorf("%w: the %v kernel has %d length scales for points of dimension %d", ErrBadInput, p.Family, len(p.LengthScales), d)
 	}
 	return nil
 }
@@ -136,7 +168,7 @@ func (t *Tensor) SetKernelMatrix(x []float64, d int, p KernelParams) error {
 	if err := t.checkKernelTensor("SetKernelMatrix", n); err != nil {
 		return err
 	}
-	if err := p.Check(); err != nil {
+	if err := p.checkFor(d); err != nil {
 		return err
 	}
 	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
@@ -165,7 +197,7 @@ func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layo
 	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
 		return nil, err
 	}
-	if err := p.Check(); err != nil {
+	if err := p.checkFor(d); err != nil {
 		return nil, err
 	}
 	if k := layout.Kind; k != cyclic.ColCyclic && k != cyclic.ColBlocks {
@@ -205,7 +237,7 @@ func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []
 	if err := kbar.checkKernelTensor("KernelMatrixGrad", n); err != nil {
 		return nil, KernelParams{}, err
 	}
-	if err := p.Check(); err != nil {
+	if err := p.checkFor(d); err != nil {
 		return nil, KernelParams{}, err
 	}
 	if err := checkKernelPoints(x, n, d, "the kernel matrix's"); err != nil {
@@ -230,40 +262,80 @@ func KernelMatrixGrad(kbar *Tensor, x []float64, d int, p KernelParams) (xbar []
 	if err != nil {
 		return nil, KernelParams{}, err
 	}
-	xbar = make([]float64, n*d)
-	var sums [3]float64
-	for _, s := range shares {
-		for i, v := range s.xbar {
-			xbar[i] += v
-		}
-		for k := range sums {
-			sums[k] += s.sums[k]
-		}
+	total := addShares(shares, n, d, p)
+	pbar = paramsGrad(p, total)
+	if err := checkGradFinite("KernelMatrixGrad", pbar, total.xbar); err != nil {
+		return nil, KernelParams{}, err
 	}
-	pbar = KernelParams{
-		Family:      p.Family,
-		LengthScale: sums[1] * p.SignalVar / p.LengthScale,
-		SignalVar:   sums[0],
-		NoiseVar:    sums[2],
-	}
-	for i, v := range append([]float64{pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar}, xbar...) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			what := "the points' gradient"
-			if i < 3 {
-				what = "the parameters' gradient"
-			}
-			return nil, KernelParams{}, fmt.Errorf("%w: KernelMatrixGrad: %s holds %v", ErrNonFinite, what, v)
-		}
-	}
-	return xbar, pbar, nil
+	return total.xbar, pbar, nil
 }
 
-// kernelGradShare is one device's share of KernelMatrixGrad: the points'
-// gradient from its columns (row-major n×d) and its sums Σ K̄ᵢⱼ·vᵢⱼ,
-// Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ and Σ K̄ᵢᵢ over them.
+// kernelGradShare is one device's (or worker's) share of a kernel gradient:
+// the points' gradient from its columns (row-major n×d), its sums Σ K̄ᵢⱼ·vᵢⱼ,
+// Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ and Σ K̄ᵢᵢ over them and, with per-dimension length scales,
+// ellSums[k] = Σ K̄ᵢⱼ·σ²·gᵢⱼ·((xᵢₖ − xⱼₖ)/ℓₖ)².
 type kernelGradShare struct {
-	xbar []float64
-	sums [3]float64
+	xbar    []float64
+	sums    [3]float64
+	ellSums []float64
+}
+
+// newGradShare is an empty share for n points of dimension d under p.
+func newGradShare(n, d int, p KernelParams) kernelGradShare {
+	s := kernelGradShare{xbar: make([]float64, n*d)}
+	if p.LengthScales != nil {
+		s.ellSums = make([]float64, d)
+	}
+	return s
+}
+
+// addShares adds the shares in order.
+func addShares(shares []kernelGradShare, n, d int, p KernelParams) kernelGradShare {
+	total := newGradShare(n, d, p)
+	for _, s := range shares {
+		for i, v := range s.xbar {
+			total.xbar[i] += v
+		}
+		for k := range total.sums {
+			total.sums[k] += s.sums[k]
+		}
+		for k, v := range s.ellSums {
+			total.ellSums[k] += v
+		}
+	}
+	return total
+}
+
+// paramsGrad is the parameters' gradient from a kernel gradient's sums:
+// ℓ̄ = σ²·Σ K̄·g·s/ℓ, or ℓ̄ₖ = ellSums[k]/ℓₖ per dimension; σ̄² and σ̄ₙ².
+func paramsGrad(p KernelParams, s kernelGradShare) KernelParams {
+	pbar := KernelParams{Family: p.Family, SignalVar: s.sums[0], NoiseVar: s.sums[2]}
+	if p.LengthScales == nil {
+		pbar.LengthScale = s.sums[1] * p.SignalVar / p.LengthScale
+		return pbar
+	}
+	pbar.LengthScales = make([]float64, len(s.ellSums))
+	for k, v := range s.ellSums {
+		pbar.LengthScales[k] = v / p.LengthScales[k]
+	}
+	return pbar
+}
+
+// checkGradFinite reports a NaN or Inf in a kernel gradient (ErrNonFinite).
+func checkGradFinite(what string, pbar KernelParams, xbars ...[]float64) error {
+	for _, v := range append([]float64{pbar.LengthScale, pbar.SignalVar, pbar.NoiseVar}, pbar.LengthScales...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s: the parameters' gradient holds %v", ErrNonFinite, what, v)
+		}
+	}
+	for _, xbar := range xbars {
+		for _, v := range xbar {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%w: %s: the points' gradient holds %v", ErrNonFinite, what, v)
+			}
+		}
+	}
+	return nil
 }
 
 // localColumns lists, for each device of a layout of whole columns, the
@@ -287,12 +359,14 @@ func localColumns(t *Tensor) [][]int {
 func kernelWorkers(cols int) int { return max(1, min(cols, runtime.GOMAXPROCS(0))) }
 
 // scaledDistance2 is ‖xᵢ − xⱼ‖²/ℓ², summed over the dimensions in order as ((xᵢ[k] −
-// xⱼ[k])/ℓ)²: the same for (i, j) and (j, i) bit for bit, and right where
-// ‖xᵢ − xⱼ‖² or ℓ² alone would overflow or underflow.
-func scaledDistance2(xi, xj []float64, ell float64) float64 {
+// xⱼ[k])/ℓₖ)² (ells, one length scale per dimension): the same for (i, j)
+// and (j, i) bit for bit, exact to rounding however far the points are from
+// the origin or from each other, and right where ‖xᵢ − xⱼ‖² or ℓ² alone
+// would overflow or underflow.
+func scaledDistance2(xi, xj, ells []float64) float64 {
 	r2 := 0.0
 	for k, v := range xi {
-		diff := (v - xj[k]) / ell
+		diff := (v - xj[k]) / ells[k]
 		r2 += diff * diff
 	}
 	return r2
@@ -300,10 +374,10 @@ func scaledDistance2(xi, xj []float64, ell float64) float64 {
 
 // kernelColumn is column j of the kernel matrix (without the noise) into col,
 // in float64: σ²·v(‖xᵢ − xⱼ‖²/ℓ²).
-func kernelColumn(col []float64, x []float64, d, j int, p KernelParams) {
+func kernelColumn(col []float64, x []float64, d, j int, p KernelParams, ells []float64) {
 	xj := x[j*d : (j+1)*d]
 	for i := range col {
-		v, _ := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], xj, p.LengthScale))
+		v, _ := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], xj, ells))
 		col[i] = p.SignalVar * v
 	}
 }
@@ -311,11 +385,12 @@ func kernelColumn(col []float64, x []float64, d, j int, p KernelParams) {
 func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
 	data := b.(*HostBuffer).data
 	workers := kernelWorkers(len(cols))
+	ells := p.scales(d)
 	parallelChunks(len(cols), workers, func(_, c0, c1 int) {
 		col := make([]float64, n)
 		for c := c0; c < c1; c++ {
 			j := cols[c]
-			kernelColumn(col, x, d, j, p)
+			kernelColumn(col, x, d, j, p, ells)
 			col[j] += p.NoiseVar
 			switch s := data.(type) {
 			case []float64:
@@ -335,9 +410,10 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
 	workers := max(1, min(kernelWorkers(len(cols)), (1<<27)/(n*d)))
 	parts := make([]kernelGradShare, workers)
+	ells := p.scales(d)
 	parallelChunks(len(cols), workers, func(w, c0, c1 int) {
 		s := &parts[w]
-		s.xbar = make([]float64, n*d)
+		*s = newGradShare(n, d, p)
 		kb := make([]float64, n)
 		for c := c0; c < c1; c++ {
 			switch v := data.(type) {
@@ -354,34 +430,25 @@ func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d 
 			gj := s.xbar[j*d : (j+1)*d]
 			for i, k := range kb {
 				if k != 0 {
-					addPairGrad(&s.sums, k, x[i*d:(i+1)*d], xj, s.xbar[i*d:(i+1)*d], gj, p)
+					s.addPair(k, x[i*d:(i+1)*d], xj, s.xbar[i*d:(i+1)*d], gj, p, ells)
 				}
 			}
 		}
 	})
-	total := kernelGradShare{xbar: make([]float64, n*d)}
-	for _, s := range parts {
-		for i, v := range s.xbar {
-			total.xbar[i] += v
-		}
-		for k := range total.sums {
-			total.sums[k] += s.sums[k]
-		}
-	}
-	return total, nil
+	return addShares(parts, n, d, p), nil
 }
 
-// addPairGrad adds the share of one element of a kernel matrix's
-// gradient, k = K̄ᵢⱼ ≠ 0 for the points xi and xj, to sums (Σ K̄ᵢⱼ·vᵢⱼ and
-// Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ) and to the points' gradients gi and gj:
-// ∂K_ij/∂xᵢ = −σ²·gᵢⱼ·(xᵢ − xⱼ)/ℓ² = −∂K_ij/∂xⱼ.
-func addPairGrad(sums *[3]float64, k float64, xi, xj, gi, gj []float64, p KernelParams) {
-	ell := p.LengthScale
-	r2 := scaledDistance2(xi, xj, ell)
+// addPair adds the share of one element of a kernel matrix's gradient,
+// k = K̄ᵢⱼ ≠ 0 for the points xi and xj (length scales ells), to the sums
+// (Σ K̄ᵢⱼ·vᵢⱼ, Σ K̄ᵢⱼ·gᵢⱼ·sᵢⱼ and, with per-dimension length scales, the
+// ellSums) and to the points' gradients gi and gj:
+// ∂K_ij/∂xᵢₖ = −σ²·gᵢⱼ·(xᵢₖ − xⱼₖ)/ℓₖ² = −∂K_ij/∂xⱼₖ.
+func (s *kernelGradShare) addPair(k float64, xi, xj, gi, gj []float64, p KernelParams, ells []float64) {
+	r2 := scaledDistance2(xi, xj, ells)
 	v, g := p.Family.profile(r2)
-	sums[0] += k * v
+	s.sums[0] += k * v
 	if kg := k * g; kg != 0 { // 0 where g is, even at r² = Inf
-		sums[1] += kg * r2
+		s.sums[1] += kg * r2
 	}
 	// A zero slope adds nothing, even where k·σ² is beyond float64; nor
 	// does a zero weight, even where the slope is Inf.
@@ -393,9 +460,13 @@ func addPairGrad(sums *[3]float64, k float64, xi, xj, gi, gj []float64, p Kernel
 		return
 	}
 	for m, v := range xi {
-		diff := w * ((v - xj[m]) / ell / ell)
+		diff := w * ((v - xj[m]) / ells[m] / ells[m])
 		gi[m] -= diff
 		gj[m] += diff
+		if s.ellSums != nil {
+			q := (v - xj[m]) / ells[m]
+			s.ellSums[m] += w * (q * q)
+		}
 	}
 }
 
@@ -429,12 +500,13 @@ func CrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams) ([]
 		return nil, err
 	}
 	c := make([]float64, m*n)
+	ells := p.scales(d)
 	parallelChunks(m, kernelWorkers(m), func(_, r0, r1 int) {
 		for i := r0; i < r1; i++ {
 			xi := xs[i*d : (i+1)*d]
 			row := c[i*n : (i+1)*n]
 			for j := range row {
-				v, _ := p.Family.profile(scaledDistance2(xi, x[j*d:(j+1)*d], p.LengthScale))
+				v, _ := p.Family.profile(scaledDistance2(xi, x[j*d:(j+1)*d], ells))
 				row[j] = p.SignalVar * v
 			}
 		}
@@ -444,14 +516,14 @@ func CrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams) ([]
 
 // CrossKernelGrad is the gradient of a cost through CrossKernel's C given
 // cbar, the cost's gradient with respect to C (row-major m×n): xsbar (m×d),
-// xbar (n×d) and the gradients of the length scale and the signal variance
-// in pbar (whose Family is p's and NoiseVar 0), all in float64:
+// xbar (n×d) and the gradients of the length scale (or scales) and the
+// signal variance in pbar (whose Family is p's and NoiseVar 0), all in float64:
 //
 //	x̄sᵢ = Σⱼ C̄ᵢⱼ·σ²·gᵢⱼ·(xⱼ − xsᵢ)/ℓ²,   x̄ⱼ = −Σᵢ C̄ᵢⱼ·σ²·gᵢⱼ·(xⱼ − xsᵢ)/ℓ²,
 //	ℓ̄  = Σᵢⱼ C̄ᵢⱼ·σ²·gᵢⱼ·sᵢⱼ/ℓ,           σ̄² = Σᵢⱼ C̄ᵢⱼ·vᵢⱼ,
 //
-// with KernelMatrixGrad's sᵢⱼ, vᵢⱼ and gᵢⱼ. NaN or Inf in cbar, and a
-// result beyond float64, are ErrNonFinite.
+// with KernelMatrixGrad's sᵢⱼ, vᵢⱼ and gᵢⱼ (and its per-dimension forms). NaN
+// or Inf in cbar, and a result beyond float64, are ErrNonFinite.
 func CrossKernelGrad(cbar, xs []float64, m int, x []float64, n, d int, p KernelParams) (xsbar, xbar []float64, pbar KernelParams, err error) {
 	if err := checkCrossKernel(xs, m, x, n, d, p); err != nil {
 		return nil, nil, KernelParams{}, err
@@ -469,45 +541,31 @@ func CrossKernelGrad(cbar, xs []float64, m int, x []float64, n, d int, p KernelP
 	workers := max(1, min(kernelWorkers(m), (1<<27)/(n*d)))
 	parts := make([]kernelGradShare, workers)
 	xsbar = make([]float64, m*d)
+	ells := p.scales(d)
 	parallelChunks(m, workers, func(w, r0, r1 int) {
 		s := &parts[w]
-		s.xbar = make([]float64, n*d)
+		*s = newGradShare(n, d, p)
 		for i := r0; i < r1; i++ {
 			xi := xs[i*d : (i+1)*d]
 			gi := xsbar[i*d : (i+1)*d]
 			for j, k := range cbar[i*n : (i+1)*n] {
 				if k != 0 {
-					addPairGrad(&s.sums, k, xi, x[j*d:(j+1)*d], gi, s.xbar[j*d:(j+1)*d], p)
+					s.addPair(k, xi, x[j*d:(j+1)*d], gi, s.xbar[j*d:(j+1)*d], p, ells)
 				}
 			}
 		}
 	})
-	xbar = make([]float64, n*d)
-	var sums [3]float64
-	for _, s := range parts {
-		for i, v := range s.xbar {
-			xbar[i] += v
-		}
-		for k := range sums {
-			sums[k] += s.sums[k]
-		}
+	total := addShares(parts, n, d, p)
+	pbar = paramsGrad(p, total)
+	if err := checkGradFinite("CrossKernelGrad", pbar, xsbar, total.xbar); err != nil {
+		return nil, nil, KernelParams{}, err
 	}
-	pbar = KernelParams{Family: p.Family, LengthScale: sums[1] * p.SignalVar / p.LengthScale, SignalVar: sums[0]}
-	for i, v := range append(append([]float64{pbar.LengthScale, pbar.SignalVar}, xsbar...), xbar...) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			what := "the points' gradient"
-			if i < 2 {
-				what = "the parameters' gradient"
-			}
-			return nil, nil, KernelParams{}, fmt.Errorf("%w: CrossKernelGrad: %s holds %v", ErrNonFinite, what, v)
-		}
-	}
-	return xsbar, xbar, pbar, nil
+	return xsbar, total.xbar, pbar, nil
 }
 
 // checkCrossKernel checks CrossKernel's operands.
 func checkCrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams) error {
-	if err := p.Check(); err != nil {
+	if err := p.checkFor(d); err != nil {
 		return err
 	}
 	if err := checkKernelPoints(xs, m, d, "the new"); err != nil {

@@ -19,14 +19,15 @@ import (
 var kernelScratchBytes = 256 << 20
 
 // kernelDevice is what both kernel-matrix kernels need on the device: the
-// shard, checked, the points (by dimension, xt[k·n + i] = x_i[k]) and the
-// local columns' global indices (int64) uploaded to it, and the regions of
-// the device's scratch that the caller asked for.
+// shard, checked, the points (by dimension, xt[k·n + i] = x_i[k]), the
+// dimensions' length scales and the local columns' global indices (int64)
+// uploaded to it, and the regions of the device's scratch that the caller
+// asked for.
 type kernelDevice struct {
-	db       *DeviceBuffer
-	g        *gpuDevice
-	xt, cols cu.DevicePtr
-	regions  []cu.DevicePtr
+	db             *DeviceBuffer
+	g              *gpuDevice
+	xt, ells, cols cu.DevicePtr
+	regions        []cu.DevicePtr
 }
 
 // kernelScratch is a GPU's scratch for the kernel-matrix kernels, kept
@@ -81,11 +82,12 @@ func checkKernelShard(b Buffer, n int, cols []int, x []float64, d int) (*DeviceB
 	return db, nil
 }
 
-// onKernelDevice runs fn on the shard's device with the points and columns
-// uploaded and regions of the given sizes in bytes (s.regions) in the
-// device's scratch, under the scratch's lock; it waits for the device's work
-// on every path before the lock is let go.
-func onKernelDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, sizes []int, fn func(s *kernelDevice) error) error {
+// onKernelDevice runs fn on the shard's device with the points, the length
+// scales ells (one per dimension) and the columns uploaded and regions of
+// the given sizes in bytes (s.regions) in the device's scratch, under the
+// scratch's lock; it waits for the device's work on every path before the
+// lock is let go.
+func onKernelDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, ells []float64, sizes []int, fn func(s *kernelDevice) error) error {
 	xt := make([]float64, n*d)
 	for i := range n {
 		for k := range d {
@@ -97,7 +99,7 @@ func onKernelDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, siz
 		cols64[c] = int64(j)
 	}
 	aligned := func(bytes int) int { return (bytes + kernelAlign - 1) / kernelAlign * kernelAlign }
-	total := aligned(8*len(xt)) + aligned(8*len(cols64))
+	total := aligned(8*len(xt)) + aligned(8*d) + aligned(8*len(cols64))
 	for _, b := range sizes {
 		total += aligned(b)
 	}
@@ -123,7 +125,7 @@ func onKernelDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, siz
 			base += cu.DevicePtr(aligned(bytes))
 			return p
 		}
-		s := &kernelDevice{db: db, g: g, xt: next(8 * len(xt))}
+		s := &kernelDevice{db: db, g: g, xt: next(8 * len(xt)), ells: next(8 * d)}
 		if len(cols64) > 0 {
 			s.cols = next(8 * len(cols64))
 		}
@@ -131,6 +133,9 @@ func onKernelDevice(db *DeviceBuffer, n int, cols []int, x []float64, d int, siz
 			s.regions = append(s.regions, next(b))
 		}
 		if err := memcpyHtoD(s.xt, unsafe.Pointer(&xt[0]), int64(8*len(xt))); err != nil {
+			return err
+		}
+		if err := memcpyHtoD(s.ells, unsafe.Pointer(&ells[0]), int64(8*d)); err != nil {
 			return err
 		}
 		if len(cols64) > 0 {
@@ -149,11 +154,11 @@ func (gpuBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, 
 	if err != nil || len(cols) == 0 {
 		return err
 	}
-	return onKernelDevice(db, n, cols, x, d, nil, func(s *kernelDevice) error {
+	return onKernelDevice(db, n, cols, x, d, p.scales(d), nil, func(s *kernelDevice) error {
 		return yChunks(len(cols), 8, func(c0, c1 int) error {
 			return s.g.launch(ptx.KernelMatrix[db.elem], ceilDiv(n, 32), ceilDiv(c1-c0, 8), 32, 8,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(c1), uint64(s.cols), uint64(s.xt), uint64(d),
-				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar),
+				uint64(s.ells), math.Float64bits(p.SignalVar), math.Float64bits(p.NoiseVar),
 				uint64(p.Family))
 		})
 	})
@@ -177,14 +182,14 @@ func kernelSlabs(n, d, lcols int) (nslabs, slab int) {
 // (KernelMatrixGradRows) adds the chunk's shares of the row points to its slab's
 // partial sums, the columns in order. KernelMatrixGradSum adds the slabs' sums in
 // order into R. The host forms x̄ᵢ −= Rᵢ, x̄_cols[c] += P_c and the sums in
-// column order. No atomics: the result depends neither on scheduling nor
-// on the chunks.
+// column order (with per-dimension length scales the columns' ℓ sums too).
+// No atomics: the result depends neither on scheduling nor on the chunks.
 func (gpuBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (kernelGradShare, error) {
 	db, err := checkKernelShard(b, n, cols, x, d)
 	if err != nil {
 		return kernelGradShare{}, err
 	}
-	share := kernelGradShare{xbar: make([]float64, n*d)}
+	share := newGradShare(n, d, p)
 	lcols := len(cols)
 	if lcols == 0 {
 		return share, nil
@@ -201,22 +206,30 @@ func (gpuBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d i
 	}
 	bx := 256 / by
 	xblocks := ceilDiv(n, bx)
-	sizes := []int{8 * n * chunk, 8 * len(sums), 8 * len(pc), 8 * nslabs * n * d, 8 * len(r)}
-	err = onKernelDevice(db, n, cols, x, d, sizes, func(s *kernelDevice) error {
+	var ls []float64 // the columns' ℓ sums, by column (per-dimension length scales)
+	if share.ellSums != nil {
+		ls = make([]float64, lcols*d)
+	}
+	sizes := []int{8 * n * chunk, 8 * len(sums), 8 * len(pc), 8 * nslabs * n * d, 8 * len(r), 8 * len(ls)}
+	err = onKernelDevice(db, n, cols, x, d, p.scales(d), sizes, func(s *kernelDevice) error {
 		w, dsums, dp, part, dr := s.regions[0], s.regions[1], s.regions[2], s.regions[3], s.regions[4]
+		var dls cu.DevicePtr // 0: no ℓ sums
+		if ls != nil {
+			dls = s.regions[5]
+		}
 		for c0 := 0; c0 < lcols; c0 += chunk {
 			cw := min(chunk, lcols-c0)
 			if err := s.g.launch(ptx.KernelMatrixGradCols[db.elem], cw, 1, 256, 1,
 				uint64(db.ptr), uint64(n), uint64(c0), uint64(s.cols), uint64(s.xt), uint64(d),
-				math.Float64bits(p.LengthScale), math.Float64bits(p.SignalVar),
-				uint64(w), uint64(dsums), uint64(dp), uint64(p.Family)); err != nil {
+				uint64(s.ells), math.Float64bits(p.SignalVar),
+				uint64(w), uint64(dsums), uint64(dp), uint64(dls), uint64(p.Family)); err != nil {
 				return err
 			}
 			s0, s1 := c0/slab, (c0+cw-1)/slab
 			err := yChunks(d, by, func(m0, m1 int) error {
 				return s.g.launch(ptx.KernelMatrixGradRows, xblocks*(s1-s0+1), ceilDiv(m1-m0, by), bx, by,
 					uint64(w), uint64(n), uint64(c0), uint64(cw), uint64(s.cols), uint64(s.xt), uint64(d),
-					uint64(m0), math.Float64bits(p.LengthScale), uint64(part), uint64(slab),
+					uint64(m0), uint64(s.ells), uint64(part), uint64(slab),
 					uint64(s0), uint64(xblocks))
 			})
 			if err != nil {
@@ -233,7 +246,10 @@ func (gpuBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d i
 		for _, v := range []struct {
 			host []float64
 			dev  cu.DevicePtr
-		}{{sums, dsums}, {pc, dp}, {r, dr}} {
+		}{{sums, dsums}, {pc, dp}, {r, dr}, {ls, dls}} {
+			if len(v.host) == 0 {
+				continue
+			}
 			if err := memcpyDtoH(unsafe.Pointer(&v.host[0]), v.dev, int64(8*len(v.host))); err != nil {
 				return err
 			}
@@ -254,6 +270,9 @@ func (gpuBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d i
 		}
 		for k := range share.sums {
 			share.sums[k] += sums[3*c+k]
+		}
+		for m := range share.ellSums {
+			share.ellSums[m] += ls[c*d+m]
 		}
 	}
 	return share, nil

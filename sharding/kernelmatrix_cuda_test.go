@@ -58,8 +58,15 @@ func TestKernelMatrixOnGPU(t *testing.T) {
 			if n >= 4 {
 				copy(x[3*d:4*d], x[:d]) // points 0 and 3 coincide
 			}
-			for _, f := range kernelFamilies {
+			for _, fa := range []struct {
+				f   KernelFamily
+				ard bool
+			}{{SquaredExp, false}, {Matern32, false}, {Matern52, false}, {SquaredExp, true}, {Matern52, true}} {
+				f := fa.f
 				p := KernelParams{Family: f, LengthScale: 0.5 + 2*rng.Float64(), SignalVar: 0.2 + 2*rng.Float64(), NoiseVar: 0.1 * rng.Float64()}
+				if fa.ard {
+					p = withARD(rng, p, d)
+				}
 				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 					what := fmt.Sprintf("seed %d, %v, n = %d, d = %d, %v, %v, %v, %+v", seed, mesh, n, d, c.layout, p.Family, dt, p)
 
@@ -122,11 +129,16 @@ func TestKernelMatrixOnGPU(t *testing.T) {
 					absX := xbarMagnitudes(abs, x, n, d, p)
 					_, absP := gradSE(t, cpu, abs, x, n, d, p, c.layout, dt, what)
 					sumTol := float64(4*(n*n+16)) * eps
-					for _, v := range [][3]float64{
+					checks := [][3]float64{
 						{gotP.LengthScale, wantP.LengthScale, absP.LengthScale},
 						{gotP.SignalVar, wantP.SignalVar, absP.SignalVar},
 						{gotP.NoiseVar, wantP.NoiseVar, absP.NoiseVar},
-					} {
+					}
+					require.Len(t, gotP.LengthScales, len(p.LengthScales), what)
+					for k := range gotP.LengthScales {
+						checks = append(checks, [3]float64{gotP.LengthScales[k], wantP.LengthScales[k], absP.LengthScales[k]})
+					}
+					for _, v := range checks {
 						if math.Abs(v[0]-v[1]) > sumTol*v[2] {
 							t.Fatalf("%s: p̄ = %+v, the CPU's %+v (magnitudes %+v)", what, gotP, wantP, absP)
 						}
@@ -191,17 +203,17 @@ func mustPut(t *testing.T, mesh *Mesh, a []float64, n int, layout Layout, dt ten
 }
 
 // xbarMagnitudes is, for each x̄ᵢ[m], the sum of its terms' magnitudes,
-// Σⱼ (|K̄ᵢⱼ| + |K̄ⱼᵢ|)·σ²·gᵢⱼ·|xᵢ[m] − xⱼ[m]|/ℓ², from abs = |K̄|, g the
+// Σⱼ (|K̄ᵢⱼ| + |K̄ⱼᵢ|)·σ²·gᵢⱼ·|xᵢ[m] − xⱼ[m]|/ℓₘ², from abs = |K̄|, g the
 // family's profile (KernelFamily.profile) at sᵢⱼ = ‖xᵢ − xⱼ‖²/ℓ².
 func xbarMagnitudes(abs, x []float64, n, d int, p KernelParams) []float64 {
 	out := make([]float64, n*d)
-	l2 := p.LengthScale * p.LengthScale
+	ells := p.scales(d)
 	for i := range n {
 		for j := range n {
-			_, g := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], x[j*d:(j+1)*d], p.LengthScale))
-			w := (abs[i*n+j] + abs[j*n+i]) * p.SignalVar * g / l2
+			_, g := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], x[j*d:(j+1)*d], ells))
+			w := (abs[i*n+j] + abs[j*n+i]) * p.SignalVar * g
 			for m := range d {
-				out[i*d+m] += w * math.Abs(x[i*d+m]-x[j*d+m])
+				out[i*d+m] += w * math.Abs(x[i*d+m]-x[j*d+m]) / (ells[m] * ells[m])
 			}
 		}
 	}

@@ -31,10 +31,14 @@ func crossReference(xs []float64, m int, x []float64, n, d int, p KernelParams) 
 		for j := range n {
 			r2 := 0.0
 			for q := range d {
-				diff := xs[i*d+q] - x[j*d+q]
+				ell := p.LengthScale
+				if p.LengthScales != nil {
+					ell = p.LengthScales[q]
+				}
+				diff := (xs[i*d+q] - x[j*d+q]) / ell
 				r2 += diff * diff
 			}
-			r := math.Sqrt(r2) / p.LengthScale
+			r := math.Sqrt(r2)
 			switch p.Family {
 			case SquaredExp:
 				k[i*n+j] = p.SignalVar * math.Exp(-r*r/2)
@@ -97,22 +101,37 @@ var kernelCases = []kernelCase{
 	{4, Cyclic(5), 7, 2}, // a device with no columns
 }
 
-// forKernelCases runs test for every case of kernelCases, kernel family
-// and real dtype, on a CPU mesh of the case's devices, with random points and parameters.
+// forKernelCases runs test for every case of kernelCases, kernel family,
+// real dtype and length scale (one, or one per dimension), on a CPU mesh of
+// the case's devices, with random points and parameters.
 func forKernelCases(t *testing.T, rng *rand.Rand, test func(t *testing.T, mesh *Mesh, c kernelCase, dt tensor.Dtype, x []float64, p KernelParams)) {
 	for _, c := range kernelCases {
 		for _, f := range kernelFamilies {
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-				name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v/%v", c.devices, c.layout, c.n, c.d, f, dt)
-				t.Run(name, func(t *testing.T) {
-					mesh, err := CPUMesh(c.devices)
-					require.NoError(t, err)
-					x, p := randomKernel(rng, c.n, c.d, f)
-					test(t, mesh, c, dt, x, p)
-				})
+				for _, ard := range []bool{false, true} {
+					name := fmt.Sprintf("cpu%d/%v/n%d/d%d/%v/%v/ard=%t", c.devices, c.layout, c.n, c.d, f, dt, ard)
+					t.Run(name, func(t *testing.T) {
+						mesh, err := CPUMesh(c.devices)
+						require.NoError(t, err)
+						x, p := randomKernel(rng, c.n, c.d, f)
+						if ard {
+							p = withARD(rng, p, c.d)
+						}
+						test(t, mesh, c, dt, x, p)
+					})
+				}
 			}
 		}
 	}
+}
+
+// withARD is p with a random length scale per dimension, 0.5 to 2.5.
+func withARD(rng *rand.Rand, p KernelParams, d int) KernelParams {
+	p.LengthScales = make([]float64, d)
+	for k := range p.LengthScales {
+		p.LengthScales[k] = 0.5 + 2*rng.Float64()
+	}
+	return p
 }
 
 func TestKernelMatrix(t *testing.T) {
@@ -176,7 +195,21 @@ func TestKernelMatrixGrad(t *testing.T) {
 			t.Helper()
 			require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
 		}
-		check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.LengthScale += dx; return x, q }))
+		if p.LengthScales == nil {
+			require.Nil(t, pbar.LengthScales)
+			check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.LengthScale += dx; return x, q }))
+		} else {
+			require.Len(t, pbar.LengthScales, c.d)
+			require.Zero(t, pbar.LengthScale)
+			for k := range c.d {
+				check(fmt.Sprintf("ℓ̄[%d]", k), pbar.LengthScales[k], fd(func(dx float64) ([]float64, KernelParams) {
+					q := p
+					q.LengthScales = append([]float64(nil), p.LengthScales...)
+					q.LengthScales[k] += dx
+					return x, q
+				}))
+			}
+		}
 		check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.SignalVar += dx; return x, q }))
 		check("σ̄ₙ²", pbar.NoiseVar, fd(func(dx float64) ([]float64, KernelParams) { q := p; q.NoiseVar += dx; return x, q }))
 		for i := range x {
@@ -211,17 +244,20 @@ func TestKernelMatrixBadInput(t *testing.T) {
 		// forwardOnly: the gradient has no such limit.
 		forwardOnly bool
 	}{
-		{"zero length scale", x, 1, KernelParams{SquaredExp, 0, 1, 0}, ErrBadInput, false},
-		{"unknown family", x, 1, KernelParams{Matern52 + 1, 1, 1, 0}, ErrBadInput, false},
-		{"negative length scale", x, 1, KernelParams{Matern32, -1, 1, 0}, ErrBadInput, false},
-		{"NaN length scale", x, 1, KernelParams{Matern52, math.NaN(), 1, 0}, ErrBadInput, false},
-		{"negative signal variance", x, 1, KernelParams{SquaredExp, 1, -1, 0}, ErrBadInput, false},
-		{"infinite signal variance", x, 1, KernelParams{SquaredExp, 1, math.Inf(1), 0}, ErrBadInput, false},
-		{"negative noise", x, 1, KernelParams{SquaredExp, 1, 1, -1e-9}, ErrBadInput, false},
+		{"zero length scale", x, 1, KernelParams{SquaredExp, 0, 1, 0, nil}, ErrBadInput, false},
+		{"unknown family", x, 1, KernelParams{Matern52 + 1, 1, 1, 0, nil}, ErrBadInput, false},
+		{"negative length scale", x, 1, KernelParams{Matern32, -1, 1, 0, nil}, ErrBadInput, false},
+		{"NaN length scale", x, 1, KernelParams{Matern52, math.NaN(), 1, 0, nil}, ErrBadInput, false},
+		{"negative signal variance", x, 1, KernelParams{SquaredExp, 1, -1, 0, nil}, ErrBadInput, false},
+		{"infinite signal variance", x, 1, KernelParams{SquaredExp, 1, math.Inf(1), 0, nil}, ErrBadInput, false},
+		{"negative noise", x, 1, KernelParams{SquaredExp, 1, 1, -1e-9, nil}, ErrBadInput, false},
 		{"short points", x[:2], 1, good, ErrBadInput, false},
 		{"points of another dimension", x, 3, good, ErrBadInput, false},
 		{"NaN point", []float64{0, math.NaN(), 2}, 1, good, ErrNonFinite, false},
-		{"diagonal beyond float64", x, 1, KernelParams{Matern32, 1, math.MaxFloat64, math.MaxFloat64}, ErrNonFinite, true},
+		{"diagonal beyond float64", x, 1, KernelParams{Matern32, 1, math.MaxFloat64, math.MaxFloat64, nil}, ErrNonFinite, true},
+		{"zero length scale of a dimension", x, 1, KernelParams{SquaredExp, 1, 1, 0, []float64{0}}, ErrBadInput, false},
+		{"NaN length scale of a dimension", x, 1, KernelParams{Matern52, 1, 1, 0, []float64{math.NaN()}}, ErrBadInput, false},
+		{"length scales of another dimension", x, 1, KernelParams{Matern32, 1, 1, 0, []float64{1, 1}}, ErrBadInput, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := k.SetKernelMatrix(c.x, c.d, c.p)
@@ -239,7 +275,7 @@ func TestKernelMatrixBadInput(t *testing.T) {
 	k32, err := KernelMatrix(x, 3, 1, good, mesh, Cyclic(2), tensor.Float32)
 	require.NoError(t, err)
 	defer k32.Free()
-	require.ErrorIs(t, k32.SetKernelMatrix(x, 1, KernelParams{SquaredExp, 1, 1e39, 0}), ErrNonFinite)
+	require.ErrorIs(t, k32.SetKernelMatrix(x, 1, KernelParams{SquaredExp, 1, 1e39, 0, nil}), ErrNonFinite)
 
 	for _, c := range []struct {
 		name   string
@@ -449,75 +485,91 @@ func TestCrossKernel(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range []struct{ m, n, d int }{{1, 1, 1}, {3, 7, 1}, {9, 4, 3}, {17, 13, 2}, {2, 40, 5}} {
 		for _, f := range kernelFamilies {
-			t.Run(fmt.Sprintf("m%d/n%d/d%d/%v", c.m, c.n, c.d, f), func(t *testing.T) {
-				x, p := randomKernel(rng, c.n, c.d, f)
-				xs, _ := randomKernel(rng, c.m, c.d, f)
-				got, err := CrossKernel(xs, c.m, x, c.n, c.d, p)
-				require.NoError(t, err)
-				want := crossReference(xs, c.m, x, c.n, c.d, p)
-				for i := range want {
-					require.InDelta(t, want[i], got[i], 1e-15*p.SignalVar, "seed %d entry %d", seed, i)
-				}
+			for _, ard := range []bool{false, true} {
+				t.Run(fmt.Sprintf("m%d/n%d/d%d/%v/ard=%t", c.m, c.n, c.d, f, ard), func(t *testing.T) {
+					x, p := randomKernel(rng, c.n, c.d, f)
+					xs, _ := randomKernel(rng, c.m, c.d, f)
+					if ard {
+						p = withARD(rng, p, c.d)
+					}
+					got, err := CrossKernel(xs, c.m, x, c.n, c.d, p)
+					require.NoError(t, err)
+					want := crossReference(xs, c.m, x, c.n, c.d, p)
+					for i := range want {
+						require.InDelta(t, want[i], got[i], 1e-15*p.SignalVar, "seed %d entry %d", seed, i)
+					}
 
-				self, err := CrossKernel(x, c.n, x, c.n, c.d, p)
-				require.NoError(t, err)
-				k, err := KernelMatrix(x, c.n, c.d, p, mesh, Cyclic(4), tensor.Float64)
-				require.NoError(t, err)
-				defer k.Free()
-				kh, err := k.Gather()
-				require.NoError(t, err)
-				kv := kh.Data().([]float64)
-				for i := range c.n {
-					for j := range c.n {
-						if i != j {
-							require.Equal(t, kv[i*c.n+j], self[i*c.n+j], "seed %d (%d, %d)", seed, i, j)
+					self, err := CrossKernel(x, c.n, x, c.n, c.d, p)
+					require.NoError(t, err)
+					k, err := KernelMatrix(x, c.n, c.d, p, mesh, Cyclic(4), tensor.Float64)
+					require.NoError(t, err)
+					defer k.Free()
+					kh, err := k.Gather()
+					require.NoError(t, err)
+					kv := kh.Data().([]float64)
+					for i := range c.n {
+						for j := range c.n {
+							if i != j {
+								require.Equal(t, kv[i*c.n+j], self[i*c.n+j], "seed %d (%d, %d)", seed, i, j)
+							}
 						}
+						require.Equal(t, p.SignalVar, self[i*c.n+i], "seed %d diagonal %d", seed, i)
 					}
-					require.Equal(t, p.SignalVar, self[i*c.n+i], "seed %d diagonal %d", seed, i)
-				}
 
-				cbar := make([]float64, c.m*c.n)
-				for i := range cbar {
-					cbar[i] = rng.NormFloat64()
-				}
-				xsbar, xbar, pbar, err := CrossKernelGrad(cbar, xs, c.m, x, c.n, c.d, p)
-				require.NoError(t, err)
-				require.Zero(t, pbar.NoiseVar)
-				require.Equal(t, f, pbar.Family)
-				cost := func(xs, x []float64, p KernelParams) float64 {
-					s := 0.0
-					for i, v := range crossReference(xs, c.m, x, c.n, c.d, p) {
-						s += cbar[i] * v
+					cbar := make([]float64, c.m*c.n)
+					for i := range cbar {
+						cbar[i] = rng.NormFloat64()
 					}
-					return s
-				}
-				const h = 1e-6
-				fd := func(set func(dx float64) ([]float64, []float64, KernelParams)) float64 {
-					xsp, xp, pp := set(h)
-					xsm, xm, pm := set(-h)
-					return (cost(xsp, xp, pp) - cost(xsm, xm, pm)) / (2 * h)
-				}
-				check := func(what string, got, want float64) {
-					t.Helper()
-					require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
-				}
-				check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, []float64, KernelParams) { q := p; q.LengthScale += dx; return xs, x, q }))
-				check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, []float64, KernelParams) { q := p; q.SignalVar += dx; return xs, x, q }))
-				for i := range xs {
-					check(fmt.Sprintf("x̄s[%d]", i), xsbar[i], fd(func(dx float64) ([]float64, []float64, KernelParams) {
-						moved := append([]float64(nil), xs...)
-						moved[i] += dx
-						return moved, x, p
-					}))
-				}
-				for i := range x {
-					check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, []float64, KernelParams) {
-						moved := append([]float64(nil), x...)
-						moved[i] += dx
-						return xs, moved, p
-					}))
-				}
-			})
+					xsbar, xbar, pbar, err := CrossKernelGrad(cbar, xs, c.m, x, c.n, c.d, p)
+					require.NoError(t, err)
+					require.Zero(t, pbar.NoiseVar)
+					require.Equal(t, f, pbar.Family)
+					cost := func(xs, x []float64, p KernelParams) float64 {
+						s := 0.0
+						for i, v := range crossReference(xs, c.m, x, c.n, c.d, p) {
+							s += cbar[i] * v
+						}
+						return s
+					}
+					const h = 1e-6
+					fd := func(set func(dx float64) ([]float64, []float64, KernelParams)) float64 {
+						xsp, xp, pp := set(h)
+						xsm, xm, pm := set(-h)
+						return (cost(xsp, xp, pp) - cost(xsm, xm, pm)) / (2 * h)
+					}
+					check := func(what string, got, want float64) {
+						t.Helper()
+						require.InDelta(t, want, got, 1e-6*(1+math.Abs(want)), "seed %d: %s", seed, what)
+					}
+					if !ard {
+						check("ℓ̄", pbar.LengthScale, fd(func(dx float64) ([]float64, []float64, KernelParams) { q := p; q.LengthScale += dx; return xs, x, q }))
+					}
+					for k := range pbar.LengthScales {
+						check(fmt.Sprintf("ℓ̄[%d]", k), pbar.LengthScales[k], fd(func(dx float64) ([]float64, []float64, KernelParams) {
+							q := p
+							q.LengthScales = append([]float64(nil), p.LengthScales...)
+							q.LengthScales[k] += dx
+							return xs, x, q
+						}))
+					}
+					require.Len(t, pbar.LengthScales, len(p.LengthScales))
+					check("σ̄²", pbar.SignalVar, fd(func(dx float64) ([]float64, []float64, KernelParams) { q := p; q.SignalVar += dx; return xs, x, q }))
+					for i := range xs {
+						check(fmt.Sprintf("x̄s[%d]", i), xsbar[i], fd(func(dx float64) ([]float64, []float64, KernelParams) {
+							moved := append([]float64(nil), xs...)
+							moved[i] += dx
+							return moved, x, p
+						}))
+					}
+					for i := range x {
+						check(fmt.Sprintf("x̄[%d]", i), xbar[i], fd(func(dx float64) ([]float64, []float64, KernelParams) {
+							moved := append([]float64(nil), x...)
+							moved[i] += dx
+							return xs, moved, p
+						}))
+					}
+				})
+			}
 		}
 	}
 }
@@ -536,8 +588,8 @@ func TestCrossKernelBadInput(t *testing.T) {
 		cbar []float64
 		want error
 	}{
-		{"zero length scale", xs, 2, x, 3, 1, KernelParams{SquaredExp, 0, 1, 0}, make([]float64, 6), ErrBadInput},
-		{"negative signal variance", xs, 2, x, 3, 1, KernelParams{Matern32, 1, -1, 0}, make([]float64, 6), ErrBadInput},
+		{"zero length scale", xs, 2, x, 3, 1, KernelParams{SquaredExp, 0, 1, 0, nil}, make([]float64, 6), ErrBadInput},
+		{"negative signal variance", xs, 2, x, 3, 1, KernelParams{Matern32, 1, -1, 0, nil}, make([]float64, 6), ErrBadInput},
 		{"short first points", xs[:1], 2, x, 3, 1, good, make([]float64, 6), ErrBadInput},
 		{"short second points", xs, 2, x[:2], 3, 1, good, make([]float64, 6), ErrBadInput},
 		{"no first points", nil, 0, x, 3, 1, good, nil, ErrBadInput},
@@ -557,6 +609,74 @@ func TestCrossKernelBadInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrNonFinite)
 	// A tiny length scale with points near enough for their terms to
 	// count: ℓ̄ beyond float64.
-	_, _, _, err = CrossKernelGrad([]float64{1e10}, []float64{0}, 1, []float64{1e-300}, 1, 1, KernelParams{SquaredExp, 1e-300, 1, 0})
+	_, _, _, err = CrossKernelGrad([]float64{1e10}, []float64{0}, 1, []float64{1e-300}, 1, 1, KernelParams{SquaredExp, 1e-300, 1, 0, nil})
 	require.ErrorIs(t, err, ErrNonFinite)
+}
+
+// TestKernelMatrixARDEqualScales: per-dimension length scales that are all
+// ℓ give the kernel matrix, the kernel between two sets of points and their
+// points' gradients of one length scale ℓ bit for bit, and Σₖ ℓₖ·ℓ̄ₖ = ℓ·ℓ̄, also
+// for points 1e9 apart with ℓ = 1e-3 (scaling the points by ℓ before
+// subtracting them lost 4 digits there).
+func TestKernelMatrixARDEqualScales(t *testing.T) {
+	rng, seed := seededRNG(t)
+	mesh, err := CPUMesh(2)
+	require.NoError(t, err)
+	meshes := []*Mesh{mesh}
+	if gpuTestMeshes != nil {
+		meshes = append(meshes, gpuTestMeshes(t)...)
+	}
+	const n, d = 12, 3
+	for _, mesh := range meshes {
+		for _, f := range kernelFamilies {
+			for _, far := range []float64{0, 1e9} {
+				x := make([]float64, n*d)
+				for i := range x {
+					x[i] = 1e-3 * rng.NormFloat64()
+					if i >= n*d/2 {
+						x[i] += far
+					}
+				}
+				iso := KernelParams{Family: f, LengthScale: 1e-3, SignalVar: 1.3, NoiseVar: 0.01}
+				ard := iso
+				ard.LengthScales = []float64{1e-3, 1e-3, 1e-3}
+				var ks [2][]float64
+				for a, p := range []KernelParams{iso, ard} {
+					k, err := KernelMatrix(x, n, d, p, mesh, Cyclic(5), tensor.Float64)
+					require.NoError(t, err)
+					h, err := k.Gather()
+					k.Free()
+					require.NoError(t, err)
+					ks[a] = h.Data().([]float64)
+				}
+				require.Equal(t, ks[0], ks[1], "seed %d, %v, %v, far %g", seed, mesh, f, far)
+				kbar := make([]float64, n*n)
+				for i := range kbar {
+					kbar[i] = rng.NormFloat64()
+				}
+				kb, err := Put(tensor.New(tensor.WithShape(n, n), tensor.WithBacking(kbar)), mesh, Cyclic(5))
+				require.NoError(t, err)
+				xbarIso, pbarIso, err := KernelMatrixGrad(kb, x, d, iso)
+				require.NoError(t, err)
+				xbarARD, pbarARD, err := KernelMatrixGrad(kb, x, d, ard)
+				require.NoError(t, err)
+				kb.Free()
+				require.Equal(t, xbarIso, xbarARD, "seed %d, %v, %v, far %g", seed, mesh, f, far)
+				require.Equal(t, pbarIso.SignalVar, pbarARD.SignalVar)
+				require.Equal(t, pbarIso.NoiseVar, pbarARD.NoiseVar)
+				sum := 0.0
+				for k, l := range ard.LengthScales {
+					sum += l * pbarARD.LengthScales[k]
+				}
+				require.InDelta(t, iso.LengthScale*pbarIso.LengthScale, sum, 1e-12*(1+math.Abs(sum)), "seed %d, %v, %v, far %g", seed, mesh, f, far)
+
+				xs := x[:2*d]
+				ciso, err := CrossKernel(xs, 2, x, n, d, iso)
+				require.NoError(t, err)
+				card, err := CrossKernel(xs, 2, x, n, d, ard)
+				require.NoError(t, err)
+				require.Equal(t, ciso, card)
+			}
+		}
+	}
 }

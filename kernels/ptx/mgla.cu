@@ -521,14 +521,15 @@ LOWER_PRODUCTS(z, double2, double)
 // n, and cols[c] (64-bit) is the global index of its local column c. The
 // arithmetic is the host's (sharding/kernelmatrix.go) operation for operation,
 // without contraction into fused multiply-adds, so that only exp differs
-// in the last bits. scaledDistance2 is ‖x_i − x_j‖²/ℓ², summed over k in order as
-// ((x_i[k] − x_j[k])/ℓ)², which makes K exactly symmetric and keeps it
+// in the last bits. ells[k] is dimension k's length scale (all ℓ for one
+// length scale). scaledDistance2 is ‖x_i − x_j‖²/ℓ², summed over k in order as
+// ((x_i[k] − x_j[k])/ℓ_k)², which makes K exactly symmetric and keeps it
 // right where ‖x_i − x_j‖² or ℓ² alone would overflow or underflow.
 __device__ double scaledDistance2(const double *xt, long long n, long long d, long long i, long long j,
-                       double ell) {
+                       const double *ells) {
   double r2 = 0;
   for (long long k = 0; k < d; k++) {
-    double diff = __ddiv_rn(__dsub_rn(xt[k * n + i], xt[k * n + j]), ell);
+    double diff = __ddiv_rn(__dsub_rn(xt[k * n + i], xt[k * n + j]), ells[k]);
     r2 = __dadd_rn(r2, __dmul_rn(diff, diff));
   }
   return r2;
@@ -579,14 +580,14 @@ __device__ double kernelSlope(double xi, double xj, double ell) {
 // double and rounded to T.
 template <typename T>
 __device__ void kernelMatrix(T *a, long long n, long long c0, long long c1, const long long *cols,
-                      const double *xt, long long d, double ell, double sigma2, double noise,
+                      const double *xt, long long d, const double *ells, double sigma2, double noise,
                       long long family) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   long long c = c0 + (long long)blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= n || c >= c1) return;
   long long j = cols[c];
   double pv, pg;
-  kernelProfile(family, scaledDistance2(xt, n, d, i, j, ell), &pv, &pg);
+  kernelProfile(family, scaledDistance2(xt, n, d, i, j, ells), &pv, &pg);
   double v = __dmul_rn(sigma2, pv);
   if (i == j) v = __dadd_rn(v, noise);
   a[i + c * n] = (T)v;
@@ -594,15 +595,15 @@ __device__ void kernelMatrix(T *a, long long n, long long c0, long long c1, cons
 
 extern "C" __global__ void mgla_kernel_matrix_s(float *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
-                                        double ell, double sigma2, double noise,
+                                        const double *ells, double sigma2, double noise,
                                         long long family) {
-  kernelMatrix(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
+  kernelMatrix(a, n, c0, c1, cols, xt, d, ells, sigma2, noise, family);
 }
 extern "C" __global__ void mgla_kernel_matrix_d(double *a, long long n, long long c0, long long c1,
                                         const long long *cols, const double *xt, long long d,
-                                        double ell, double sigma2, double noise,
+                                        const double *ells, double sigma2, double noise,
                                         long long family) {
-  kernelMatrix(a, n, c0, c1, cols, xt, d, ell, sigma2, noise, family);
+  kernelMatrix(a, n, c0, c1, cols, xt, d, ells, sigma2, noise, family);
 }
 
 // SE_THREADS is the block size of kernelMatrixGradCols, a multiple of 32.
@@ -643,11 +644,14 @@ __device__ void blockSums(double *v) {
 // k is 0, whose terms the host skips too); sums[3c …] = Σ_i k·v,
 // Σ_i k·g·r², K̄(j, c); and p[c·d + m] = Σ_i w_i·(x_i[m] − x_j[m])/ℓ², the
 // column's share of x̄_j, over the nonzero w_i (a zero one, k = 0 or g = 0,
-// adds nothing, even where the slope is Inf), SE_DIMS dimensions per pass.
+// adds nothing, even where the slope is Inf), SE_DIMS dimensions per pass
+// (ℓ² there is ℓ_m²). With ls (per-dimension length scales; 0 for one),
+// also ls[c·d + m] = Σ_i w_i·((x_i[m] − x_j[m])/ℓ_m)², the column's share
+// of ℓ_m·ℓ̄_m.
 template <typename T>
 __device__ void kernelMatrixGradCols(const T *a, long long n, long long c0, const long long *cols,
-                              const double *xt, long long d, double ell, double sigma2,
-                              double *w, double *sums, double *p, long long family) {
+                              const double *xt, long long d, const double *ells, double sigma2,
+                              double *w, double *sums, double *p, double *ls, long long family) {
   long long c = c0 + blockIdx.x;
   long long j = cols[c];
   const T *col = a + c * n;
@@ -657,7 +661,7 @@ __device__ void kernelMatrixGradCols(const T *a, long long n, long long c0, cons
     double k = (double)col[i];
     double wi = 0;
     if (k != 0) {
-      double r2 = scaledDistance2(xt, n, d, i, j, ell);
+      double r2 = scaledDistance2(xt, n, d, i, j, ells);
       double v, g;
       kernelProfile(family, r2, &v, &g);
       s[0] = __dadd_rn(s[0], __dmul_rn(k, v));
@@ -675,45 +679,59 @@ __device__ void kernelMatrixGradCols(const T *a, long long n, long long c0, cons
   }
   for (long long m0 = 0; m0 < d; m0 += SE_DIMS) {
     int dd = (int)min((long long)SE_DIMS, d - m0);
-    double xj[SE_DIMS], v[SE_DIMS];
+    double xj[SE_DIMS], el[SE_DIMS], v[SE_DIMS], u[SE_DIMS];
 #pragma unroll
     for (int q = 0; q < SE_DIMS; q++) {
       xj[q] = q < dd ? xt[(m0 + q) * n + j] : 0;
+      el[q] = q < dd ? ells[m0 + q] : 1;
       v[q] = 0;
+      u[q] = 0;
     }
     for (long long i = threadIdx.x; i < n; i += SE_THREADS) {
       double wi = wc[i];
       if (wi == 0) continue;
 #pragma unroll
       for (int q = 0; q < SE_DIMS; q++)
-        if (q < dd) v[q] = __dadd_rn(v[q], __dmul_rn(wi, kernelSlope(xt[(m0 + q) * n + i], xj[q], ell)));
+        if (q < dd) {
+          double xi = xt[(m0 + q) * n + i];
+          v[q] = __dadd_rn(v[q], __dmul_rn(wi, kernelSlope(xi, xj[q], el[q])));
+          if (ls) {
+            double r = __ddiv_rn(__dsub_rn(xi, xj[q]), el[q]);
+            u[q] = __dadd_rn(u[q], __dmul_rn(wi, __dmul_rn(r, r)));
+          }
+        }
     }
     blockSums<SE_DIMS>(v);
     if (threadIdx.x == 0)
       for (int q = 0; q < dd; q++) p[c * d + m0 + q] = v[q];
+    if (ls) { // the same for every thread of the block
+      blockSums<SE_DIMS>(u);
+      if (threadIdx.x == 0)
+        for (int q = 0; q < dd; q++) ls[c * d + m0 + q] = u[q];
+    }
   }
 }
 
 extern "C" __global__ void mgla_kernel_matrix_grad_cols_s(const float *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
-                                                  long long d, double ell, double sigma2,
-                                                  double *w, double *sums, double *p,
+                                                  long long d, const double *ells, double sigma2,
+                                                  double *w, double *sums, double *p, double *ls,
                                                   long long family) {
-  kernelMatrixGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
+  kernelMatrixGradCols(a, n, c0, cols, xt, d, ells, sigma2, w, sums, p, ls, family);
 }
 extern "C" __global__ void mgla_kernel_matrix_grad_cols_d(const double *a, long long n, long long c0,
                                                   const long long *cols, const double *xt,
-                                                  long long d, double ell, double sigma2,
-                                                  double *w, double *sums, double *p,
+                                                  long long d, const double *ells, double sigma2,
+                                                  double *w, double *sums, double *p, double *ls,
                                                   long long family) {
-  kernelMatrixGradCols(a, n, c0, cols, xt, d, ell, sigma2, w, sums, p, family);
+  kernelMatrixGradCols(a, n, c0, cols, xt, d, ells, sigma2, w, sums, p, ls, family);
 }
 
 // mgla_kernel_matrix_grad_rows adds the shares of the local columns c0 … c0+cw−1 of
 // kernelMatrixGradCols's weights w (n×cw, column-major) in x̄_i to the partial sums
 // of the slabs of slab local columns (slab s holds columns s·slab …
 // s·slab+slab−1): part[(s·d + m)·n + i] += Σ_c w(i, c)·(x_i[m] −
-// x_{cols[c]}[m])/ℓ² over the slab's nonzero weights, the columns in order,
+// x_{cols[c]}[m])/ℓ_m² over the slab's nonzero weights, the columns in order,
 // from 0 at the slab's first column. Block x = (s − s0)·xblocks + b is
 // thread i = b·blockDim.x + threadIdx.x of slab s; y is the dimension m0 +
 // blockIdx.y·blockDim.y + threadIdx.y. The slabs depend on neither the
@@ -722,7 +740,7 @@ extern "C" __global__ void mgla_kernel_matrix_grad_cols_d(const double *a, long 
 extern "C" __global__ void mgla_kernel_matrix_grad_rows(const double *w, long long n, long long c0,
                                                 long long cw, const long long *cols,
                                                 const double *xt, long long d, long long m0,
-                                                double ell, double *part, long long slab,
+                                                const double *ells, double *part, long long slab,
                                                 long long s0, long long xblocks) {
   long long s = s0 + (long long)blockIdx.x / xblocks;
   long long i = ((long long)blockIdx.x % xblocks) * blockDim.x + threadIdx.x;
@@ -731,7 +749,7 @@ extern "C" __global__ void mgla_kernel_matrix_grad_rows(const double *w, long lo
   long long first = s * slab, lo = max(c0, first), hi = min(c0 + cw, first + slab);
   const double *xm = xt + m * n;
   double *ps = part + (s * d + m) * n + i;
-  double xi = xm[i], acc = lo == first ? 0 : *ps;
+  double xi = xm[i], ell = ells[m], acc = lo == first ? 0 : *ps;
   for (long long c = lo; c < hi; c++) {
     double wv = w[(c - c0) * n + i];
     if (wv != 0) acc = __dadd_rn(acc, __dmul_rn(wv, kernelSlope(xi, xm[cols[c]], ell)));
