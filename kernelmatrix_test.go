@@ -774,3 +774,44 @@ func TestCrossKernelConstantPointsLisp(t *testing.T) {
 	require.ErrorIs(t, mgla.Cause(err), mgla.ErrNonFinite)
 	require.ErrorContains(t, err, "the new point 1 holds NaN")
 }
+
+// TestKernelMatrixARDMatchesOneScale: a length-1 vector ℓ gives the kernel
+// matrix and −log p(y) of the scalar ℓ bit for bit, for two bursts of points
+// 1e9 apart with ℓ = 1e-3 (points scaled by ℓ before their differences
+// lost 4 digits of K there).
+func TestKernelMatrixARDMatchesOneScale(t *testing.T) {
+	mesh, err := testMesh(t, 2)
+	require.NoError(t, err)
+	var xd, yd []float64
+	for i := range 12 {
+		base := 0.0
+		if i >= 6 {
+			base = 1e9
+		}
+		xd = append(xd, base+float64(i%6)*1e-3+1.7e-5*float64(i%5))
+		yd = append(yd, math.Sin(float64(i)))
+	}
+	var ks [2][]float64
+	var nlls [2]float64
+	for a, ard := range []bool{false, true} {
+		g := G.NewGraph()
+		x := G.NewVector(g, tensor.Float64, G.WithShape(12), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking(append([]float64(nil), xd...)))))
+		y := G.NewVector(g, tensor.Float64, G.WithShape(12), G.WithName("y"), G.WithValue(tensor.New(tensor.WithBacking(append([]float64(nil), yd...)))))
+		ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(1e-3))
+		if ard {
+			ell = G.NewVector(g, tensor.Float64, G.WithShape(1), G.WithName("ell"), G.WithValue(tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1e-3}))))
+		}
+		sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"), G.WithValue(1.0))
+		noise := G.NewScalar(g, tensor.Float64, G.WithName("noise"), G.WithValue(1e-2))
+		k := must(mgla.SquaredExponential(x, ell, sig, noise, onMesh(mesh)))
+		nll := G.Must(G.Neg(must(mgla.GaussianLogDensity(k, y, onMesh(mesh)))))
+		kh := must(ops.Gather(k))
+		m := G.NewTapeMachine(g)
+		require.NoError(t, m.RunAll(), "ard %t", ard)
+		ks[a] = append([]float64(nil), grValue(t, kh.Value())...)
+		nlls[a] = grValue(t, nll.Value())[0]
+		m.Close()
+	}
+	require.Equal(t, ks[0], ks[1])
+	require.Equal(t, nlls[0], nlls[1])
+}
