@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ import (
 )
 
 // TestShardedNodeFeedsGorgoniaOp: a sharded node (a kernel matrix, a
-// Cholesky factor, a Shard) given to one of Gorgonia's own ops is a run's
+// Cholesky factor, a Shard, a mesh collective's result) given to one of Gorgonia's own ops is a run's
 // ErrBadInput that names ops.Gather, with both machines, gradients or not.
 // Gorgonia's ops read host tensors only: Sum, Mean, Mul and Transpose
 // panicked on the machine's goroutine, which ended the program, and Exp,
@@ -35,13 +36,13 @@ func TestShardedNodeFeedsGorgoniaOp(t *testing.T) {
 		{"HadamardProd", func(k, h *G.Node) (*G.Node, error) { return G.HadamardProd(h, k) }},
 		{"Add", func(k, h *G.Node) (*G.Node, error) { return G.Add(k, h) }},
 	} {
-		for _, src := range []string{"kernel matrix", "Cholesky", "Shard"} {
+		for _, src := range []string{"kernel matrix", "Cholesky", "Shard", "AllReduce"} {
 			for _, grad := range []bool{false, true} {
 				for _, lisp := range []bool{false, true} {
 					t.Run(c.name+"/"+src+"/grad="+map[bool]string{false: "no", true: "yes"}[grad]+"/"+map[bool]string{false: "tape", true: "lisp"}[lisp], func(t *testing.T) {
 						g := G.NewGraph()
 						var x, ell, sig *G.Node
-						if src != "Shard" {
+						if src == "kernel matrix" || src == "Cholesky" {
 							x = G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking([]float64{0, 0.7, 1.4, 2.1}))))
 							ell = G.NewScalar(g, tensor.Float64, G.WithName("ell"), G.WithValue(1.0))
 							sig = G.NewScalar(g, tensor.Float64, G.WithName("sig"), G.WithValue(2.0))
@@ -56,6 +57,10 @@ func TestShardedNodeFeedsGorgoniaOp(t *testing.T) {
 							k = must(ops.Cholesky(must(mgla.SquaredExponential(x, ell, sig, nil, onMesh(mesh)))))
 						case "Shard":
 							k, wrt = must(ops.Shard(h, mesh, sharding.Cyclic(2))), h
+						case "AllReduce": // a collective over the mesh's devices
+							comm, err := collective.NewMesh(mesh)
+							require.NoError(t, err)
+							k, wrt = must(collective.AllReduceNode(must(ops.Shard(h, mesh, sharding.RowBlocks())), comm, collective.Sum)), h
 						}
 						require.True(t, ops.IsSharded(k))
 						out, err := c.op(k, h)

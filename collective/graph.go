@@ -89,6 +89,9 @@ type collOp struct {
 	// when no op of the graph failed since.
 	graph *gorgonia.ExprGraph
 	ranAt uint64
+	// node is the op's node, whose readers a mesh's run checks
+	// (ops.CheckReaders).
+	node *gorgonia.Node
 }
 
 var buildSeq atomic.Uint64
@@ -228,7 +231,13 @@ func newNode(g *gorgonia.ExprGraph, x *gorgonia.Node, comm Comm, s spec, recvSha
 		children = append(children, gorgonia.NewScalar(g, tensor.Float64, gorgonia.WithValue(0.0)))
 	}
 	op.arity = len(children)
-	return gorgonia.ApplyOp(op, children...)
+	n, err := gorgonia.ApplyOp(op, children...)
+	if err == nil {
+		if o, ok := n.Op().(*collOp); ok && o.node == nil {
+			o.node = n // Gorgonia hands back an existing node for an op of the same hash
+		}
+	}
+	return n, err
 }
 
 // lastCollective is the collective node of comm built last in g (nil if
@@ -357,6 +366,9 @@ func (o *collOp) Placement() (ops.Placement, bool) {
 // communicator; sharded tensor, or host tensor to place, for a mesh).
 func (o *collOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 	defer func() { failedruns.Record(o.graph, err, &o.ranAt) }()
+	if err := ops.CheckReaders(o.node); err != nil {
+		return nil, err
+	}
 	if o.kind == Recv {
 		return o.run(nil, o.recvShape, o.recvDtype)
 	}

@@ -15,7 +15,7 @@
 // panic on the machine's goroutine (Sum, Mul, Transpose), which ends the
 // program, and some return no value and no error (Exp, Neg). So an op of
 // this package whose output is sharded refuses to run, with ErrBadInput
-// naming Gather, when its node feeds one of them (readersOK; gorgonia.Read
+// naming Gather, when its node feeds one of them (CheckReaders; gorgonia.Read
 // is allowed). A sharded input node (Input) has no op to refuse: give it
 // to Gorgonia's ops through Gather.
 //

@@ -137,7 +137,7 @@ func (o *gradOp) WriteHash(h hash.Hash) {
 func (o *gradOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *gradOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := readersOK(o.node); err != nil {
+	if err := CheckReaders(o.node); err != nil {
 		return nil, err
 	}
 	if o.host {

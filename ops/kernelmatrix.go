@@ -158,7 +158,7 @@ func (o *kernelMatrixOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error
 			failedruns.Failed(o.graph)
 		}
 	}()
-	if err := readersOK(o.node); err != nil {
+	if err := CheckReaders(o.node); err != nil {
 		return nil, err
 	}
 	x, p, err := o.inputs(vals)

@@ -81,7 +81,7 @@ func (o *moveOp) WriteHash(h hash.Hash) {
 func (o *moveOp) Hashcode() uint32 { return hashOf(o) }
 
 func (o *moveOp) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := readersOK(o.node); err != nil {
+	if err := CheckReaders(o.node); err != nil {
 		return nil, err
 	}
 	v := unwrapEigen(vals[0]) // an Eigen node's value moves as its vectors

@@ -300,7 +300,7 @@ func (o *kernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error) {
 			failedruns.Failed(o.graph)
 		}
 	}()
-	if err := readersOK(o.node); err != nil {
+	if err := CheckReaders(o.node); err != nil {
 		return nil, err
 	}
 	ins := make([]*sharding.Tensor, len(vals))

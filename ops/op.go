@@ -74,7 +74,7 @@ func IsSharded(n *gorgonia.Node) bool { _, ok := PlacementOf(n); return ok }
 // base implements the bookkeeping methods every op shares.
 type base struct {
 	name string
-	node *gorgonia.Node // the op's node (applyOp), for readersOK
+	node *gorgonia.Node // the op's node (applyOp), for CheckReaders
 }
 
 func (b *base) bindNode(n *gorgonia.Node) {
@@ -95,14 +95,21 @@ func applyOp(op gorgonia.Op, in ...*gorgonia.Node) (*gorgonia.Node, error) {
 	return n, err
 }
 
-// readersOK is the error of a run of the op of node n, a node that holds a
+// CheckReaders is the error of a run of the op of node n, a node that holds a
 // sharded value, when n feeds one of Gorgonia's own ops: they read only host
 // tensors and, given a *sharding.Tensor, panic on the machine's goroutine
 // (Sum, Mean, Mul, Transpose: an unchecked .(tensor.Tensor)) or return no
 // value and no error (Exp, Neg, Square: elemUnaryOp.do), which ends the
 // program. Failing here, before they run, makes it RunAll's error.
-// gorgonia.Read (a statement) only copies the value and is allowed.
-func readersOK(n *gorgonia.Node) error {
+// gorgonia.Read (a statement) only copies the value and is allowed. Every
+// op with a sharded output calls it first in Do, with its node (this
+// package's and collective's).
+//
+// It sees the readers in n's graph as built: a machine on a subgraph
+// (SubgraphRoots) that leaves a Gorgonia reader out, or one compiled before
+// the reader was added, is refused too; and Gorgonia's Clone of a graph
+// shares its ops, which keep the node of the graph they were built in.
+func CheckReaders(n *gorgonia.Node) error {
 	if n == nil || n.Graph() == nil || !IsSharded(n) {
 		return nil
 	}
