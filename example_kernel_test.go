@@ -40,14 +40,22 @@ func ExampleSquaredExponential() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// A graph with gradients: copy the results out as they are computed
+	// (the TapeMachine may reuse a value's memory once nothing reads it).
+	var nllValue G.Value
+	var gradValues [3]G.Value
+	G.Read(nll, &nllValue)
+	for i := range grads {
+		G.Read(grads[i], &gradValues[i])
+	}
 	m := G.NewTapeMachine(g)
 	defer m.Close()
 	if err := m.RunAll(); err != nil {
 		log.Fatal(mgla.Cause(err))
 	}
-	fmt.Printf("nll = %.4f\n", nll.Value().Data())
+	fmt.Printf("nll = %.4f\n", nllValue.Data())
 	for i, name := range []string{"log ℓ", "log σ²", "log σₙ²"} {
-		fmt.Printf("d nll / d %-7s = %+.4f\n", name, grads[i].Value().Data())
+		fmt.Printf("d nll / d %-7s = %+.4f\n", name, gradValues[i].Data())
 	}
 	// Output:
 	// nll = 3.5537
@@ -91,14 +99,15 @@ func ExampleCrossKernel() {
 		log.Fatal(err)
 	}
 	explained := G.Must(G.Sum(G.Must(G.HadamardProd(ct, kinvCt)), 0)) // diag(C·K⁻¹·Cᵀ)
+	variance := G.Must(G.Sub(signal, explained))                      // σ² − diag(C·K⁻¹·Cᵀ)
 	m := G.NewTapeMachine(g)
 	defer m.Close()
 	if err := m.RunAll(); err != nil {
 		log.Fatal(mgla.Cause(err))
 	}
-	mu, q := mean.Value().Data().([]float64), explained.Value().Data().([]float64)
+	mu, v := mean.Value().Data().([]float64), variance.Value().Data().([]float64)
 	for i, at := range []float64{0.25, 1.6, 6} {
-		fmt.Printf("x* = %.2f: mean %+.4f, variance %.4f\n", at, mu[i], 0.5-q[i])
+		fmt.Printf("x* = %.2f: mean %+.4f, variance %.4f\n", at, mu[i], v[i])
 	}
 	// Output:
 	// x* = 0.25: mean +0.3496, variance 0.0069

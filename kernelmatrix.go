@@ -18,7 +18,7 @@ import (
 // vector gives each dimension its own (automatic relevance determination,
 // ARD): ‖xᵢ − xⱼ‖²/ℓ² becomes Σₖ ((xᵢₖ − xⱼₖ)/ℓₖ)², and its gradient is a
 // vector. Each device of the mesh computes
-// its own columns from x, their indices and the three numbers; on a GPU
+// its own columns from x, their indices and the parameters; on a GPU
 // mesh K is never on the host.
 //
 // K is a sharded node (package ops), unlike the other builders' results:
@@ -91,7 +91,8 @@ func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVa
 // CrossKernel is the M×N kernel between the M points xStar and the N
 // points of the kernel matrix k made by SquaredExponential, Matern32 or
 // Matern52, of k's family, length scale ℓ and signal variance σ², without
-// k's noise: C_ij = σ²·v(‖x*ᵢ − xⱼ‖/ℓ) for the family's profile v. It is
+// k's noise: C_ij = σ²·v(‖x*ᵢ − xⱼ‖²/ℓ²) for the family's profile v of
+// s = r² (with k's ARD length scales, Σₖ ((x*ᵢₖ − xⱼₖ)/ℓₖ)²). It is
 // what a Gaussian process predicts with: the posterior mean at xStar is
 // C·K⁻¹·y (gorgonia.Mul of C and Potrs(k, y)), the posterior variance
 // σ² − diag(C·K⁻¹·Cᵀ) (add σₙ² for a new observation).

@@ -267,6 +267,10 @@ func TestKernelMatrixBadInput(t *testing.T) {
 			for f, build := range kernelBuilders {
 				_, err := build(c.x, c.ell, c.sig, c.noise, append([]mgla.Option{onMesh(mesh)}, c.opts...)...)
 				require.ErrorIs(t, err, mgla.ErrBadInput, "%v", f)
+				require.NotContains(t, err.Error(), "%!", "%v: a node's name garbled", f)
+				if c.name == "unnamed parameters" {
+					require.ErrorContains(t, err, "name them", "%v", f)
+				}
 			}
 		})
 	}

@@ -21,8 +21,10 @@ import (
 // a host node (sharding.CrossKernel) for a Gaussian process's predictions:
 // the posterior mean C·K⁻¹y and covariance σ² − C·K⁻¹·Cᵀ at the points xs.
 // xs is a host node of k's dtype, m×d rows of k's dimension d, or a
-// length-m vector when d is 1. C's inputs are xs and k's points and
-// parameters, not k: gradients flow to all four, and C needs no value of k.
+// length-m vector when d is 1. C is computed from xs and k's points and
+// parameters, and gradients flow to all four; k is an input that C does not
+// read (so that k has a consumer), which the machine still runs first: a
+// run where k fails fails before C.
 func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: ops: CrossKernel: "+format, append([]any{sharding.ErrBadInput}, args...)...)
@@ -32,17 +34,17 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	}
 	km, ok := k.Op().(*kernelMatrixOp)
 	if !ok {
-		return nil, bad("%v is not a kernel matrix (made by ops.KernelMatrix: mgla.SquaredExponential, Matern32 or Matern52)", k.Name())
+		return nil, bad("%v is not a kernel matrix (made by ops.KernelMatrix: mgla.SquaredExponential, Matern32 or Matern52)", nodeName(k))
 	}
 	g, err := sharding.GraphOf(k, xs)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
 	if xs.Dtype() != km.dt {
-		return nil, bad("the points %v are %v, the kernel matrix %v", xs.Name(), xs.Dtype(), km.dt)
+		return nil, bad("the points %v are %v, the kernel matrix %v", nodeName(xs), xs.Dtype(), km.dt)
 	}
 	if IsSharded(xs) || OnGrid(xs) {
-		return nil, bad("the points %v must be a host node", xs.Name())
+		return nil, bad("the points %v must be a host node", nodeName(xs))
 	}
 	var m int
 	switch s := xs.Shape(); {
@@ -51,7 +53,7 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	case xs.Dims() == 2 && s[0] >= 1 && s[1] == km.d:
 		m = s[0]
 	default:
-		return nil, bad("the points %v must be an m×%d matrix (or a length-m vector for points of dimension 1), not empty, got shape %v", xs.Name(), km.d, xs.Shape())
+		return nil, bad("the points %v must be an m×%d matrix (or a length-m vector for points of dimension 1), not empty, got shape %v", nodeName(xs), km.d, xs.Shape())
 	}
 	ins := []*gorgonia.Node{sharding.InGraph(g, xs)}               // a constant joins K's graph
 	for in := k.Graph().From(k.ID()); in.Next() && len(ins) < 4; { // x, ℓ, σ²; not σₙ²

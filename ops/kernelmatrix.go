@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"strings"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/cyclic"
@@ -25,16 +26,16 @@ import (
 // length-d vector, a length scale per dimension (ARD:
 // sharding.KernelParams' LengthScales). Each device computes its
 // own columns (sharding.SetKernelMatrix), so only x, the columns'
-// indices and three numbers reach the mesh. K is a sharded node: an operand of the dense kernels that
+// indices and the parameters reach the mesh. K is a sharded node: an operand of the dense kernels that
 // never visits the host. A length scale that is not positive, a negative
 // variance, NaN or Inf are run-time errors (ErrBadInput, ErrNonFinite). Two
 // parameters that are the same node are ErrBadInput: Gorgonia merges
-// unnamed input scalars into one, so name them.
+// unnamed input nodes of one type and shape into one, so name them.
 //
 // Gradients flow to x and to the three parameters: the backward op reads
 // K's gradient on the mesh, sums each device's columns there
 // (sharding.KernelMatrixGrad) and brings back O(n·d) numbers per
-// device, which the host adds into x̄ (n×d) and three numbers.
+// device, which the host adds into x̄ (n×d) and the parameters' gradients.
 func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *gorgonia.Node, mesh *sharding.Mesh, layout sharding.Layout) (*gorgonia.Node, error) {
 	name, ok := kernelMatrixNames[f]
 	if !ok {
@@ -64,10 +65,10 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	}
 	dt := x.Dtype()
 	if dt != tensor.Float32 && dt != tensor.Float64 {
-		return nil, bad("the points %v are %v: want float32 or float64", x.Name(), dt)
+		return nil, bad("the points %v are %v: want float32 or float64", nodeName(x), dt)
 	}
 	if IsSharded(x) || OnGrid(x) {
-		return nil, bad("the points %v must be a host node", x.Name())
+		return nil, bad("the points %v must be a host node", nodeName(x))
 	}
 	var n, d int
 	switch s := x.Shape(); {
@@ -76,7 +77,7 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	case x.Dims() == 2 && s[0] >= 1 && s[1] >= 1:
 		n, d = s[0], s[1]
 	default:
-		return nil, bad("the points %v must be an n×d matrix or a length-n vector, not empty, got shape %v", x.Name(), x.Shape())
+		return nil, bad("the points %v must be an n×d matrix or a length-n vector, not empty, got shape %v", nodeName(x), x.Shape())
 	}
 	var ellShape tensor.Shape // ARD's length-d vector, nil for one length scale
 	for i, p := range ins[1:] {
@@ -84,16 +85,20 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 		case i == 0 && p.Dims() == 1 && p.Shape()[0] == d:
 			ellShape = p.Shape().Clone()
 		case i == 0 && !p.IsScalar():
-			return nil, bad("the length scale %v must be a scalar or a vector of the points' %d dimensions, got shape %v", p.Name(), d, p.Shape())
+			return nil, bad("the length scale %v must be a scalar or a vector of the points' %d dimensions, got shape %v", nodeName(p), d, p.Shape())
 		case !p.IsScalar():
-			return nil, bad("%s %v must be a scalar, got shape %v", kernelParamNames[i], p.Name(), p.Shape())
+			return nil, bad("%s %v must be a scalar, got shape %v", kernelParamNames[i], nodeName(p), p.Shape())
 		}
 		if p.Dtype() != dt {
-			return nil, bad("%s %v is %v, the points %v", kernelParamNames[i], p.Name(), p.Dtype(), dt)
+			return nil, bad("%s %v is %v, the points %v", kernelParamNames[i], nodeName(p), p.Dtype(), dt)
 		}
 		for j, q := range ins[1 : i+1] {
-			if q == p {
-				return nil, bad("%s and %s are the same node %v: Gorgonia merges input nodes of one type and shape that have no names (gorgonia.WithName), whatever their values; to tie two parameters on purpose, pass one of them through an op of its own", kernelParamNames[j], kernelParamNames[i], p.Name())
+			switch {
+			case q != p:
+			case unnamedInput(p):
+				return nil, bad("%s and %s are one unnamed node: Gorgonia merges input nodes of one type and shape that have no names, whatever their values; name them (gorgonia.WithName)", kernelParamNames[j], kernelParamNames[i])
+			default:
+				return nil, bad("%s and %s are the same node %v: to tie two parameters on purpose, pass one of them through an op of its own", kernelParamNames[j], kernelParamNames[i], nodeName(p))
 			}
 		}
 	}
@@ -105,6 +110,21 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 		n: n, d: d, xShape: x.Shape().Clone(), ellShape: ellShape, arity: len(ins), graph: g,
 	}
 	return applyOp(o, ins...)
+}
+
+// unnamedInput reports whether n is an input node made without
+// gorgonia.WithName (Gorgonia names it after its nil op).
+func unnamedInput(n *gorgonia.Node) bool {
+	return n.Op() == nil && strings.HasPrefix(n.Name(), "%!")
+}
+
+// nodeName is n's name for an error message: "(unnamed)" for an unnamed
+// input, whose Gorgonia name is a formatting error.
+func nodeName(n *gorgonia.Node) string {
+	if unnamedInput(n) {
+		return "(unnamed)"
+	}
+	return n.Name()
 }
 
 var kernelParamNames = [...]string{"the length scale", "the signal variance", "the noise variance"}

@@ -105,6 +105,9 @@ func (p KernelParams) Check() error {
 	case !finite(p.NoiseVar) || p.NoiseVar < 0:
 		return fmt.Errorf("%w: the %v kernel's noise variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.NoiseVar)
 	}
+	if p.LengthScales != nil && len(p.LengthScales) == 0 {
+		return fmt.Errorf("%w: the %v kernel has an empty list of length scales", ErrBadInput, p.Family)
+	}
 	for k, l := range p.LengthScales {
 		if !finite(l) || l <= 0 {
 			return fmt.Errorf("%w: the %v kernel's length scale of dimension %d must be positive and finite, got %v", ErrBadInput, p.Family, k, l)
@@ -227,7 +230,10 @@ func KernelMatrix(x []float64, n, d int, p KernelParams, mesh *Mesh, layout Layo
 //	ℓ̄  = Σᵢⱼ K̄ᵢⱼ·σ²·gᵢⱼ·sᵢⱼ/ℓ,                σ̄ₙ² = Σᵢ K̄ᵢᵢ,
 //
 // with sᵢⱼ = ‖xᵢ − xⱼ‖²/ℓ², vᵢⱼ = v(sᵢⱼ) and gᵢⱼ = −2·v′(sᵢⱼ) (the family's
-// profile; for the squared exponential both are exp(−sᵢⱼ/2)).
+// profile; for the squared exponential both are exp(−sᵢⱼ/2)). With
+// per-dimension length scales (p.LengthScales), sᵢⱼ = Σₖ ((xᵢₖ − xⱼₖ)/ℓₖ)²,
+// x̄'s terms divide by ℓₖ² and pbar.LengthScales holds ℓ̄ₖ = Σᵢⱼ
+// K̄ᵢⱼ·σ²·gᵢⱼ·((xᵢₖ − xⱼₖ)/ℓₖ)²/ℓₖ (pbar.LengthScale is 0).
 // Each device sums over its own columns; the devices' shares are added on
 // the host. NaN or Inf in kbar, and a result beyond float64 (a tiny ℓ
 // with points near enough for their terms to count), are ErrNonFinite;

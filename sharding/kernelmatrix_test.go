@@ -258,6 +258,7 @@ func TestKernelMatrixBadInput(t *testing.T) {
 		{"zero length scale of a dimension", x, 1, KernelParams{SquaredExp, 1, 1, 0, []float64{0}}, ErrBadInput, false},
 		{"NaN length scale of a dimension", x, 1, KernelParams{Matern52, 1, 1, 0, []float64{math.NaN()}}, ErrBadInput, false},
 		{"length scales of another dimension", x, 1, KernelParams{Matern32, 1, 1, 0, []float64{1, 1}}, ErrBadInput, false},
+		{"an empty list of length scales", x, 1, KernelParams{Matern32, 1, 1, 0, []float64{}}, ErrBadInput, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := k.SetKernelMatrix(c.x, c.d, c.p)
@@ -297,6 +298,7 @@ func TestKernelMatrixBadInput(t *testing.T) {
 			require.ErrorIs(t, err, ErrBadInput)
 		})
 	}
+	require.ErrorIs(t, KernelParams{Family: Matern32, SignalVar: 1, LengthScales: []float64{}}.Check(), ErrBadInput)
 	_, err = KernelMatrix(x, 3, 1, good, mesh, RowBlocks(), tensor.Float64)
 	require.ErrorIs(t, err, ErrBadInput)
 	_, err = KernelMatrix(x, 3, 1, good, mesh, Cyclic(2), tensor.Complex64)
