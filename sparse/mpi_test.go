@@ -539,8 +539,10 @@ func TestMPIRunTimeout(t *testing.T) {
 		_, _, err = s.SolveValues(blk.Values, b, false)
 		require.ErrorIs(t, err, collective.ErrTimeout, c.name)
 		require.Less(t, time.Since(start), 6*c.timeout, "%s: the error came too late", c.name)
+		require.Equal(t, Failed, s.Info().Status, "%s: the timed-out run's Info", c.name)
 		_, _, err = s.SolveValues(blk.Values, b, false)
 		require.ErrorIs(t, err, collective.ErrClosed, "%s: a run on the broken solver", c.name)
+		require.Equal(t, Failed, s.Info().Status, "%s: the refused run's Info", c.name)
 		s.Close()
 
 		fresh, err := NewSolver(blk.Pattern, WithComm(worldFortran()), WithTolerance(1e-10))

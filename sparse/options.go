@@ -12,27 +12,40 @@ import (
 	"time"
 
 	"github.com/mgla/mgla/collective"
+	"github.com/mgla/mgla/sharding"
 )
 
 // Errors. Run-time errors from a Gorgonia machine are found with
-// errors.Is(mgla.Cause(err), …).
+// errors.Is(mgla.Cause(err), …). ErrBadMatrix, ErrBadInput and
+// ErrZeroDiagonal also match mgla.ErrBadInput, and ErrNonFinite
+// mgla.ErrNonFinite, as the other packages' errors do.
 var (
 	// ErrBadMatrix: a pattern or values that cannot form a valid square CSR
 	// matrix (lengths, ranges, repeated columns, non-finite values).
-	ErrBadMatrix = errors.New("sparse: bad matrix")
+	ErrBadMatrix error = &sentinel{"sparse: bad matrix", sharding.ErrBadInput}
 	// ErrBadInput: nodes, shapes or options the ops cannot take.
-	ErrBadInput = errors.New("sparse: bad input")
+	ErrBadInput error = &sentinel{"sparse: bad input", sharding.ErrBadInput}
 	// ErrNonFinite: NaN or Inf in the values or the right-hand side.
-	ErrNonFinite = errors.New("sparse: NaN or Inf input")
+	ErrNonFinite error = &sentinel{"sparse: NaN or Inf input", sharding.ErrNonFinite}
 	// ErrZeroDiagonal: a zero (or absent) diagonal entry with BoomerAMG or
 	// Jacobi, which divide by the diagonal.
-	ErrZeroDiagonal = errors.New("sparse: zero diagonal entry")
+	ErrZeroDiagonal error = &sentinel{"sparse: zero diagonal entry", sharding.ErrBadInput}
 	// ErrNotConverged is wrapped by the error of a solve that stopped with
 	// a Status other than Success (see WithStatusOnly).
 	ErrNotConverged = errors.New("sparse: solve did not converge")
 	// ErrHypre: hypre reported an error (the message carries its text).
 	ErrHypre = errors.New("sparse: hypre error")
 )
+
+// sentinel is an error value of this package that errors.Is also matches
+// to one of mgla's (also).
+type sentinel struct {
+	msg  string
+	also error
+}
+
+func (e *sentinel) Error() string        { return e.msg }
+func (e *sentinel) Is(target error) bool { return target == e.also }
 
 // errNoHypre is returned by hypre solves in a build without the mpi tag.
 var errNoHypre = fmt.Errorf("%w: sparse: hypre (BoomerAMG and its Krylov solvers) needs the mpi build tag: built without -tags mpi (Debian libhypre-dev, libopenmpi-dev)", collective.ErrUnavailable)
@@ -55,8 +68,11 @@ const (
 	Diverged
 	// Failed: the solver broke down (or stopped short of the iteration
 	// limit without reaching the tolerance), reported an error, or the
-	// run ended on bad input before solving (Iterations 0).
+	// run ended before solving (Iterations 0): on bad input, or on a
+	// collective error (a peer that timed out, a closed solver).
 	Failed
+	// NotRun: no run yet (a new Solver's Info and AdjointInfo).
+	NotRun
 )
 
 func (s Status) String() string {
@@ -69,6 +85,8 @@ func (s Status) String() string {
 		return "Diverged"
 	case Failed:
 		return "Failed"
+	case NotRun:
+		return "NotRun"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }

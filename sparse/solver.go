@@ -124,13 +124,14 @@ func NewSolver(p *Pattern, opts ...Option) (*Solver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1, cycleAsym: -1}, nil
+	return &Solver{pat: p, cfg: cfg, eng: eng, diagBad: -1, cycleAsym: -1, info: [2]Info{{Status: NotRun}, {Status: NotRun}}}, nil
 }
 
 // Pattern is the solver's pattern.
 func (s *Solver) Pattern() *Pattern { return s.pat }
 
-// Info is what the last forward run (Solve, CG, BiCGStab) reported.
+// Info is what the last forward run (Solve, CG, BiCGStab) reported: Failed
+// for a run that ended with an error before solving, NotRun before the first.
 func (s *Solver) Info() Info { s.mu.Lock(); defer s.mu.Unlock(); return s.info[0] }
 
 // AdjointInfo is what the last adjoint run (a gradient's solve with Aᵀ, or
@@ -217,6 +218,17 @@ func (s *Solver) runLocked(kind runKind, adjoint, differentiated bool, vals, b [
 	if adjoint {
 		name += " (adjoint)"
 	}
+	// Until this run's solve reports, its Info says that it failed: a run
+	// that ends on bad input, or on a peer that timed out, leaves no
+	// Success of an earlier run behind. (A V-cycle, Preconditioner,
+	// reports no Info.)
+	side := 0
+	if adjoint {
+		side = 1
+	}
+	if kind != runPrecond {
+		s.info[side] = Info{Status: Failed}
+	}
 	if s.closed {
 		return nil, fmt.Errorf("%w: sparse: %s on a closed solver", ErrBadInput, name)
 	}
@@ -225,16 +237,6 @@ func (s *Solver) runLocked(kind runKind, adjoint, differentiated bool, vals, b [
 	}
 	if err := s.agreeOnRun(kind, adjoint, differentiated); err != nil {
 		return nil, fmt.Errorf("sparse: %s: %w", name, err)
-	}
-	// Until this run's solve reports, its Info says that it failed: a run
-	// that ends on bad input leaves no Success of an earlier run behind.
-	// (A V-cycle, Preconditioner, reports no Info.)
-	side := 0
-	if adjoint {
-		side = 1
-	}
-	if kind != runPrecond {
-		s.info[side] = Info{Status: Failed}
 	}
 	p := s.pat
 	var badLength error // checked with the other inputs, on every rank alike

@@ -3,6 +3,7 @@ package sparse
 import (
 	"errors"
 	"fmt"
+	"github.com/mgla/mgla/sharding"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -335,6 +336,12 @@ func TestRunBadInput(t *testing.T) {
 			err = m.RunAll()
 			t.Log(err)
 			require.ErrorIs(t, cause(err), rc.want)
+			// The root package's sentinels match too.
+			also := sharding.ErrBadInput
+			if rc.want == ErrNonFinite {
+				also = sharding.ErrNonFinite
+			}
+			require.ErrorIs(t, cause(err), also)
 			same := func(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
 			require.True(t, slices.EqualFunc(v0, nodeFloats(t, vn.Value()), same))
 			require.True(t, slices.EqualFunc(b0, nodeFloats(t, bn.Value()), same))
@@ -349,6 +356,7 @@ func TestRunBadInput(t *testing.T) {
 	short := vecNode(g, "short", b[:tr.n-1])
 	_, err = s.CG(vn, short)
 	require.ErrorIs(t, err, ErrBadInput)
+	require.ErrorIs(t, err, sharding.ErrBadInput)
 	_, err = s.Solve(short, vecNode(g, "b", b))
 	require.ErrorIs(t, err, ErrBadInput)
 	_, err = s.BiCGStab(vn, G.NewVector(g, tensor.Float32, G.WithShape(tr.n), G.WithName("b32")))
@@ -902,4 +910,30 @@ func TestBackwardAfterFailedRun(t *testing.T) {
 	err = x.Op().(*solveOp).DoDiff(G.ExecutionContext{}, G.Nodes{vn, bn}, x)
 	require.ErrorIs(t, err, failedruns.ErrFailedRun)
 	require.NoError(t, run())
+}
+
+// TestInfoOfRunsThatDidNotSolve: a new solver's Info is NotRun, not the
+// zero Info's Success; a run that ends with an error before solving (here a
+// closed solver's; a peer's timeout alike, mpi_test) leaves Failed, not
+// the previous run's Success.
+func TestInfoOfRunsThatDidNotSolve(t *testing.T) {
+	rng := testRNG(t, 9)
+	tr := laplace2D(rng, 4, 3, 0)
+	a := tr.whole(t)
+	b := randVec(rng, tr.n)
+	c := solverCases()[1] // CG/none: pure Go
+	s, err := NewSolver(a.Pattern, c.opts...)
+	require.NoError(t, err)
+	require.Equal(t, NotRun, s.Info().Status)
+	require.Equal(t, NotRun, s.AdjointInfo().Status)
+	require.Equal(t, "NotRun", NotRun.String())
+	g, _, _, _, _ := solveGraph(t, s, c, a.Values, b, b)
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	require.Equal(t, Success, s.Info().Status)
+	s.Close()
+	m.Reset()
+	require.ErrorIs(t, cause(m.RunAll()), ErrBadInput)
+	require.Equal(t, Failed, s.Info().Status)
 }
