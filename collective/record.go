@@ -120,6 +120,17 @@ func SplitRecord(seq int64, size int, color, key func(rank int) int) Record {
 	return Record{Seq: seq, Kind: kindSplit, Dtype: -1, Extra: int64(h.Sum64())}
 }
 
+// cutText is shown, the display of a Record's text, marked as cut when the
+// text is the first bytes of a longer one (whose hash is not the text's):
+// "…" and the whole text's hash, so that two texts that differ after the
+// bytes a Record carries do not read alike.
+func cutText(shown, text string, whole int64) string {
+	if hashName(text) == whole {
+		return shown
+	}
+	return fmt.Sprintf("%s… (hash %08x)", shown, uint32(whole))
+}
+
 // truncate is the first n bytes of s.
 func truncate(s string, n int) string {
 	if len(s) > n {
@@ -206,6 +217,9 @@ func (r *Record) Label() string {
 	s := recordKindName(r.Kind)
 	if r.Name != "" {
 		s += " " + strconv.Quote(r.Name)
+		if hashName(r.Name) != r.NameHash {
+			s += "…" // the first RecordNameBytes bytes of a longer name
+		}
 	}
 	return fmt.Sprintf("%s #%d", s, r.Seq)
 }
@@ -219,10 +233,10 @@ var recordFields = []struct {
 }{
 	{"kind", func(r *Record) int64 { return r.Kind }, func(r *Record) string { return recordKindName(r.Kind) }},
 	{"call number", func(r *Record) int64 { return r.Seq }, func(r *Record) string { return strconv.FormatInt(r.Seq, 10) }},
-	{"name", func(r *Record) int64 { return r.NameHash }, func(r *Record) string { return strconv.Quote(r.Name) }},
+	{"name", func(r *Record) int64 { return r.NameHash }, func(r *Record) string { return cutText(strconv.Quote(r.Name), r.Name, r.NameHash) }},
 	{"dtype", func(r *Record) int64 { return r.Dtype }, func(r *Record) string { return recordDtypeName(r.Dtype) }},
 	{"count", func(r *Record) int64 { return r.Count }, func(r *Record) string { return strconv.FormatInt(r.Count, 10) }},
-	{"shape", func(r *Record) int64 { return r.ShapeHash }, func(r *Record) string { return r.Shape }},
+	{"shape", func(r *Record) int64 { return r.ShapeHash }, func(r *Record) string { return cutText(r.Shape, r.Shape, r.ShapeHash) }},
 	{"op", func(r *Record) int64 { return r.Op }, func(r *Record) string { return ReduceOp(r.Op).String() }},
 	{"root", func(r *Record) int64 { return r.Root }, func(r *Record) string { return strconv.FormatInt(r.Root, 10) }},
 	{"colors and keys", func(r *Record) int64 { return splitExtra(r, true) }, func(r *Record) string { return fmt.Sprintf("%016x", uint64(r.Extra)) }},

@@ -111,6 +111,15 @@ func TestCompareRecords(t *testing.T) {
 		{"gradient", []Call{with(func(c *Call) { c.Differentiated = true }), base, base},
 			nil, `AllReduce "g" #7: rank 0 has gradient built by Grad, ranks 1,2 have gradient not built (the rank's cost does not depend on this call: make every rank's cost depend on it)`},
 		{"gradient everywhere", []Call{with(func(c *Call) { c.Differentiated = true }), with(func(c *Call) { c.Differentiated = true })}, nil, ""},
+		// Texts longer than a Record carries, which differ after it: marked
+		// cut, with their whole hashes (they read alike before).
+		{"long names", []Call{with(func(c *Call) { c.Name = longName + "A" }), with(func(c *Call) { c.Name = longName + "B" })},
+			nil, fmt.Sprintf(`AllReduce %q… #7: rank 0 has name %q… (hash %08x), rank 1 has name %q… (hash %08x)`,
+				longName[:RecordNameBytes], longName[:RecordNameBytes], uint32(hashName(longName+"A")), longName[:RecordNameBytes], uint32(hashName(longName+"B")))},
+		{"long shapes", []Call{with(func(c *Call) { c.Shape = longShape(2, 3) }), with(func(c *Call) { c.Shape = longShape(3, 2) })},
+			nil, fmt.Sprintf(`AllReduce "g" #7: rank 0 has shape %s… (hash %08x), rank 1 has shape %s… (hash %08x)`,
+				fmt.Sprint(longShape(2, 3))[:RecordShapeBytes], uint32(hashName(fmt.Sprint(longShape(2, 3)))),
+				fmt.Sprint(longShape(3, 2))[:RecordShapeBytes], uint32(hashName(fmt.Sprint(longShape(3, 2)))))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,4 +324,13 @@ func BenchmarkRecordCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// longName is a collective's name longer than a Record carries.
+const longName = "gradient-of-the-first-layer-weights-of-the-encoder-block-"
+
+// longShape is a shape whose text is longer than a Record carries, ending
+// in a and b.
+func longShape(a, b int) tensor.Shape {
+	return tensor.Shape{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, a, b}
 }

@@ -51,6 +51,10 @@ func main() {
 	params, err := Train(comm, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dataparallel: rank %d: %v\n", rank, err)
+		// Finalize before exiting (os.Exit skips the deferred call): a
+		// process that ends without it makes mpirun abort the whole job,
+		// where the other ranks would return their own errors.
+		mpi.Finalize()
 		os.Exit(1)
 	}
 	if rank == 0 {
