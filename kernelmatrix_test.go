@@ -187,23 +187,9 @@ func TestKernelMatrixGP(t *testing.T) {
 						}
 					}
 
-					want := gpReference(t, c.family, x, y, theta, nil)
-					tol := 1e-9
-					if dt == tensor.Float32 {
-						tol = 2e-3
-					}
-					got := grValue(t, cost.Value())[0]
-					require.InDelta(t, want, got, tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
-
+					check := fdChecker(t, dt, cost, gpReference(t, c.family, x, y, theta, nil))
 					const h = 1e-5
 					fd := func(xs grMat, th [3]float64) float64 { return gpReference(t, c.family, xs, y, th, nil) }
-					check := func(what string, node *G.Node, idx int, want float64) {
-						t.Helper()
-						gv, err := node.Grad()
-						require.NoError(t, err, what)
-						v := grValue(t, gv)[idx]
-						require.InDelta(t, want, v, 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
-					}
 					for i := range 3 {
 						if i == 2 && !c.noise {
 							continue
@@ -418,18 +404,8 @@ func TestCrossKernelGP(t *testing.T) {
 						return predictionReference(t, c.family, x, xs, y, w, u, theta, nil)
 					}
 					want := ref(x, xs, theta)
-					tol := 1e-9
-					if dt == tensor.Float32 {
-						tol = 2e-3
-					}
-					require.InDelta(t, want, grValue(t, cost.Value())[0], tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
+					check := fdChecker(t, dt, cost, want)
 					const h = 1e-5
-					check := func(what string, node *G.Node, idx int, want float64) {
-						t.Helper()
-						gv, err := node.Grad()
-						require.NoError(t, err, what)
-						require.InDelta(t, want, grValue(t, gv)[idx], 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
-					}
 					for i := range 3 {
 						p, m := theta, theta
 						p[i] += h
@@ -595,18 +571,8 @@ func TestKernelMatrixARD(t *testing.T) {
 							predictionReference(t, c.family, x, xs, y, w, zero, theta, logEll)
 					}
 					want := ref(x, xs, theta, logEll)
-					tol := 1e-9
-					if dt == tensor.Float32 {
-						tol = 2e-3
-					}
-					require.InDelta(t, want, grValue(t, cost.Value())[0], tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
+					check := fdChecker(t, dt, cost, want)
 					const h = 1e-5
-					check := func(what string, node *G.Node, idx int, want float64) {
-						t.Helper()
-						gv, err := node.Grad()
-						require.NoError(t, err, what)
-						require.InDelta(t, want, grValue(t, gv)[idx], 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
-					}
 					for kk := range logEll {
 						p, m := append([]float64(nil), logEll...), append([]float64(nil), logEll...)
 						p[kk] += h
@@ -818,4 +784,22 @@ func TestKernelMatrixARDMatchesOneScale(t *testing.T) {
 	}
 	require.Equal(t, ks[0], ks[1])
 	require.Equal(t, nlls[0], nlls[1])
+}
+
+// fdChecker asserts the cost's value against want, the reference's, and
+// returns a check of element idx of a node's gradient against a finite
+// difference of the reference, with tolerances for dt.
+func fdChecker(t *testing.T, dt tensor.Dtype, cost *G.Node, want float64) func(what string, node *G.Node, idx int, want float64) {
+	t.Helper()
+	tol := 1e-9
+	if dt == tensor.Float32 {
+		tol = 2e-3
+	}
+	require.InDelta(t, want, grValue(t, cost.Value())[0], tol*(1+math.Abs(want)), "cost, seed %d", grSeed)
+	return func(what string, node *G.Node, idx int, want float64) {
+		t.Helper()
+		gv, err := node.Grad()
+		require.NoError(t, err, what)
+		require.InDelta(t, want, grValue(t, gv)[idx], 20*tol*(1+math.Abs(want))+1e-7, "%s, seed %d", what, grSeed)
+	}
 }
