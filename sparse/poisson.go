@@ -39,7 +39,10 @@ func Poisson3D(n, firstRow, rows int) (*CSR, error) {
 }
 
 // BlockRows is the row block of rank r of size ranks for n rows: the first
-// n mod size ranks get one row more.
+// n mod size ranks get one row more. With more ranks than rows some blocks
+// are empty: solves run, but a gradient graph on such a rank panics in
+// Gorgonia, which cannot allocate a length-0 node's gradient (its own ops
+// alike): take gradients with at most n ranks.
 func BlockRows(n, rank, size int) (first, rows int) {
 	q, m := n/size, n%size
 	first = rank*q + min(rank, m)
