@@ -121,11 +121,11 @@ func SplitRecord(seq int64, size int, color, key func(rank int) int) Record {
 }
 
 // cutText is shown, the display of a Record's text, marked as cut when the
-// text is the first bytes of a longer one (whose hash is not the text's):
-// "…" and the whole text's hash, so that two texts that differ after the
-// bytes a Record carries do not read alike.
-func cutText(shown, text string, whole int64) string {
-	if hashName(text) == whole {
+// text is the first max bytes of a longer one (whose hash is not the
+// text's): "…" and the whole text's hash, so that two texts that differ
+// after the bytes a Record carries do not read alike.
+func cutText(shown, text string, whole int64, max int) string {
+	if len(text) < max || hashName(text) == whole {
 		return shown
 	}
 	return fmt.Sprintf("%s… (hash %08x)", shown, uint32(whole))
@@ -217,7 +217,7 @@ func (r *Record) Label() string {
 	s := recordKindName(r.Kind)
 	if r.Name != "" {
 		s += " " + strconv.Quote(r.Name)
-		if hashName(r.Name) != r.NameHash {
+		if len(r.Name) == RecordNameBytes && hashName(r.Name) != r.NameHash {
 			s += "…" // the first RecordNameBytes bytes of a longer name
 		}
 	}
@@ -233,10 +233,17 @@ var recordFields = []struct {
 }{
 	{"kind", func(r *Record) int64 { return r.Kind }, func(r *Record) string { return recordKindName(r.Kind) }},
 	{"call number", func(r *Record) int64 { return r.Seq }, func(r *Record) string { return strconv.FormatInt(r.Seq, 10) }},
-	{"name", func(r *Record) int64 { return r.NameHash }, func(r *Record) string { return cutText(strconv.Quote(r.Name), r.Name, r.NameHash) }},
+	{"name", func(r *Record) int64 { return r.NameHash }, func(r *Record) string {
+		return cutText(strconv.Quote(r.Name), r.Name, r.NameHash, RecordNameBytes)
+	}},
 	{"dtype", func(r *Record) int64 { return r.Dtype }, func(r *Record) string { return recordDtypeName(r.Dtype) }},
 	{"count", func(r *Record) int64 { return r.Count }, func(r *Record) string { return strconv.FormatInt(r.Count, 10) }},
-	{"shape", func(r *Record) int64 { return r.ShapeHash }, func(r *Record) string { return cutText(r.Shape, r.Shape, r.ShapeHash) }},
+	{"shape", func(r *Record) int64 { return r.ShapeHash }, func(r *Record) string {
+		if r.Shape == "" {
+			return "none"
+		}
+		return cutText(r.Shape, r.Shape, r.ShapeHash, RecordShapeBytes)
+	}},
 	{"op", func(r *Record) int64 { return r.Op }, func(r *Record) string { return ReduceOp(r.Op).String() }},
 	{"root", func(r *Record) int64 { return r.Root }, func(r *Record) string { return strconv.FormatInt(r.Root, 10) }},
 	{"colors and keys", func(r *Record) int64 { return splitExtra(r, true) }, func(r *Record) string { return fmt.Sprintf("%016x", uint64(r.Extra)) }},
@@ -362,7 +369,7 @@ func PairMismatch(send, recv *Record, from, to, tag int) string {
 	side := func(r *Record) string {
 		text := fmt.Sprintf("%d %s", r.Count, recordDtypeName(r.Dtype))
 		if r.Shape != "" {
-			text += " " + r.Shape
+			text += " " + cutText(r.Shape, r.Shape, r.ShapeHash, RecordShapeBytes)
 		}
 		return text
 	}

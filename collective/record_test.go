@@ -3,6 +3,7 @@ package collective
 import (
 	"errors"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -116,6 +117,8 @@ func TestCompareRecords(t *testing.T) {
 		{"long names", []Call{with(func(c *Call) { c.Name = longName + "A" }), with(func(c *Call) { c.Name = longName + "B" })},
 			nil, fmt.Sprintf(`AllReduce %q… #7: rank 0 has name %q… (hash %08x), rank 1 has name %q… (hash %08x)`,
 				longName[:RecordNameBytes], longName[:RecordNameBytes], uint32(hashName(longName+"A")), longName[:RecordNameBytes], uint32(hashName(longName+"B")))},
+		{"a shape against none", []Call{with(func(c *Call) { c.Shape = tensor.Shape{6} }), base},
+			nil, `AllReduce "g" #7: rank 0 has shape (6), rank 1 has shape none`},
 		{"long shapes", []Call{with(func(c *Call) { c.Shape = longShape(2, 3) }), with(func(c *Call) { c.Shape = longShape(3, 2) })},
 			nil, fmt.Sprintf(`AllReduce "g" #7: rank 0 has shape %s… (hash %08x), rank 1 has shape %s… (hash %08x)`,
 				fmt.Sprint(longShape(2, 3))[:RecordShapeBytes], uint32(hashName(fmt.Sprint(longShape(2, 3)))),
@@ -333,4 +336,19 @@ const longName = "gradient-of-the-first-layer-weights-of-the-encoder-block-"
 // in a and b.
 func longShape(a, b int) tensor.Shape {
 	return tensor.Shape{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, a, b}
+}
+
+// TestRecordTextsNotCut: a Split (no name) or a call without a shape shows
+// no cut mark; Send/Recv shapes longer than a Record carries show theirs.
+func TestRecordTextsNotCut(t *testing.T) {
+	e := CallRecord(&Call{Kind: AllReduce, Dtype: tensor.Float64, Count: 6}, 7)
+	sp := SplitRecord(7, 2, func(int) int { return 0 }, func(r int) int { return r })
+	err := CompareRecords([]Record{sp, e})
+	require.ErrorIs(t, err, ErrMismatch)
+	require.NotContains(t, err.Error(), "…")
+	snd := CallRecord(&Call{Kind: Send, Dtype: tensor.Float64, Count: 6, Name: "x", Shape: longShape(2, 3)}, 0)
+	rcv := CallRecord(&Call{Kind: Recv, Dtype: tensor.Float64, Count: 6, Name: "x", Shape: longShape(3, 2)}, 0)
+	msg := PairMismatch(&snd, &rcv, 0, 1, 5)
+	require.Contains(t, msg, fmt.Sprintf("… (hash %08x)", uint32(hashName(fmt.Sprint(longShape(2, 3))))))
+	require.Contains(t, msg, fmt.Sprintf("… (hash %08x)", uint32(hashName(fmt.Sprint(longShape(3, 2))))))
 }
