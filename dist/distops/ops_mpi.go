@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/dist"
@@ -490,10 +491,20 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 	if !slices.Contains(o.DiffWRT(o.arity), true) {
 		return nil
 	}
-	name := "distops: " + names[o.kind]
+	// The dtype and, where every rank passes the same matrices, the input
+	// nodes' shapes lead, so that ranks that built them differently read
+	// so (a Record shows a name's first bytes; a band's rows differ by rank).
+	name := fmt.Sprintf("distops: %s %v", names[o.kind], o.dt)
 	replicated := false
 	h := fnv.New64a()
 	if o.replicatedInputs() {
+		var shapes []string
+		for _, sh := range o.in[:min(o.arity, len(o.in))] {
+			if sh != nil {
+				shapes = append(shapes, strings.Trim(strings.ReplaceAll(fmt.Sprint(sh), ", ", "x"), "()"))
+			}
+		}
+		name += " " + strings.Join(shapes, ",")
 		for j, v := range vals {
 			d, ok := v.(*tensor.Dense)
 			if !ok {
@@ -513,7 +524,7 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 	}
 	err := o.g.Meet(name, o.differentiated)
 	if replicated && errors.Is(err, dist.ErrMismatch) {
-		err = fmt.Errorf("%w (where the names differ in \"values\" alone, the ranks passed different matrices, a hash of a sample of which it is: every rank must pass the same host matrix; a rank that skipped a run of the graph passes the next run's)", err)
+		err = fmt.Errorf("%w (a name is the op, its dtype, its inputs' shapes and a hash of a sample of its values: where the names differ in the values alone, the ranks passed different matrices: every rank must pass the same host matrix; a rank that skipped a run of the graph passes the next run's)", err)
 	}
 	return err
 }

@@ -1054,3 +1054,54 @@ func TestReplicatedInputsCompared(t *testing.T) {
 		vm.Close()
 	}
 }
+
+// TestShapesDisagree: ranks whose graphs give an op inputs of other shapes
+// or another dtype get ErrMismatch on every rank, whose message names each
+// side's shapes or dtype (it read as different matrices before).
+func TestShapesDisagree(t *testing.T) {
+	if world.Size() < 2 {
+		t.Skip("needs 2 ranks")
+	}
+	last := world.Rank() == world.Size()-1
+	for _, g := range grids(t) {
+		for _, c := range []struct {
+			name        string
+			n           int
+			dt          tensor.Dtype
+			want, want2 string
+		}{
+			{"shape", 6, tensor.Float64, "6x6", "7x7"},
+			{"dtype", 6, tensor.Float64, "float64", "float32"},
+		} {
+			n, dt := c.n, c.dt
+			if last {
+				if c.name == "shape" {
+					n++
+				} else {
+					dt = tensor.Float32
+				}
+			}
+			eye := tensor.New(tensor.Of(dt), tensor.WithShape(n, n))
+			for i := range n {
+				var two any = 2.0
+				if dt == tensor.Float32 {
+					two = float32(2)
+				}
+				if err := eye.SetAt(two, i, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gr := G.NewGraph()
+			a := G.NewMatrix(gr, dt, G.WithShape(n, n), G.WithName("A"), G.WithValue(eye))
+			if _, err := mgla.LogDet(a, mgla.WithGrid(distops.On(g)), mgla.WithTile(2)); err != nil {
+				t.Fatal(err)
+			}
+			vm := G.NewTapeMachine(gr)
+			err := vm.RunAll()
+			vm.Close()
+			if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.want2) {
+				t.Errorf("rank %d, %s, %s differing on the last rank: %v; want ErrMismatch naming %s and %s", world.Rank(), gridName(g), c.name, err, c.want, c.want2)
+			}
+		}
+	}
+}
