@@ -105,6 +105,9 @@ func TestWithGridErrors(t *testing.T) {
 	require.NoError(t, err)
 	sb, err := ops.Shard(b, m2, sharding.Cyclic(2))
 	require.NoError(t, err)
+	x := G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("x"))
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"))
+	sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"))
 	d := &recorder{}
 	grid := mgla.WithGrid(d)
 	cases := []struct {
@@ -121,6 +124,14 @@ func TestWithGridErrors(t *testing.T) {
 		{"rows", func() error { _, err := mgla.Potrs(a, b5, grid); return err }},
 		{"not square", func() error { _, _, err := mgla.Syevd(rect, grid); return err }},
 		{"0×0", func() error { _, err := mgla.LogDet(empty, grid); return err }},
+		// A nil distributor (a code path that forgot its grid) ran on this
+		// process's mesh, silently.
+		{"nil distributor", func() error { _, err := mgla.LogDet(a, mgla.WithGrid(nil)); return err }},
+		{"nil distributor, Potrs", func() error { _, err := mgla.Potrs(a, b, mgla.WithGrid(nil), mgla.WithTile(2)); return err }},
+		{"nil distributor, kernel matrix", func() error {
+			_, err := mgla.SquaredExponential(x, ell, sig, nil, mgla.WithGrid(nil))
+			return err
+		}},
 	}
 	for _, c := range cases {
 		before := graphState(g)

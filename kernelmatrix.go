@@ -68,7 +68,7 @@ func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVa
 	c := &config{}
 	c.apply(opts)
 	switch {
-	case c.grid != nil:
+	case c.gridSet:
 		return nil, badInput("%s: WithGrid is not supported: make K on a mesh and ops.Gather it for the grid's ops", name)
 	case c.tileSet && c.tile < 1:
 		return nil, badInput("%s: tile width must be at least 1, got %d", name, c.tile)

@@ -126,6 +126,7 @@ type Option func(*config)
 
 type config struct {
 	grid       Distributor
+	gridSet    bool // WithGrid was given (a nil Distributor is ErrBadInput)
 	mesh       *sharding.Mesh
 	tile       int
 	tileSet    bool
@@ -208,7 +209,7 @@ type Distributor interface {
 // (default: the distributor's, 64 for distops). It excludes WithMesh and
 // sharded inputs (the grid takes host nodes, or distops' grid values);
 // WithDispatch does not apply.
-func WithGrid(d Distributor) Option { return func(c *config) { c.grid = d } }
+func WithGrid(d Distributor) Option { return func(c *config) { c.grid, c.gridSet = d, true } }
 
 // Dispatch chooses between cuSolverMg across a GPU mesh and single-GPU
 // cuSOLVER on the mesh's first device; see WithDispatch.
@@ -326,6 +327,11 @@ func rhs(name string, a, b *gorgonia.Node) error {
 func configure(name string, a *gorgonia.Node, opts []Option, rhs ...*gorgonia.Node) (*config, error) {
 	c := &config{}
 	c.apply(opts)
+	if c.gridSet && c.grid == nil {
+		// A code path that forgot its grid would run on one process's
+		// mesh, silently.
+		return nil, badInput("%s: WithGrid(nil): no distributor (leave the option out to run on a mesh)", name)
+	}
 	if c.grid != nil {
 		return c, c.checkGrid(name, a)
 	}
