@@ -40,8 +40,24 @@ func (p *Pattern) NNZ() int { return len(p.colInd) }
 // columns).
 func (p *Pattern) RowPtr() []int { return slices.Clone(p.rowPtr) }
 
-// ColInd returns a copy of the column indices.
+// ColInd returns a copy of the column indices, sorted within each row.
 func (p *Pattern) ColInd() []int { return slices.Clone(p.colInd) }
+
+// Index is the position of entry (row, col) (global indices) in the values
+// of a matrix of this pattern, and false when the entry is not stored or
+// the row is not this process's: the constructors sort each row's columns
+// (and FromTriplets sums duplicates), so values[k] need not be the k-th
+// entry given. Values that depend on parameters (A(θ) = Σ θᵢ·Aᵢ on one
+// pattern, say) are placed with it.
+func (p *Pattern) Index(row, col int) (int, bool) {
+	i := row - p.firstRow
+	if i < 0 || i >= p.Rows() {
+		return 0, false
+	}
+	lo, hi := p.rowPtr[i], p.rowPtr[i+1]
+	k, found := slices.BinarySearch(p.colInd[lo:hi], col)
+	return lo + k, found
+}
 
 // CSR is a square sparse matrix: a Pattern and its float64 values. Build it
 // with NewCSR (CSR arrays) or FromTriplets (coordinate triplets); float32

@@ -937,3 +937,31 @@ func TestInfoOfRunsThatDidNotSolve(t *testing.T) {
 	require.ErrorIs(t, cause(m.RunAll()), ErrBadInput)
 	require.Equal(t, Failed, s.Info().Status)
 }
+
+// TestPatternIndex: Index finds each given triplet's position in the values
+// (sorted rows, duplicates summed), in a row block too, and nothing for
+// entries not stored or rows of another block.
+func TestPatternIndex(t *testing.T) {
+	rows := []int{2, 0, 2, 1, 0, 2, 1}
+	cols := []int{0, 2, 2, 1, 0, 0, 0}
+	vals := []float64{1, 2, 3, 4, 5, 6, 7} // (2, 0) twice: 1 + 6
+	a, err := FromTriplets(3, rows, cols, vals)
+	require.NoError(t, err)
+	want := map[[2]int]float64{{0, 0}: 5, {0, 2}: 2, {1, 0}: 7, {1, 1}: 4, {2, 0}: 7, {2, 2}: 3}
+	for rc, v := range want {
+		k, ok := a.Pattern.Index(rc[0], rc[1])
+		require.True(t, ok, "%v", rc)
+		require.Equal(t, v, a.Values[k], "%v", rc)
+	}
+	for _, rc := range [][2]int{{0, 1}, {1, 2}, {2, 1}, {3, 0}, {-1, 0}} {
+		_, ok := a.Pattern.Index(rc[0], rc[1])
+		require.False(t, ok, "%v", rc)
+	}
+	blk, err := NewRowBlock(3, 1, []int{0, 2}, []int{1, 0}, []float64{4, 7}) // row 1 alone
+	require.NoError(t, err)
+	k, ok := blk.Pattern.Index(1, 1)
+	require.True(t, ok)
+	require.Equal(t, 4.0, blk.Values[k])
+	_, ok = blk.Pattern.Index(0, 0)
+	require.False(t, ok)
+}
