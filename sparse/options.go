@@ -105,7 +105,11 @@ type Info struct {
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("%v after %d iterations, relative residual %.3g", i.Status, i.Iterations, i.Residual)
+	s := fmt.Sprintf("%v after %d iterations, relative residual %.3g", i.Status, i.Iterations, i.Residual)
+	if i.Setup {
+		s += ", hierarchy built"
+	}
+	return s
 }
 
 // StatusError is the error of a solve that did not reach Success; it wraps

@@ -927,6 +927,8 @@ func TestInfoOfRunsThatDidNotSolve(t *testing.T) {
 	require.Equal(t, NotRun, s.Info().Status)
 	require.Equal(t, NotRun, s.AdjointInfo().Status)
 	require.Equal(t, "NotRun", NotRun.String())
+	require.Equal(t, "Success after 3 iterations, relative residual 1e-09, hierarchy built", Info{Success, 3, 1e-9, true}.String())
+	require.Equal(t, "Failed after 0 iterations, relative residual 0", Info{Status: Failed}.String())
 	g, _, _, _, _ := solveGraph(t, s, c, a.Values, b, b)
 	m := G.NewTapeMachine(g)
 	defer m.Close()
