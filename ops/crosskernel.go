@@ -19,7 +19,7 @@ import (
 //	C_ij = σ²·v(‖xsᵢ − xⱼ‖²/ℓ²),
 //
 // a host node (sharding.CrossKernel) for a Gaussian process's predictions:
-// the posterior mean C·K⁻¹y and covariance σ² − C·K⁻¹·Cᵀ at the points xs.
+// the posterior mean C·K⁻¹y and variance σ² − diag(C·K⁻¹·Cᵀ) at the points xs.
 // xs is a host node of k's dtype, m×d rows of k's dimension d, or a
 // length-m vector when d is 1. C is computed from xs and k's points and
 // parameters, and gradients flow to all four; k is an input that C does not

@@ -53,7 +53,8 @@ func PlacementOf(n *gorgonia.Node) (Placement, bool) {
 // that node and drop t); a freed
 // tensor is an error of the ops that read it (sharding.ErrFreed). Give
 // the node to Gorgonia's own ops through Gather: given a sharded value
-// they panic, and no op of this package runs before them to refuse.
+// they panic or return no value and no error (Exp, Neg), and no op of this
+// package runs before them to refuse.
 func Input(g *gorgonia.ExprGraph, t *sharding.Tensor, name string) *gorgonia.Node {
 	if g == nil || t == nil {
 		panic(fmt.Sprintf("ops.Input(%q): nil graph or tensor", name))

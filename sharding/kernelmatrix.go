@@ -499,7 +499,7 @@ func parallelChunks(n, workers int, fn func(w, c0, c1 int)) {
 //	C_ij = SignalVar·v(‖xsᵢ − xⱼ‖²/LengthScale²).
 //
 // It is computed on the host, the rows shared among the cores. C of x with
-// itself is its kernel matrix less NoiseVar·I, bit for bit. Bad parameters
+// itself plus NoiseVar·I is its kernel matrix, bit for bit. Bad parameters
 // (p.Check) or points are errors.
 func CrossKernel(xs []float64, m int, x []float64, n, d int, p KernelParams) ([]float64, error) {
 	if err := checkCrossKernel(xs, m, x, n, d, p); err != nil {

@@ -492,9 +492,11 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 		return nil
 	}
 	// The dtype and, where every rank passes the same matrices, the input
-	// nodes' shapes lead, so that ranks that built them differently read
-	// so (a Record shows a name's first bytes; a band's rows differ by rank).
-	name := fmt.Sprintf("distops: %s %v", names[o.kind], o.dt)
+	// nodes' shapes lead the name, so that ranks that built them
+	// differently read so: a Record shows a name's first RecordNameBytes
+	// (48) bytes, which the op's name and the values' hash follow (a band's
+	// rows differ by rank).
+	name := o.dt.String()
 	replicated := false
 	h := fnv.New64a()
 	if o.replicatedInputs() {
@@ -518,13 +520,14 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 			}
 		}
 	}
+	name += "; " + names[o.kind]
 	if replicated {
 		sum := h.Sum64()
 		name += fmt.Sprintf(", values %08x", uint32(sum^sum>>32))
 	}
 	err := o.g.Meet(name, o.differentiated)
 	if replicated && errors.Is(err, dist.ErrMismatch) {
-		err = fmt.Errorf("%w (a name is the op, its dtype, its inputs' shapes and a hash of a sample of its values: where the names differ in the values alone, the ranks passed different matrices: every rank must pass the same host matrix; a rank that skipped a run of the graph passes the next run's)", err)
+		err = fmt.Errorf("%w (a name is the dtype, the inputs' shapes, the op and a hash of a sample of its values, of which a message shows the first 48 bytes: where the names differ in the values alone, or past what is shown, the ranks passed different matrices: every rank must pass the same host matrix; a rank that skipped a run of the graph passes the next run's)", err)
 	}
 	return err
 }
