@@ -502,7 +502,7 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 	if o.replicatedInputs() {
 		var shapes []string
 		for _, sh := range o.in[:min(o.arity, len(o.in))] {
-			if sh != nil {
+			if len(sh) > 0 { // not a scalar (a token)
 				shapes = append(shapes, strings.Trim(strings.ReplaceAll(fmt.Sprint(sh), ", ", "x"), "()"))
 			}
 		}

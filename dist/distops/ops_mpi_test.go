@@ -1103,5 +1103,34 @@ func TestShapesDisagree(t *testing.T) {
 				t.Errorf("rank %d, %s, %s differing on the last rank: %v; want ErrMismatch naming %s and %s", world.Rank(), gridName(g), c.name, err, c.want, c.want2)
 			}
 		}
+
+		// A second input's shape, within the 48 bytes a message shows even
+		// for orders of 1000 (it was cut after the op's name).
+		k := 100
+		if last {
+			k = 101
+		}
+		gr := G.NewGraph()
+		a := G.NewMatrix(gr, tensor.Float64, G.WithShape(1000, 1000), G.WithName("A"))
+		b := G.NewMatrix(gr, tensor.Float64, G.WithShape(1000, k), G.WithName("B"))
+		if _, err := mgla.Potrs(a, b, mgla.WithGrid(distops.On(g))); err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float64, 1000*1000)
+		for i := range 1000 {
+			d[i*1000+i] = 2
+		}
+		if err := G.Let(a, tensor.New(tensor.WithShape(1000, 1000), tensor.WithBacking(d))); err != nil {
+			t.Fatal(err)
+		}
+		if err := G.Let(b, tensor.New(tensor.WithShape(1000, k), tensor.WithBacking(make([]float64, 1000*k)))); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(gr)
+		err := vm.RunAll()
+		vm.Close()
+		if !errors.Is(mgla.Cause(err), mgla.ErrMismatch) || !strings.Contains(err.Error(), "1000x1000,1000x100;") || !strings.Contains(err.Error(), "1000x1000,1000x101;") {
+			t.Errorf("rank %d, %s, B's columns differing on the last rank: %v; want ErrMismatch naming both shapes", world.Rank(), gridName(g), err)
+		}
 	}
 }
