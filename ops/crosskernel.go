@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"math"
 
 	"github.com/chewxy/hm"
 	"github.com/mgla/mgla/internal/failedruns"
@@ -108,9 +107,6 @@ func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error)
 	xs, x, p, err := o.inputs(vals)
 	if err != nil {
 		return nil, err
-	}
-	if o.dt == tensor.Float32 && p.SignalVar > math.MaxFloat32 {
-		return nil, fmt.Errorf("%w: %v: the signal variance %v is beyond float32", sharding.ErrNonFinite, o, p.SignalVar)
 	}
 	c, err := sharding.CrossKernel(xs, o.m, x, o.n, o.d, p)
 	if err != nil {
