@@ -466,11 +466,11 @@ func (s *kernelGradShare) addPair(k float64, xi, xj, gi, gj []float64, p KernelP
 		return
 	}
 	for m, v := range xi {
-		diff := w * ((v - xj[m]) / ells[m] / ells[m])
+		q := (v - xj[m]) / ells[m]
+		diff := w * (q / ells[m])
 		gi[m] -= diff
 		gj[m] += diff
 		if s.ellSums != nil {
-			q := (v - xj[m]) / ells[m]
 			s.ellSums[m] += w * (q * q)
 		}
 	}
