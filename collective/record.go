@@ -125,10 +125,16 @@ func SplitRecord(seq int64, size int, color, key func(rank int) int) Record {
 // text's): "…" and the whole text's hash, so that two texts that differ
 // after the bytes a Record carries do not read alike.
 func cutText(shown, text string, whole int64, max int) string {
-	if len(text) < max || hashName(text) == whole {
+	if !isCut(text, whole, max) {
 		return shown
 	}
 	return fmt.Sprintf("%s… (hash %08x)", shown, uint32(whole))
+}
+
+// isCut reports whether a Record's text of at most max bytes is the start
+// of a longer one, whose hash is whole.
+func isCut(text string, whole int64, max int) bool {
+	return len(text) == max && hashName(text) != whole
 }
 
 // truncate is the first n bytes of s.
@@ -217,7 +223,7 @@ func (r *Record) Label() string {
 	s := recordKindName(r.Kind)
 	if r.Name != "" {
 		s += " " + strconv.Quote(r.Name)
-		if len(r.Name) == RecordNameBytes && hashName(r.Name) != r.NameHash {
+		if isCut(r.Name, r.NameHash, RecordNameBytes) {
 			s += "…" // the first RecordNameBytes bytes of a longer name
 		}
 	}
