@@ -116,7 +116,9 @@ func (o *crossKernelOp) Do(vals ...gorgonia.Value) (v gorgonia.Value, err error)
 	if err != nil {
 		return nil, err
 	}
-	t.Reshape(o.m, o.n)
+	if err := t.Reshape(o.m, o.n); err != nil {
+		return nil, fmt.Errorf("ops: %v: %w", o, err)
+	}
 	return t, nil
 }
 
