@@ -378,14 +378,28 @@ func scaledDistance2(xi, xj, ells []float64) float64 {
 	return r2
 }
 
-// kernelColumn is column j of the kernel matrix (without the noise) into col,
-// in float64: σ²·v(‖xᵢ − xⱼ‖²/ℓ²).
-func kernelColumn(col []float64, x []float64, d, j int, p KernelParams, ells []float64) {
+// kernelColumn is column j of the kernel matrix at the given rows (nil:
+// all of them, col's length) into col, in float64: σ²·v(‖xᵢ − xⱼ‖²/ℓ²), plus
+// the noise σₙ² where row i is j.
+func kernelColumn(col []float64, x []float64, d int, rows []int, j int, p KernelParams, ells []float64) {
 	xj := x[j*d : (j+1)*d]
 	for i := range col {
-		v, _ := p.Family.profile(scaledDistance2(x[i*d:(i+1)*d], xj, ells))
+		r := rowAt(rows, i)
+		v, _ := p.Family.profile(scaledDistance2(x[r*d:(r+1)*d], xj, ells))
 		col[i] = p.SignalVar * v
+		if r == j {
+			col[i] += p.NoiseVar
+		}
 	}
+}
+
+// rowAt is the global index of a block's row i: rows[i], or i itself for
+// a block of every row (nil rows).
+func rowAt(rows []int, i int) int {
+	if rows == nil {
+		return i
+	}
+	return rows[i]
 }
 
 func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) error {
@@ -395,9 +409,7 @@ func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int,
 	parallelChunks(len(cols), workers, func(_, c0, c1 int) {
 		col := make([]float64, n)
 		for c := c0; c < c1; c++ {
-			j := cols[c]
-			kernelColumn(col, x, d, j, p, ells)
-			col[j] += p.NoiseVar
+			kernelColumn(col, x, d, nil, cols[c], p, ells)
 			switch s := data.(type) {
 			case []float64:
 				copy(s[c*n:(c+1)*n], col)
@@ -413,35 +425,52 @@ func (hostBackend) kernelMatrix(b Buffer, n int, cols []int, x []float64, d int,
 
 func (hostBackend) kernelMatrixGrad(b Buffer, n int, cols []int, x []float64, d int, p KernelParams) (kernelGradShare, error) {
 	data := b.(*HostBuffer).data
-	// Each worker sums into its own n×d gradient: at most 1 GiB of them.
+	column := func(c int, kb []float64) {
+		switch v := data.(type) {
+		case []float64:
+			copy(kb, v[c*n:(c+1)*n])
+		case []float32:
+			for i, f := range v[c*n : (c+1)*n] {
+				kb[i] = float64(f)
+			}
+		}
+	}
+	return blockGrad(column, n, nil, cols, x, d, p), nil
+}
+
+// blockGrad is the share of a kernel gradient of the block of K̄ at rows
+// (nil: all n) and cols, whose column c column(c, kb) reads into kb, in
+// float64: the columns shared among the cores, each worker summing into an
+// n×d gradient of its own (at most 1 GiB of them).
+func blockGrad(column func(c int, kb []float64), n int, rows, cols []int, x []float64, d int, p KernelParams) kernelGradShare {
+	m := n
+	if rows != nil {
+		m = len(rows)
+	}
 	workers := max(1, min(kernelWorkers(len(cols)), (1<<27)/(n*d)))
 	parts := make([]kernelGradShare, workers)
 	ells := p.scales(d)
 	parallelChunks(len(cols), workers, func(w, c0, c1 int) {
 		s := &parts[w]
 		*s = newGradShare(n, d, p)
-		kb := make([]float64, n)
+		kb := make([]float64, m)
 		for c := c0; c < c1; c++ {
-			switch v := data.(type) {
-			case []float64:
-				copy(kb, v[c*n:(c+1)*n])
-			case []float32:
-				for i, f := range v[c*n : (c+1)*n] {
-					kb[i] = float64(f)
-				}
-			}
+			column(c, kb)
 			j := cols[c]
 			xj := x[j*d : (j+1)*d]
-			s.sums[2] += kb[j]
 			gj := s.xbar[j*d : (j+1)*d]
 			for i, k := range kb {
+				r := rowAt(rows, i)
+				if r == j {
+					s.sums[2] += k
+				}
 				if k != 0 {
-					s.addPair(k, x[i*d:(i+1)*d], xj, s.xbar[i*d:(i+1)*d], gj, p, ells)
+					s.addPair(k, x[r*d:(r+1)*d], xj, s.xbar[r*d:(r+1)*d], gj, p, ells)
 				}
 			}
 		}
 	})
-	return addShares(parts, n, d, p), nil
+	return addShares(parts, n, d, p)
 }
 
 // addPair adds the share of one element of a kernel matrix's gradient,
