@@ -44,17 +44,6 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: ops: %s: "+format, append([]any{sharding.ErrBadInput, name}, args...)...)
 	}
-	if x == nil || lengthScale == nil || signalVar == nil {
-		return nil, bad("nil node (only noiseVar may be nil)")
-	}
-	ins := []*gorgonia.Node{x, lengthScale, signalVar}
-	if noiseVar != nil {
-		ins = append(ins, noiseVar)
-	}
-	g, err := sharding.GraphOf(ins...)
-	if err != nil {
-		return nil, bad("%v", err)
-	}
 	if err := mesh.Validate(); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -63,12 +52,55 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	} else if err := layout.Validate(); err != nil {
 		return nil, bad("%v", err)
 	}
+	ks, ins, err := KernelOperands(name, x, lengthScale, signalVar, noiseVar)
+	if err != nil {
+		return nil, err
+	}
+	o := &kernelMatrixOp{
+		base: base{name: name}, family: f, pl: Placement{mesh, layout}, dt: ks.Dtype,
+		n: ks.N, d: ks.D, xShape: ks.XShape, ellShape: ks.EllShape, arity: len(ins), graph: ins[0].Graph(),
+	}
+	return applyOp(o, ins...)
+}
+
+// KernelShape is what the operands of a kernel matrix builder make of it:
+// N points of dimension D of dtype Dtype in a node of shape XShape, and
+// ARD's length-D EllShape (nil for one length scale).
+type KernelShape struct {
+	N, D     int
+	Dtype    tensor.Dtype
+	XShape   tensor.Shape
+	EllShape tensor.Shape
+}
+
+// KernelOperands checks the operands of the kernel matrix builder name
+// (KernelMatrix's, which package dist/distops shares): host points x of
+// float32 or float64, n×d or a length-n vector, not empty; scalar nodes of
+// x's dtype but for a length scale that may be a length-d vector; no
+// parameter the same node as another. It returns their shape and the
+// inputs (x, ℓ, σ² and σₙ² unless nil) in one graph (constants join it),
+// or an ErrBadInput naming the operand; nothing joins a graph then.
+func KernelOperands(name string, x, lengthScale, signalVar, noiseVar *gorgonia.Node) (KernelShape, []*gorgonia.Node, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: ops: %s: "+format, append([]any{sharding.ErrBadInput, name}, args...)...)
+	}
+	if x == nil || lengthScale == nil || signalVar == nil {
+		return KernelShape{}, nil, bad("nil node (only noiseVar may be nil)")
+	}
+	ins := []*gorgonia.Node{x, lengthScale, signalVar}
+	if noiseVar != nil {
+		ins = append(ins, noiseVar)
+	}
+	g, err := sharding.GraphOf(ins...)
+	if err != nil {
+		return KernelShape{}, nil, bad("%v", err)
+	}
 	dt := x.Dtype()
 	if dt != tensor.Float32 && dt != tensor.Float64 {
-		return nil, bad("the points %v are %v: want float32 or float64", nodeName(x), dt)
+		return KernelShape{}, nil, bad("the points %v are %v: want float32 or float64", nodeName(x), dt)
 	}
 	if IsSharded(x) || OnGrid(x) {
-		return nil, bad("the points %v must be a host node", nodeName(x))
+		return KernelShape{}, nil, bad("the points %v must be a host node", nodeName(x))
 	}
 	var n, d int
 	switch s := x.Shape(); {
@@ -77,7 +109,7 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 	case x.Dims() == 2 && s[0] >= 1 && s[1] >= 1:
 		n, d = s[0], s[1]
 	default:
-		return nil, bad("the points %v must be an n×d matrix or a length-n vector, not empty, got shape %v", nodeName(x), x.Shape())
+		return KernelShape{}, nil, bad("the points %v must be an n×d matrix or a length-n vector, not empty, got shape %v", nodeName(x), x.Shape())
 	}
 	var ellShape tensor.Shape // ARD's length-d vector, nil for one length scale
 	for i, p := range ins[1:] {
@@ -85,31 +117,27 @@ func KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *
 		case i == 0 && p.Dims() == 1 && p.Shape()[0] == d:
 			ellShape = p.Shape().Clone()
 		case i == 0 && !p.IsScalar():
-			return nil, bad("the length scale %v must be a scalar or a vector of the points' %d dimensions, got shape %v", nodeName(p), d, p.Shape())
+			return KernelShape{}, nil, bad("the length scale %v must be a scalar or a vector of the points' %d dimensions, got shape %v", nodeName(p), d, p.Shape())
 		case !p.IsScalar():
-			return nil, bad("%s %v must be a scalar, got shape %v", kernelParamNames[i], nodeName(p), p.Shape())
+			return KernelShape{}, nil, bad("%s %v must be a scalar, got shape %v", kernelParamNames[i], nodeName(p), p.Shape())
 		}
 		if p.Dtype() != dt {
-			return nil, bad("%s %v is %v, the points %v", kernelParamNames[i], nodeName(p), p.Dtype(), dt)
+			return KernelShape{}, nil, bad("%s %v is %v, the points %v", kernelParamNames[i], nodeName(p), p.Dtype(), dt)
 		}
 		for j, q := range ins[1 : i+1] {
 			switch {
 			case q != p:
 			case unnamedInput(p):
-				return nil, bad("%s and %s are one unnamed node: Gorgonia merges input nodes of one type and shape that have no names, whatever their values; name them (gorgonia.WithName)", kernelParamNames[j], kernelParamNames[i])
+				return KernelShape{}, nil, bad("%s and %s are one unnamed node: Gorgonia merges input nodes of one type and shape that have no names, whatever their values; name them (gorgonia.WithName)", kernelParamNames[j], kernelParamNames[i])
 			default:
-				return nil, bad("%s and %s are the same node %v: to tie two parameters on purpose, pass one of them through an op of its own", kernelParamNames[j], kernelParamNames[i], nodeName(p))
+				return KernelShape{}, nil, bad("%s and %s are the same node %v: to tie two parameters on purpose, pass one of them through an op of its own", kernelParamNames[j], kernelParamNames[i], nodeName(p))
 			}
 		}
 	}
 	for i, in := range ins {
 		ins[i] = sharding.InGraph(g, in)
 	}
-	o := &kernelMatrixOp{
-		base: base{name: name}, family: f, pl: Placement{mesh, layout}, dt: dt,
-		n: n, d: d, xShape: x.Shape().Clone(), ellShape: ellShape, arity: len(ins), graph: g,
-	}
-	return applyOp(o, ins...)
+	return KernelShape{N: n, D: d, Dtype: dt, XShape: x.Shape().Clone(), EllShape: ellShape}, ins, nil
 }
 
 // unnamedInput reports whether n is an input node made without
