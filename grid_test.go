@@ -49,6 +49,15 @@ func (r *recorder) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err 
 	n, err := r.note("Syevd %s %d %v", a.Name(), block, vectors)
 	return n, n, err
 }
+func (r *recorder) KernelMatrix(f sharding.KernelFamily, x, ell, sig, noise *G.Node, block int) (*G.Node, error) {
+	names := []string{}
+	for _, n := range []*G.Node{x, ell, sig, noise} {
+		if n != nil {
+			names = append(names, n.Name())
+		}
+	}
+	return r.note("KernelMatrix %v %v %d", f, names, block)
+}
 
 // TestWithGrid checks that every builder hands its inputs and block size
 // (WithTile, 0 without) to WithGrid's distributor and returns its node.
@@ -56,6 +65,10 @@ func TestWithGrid(t *testing.T) {
 	g := G.NewGraph()
 	a := G.NewMatrix(g, tensor.Float32, G.WithShape(5, 5), G.WithName("A"))
 	b := G.NewVector(g, tensor.Float32, G.WithShape(5), G.WithName("b"))
+	x := G.NewMatrix(g, tensor.Float32, G.WithShape(5, 2), G.WithName("x"))
+	ell := G.NewScalar(g, tensor.Float32, G.WithName("ell"))
+	sig := G.NewScalar(g, tensor.Float32, G.WithName("sig"))
+	noise := G.NewScalar(g, tensor.Float32, G.WithName("noise"))
 	d := &recorder{node: G.NewScalar(g, tensor.Float32, G.WithName("answer"))}
 	grid := mgla.WithGrid(d)
 	cases := []struct {
@@ -78,6 +91,9 @@ func TestWithGrid(t *testing.T) {
 			require.Equal(t, d.node, v)
 			return w, err
 		}, "Syevd A 2 false"},
+		{func() (*G.Node, error) { return mgla.SquaredExponential(x, ell, sig, noise, grid) }, "KernelMatrix squared-exponential [x ell sig noise] 0"},
+		{func() (*G.Node, error) { return mgla.Matern32(x, ell, sig, nil, grid, mgla.WithTile(16)) }, "KernelMatrix Matérn 3/2 [x ell sig] 16"},
+		{func() (*G.Node, error) { return mgla.Matern52(x, ell, sig, noise, grid) }, "KernelMatrix Matérn 5/2 [x ell sig noise] 0"},
 	}
 	for _, c := range cases {
 		d.calls = nil
@@ -132,6 +148,10 @@ func TestWithGridErrors(t *testing.T) {
 			_, err := mgla.SquaredExponential(x, ell, sig, nil, mgla.WithGrid(nil))
 			return err
 		}},
+		{"kernel matrix with mesh", func() error { _, err := mgla.Matern32(x, ell, sig, nil, grid, mgla.WithMesh(m2)); return err }},
+		{"kernel matrix block 0", func() error { _, err := mgla.Matern52(x, ell, sig, nil, grid, mgla.WithTile(0)); return err }},
+		{"kernel matrix nil points", func() error { _, err := mgla.SquaredExponential(nil, ell, sig, nil, grid); return err }},
+		{"kernel matrix sharded points", func() error { _, err := mgla.SquaredExponential(sa, ell, sig, nil, grid); return err }},
 	}
 	for _, c := range cases {
 		before := graphState(g)
@@ -151,6 +171,9 @@ func TestWithGridDistributorErrors(t *testing.T) {
 	a := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 4), G.WithName("A"))
 	b := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("B"))
 	errDist := errors.New("dist: bad input")
+	x := G.NewVector(g, tensor.Float64, G.WithShape(4), G.WithName("x"))
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"))
+	sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"))
 	d := &recorder{}
 	grid := mgla.WithGrid(d)
 	builders := []struct {
@@ -164,6 +187,7 @@ func TestWithGridDistributorErrors(t *testing.T) {
 		{"LogDet", func() error { _, err := mgla.LogDet(a, grid); return err }},
 		{"Syevd", func() error { _, _, err := mgla.Syevd(a, grid); return err }},
 		{"Syevd values", func() error { _, _, err := mgla.Syevd(a, grid, mgla.EigenvaluesOnly()); return err }},
+		{"SquaredExponential", func() error { _, err := mgla.SquaredExponential(x, ell, sig, nil, grid); return err }},
 	}
 	for _, c := range builders {
 		d.calls, d.err = nil, fmt.Errorf("%w: distops: no grid", errDist)

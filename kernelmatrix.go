@@ -41,8 +41,14 @@ import (
 // Options: WithMesh and WithTile (K's tile; default DefaultTile). A length
 // scale that is not positive, a negative variance, NaN or Inf are run-time
 // ErrBadInput or ErrNonFinite; float32 computes in float64 and rounds.
-// WithGrid is ErrBadInput: pass the host matrix (ops.Gather of K) to the
-// grid's ops.
+//
+// With WithGrid, K is made on the distributor's process grid instead
+// (distops.Ops.KernelMatrix: a grid value, each process computing its own
+// blocks of it from x and the parameters, which every process passes
+// alike; WithTile sets the block size) for the grid's ops: Potrs, LogDet,
+// Cholesky, Potri and Syevd with the same WithGrid. Gradients come back to
+// x and the parameters on every process, the processes' shares of them
+// added by one AllReduce; no process holds K or its gradient whole.
 func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	return kernelMatrix("SquaredExponential", sharding.SquaredExp, x, lengthScale, signalVar, noiseVar, opts)
 }
@@ -68,8 +74,17 @@ func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVa
 	c := &config{}
 	c.apply(opts)
 	switch {
+	case c.gridSet && c.grid == nil:
+		return nil, badInput("%s: WithGrid(nil): no distributor (leave the option out to run on a mesh)", name)
 	case c.gridSet:
-		return nil, badInput("%s: WithGrid is not supported: make K on a mesh and ops.Gather it for the grid's ops", name)
+		if x == nil {
+			return nil, badInput("%s: nil points", name)
+		}
+		if err := c.checkGrid(name, x); err != nil {
+			return nil, err
+		}
+		n, err := c.grid.KernelMatrix(f, x, lengthScale, signalVar, noiseVar, c.block())
+		return n, gridErr(name, err)
 	case c.tileSet && c.tile < 1:
 		return nil, badInput("%s: tile width must be at least 1, got %d", name, c.tile)
 	case x == nil:

@@ -242,7 +242,7 @@ func TestKernelMatrixBadInput(t *testing.T) {
 		{"complex points", xc, G.NewScalar(bad, tensor.Complex128), G.NewScalar(bad, tensor.Complex128), nil, nil},
 		{"empty points", empty, G.NewScalar(bad, tensor.Float64), G.NewScalar(bad, tensor.Float64), nil, nil},
 		{"tile 0", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithTile(0)}},
-		{"grid", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithGrid(&recorder{})}},
+		{"grid and mesh", xb, oneb, oneb, oneb, []mgla.Option{mgla.WithGrid(&recorder{})}},
 		{"one node for ℓ and σ²", xb, oneb, oneb, nil, nil},
 		{"one node for σ² and σₙ²", xb, G.NewScalar(bad, tensor.Float64, G.WithName("ell")), oneb, oneb, nil},
 		// Unnamed scalars of one type are one node in Gorgonia, whatever

@@ -31,7 +31,7 @@ var layers = map[string][]string{
 	"examples/dataparallel": {"collective", "cyclic"},
 	"examples/distributed":  {"mgla", "examples/builders", "dist", "collective"},
 	"dist":                  {"cyclic", "collective", "sharding", "kernels"},
-	"dist/distops":          {"dist", "kernels", "sharding", "internal/failedruns"},
+	"dist/distops":          {"dist", "kernels", "sharding", "ops", "internal/failedruns"},
 	"sparse":                {"collective", "sharding", "internal/failedruns"},
 	"examples/poisson":      {"mgla", "sparse", "collective"},
 	"cmd/sparsebench":       {"mgla", "sparse", "collective"},

@@ -199,6 +199,10 @@ type Distributor interface {
 	Potri(a *gorgonia.Node, block int) (*gorgonia.Node, error)
 	LogDet(a *gorgonia.Node, block int) (*gorgonia.Node, error)
 	Syevd(a *gorgonia.Node, block int, vectors bool) (w, v *gorgonia.Node, err error)
+	// KernelMatrix is the n×n kernel matrix of family f of the points x
+	// (SquaredExponential's operands) made on the grid: the builders
+	// SquaredExponential, Matern32 and Matern52 call it.
+	KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *gorgonia.Node, block int) (*gorgonia.Node, error)
 }
 
 // WithGrid runs the op across the processes of d, for example

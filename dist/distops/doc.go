@@ -55,6 +55,12 @@
 // LispMachine (every op here has DoDiff) accumulates in place and needs no
 // tokens.
 //
+// KernelMatrix makes a Gaussian process's kernel matrix on the grid from
+// points that every rank holds: each rank computes its own blocks, and
+// the gradients reach the points and the parameters on every rank (each
+// rank's share of them summed by one AllReduce). The root builders
+// mgla.SquaredExponential, Matern32 and Matern52 call it under WithGrid.
+//
 // Nodes follow package ops: Potrs, Potri, LogDet and Cholesky on the same
 // A share one factorisation, a Factor node whose value keeps L on the grid
 // (Potrs(A, B) is a node reading A, the factor and B; Potri computes A⁻¹
@@ -82,7 +88,8 @@
 // ops_mpi.go and moves_mpi.go.
 //
 // It owns the graph ops and the grid value; it may import dist, kernels (the
-// error types), sharding (host tensors in row-major order) and
+// error types), sharding (host tensors in row-major order), ops (the
+// kernel matrix builders' operand checks, ops.KernelOperands) and
 // internal/failedruns.
 // The root package mgla does not import it: a program passes On(grid) to
 // mgla.WithGrid, which keeps MPI out of the root package's build.

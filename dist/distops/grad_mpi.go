@@ -23,6 +23,10 @@ func (o *op) DiffWRT(n int) []bool {
 		d[0] = true
 	case kCholSolve:
 		d[0], d[1] = true, true
+	case kKernel:
+		for i := range d {
+			d[i] = true
+		}
 	case kPotrs:
 		d[0], d[2] = true, true
 	}
@@ -97,6 +101,8 @@ func backward[X interface {
 		res[0], err = apply(p, grad)
 	case kGridInput:
 		res[0] = grad
+	case kKernel:
+		return kernelBackward(o, in, grad, apply)
 	default:
 		err = fmt.Errorf("%w: distops: %s has no gradient", dist.ErrBadInput, o)
 	}
@@ -230,7 +236,7 @@ func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 // added into the inputs' gradients.
 func (o *op) DoDiff(ctx G.ExecutionContext, inputs G.Nodes, output *G.Node) error {
 	switch o.kind {
-	case kFactor, kToken, kGridSum, kRowBlock:
+	case kFactor, kToken, kGridSum, kRowBlock, kKernelGrad, kKernelPick:
 		return nil // not differentiated (see DiffWRT)
 	}
 	if err := failedruns.Check(o.graph, o.ranAt, o); err != nil {
@@ -283,6 +289,16 @@ func accumulate(dst, src G.Value) error {
 		}
 		_, err := tensor.Add(d, s, tensor.UseUnsafe())
 		return err
+	case *G.F64:
+		if x, ok := src.Data().(float64); ok {
+			*d += G.F64(x)
+			return nil
+		}
+	case *G.F32:
+		if x, ok := src.Data().(float32); ok {
+			*d += G.F32(x)
+			return nil
+		}
 	}
 	return fmt.Errorf("%w: cannot accumulate a gradient into %T", dist.ErrBadInput, dst)
 }

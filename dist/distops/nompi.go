@@ -4,11 +4,12 @@ package distops
 
 import (
 	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 )
 
 // The methods below stand in for the mpi build's; their documentation is
-// in ops_mpi.go and moves_mpi.go.
+// in ops_mpi.go, moves_mpi.go and kernel_mpi.go.
 
 // unavailable is the error of every op in a build without the mpi tag:
 // no dist.Grid exists, and dist.NewGrid's error (wrapping
@@ -46,3 +47,8 @@ func (o *Ops) Distribute(full *G.Node, block int) (*G.Node, error) { return nil,
 
 // Gather needs the mpi build tag.
 func (o *Ops) Gather(x *G.Node, root int) (*G.Node, error) { return nil, unavailable() }
+
+// KernelMatrix needs the mpi build tag.
+func (o *Ops) KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *G.Node, block int) (*G.Node, error) {
+	return nil, unavailable()
+}

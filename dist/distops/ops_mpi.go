@@ -47,12 +47,16 @@ const (
 	kGridInput                  // grid input node → the same value (one consumer)
 	kToken                      // grid gradient → scalar zero standing for it (see resolve)
 	kGridSum                    // grid values → their sum
+	kKernel                     // (x, ℓ, σ², [σₙ²]) → the kernel matrix K on the grid
+	kKernelGrad                 // (x, ℓ, σ², [σₙ²], K̄) → every input's gradient in one host vector
+	kKernelPick                 // the gradient vector → one input's gradient
 )
 
 var names = [...]string{"DistCholesky", "DistCholSolve", "DistPotrs", "DistPotri", "DistLogDet",
 	"DistEigen", "DistEigenValues", "DistEigenVectors", "DistCholeskyGrad", "DistCholSolveGrad",
 	"DistPotrsGrad", "DistPotriGrad", "DistLogDetGrad", "DistEigenValuesGrad", "DistEigenVectorsGrad", "DistFactor",
-	"DistFromRowBlocks", "DistRowBlock", "DistDistribute", "DistGather", "DistGridInput", "DistGradToken", "DistGridSum"}
+	"DistFromRowBlocks", "DistRowBlock", "DistDistribute", "DistGather", "DistGridInput", "DistGradToken", "DistGridSum",
+	"DistKernelMatrix", "DistKernelMatrixGrad", "DistKernelMatrixGradPick"}
 
 // op is one of the graph ops on grid g in blocks of nb, for dtype dt.
 // With onGrid its matrix inputs and outputs are grid values (*Value), else
@@ -64,10 +68,11 @@ type op struct {
 	g      *dist.Grid
 	nb     int
 	onGrid bool
-	n      int // kFromRowBlocks: the global rows
-	rows   int // kRowBlock: this rank's band rows
-	root   int // kGather, kDistribute: the rank holding the host matrix, −1 every rank
-	id     int // kToken: a number of its own, so that Gorgonia never merges two tokens
+	n      int         // kFromRowBlocks: the global rows
+	rows   int         // kRowBlock: this rank's band rows
+	root   int         // kGather, kDistribute: the rank holding the host matrix, −1 every rank
+	id     int         // kToken: a number of its own, so that Gorgonia never merges two tokens
+	kern   *kernelSpec // kKernel, kKernelGrad, kKernelPick
 	// The shapes of the (first 4) input nodes, in which host values are
 	// read (sharding.InNodeShape: Gorgonia's Let takes a value of shape (c)
 	// for a (1, c) node and (1, n) for an (n) node, which read alone would
@@ -334,7 +339,7 @@ func (o *Ops) checkNodes(k kind, block int, ins ...*G.Node) error {
 // gridOut reports whether the op's output is a grid value.
 func (o *op) gridOut() bool {
 	switch o.kind {
-	case kLogDet, kEigValues, kFactor, kGather, kRowBlock, kToken:
+	case kLogDet, kEigValues, kFactor, kGather, kRowBlock, kToken, kKernelGrad, kKernelPick:
 		return false
 	}
 	return o.onGrid
@@ -365,6 +370,20 @@ func (o *op) Type() hm.Type {
 		return hm.NewFnType(a, a)
 	case kToken:
 		return hm.NewFnType(a, o.dt)
+	case kKernel, kKernelGrad:
+		ts := make([]hm.Type, o.arity, o.arity+1)
+		for i := range ts {
+			ts[i] = hm.TypeVariable(rune('p' + i))
+		}
+		if o.kind == kKernel {
+			return hm.NewFnType(append(ts, m)...)
+		}
+		return hm.NewFnType(append(ts, G.TensorType{Dims: 1, Of: o.dt})...)
+	case kKernelPick:
+		if o.kern.pick == nil {
+			return hm.NewFnType(a, o.dt)
+		}
+		return hm.NewFnType(a, G.TensorType{Dims: len(o.kern.pick), Of: o.dt})
 	case kGridSum:
 		ts := make([]hm.Type, o.arity+1)
 		for i := range ts {
@@ -412,6 +431,15 @@ func (o *op) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	switch o.kind {
 	case kLogDet, kFactor, kToken:
 		return tensor.ScalarShape(), nil
+	case kKernel:
+		return tensor.Shape{o.kern.shape.N, o.kern.shape.N}, nil
+	case kKernelGrad:
+		return tensor.Shape{o.kern.gradLen(o.arity - 1)}, nil
+	case kKernelPick:
+		if o.kern.pick == nil {
+			return tensor.ScalarShape(), nil
+		}
+		return o.kern.pick.Clone(), nil
 	case kFromRowBlocks, kRowBlock:
 		out := s.Clone()
 		out[0] = o.n
@@ -442,7 +470,7 @@ func (o *op) CallsExtern() bool    { return true }
 func (o *op) OverwritesInput() int { return -1 }
 func (o *op) String() string       { return names[o.kind] }
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%v", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.in)
+	fmt.Fprintf(h, "%s|%v|%d|%p|%d|%t|%d|%d|%d|%d|%v|%v", names[o.kind], o.dt, o.arity, o.g, o.nb, o.onGrid, o.n, o.rows, o.root, o.id, o.in, o.kern)
 }
 func (o *op) Hashcode() uint32 {
 	h := fnv.New32a()
@@ -508,6 +536,14 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 		}
 		name += " " + strings.Join(shapes, ",")
 		for j, v := range vals {
+			switch x := v.(type) {
+			case *G.F64: // a kernel matrix's parameters
+				sampleHash(h, tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{float64(*x)})))
+				replicated = true
+			case *G.F32:
+				sampleHash(h, tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{float64(*x)})))
+				replicated = true
+			}
 			d, ok := v.(*tensor.Dense)
 			if !ok {
 				continue
@@ -798,6 +834,13 @@ func do[T dist.Scalar](o *op, vals []G.Value) (G.Value, error) {
 		return realValue(0, o.dt), nil
 	case kGridSum:
 		return gridSum(vals)
+	case kKernel, kKernelGrad:
+		if o.dt == tensor.Float32 {
+			return kernelDo[float32](o, vals)
+		}
+		return kernelDo[float64](o, vals)
+	case kKernelPick:
+		return pickValue(o, vals[0])
 	case kGridInput:
 		if _, err := onGrid[T](o, 0, vals[0]); err != nil {
 			return nil, err

@@ -1,0 +1,357 @@
+//go:build mpi
+
+package distops_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/dist"
+	"github.com/mgla/mgla/dist/distops"
+	"github.com/mgla/mgla/ops"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// kernelBuilder is one of mgla's kernel matrix builders.
+type kernelBuilder func(x, ell, sig, noise *G.Node, opts ...mgla.Option) (*G.Node, error)
+
+var kernelFamilies = []struct {
+	name  string
+	build kernelBuilder
+}{{"SquaredExponential", mgla.SquaredExponential}, {"Matern32", mgla.Matern32}, {"Matern52", mgla.Matern52}}
+
+// kernelCase is a kernel matrix test: n points of dimension d (a vector
+// of points for d = 1 when vec), blocks of nb, ARD length scales, a noise
+// input.
+type kernelCase struct {
+	n, d, nb   int
+	vec        bool
+	ard, noise bool
+}
+
+func (c kernelCase) String() string {
+	return fmt.Sprintf("n=%d d=%d nb=%d vec=%t ard=%t noise=%t", c.n, c.d, c.nb, c.vec, c.ard, c.noise)
+}
+
+// kernelValues are a kernel case's operands: the points (n×d, or n for a
+// vector), ℓ (a scalar, or d for ARD), σ², σₙ², and the weights W (n×n)
+// and targets y (n) of the cost.
+type kernelValues struct {
+	x, ell, w, y     *tensor.Dense
+	sig, noise       float64
+	dt               tensor.Dtype
+	withNoise, isARD bool
+}
+
+func newKernelValues[T float32 | float64](rng *rand.Rand, c kernelCase) kernelValues {
+	v := kernelValues{dt: dtypeOf[T](), withNoise: c.noise, isARD: c.ard}
+	xs := make([]T, c.n*c.d)
+	for i := range xs {
+		xs[i] = T(2 * rng.NormFloat64())
+	}
+	if c.vec {
+		v.x = tensor.New(tensor.WithShape(c.n), tensor.WithBacking(xs))
+	} else {
+		v.x = tensor.New(tensor.WithShape(c.n, c.d), tensor.WithBacking(xs))
+	}
+	ells := []T{T(0.7 + 1.5*rng.Float64())}
+	if c.ard {
+		ells = make([]T, c.d)
+		for i := range ells {
+			ells[i] = T(0.7 + 1.5*rng.Float64())
+		}
+	}
+	v.ell = tensor.New(tensor.WithShape(len(ells)), tensor.WithBacking(ells))
+	v.sig, v.noise = 0.5+rng.Float64(), 0.1+0.2*rng.Float64()
+	v.w, v.y = matrix[T](rng, c.n, c.n), matrix[T](rng, c.n, 1)
+	v.y.Reshape(c.n)
+	return v
+}
+
+// nodes are the operands as input nodes of g: x, ℓ, σ², σₙ² (nil without
+// noise), with their deltas h added to σ² and to ℓ's first element (for
+// finite differences).
+func (v kernelValues) nodes(g *G.ExprGraph, hEll, hSig float64) (x, ell, sig, noise *G.Node) {
+	scalar := func(name string, f float64) *G.Node {
+		if v.dt == tensor.Float32 {
+			return G.NewScalar(g, v.dt, G.WithName(name), G.WithValue(float32(f)))
+		}
+		return G.NewScalar(g, v.dt, G.WithName(name), G.WithValue(f))
+	}
+	x = input(g, "x", v.x)
+	e := v.ell.Clone().(*tensor.Dense)
+	switch d := e.Data().(type) {
+	case []float64:
+		d[0] += hEll
+	case []float32:
+		d[0] += float32(hEll)
+	}
+	if v.isARD {
+		ell = G.NodeFromAny(g, e, G.WithName("ell"))
+	} else {
+		f, _ := e.At(0)
+		ell = scalar("ell", float64(floatOf(f)))
+	}
+	sig = scalar("sig", v.sig+hSig)
+	if v.withNoise {
+		noise = scalar("noise", v.noise)
+	}
+	return x, ell, sig, noise
+}
+
+func floatOf(f any) float64 {
+	switch x := f.(type) {
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
+// kernelGraph is the graph of a kernel case: K by build (on the grid with
+// on, else on the default mesh), gathered; and the cost Σ W∘K plus, with
+// noise, the GP's ½·yᵀK⁻¹y + ½·log det K (Potrs and LogDet sharing K's
+// factor, so that K's gradient arrives from three ops). Gradients with
+// respect to x, ℓ, σ² and σₙ².
+func kernelGraph(v kernelValues, build kernelBuilder, on *distops.Ops, nb int, hEll, hSig float64) func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+	return func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		x, ell, sig, noise := v.nodes(g, hEll, hSig)
+		var opts []mgla.Option
+		gather := ops.Gather
+		if on != nil {
+			opts = []mgla.Option{mgla.WithGrid(on), mgla.WithTile(nb)}
+			gather = func(n *G.Node) (*G.Node, error) { return on.Gather(n, -1) }
+		}
+		k, err := build(x, ell, sig, noise, opts...)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		kh := G.Must(gather(k))
+		cost = G.Must(G.Sum(G.Must(G.HadamardProd(kh, G.NewConstant(v.w.Clone())))))
+		wrt = []*G.Node{x, ell, sig}
+		if noise != nil {
+			yn := input(g, "y", v.y)
+			sol := G.Must(mgla.Potrs(k, yn, opts...))
+			if on != nil {
+				sol = G.Must(on.Gather(sol, -1))
+			}
+			ld := G.Must(mgla.LogDet(k, opts...))
+			cost = G.Must(G.Add(cost, gpCost(k, sol, yn, ld)))
+			wrt = append(wrt, noise)
+		}
+		return []*G.Node{kh, cost}, wrt, cost, nil
+	}
+}
+
+// TestGridKernelMatrix builds the kernel matrices with WithGrid and
+// compares them with the single-process builders' on a mesh: K bit for
+// bit, and the cost Σ W∘K (+ the GP's terms) and its gradients with
+// respect to the points and every parameter, on both machines, float32
+// and float64, one length scale and ARD, every grid of the world.
+func TestGridKernelMatrix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 47))
+	cases := []kernelCase{
+		{n: 1, d: 1, nb: 1, vec: true, noise: true},
+		{n: 7, d: 2, nb: 2, ard: true, noise: true},
+		{n: 12, d: 1, nb: 5, vec: true},
+		{n: 10, d: 3, nb: 3, ard: true},
+		{n: 9, d: 2, nb: 4, noise: true},
+	}
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		for i, c := range cases {
+			f := kernelFamilies[i%len(kernelFamilies)]
+			for _, m := range []machine{tape, lisp} {
+				if m == lisp && c.n == 1 {
+					continue // Gorgonia's LispMachine and one-element values (README, Limitations)
+				}
+				gridKernel(t, grid, on, f.name, f.build, c, newKernelValues[float64](rng, c), m)
+				gridKernel(t, grid, on, f.name, f.build, c, newKernelValues[float32](rng, c), m)
+			}
+		}
+	}
+}
+
+func gridKernel(t *testing.T, grid *dist.Grid, on *distops.Ops, family string, build kernelBuilder, c kernelCase, v kernelValues, m machine) {
+	name := fmt.Sprintf("%s %s %v %v %v", gridName(grid), family, c, v.dt, m)
+	outs, grads, err := run(m, kernelGraph(v, build, on, c.nb, 0, 0))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	wouts, wgrads, err := run(tape, kernelGraph(v, build, nil, c.nb, 0, 0))
+	if err != nil {
+		t.Fatalf("%s: on a mesh: %v", name, err)
+	}
+	if !slices.Equal(c128(outs[0]), c128(wouts[0])) {
+		t.Errorf("%s: K on the grid is not the mesh's bit for bit", name)
+	}
+	tol := 10 * tolerance(v.dt)
+	whats := []string{"cost", "x̄", "ℓ̄", "σ̄²", "σ̄ₙ²"}
+	got, want := append(outs[1:], grads...), append(wouts[1:], wgrads...)
+	for i := range want {
+		if !got[i].Shape().Eq(want[i].Shape()) {
+			t.Errorf("%s: %s has shape %v, want %v", name, whats[i], got[i].Shape(), want[i].Shape())
+			continue
+		}
+		if ok, j := near(c128(got[i]), c128(want[i]), tol); !ok {
+			t.Errorf("%s: %s[%d] = %v, on a mesh %v", name, whats[i], j, c128(got[i])[j], c128(want[i])[j])
+		}
+	}
+}
+
+// TestGridKernelFiniteDifferences checks the gradients of the kernel
+// matrix on the grid against central differences of the cost computed on
+// the grid (float64, both machines): with respect to σ², ℓ (its first
+// element for ARD) and, through a direction along all of x, the points.
+func TestGridKernelFiniteDifferences(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 53))
+	cases := []kernelCase{{n: 8, d: 2, nb: 3, noise: true}, {n: 7, d: 3, nb: 2, ard: true, noise: true}}
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		for i, c := range cases {
+			f := kernelFamilies[(i+world.Size())%len(kernelFamilies)]
+			v := newKernelValues[float64](rng, c)
+			dir := matrix[float64](rng, c.n, c.d).Data().([]float64)
+			for _, m := range []machine{tape, lisp} {
+				name := fmt.Sprintf("%s %s %v %v", gridName(grid), f.name, c, m)
+				_, grads, err := run(m, kernelGraph(v, f.build, on, c.nb, 0, 0))
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				cost := func(hx, hEll, hSig float64) float64 {
+					w := v
+					w.x = v.x.Clone().(*tensor.Dense)
+					for i, d := range dir {
+						w.x.Data().([]float64)[i] += hx * d
+					}
+					outs, _, err := run(tape, kernelGraph(w, f.build, on, c.nb, hEll, hSig))
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					return outs[1].Data().(float64)
+				}
+				xdir := 0.0
+				for i, g := range grads[0].Data().([]float64) {
+					xdir += g * dir[i]
+				}
+				ellbar := c128(grads[1])[0]
+				for _, chk := range []struct {
+					what string
+					got  float64
+					fd   float64
+				}{
+					{"⟨x̄, dir⟩", xdir, derivative(func(h float64) float64 { return cost(h, 0, 0) })},
+					{"ℓ̄[0]", real(ellbar), derivative(func(h float64) float64 { return cost(0, h, 0) })},
+					{"σ̄²", floatOf(grads[2].Data()), derivative(func(h float64) float64 { return cost(0, 0, h) })},
+				} {
+					if math.Abs(chk.got-chk.fd) > 1e-6*max(1, math.Abs(chk.fd)) {
+						t.Errorf("%s: %s = %v, finite differences %v", name, chk.what, chk.got, chk.fd)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGridKernelErrors: bad operands are build-time dist.ErrBadInput;
+// bad values are run-time errors on every rank (ErrBadInput, ErrNonFinite),
+// and ranks whose parameters differ get ErrMismatch; each time the next
+// good run is right.
+func TestGridKernelErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 59))
+	grid := grids(t)[0]
+	on := distops.On(grid)
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(4, 2), G.WithName("x"))
+	ell := G.NewScalar(g, tensor.Float64, G.WithName("ell"))
+	sig := G.NewScalar(g, tensor.Float64, G.WithName("sig"))
+	xc := G.NewMatrix(g, tensor.Complex128, G.WithShape(4, 2), G.WithName("xc"))
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"nil points", func() error { _, err := on.KernelMatrix(0, nil, ell, sig, nil, 0); return err }()},
+		{"unknown family", func() error { _, err := on.KernelMatrix(7, x, ell, sig, nil, 0); return err }()},
+		{"negative block", func() error { _, err := on.KernelMatrix(0, x, ell, sig, nil, -1); return err }()},
+		{"complex points", func() error { _, err := on.KernelMatrix(0, xc, ell, sig, nil, 0); return err }()},
+		{"ℓ is σ²", func() error { _, err := on.KernelMatrix(0, x, sig, sig, nil, 0); return err }()},
+		{"ℓ of another dimension", func() error {
+			_, err := on.KernelMatrix(0, x, G.NewVector(g, tensor.Float64, G.WithShape(3), G.WithName("ell3")), sig, nil, 0)
+			return err
+		}()},
+		{"no grid", func() error { _, err := (&distops.Ops{}).KernelMatrix(0, x, ell, sig, nil, 0); return err }()},
+	} {
+		if !errors.Is(c.err, dist.ErrBadInput) || !errors.Is(c.err, mgla.ErrBadInput) {
+			t.Errorf("%s: %v, want dist.ErrBadInput", c.name, c.err)
+		}
+	}
+
+	// Run time, on every grid: each bad value, then a good run.
+	c := kernelCase{n: 6, d: 2, nb: 2, noise: true}
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		good := newKernelValues[float64](rng, c)
+		for _, bad := range []struct {
+			name   string
+			change func(v *kernelValues)
+			want   error
+			text   string
+		}{
+			{"zero length scale", func(v *kernelValues) { v.ell = tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{0})) }, mgla.ErrBadInput, "length scale"},
+			{"NaN point", func(v *kernelValues) {
+				v.x = v.x.Clone().(*tensor.Dense)
+				v.x.Data().([]float64)[2*c.d+1] = math.NaN()
+			}, mgla.ErrNonFinite, "point 2"},
+			{"negative signal variance", func(v *kernelValues) { v.sig = -1 }, mgla.ErrBadInput, "variance"},
+			// Every rank passes its own σ²: the ranks' values hash apart.
+			{"σ² by rank", func(v *kernelValues) { v.sig += float64(world.Rank()) }, dist.ErrMismatch, "values"},
+			// A NaN weight: K̄'s distribution finds it (dist's
+			// KernelMatrixGrad has its own test).
+			{"NaN gradient", func(v *kernelValues) {
+				v.w = v.w.Clone().(*tensor.Dense)
+				v.w.Data().([]float64)[c.n*c.n-1] = math.NaN()
+			}, mgla.ErrNonFinite, "NaN"},
+		} {
+			if bad.name == "σ² by rank" && world.Size() == 1 {
+				continue
+			}
+			v := good
+			bad.change(&v)
+			for _, m := range []machine{tape, lisp} {
+				name := fmt.Sprintf("%s %s %v", gridName(grid), bad.name, m)
+				_, _, err := run(m, kernelGraph(v, mgla.SquaredExponential, on, c.nb, 0, 0))
+				if !errors.Is(err, bad.want) || !containsText(err, bad.text) {
+					t.Errorf("%s: %v, want %v with %q", name, err, bad.want, bad.text)
+				}
+				outs, _, err := run(m, kernelGraph(good, mgla.SquaredExponential, on, c.nb, 0, 0))
+				if err != nil {
+					t.Fatalf("%s: the next good run: %v", name, err)
+				}
+				wouts, _, err := run(tape, kernelGraph(good, mgla.SquaredExponential, nil, c.nb, 0, 0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok, j := near(c128(outs[1]), c128(wouts[1]), 1e-9); !ok {
+					t.Errorf("%s: the next good run's cost %v, on a mesh %v (%d)", name, outs[1], wouts[1], j)
+				}
+			}
+		}
+	}
+}
+
+func containsText(err error, text string) bool {
+	return err != nil && strings.Contains(err.Error(), text)
+}
