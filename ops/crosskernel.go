@@ -12,7 +12,8 @@ import (
 )
 
 // CrossKernel is the m×n kernel between the m points xs and the n points
-// of the kernel matrix k (a node that KernelMatrix made), of k's family,
+// of the kernel matrix k (a node that KernelMatrix made, or another
+// KernelSource: a grid distributor's kernel matrix), of k's family,
 // length scale and signal variance, without its noise:
 //
 //	C_ij = σ²·v(‖xsᵢ − xⱼ‖²/ℓ²),
@@ -31,7 +32,12 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	if k == nil || xs == nil {
 		return nil, bad("nil node")
 	}
-	km, ok := k.Op().(*kernelMatrixOp)
+	var family sharding.KernelFamily
+	var km KernelShape
+	src, ok := k.Op().(KernelSource)
+	if ok {
+		family, km, ok = src.KernelMatrixOf()
+	}
 	if !ok {
 		return nil, bad("%v is not a kernel matrix (made by ops.KernelMatrix: mgla.SquaredExponential, Matern32 or Matern52)", nodeName(k))
 	}
@@ -39,20 +45,20 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	if xs.Dtype() != km.dt {
-		return nil, bad("the points %v are %v, the kernel matrix %v", nodeName(xs), xs.Dtype(), km.dt)
+	if xs.Dtype() != km.Dtype {
+		return nil, bad("the points %v are %v, the kernel matrix %v", nodeName(xs), xs.Dtype(), km.Dtype)
 	}
 	if IsSharded(xs) || OnGrid(xs) {
 		return nil, bad("the points %v must be a host node", nodeName(xs))
 	}
 	var m int
 	switch s := xs.Shape(); {
-	case xs.Dims() == 1 && s[0] >= 1 && km.d == 1:
+	case xs.Dims() == 1 && s[0] >= 1 && km.D == 1:
 		m = s[0]
-	case xs.Dims() == 2 && s[0] >= 1 && s[1] == km.d:
+	case xs.Dims() == 2 && s[0] >= 1 && s[1] == km.D:
 		m = s[0]
 	default:
-		return nil, bad("the points %v must be an m×%d matrix (or a length-m vector for points of dimension 1), not empty, got shape %v", nodeName(xs), km.d, xs.Shape())
+		return nil, bad("the points %v must be an m×%d matrix (or a length-m vector for points of dimension 1), not empty, got shape %v", nodeName(xs), km.D, xs.Shape())
 	}
 	ins := []*gorgonia.Node{sharding.InGraph(g, xs)}               // a constant joins K's graph
 	for in := k.Graph().From(k.ID()); in.Next() && len(ins) < 4; { // x, ℓ, σ²; not σₙ²
@@ -60,10 +66,23 @@ func CrossKernel(k, xs *gorgonia.Node) (*gorgonia.Node, error) {
 	}
 	ins = append(ins, k) // read by no run: so that K is no root of a graph whose cost reads only C
 	o := &crossKernelOp{
-		base: base{name: "Cross" + km.name}, family: km.family, dt: km.dt,
-		m: m, n: km.n, d: km.d, xsShape: xs.Shape().Clone(), xShape: km.xShape.Clone(), ellShape: km.ellShape, graph: km.graph,
+		base: base{name: "Cross" + kernelMatrixNames[family]}, family: family, dt: km.Dtype,
+		m: m, n: km.N, d: km.D, xsShape: xs.Shape().Clone(), xShape: km.XShape.Clone(), ellShape: km.EllShape, graph: g,
 	}
 	return gorgonia.ApplyOp(o, ins...)
+}
+
+// KernelSource is the op of a kernel matrix node that CrossKernel takes:
+// its inputs are the points x, ℓ, σ² and, when given, σₙ², in that order
+// (KernelOperands'). KernelMatrixOf reports the family and the operands'
+// shape, and whether the op is a kernel matrix at all.
+type KernelSource interface {
+	KernelMatrixOf() (f sharding.KernelFamily, s KernelShape, ok bool)
+}
+
+// KernelMatrixOf makes KernelMatrix's op a KernelSource.
+func (o *kernelMatrixOp) KernelMatrixOf() (sharding.KernelFamily, KernelShape, bool) {
+	return o.family, KernelShape{N: o.n, D: o.d, Dtype: o.dt, XShape: o.xShape, EllShape: o.ellShape}, true
 }
 
 // crossKernelOp is CrossKernel's op: inputs xs, x, ℓ, σ² and K; ℓ a

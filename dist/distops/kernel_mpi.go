@@ -57,6 +57,16 @@ func (o *Ops) KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, n
 	return G.ApplyOp(k, ins...)
 }
 
+// KernelMatrixOf makes the op a KernelSource of package ops (its inputs
+// are x, ℓ, σ² and σₙ²), so that ops.CrossKernel (mgla.CrossKernel) takes a
+// kernel matrix on the grid for a Gaussian process's predictions.
+func (o *op) KernelMatrixOf() (sharding.KernelFamily, ops.KernelShape, bool) {
+	if o.kind != kKernel {
+		return 0, ops.KernelShape{}, false
+	}
+	return o.kern.family, o.kern.shape, true
+}
+
 // kernelSpec is what a kernel op knows beyond op's fields: the family and
 // the operands' shape (KernelMatrix and its gradient), or the piece of the
 // gradient vector a pick takes.

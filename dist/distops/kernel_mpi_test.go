@@ -45,6 +45,7 @@ func (c kernelCase) String() string {
 // and targets y (n) of the cost.
 type kernelValues struct {
 	x, ell, w, y     *tensor.Dense
+	xs               *tensor.Dense // new points for predictions (3 of them)
 	sig, noise       float64
 	dt               tensor.Dtype
 	withNoise, isARD bool
@@ -72,6 +73,15 @@ func newKernelValues[T float32 | float64](rng *rand.Rand, c kernelCase) kernelVa
 	v.sig, v.noise = 0.5+rng.Float64(), 0.1+0.2*rng.Float64()
 	v.w, v.y = matrix[T](rng, c.n, c.n), matrix[T](rng, c.n, 1)
 	v.y.Reshape(c.n)
+	fresh := make([]T, 3*c.d)
+	for i := range fresh {
+		fresh[i] = T(2 * rng.NormFloat64())
+	}
+	if c.vec {
+		v.xs = tensor.New(tensor.WithShape(3), tensor.WithBacking(fresh))
+	} else {
+		v.xs = tensor.New(tensor.WithShape(3, c.d), tensor.WithBacking(fresh))
+	}
 	return v
 }
 
@@ -119,8 +129,9 @@ func floatOf(f any) float64 {
 // kernelGraph is the graph of a kernel case: K by build (on the grid with
 // on, else on the default mesh), gathered; and the cost Σ W∘K plus, with
 // noise, the GP's ½·yᵀK⁻¹y + ½·log det K (Potrs and LogDet sharing K's
-// factor, so that K's gradient arrives from three ops). Gradients with
-// respect to x, ℓ, σ² and σₙ².
+// factor, so that K's gradient arrives from three ops) and its
+// predictions at the new points xs: Σ C·K⁻¹y + Σ diag(C·K⁻¹·Cᵀ), C =
+// CrossKernel(K, xs). Gradients with respect to x, ℓ, σ², σₙ² and xs.
 func kernelGraph(v kernelValues, build kernelBuilder, on *distops.Ops, nb int, hEll, hSig float64) func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
 	return func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
 		defer func() {
@@ -150,7 +161,17 @@ func kernelGraph(v kernelValues, build kernelBuilder, on *distops.Ops, nb int, h
 			}
 			ld := G.Must(mgla.LogDet(k, opts...))
 			cost = G.Must(G.Add(cost, gpCost(k, sol, yn, ld)))
-			wrt = append(wrt, noise)
+			xs := input(g, "xs", v.xs)
+			cross := G.Must(mgla.CrossKernel(k, xs))
+			mean := G.Must(G.Mul(cross, sol))
+			ct := G.Must(G.Transpose(cross))
+			kc := G.Must(mgla.Potrs(k, ct, opts...))
+			if on != nil {
+				kc = G.Must(on.Gather(kc, -1))
+			}
+			spread := G.Must(G.Sum(G.Must(G.HadamardProd(ct, kc))))
+			cost = G.Must(G.Add(cost, G.Must(G.Add(G.Must(G.Sum(mean)), spread))))
+			wrt = append(wrt, noise, xs)
 		}
 		return []*G.Node{kh, cost}, wrt, cost, nil
 	}
@@ -199,7 +220,7 @@ func gridKernel(t *testing.T, grid *dist.Grid, on *distops.Ops, family string, b
 		t.Errorf("%s: K on the grid is not the mesh's bit for bit", name)
 	}
 	tol := 10 * tolerance(v.dt)
-	whats := []string{"cost", "x̄", "ℓ̄", "σ̄²", "σ̄ₙ²"}
+	whats := []string{"cost", "x̄", "ℓ̄", "σ̄²", "σ̄ₙ²", "x̄s"}
 	got, want := append(outs[1:], grads...), append(wouts[1:], wgrads...)
 	for i := range want {
 		if !got[i].Shape().Eq(want[i].Shape()) {
