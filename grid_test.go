@@ -49,6 +49,9 @@ func (r *recorder) Syevd(a *G.Node, block int, vectors bool) (w, v *G.Node, err 
 	n, err := r.note("Syevd %s %d %v", a.Name(), block, vectors)
 	return n, n, err
 }
+func (r *recorder) Gather(x *G.Node, root int) (*G.Node, error) {
+	return r.note("Gather %s %d", x.Name(), root)
+}
 func (r *recorder) KernelMatrix(f sharding.KernelFamily, x, ell, sig, noise *G.Node, block int) (*G.Node, error) {
 	names := []string{}
 	for _, n := range []*G.Node{x, ell, sig, noise} {

@@ -203,6 +203,10 @@ type Distributor interface {
 	// (SquaredExponential's operands) made on the grid: the builders
 	// SquaredExponential, Matern32 and Matern52 call it.
 	KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *gorgonia.Node, block int) (*gorgonia.Node, error)
+	// Gather brings a grid value back as a host node, on every process for
+	// root < 0, else on process root: GaussianLogDensity of a grid K
+	// gathers K⁻¹y with it.
+	Gather(x *gorgonia.Node, root int) (*gorgonia.Node, error)
 }
 
 // WithGrid runs the op across the processes of d, for example
@@ -613,10 +617,12 @@ func LogDet(a *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 // N×N gradient instead of two). Its factor and solve are Cholesky and Potrs
 // nodes that Gorgonia merges with the graph's own on the same K and y.
 //
-// With WithGrid it is built from the distributor's Potrs and LogDet (host
-// nodes of a real dtype: a grid-resident K, or a complex one, is
-// ErrBadInput there; write the cost with Potrs and LogDet), its sum in the
-// dtype: in float32 a partial sum beyond the range is ErrNonFinite.
+// With WithGrid it is built from the distributor's Potrs and LogDet (real
+// dtypes: a complex one is ErrBadInput there; write the cost with Potrs
+// and LogDet), its sum in the dtype: in float32 a partial sum beyond the
+// range is ErrNonFinite. K may be a grid value (SquaredExponential's K
+// with WithGrid, say), whose K⁻¹y the distributor's Gather brings back;
+// y is a host node.
 func GaussianLogDensity(k, y *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	const name = "GaussianLogDensity"
 	if err := square(name, k, y); err != nil {
@@ -644,12 +650,12 @@ func GaussianLogDensity(k, y *gorgonia.Node, opts ...Option) (*gorgonia.Node, er
 }
 
 // gridLogDensity is GaussianLogDensity from WithGrid's Potrs and LogDet, for
-// host nodes of a real dtype.
+// a real dtype, a host y and a host or grid K.
 func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 	dt := k.Dtype()
 	switch {
-	case ops.OnGrid(k) || ops.OnGrid(y):
-		return nil, badInput("GaussianLogDensity: WithGrid takes host nodes here, not grid values: write the cost with Potrs and LogDet")
+	case ops.OnGrid(y):
+		return nil, badInput("GaussianLogDensity: WithGrid takes a host y, not a grid value: write the cost with Potrs and LogDet")
 	case dt != tensor.Float64 && dt != tensor.Float32:
 		return nil, badInput("GaussianLogDensity: WithGrid takes float32 and float64 (got %v): write the cost with Potrs and LogDet", dt)
 	}
@@ -659,6 +665,11 @@ func gridLogDensity(c *config, k, y *gorgonia.Node) (*gorgonia.Node, error) {
 	x, err := c.grid.Potrs(k, y, c.block())
 	if err != nil {
 		return nil, err
+	}
+	if ops.OnGrid(x) { // a grid K's K⁻¹y, back on every process
+		if x, err = c.grid.Gather(x, -1); err != nil {
+			return nil, err
+		}
 	}
 	ld, err := c.grid.LogDet(k, c.block())
 	if err != nil {

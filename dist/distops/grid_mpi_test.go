@@ -1110,10 +1110,43 @@ func TestGridGaussianLogDensity(t *testing.T) {
 		if !errors.Is(err, mgla.ErrBadInput) {
 			t.Errorf("%s: complex128 on a grid: %v, want ErrBadInput", gridName(grid), err)
 		}
-		a, _, y := operands[float64](rng, 4, 1)
-		an, _ := onGrid(t, on, g, grid, "Ag", a, 2, rowBlocks)
-		if _, err := mgla.GaussianLogDensity(an, input(g, "Yg", y), mgla.WithGrid(on)); !errors.Is(err, mgla.ErrBadInput) {
-			t.Errorf("%s: a grid value: %v, want ErrBadInput", gridName(grid), err)
+		// A grid K (row blocks, a grid input node), against the mesh: the
+		// density and the gradients of the band (or K) and y. A grid y is
+		// ErrBadInput.
+		a, _, y := operands[float64](rng, 5, 2)
+		for _, p := range []placement{rowBlocks, gridInput} {
+			name := fmt.Sprintf("%s: K from %v", gridName(grid), p)
+			got, grads, err := run(tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+				an, aw := onGrid(t, on, g, grid, "A", a, 2, p)
+				yn := input(g, "Y", y)
+				d, err := mgla.GaussianLogDensity(an, yn, mgla.WithGrid(on))
+				return []*G.Node{d}, []*G.Node{aw, yn}, d, err
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			want, wgrads, err := run(tape, func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+				an, yn := input(g, "A", a), input(g, "Y", y)
+				d, err := mgla.GaussianLogDensity(an, yn)
+				return []*G.Node{d}, []*G.Node{an, yn}, d, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			abar := wgrads[0].(*tensor.Dense)
+			if p == rowBlocks {
+				r0, r1 := band(5, true)
+				abar = rowsOf(abar, r0, r1)
+			}
+			for i, c := range [][2]G.Value{{got[0], want[0]}, {grads[0], abar}, {grads[1], wgrads[1]}} {
+				if ok, j := near(c128(c[0]), c128(c[1]), 1e-9); !ok {
+					t.Errorf("%s: value %d [%d] = %v, on a mesh %v", name, i, j, c128(c[0])[j], c128(c[1])[j])
+				}
+			}
+		}
+		yg, _ := onGrid(t, on, g, grid, "Yg", y, 2, replicated)
+		if _, err := mgla.GaussianLogDensity(input(g, "Ag", a), yg, mgla.WithGrid(on)); !errors.Is(err, mgla.ErrBadInput) {
+			t.Errorf("%s: a grid y: %v, want ErrBadInput", gridName(grid), err)
 		}
 		// A constant K (of no graph) beside a y node, as the mesh op takes
 		// it (the composition called LogDet on the constant itself, which
