@@ -6,7 +6,7 @@ RACE_PKGS := ./cyclic/ ./sharding/ ./ops/ ./collective/
 OPENBLAS_LDFLAGS := -llapacke -lopenblas
 GPU_BIN   := gpu-bin
 # Packages with mpi-tagged tests that make mpi-test runs under mpirun (append yours).
-MPI_TEST_PKGS := ./collective/mpi/ ./collective/ ./collective/nccl/ ./examples/dataparallel/ ./sparse/ ./dist/ ./dist/distops/ ./collective/mpi/internal/finalizetest/
+MPI_TEST_PKGS := ./collective/mpi/ ./collective/ ./collective/nccl/ ./examples/dataparallel/ ./examples/distributed/ ./sparse/ ./dist/ ./dist/distops/ ./collective/mpi/internal/finalizetest/
 # ... and those also run with MPI's lower thread levels (MGLA_MPI_THREAD_LEVEL).
 MPI_THREAD_TEST_PKGS := ./collective/mpi/
 MPI_NP    := 1 2 3 4
