@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/collective"
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/dist/distops"
+	"github.com/mgla/mgla/examples/builders"
 	"github.com/mgla/mgla/internal/benchpair"
+	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -108,19 +111,19 @@ func BenchmarkPotrs(b *testing.B) {
 		return dist.FromRowBlocksRowMajor(grid, n, 64, r1-r0, bandRM)
 	})
 	b.Run(fmt.Sprintf("N=%d/P=%d/replicated", n, world.Size()), func(b *testing.B) {
-		timePair(b, grid, "replicated A and B: graph (mgla.Potrs WithGrid)", n, graph, direct)
+		timePair(b, grid, "Potrs", "replicated A and B: graph (mgla.Potrs WithGrid)", "direct dist calls", n, graph, direct)
 	})
 	b.Run(fmt.Sprintf("N=%d/P=%d/rowblocks", n, world.Size()), func(b *testing.B) {
-		timePair(b, grid, "A from row blocks (grid value), X gathered: graph (Ops.Potrs)", n, gridGraph, gridDirect)
+		timePair(b, grid, "Potrs", "A from row blocks (grid value), X gathered: graph (Ops.Potrs)", "direct dist calls", n, gridGraph, gridDirect)
 	})
 	b.Run(fmt.Sprintf("N=%d/P=%d/rowblocks-rowmajor", n, world.Size()), func(b *testing.B) {
-		timePair(b, grid, "A from row blocks, direct from the same row-major bands: graph (Ops.Potrs)", n, gridGraph, gridDirectRM)
+		timePair(b, grid, "Potrs", "A from row blocks, direct from the same row-major bands: graph (Ops.Potrs)", "direct dist calls", n, gridGraph, gridDirectRM)
 	})
 	// The control: the direct path against itself, timed as the pairs
 	// above. Its ratios would all be 1 on a quiet machine; how far they are
 	// from 1 is what the machine's noise alone does to the ratios above.
 	b.Run(fmt.Sprintf("N=%d/P=%d/control", n, world.Size()), func(b *testing.B) {
-		timePair(b, grid, "control, the direct path from row-major bands against itself: first", n, gridDirectRM, gridDirectRM)
+		timePair(b, grid, "Potrs", "control, the direct path from row-major bands against itself: first", "direct dist calls", n, gridDirectRM, gridDirectRM)
 	})
 }
 
@@ -163,8 +166,9 @@ func directPotrs(b *testing.B, grid *dist.Grid, n, k int, bm []float64, distribu
 
 // timePair times graph against direct in turns (benchpair), reports the
 // times, their ratio, the median of the per-iteration ratios and the ratio
-// of the fastest iterations, and prints one line from rank 0.
-func timePair(b *testing.B, grid *dist.Grid, what string, n int, graph, direct func()) {
+// of the fastest iterations, and prints one line from rank 0 about op
+// (what the graph is, base what it is timed against).
+func timePair(b *testing.B, grid *dist.Grid, op, what, base string, n int, graph, direct func()) {
 	p, q := grid.Shape()
 	graph() // warm up
 	direct()
@@ -181,8 +185,128 @@ func timePair(b *testing.B, grid *dist.Grid, what string, n int, graph, direct f
 	b.ReportMetric(median, "median-pair")
 	b.ReportMetric(fastest, "fastest-ratio")
 	if world.Rank() == 0 {
-		fmt.Printf("Potrs N=%d on %d processes (%d×%d grid), %s %.1f ms, direct dist calls %.1f ms, graph/direct = %.3f, median of %d pairs %.3f (%.3f–%.3f), fastest %.1f / %.1f ms = %.3f\n",
-			n, world.Size(), p, q, what, gms, dms, float64(tg)/float64(td), len(ratios), median, ratios[0], ratios[len(ratios)-1],
+		fmt.Printf("%s N=%d on %d processes (%d×%d grid), %s %.1f ms, %s %.1f ms, graph/direct = %.3f, median of %d pairs %.3f (%.3f–%.3f), fastest %.1f / %.1f ms = %.3f\n",
+			op, n, world.Size(), p, q, what, gms, base, dms, float64(tg)/float64(td), len(ratios), median, ratios[0], ratios[len(ratios)-1],
 			float64(pairs.Fastest(0).Microseconds())/1e3, float64(pairs.Fastest(1).Microseconds())/1e3, fastest)
 	}
+}
+
+// BenchmarkKernelGP times a Gaussian process's NLL with K made on the grid
+// (mgla.SquaredExponential and GaussianLogDensity with WithGrid, run by a
+// TapeMachine) in the same processes:
+//
+//   - forward: the NLL against the same work with package dist directly
+//     (dist.KernelMatrix, Cholesky, PotrsFromFactor, LogDetFromFactor,
+//     K⁻¹y gathered);
+//   - step: the NLL and its gradient with respect to the three
+//     log-parameters against the same step with K from each rank's band
+//     of rows built with Gorgonia's ops (Ops.FromRowBlocks, the band's
+//     share of the gradient summed by an AllReduce node: examples/distributed
+//     -kernel bands).
+//
+// float64, points in one dimension, N from MGLA_DIST_BENCH_N (default
+// 2000), 64×64 blocks. Run it with a fixed -test.benchtime=Nx.
+func BenchmarkKernelGP(b *testing.B) {
+	n, nb := 2000, 64
+	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
+		n = v
+	}
+	grid, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer grid.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, y := make([]float64, n), make([]float64, n)
+	for i := range x {
+		x[i] = 10*float64(i)/float64(n) + 0.01*rng.Float64()
+		y[i] = math.Sin(x[i]) + 0.1*rng.NormFloat64()
+	}
+	theta := [3]float64{math.Log(0.5), math.Log(2), math.Log(0.1)}
+	p := sharding.KernelParams{Family: sharding.SquaredExp, LengthScale: 0.5, SignalVar: 2, NoiseVar: 0.1}
+	on := distops.On(grid)
+
+	// The graph with K on the grid: nll, and the gradient when grad is set.
+	gridGraph := func(grad bool) func() {
+		g := G.NewGraph()
+		var params [3]*G.Node
+		var positive [3]*G.Node
+		for i, name := range []string{"logEll", "logSig", "logNoise"} {
+			params[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue(theta[i]))
+			positive[i] = G.Must(G.Exp(params[i]))
+		}
+		xn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking(x))))
+		yn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"), G.WithValue(tensor.New(tensor.WithBacking(y))))
+		opts := mgla.Options(mgla.WithGrid(on), mgla.WithTile(nb))
+		k := G.Must(mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], opts))
+		nll := G.Must(G.Neg(G.Must(mgla.GaussianLogDensity(k, yn, opts))))
+		if grad {
+			if _, err := G.Grad(nll, params[:]...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return runner(b, g, nll)
+	}
+	direct := func() {
+		k, err := dist.KernelMatrix[float64](grid, x, n, 1, nb, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := dist.Cholesky(k)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ym, err := dist.FromReplicated(grid, n, 1, nb, y)
+		if err != nil {
+			b.Fatal(err)
+		}
+		alpha, err := dist.PotrsFromFactor(l, ym)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := dist.LogDetFromFactor(l); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := alpha.Gather(-1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The step with K from each rank's band of rows (the block split).
+	per := (n + world.Size() - 1) / world.Size()
+	if (world.Size()-1)*per >= n {
+		b.Skipf("N=%d leaves the last of %d processes no rows", n, world.Size())
+	}
+	r0, r1 := world.Rank()*per, min((world.Rank()+1)*per, n)
+	bands := func() func() {
+		g := G.NewGraph()
+		var params [3]*G.Node
+		for i, name := range []string{"logEll", "logSig", "logNoise"} {
+			params[i] = G.NewScalar(g, tensor.Float64, G.WithName(name), G.WithValue(theta[i]))
+		}
+		d := G.NewMatrix(g, tensor.Float64, G.WithShape(r1-r0, n), G.WithName("D rows"),
+			G.WithValue(tensor.New(tensor.WithShape(r1-r0, n), tensor.WithBacking(builders.SquaredDistances(x[r0:r1], x)))))
+		eye := G.NewMatrix(g, tensor.Float64, G.WithShape(r1-r0, n), G.WithName("I rows"), G.WithValue(builders.IdentityRows(n, r0, r1)))
+		yn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("y"), G.WithValue(tensor.New(tensor.WithBacking(y))))
+		k := G.Must(on.FromRowBlocks(builders.KernelMatrix(d, eye, params), n, nb))
+		alpha := G.Must(on.Gather(G.Must(on.Potrs(k, yn, 0)), -1))
+		quad := G.Must(G.Sum(G.Must(G.HadamardProd(yn, alpha))))
+		nll := G.Must(G.Add(G.Must(G.Mul(G.NewConstant(0.5), quad)), G.Must(G.Mul(G.NewConstant(0.5), G.Must(on.LogDet(k, 0))))))
+		grads, err := G.Grad(nll, params[:]...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		parts := make([]*G.Node, len(grads))
+		for i, gn := range grads {
+			parts[i] = G.Must(G.Reshape(gn, tensor.Shape{1}))
+		}
+		sum := G.Must(collective.AllReduceNode(G.Must(G.Concat(0, parts...)), world, collective.Sum, collective.WithName("gradient sum")))
+		return runner(b, g, sum)
+	}
+	forward, step, bandStep := gridGraph(false), gridGraph(true), bands()
+	b.Run(fmt.Sprintf("N=%d/P=%d/forward", n, world.Size()), func(b *testing.B) {
+		timePair(b, grid, "GP NLL", "K made on the grid: graph (SquaredExponential, GaussianLogDensity WithGrid)", "direct dist calls", n, forward, direct)
+	})
+	b.Run(fmt.Sprintf("N=%d/P=%d/step", n, world.Size()), func(b *testing.B) {
+		timePair(b, grid, "GP NLL and gradient", "K made on the grid: graph", "K from row bands (FromRowBlocks, AllReduce)", n, step, bandStep)
+	})
 }
