@@ -33,7 +33,9 @@
 #	           as a grid value against column-major and against the same
 #	           row-major bands), N = 4000 and 8000 (DISTOPS_NS) with 16, 4 and
 #	           1 processes (DISTOPS_NPS, fastest first), -benchtime 2x
-#	           (DISTOPS_BENCHTIME); 300 s
+#	           (DISTOPS_BENCHTIME); 300 s. DISTOPS_BENCH=^BenchmarkKernelGP$
+#	           runs the GP's NLL with K made on the grid instead (against
+#	           the dist calls, and its step against K from row bands)
 #
 # Each step's log is $OUT/STEP.log (OUT defaults to ./cpu-logs); a summary
 # (per step: result, seconds, the ratio lines) is printed last and kept in
@@ -281,7 +283,7 @@ step_distops() {
 	for n in $ns; do
 		for np in $nps; do
 			MGLA_DIST_BENCH_N=$n SHARE=$left run distops mpi "$np" "$B"/bin/distops.test \
-				-test.run '^$' -test.bench '^BenchmarkPotrs$' -test.benchtime "$bt"
+				-test.run '^$' -test.bench "${DISTOPS_BENCH:-^BenchmarkPotrs\$}" -test.benchtime "$bt"
 			left=$((left - 1))
 		done
 	done
@@ -306,7 +308,7 @@ sum_collbench() { grep -E '^collbench:|^\| (allreduce|bcast) \| (8 B|1 MiB|16 Mi
 sum_dist() { grep '^distbench' "$LOG/dist.log"; }
 sum_distreuse() { grep '^distbench' "$LOG/distreuse.log"; }
 sum_distbands() { grep -E '^dist(bench|mem)' "$LOG/distbands.log"; }
-sum_distops() { grep '^Potrs N=' "$LOG/distops.log"; }
+sum_distops() { grep -E '^(Potrs|GP NLL)' "$LOG/distops.log"; }
 sum_sparse() { grep -E '^\| [0-9]+³|^3-D Poisson|^AMG-PCG|^  setup' "$LOG/sparse.log"; }
 
 steps=("$@")
