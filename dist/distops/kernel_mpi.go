@@ -37,7 +37,11 @@ import (
 // Bad parameters or points are run-time ErrBadInput or ErrNonFinite on
 // every rank.
 func (o *Ops) KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, noiseVar *G.Node, block int) (*G.Node, error) {
-	if err := o.checkNodes(kKernel, block, x); err != nil {
+	ins := []*G.Node{x, lengthScale, signalVar}
+	if noiseVar != nil {
+		ins = append(ins, noiseVar)
+	}
+	if err := o.checkNodes(kKernel, block, ins...); err != nil { // a constant x joins the parameters' graph
 		return nil, err
 	}
 	switch f {

@@ -89,13 +89,18 @@ func newKernelValues[T float32 | float64](rng *rand.Rand, c kernelCase) kernelVa
 // noise), with their deltas h added to σ² and to ℓ's first element (for
 // finite differences).
 func (v kernelValues) nodes(g *G.ExprGraph, hEll, hSig float64) (x, ell, sig, noise *G.Node) {
+	ell, sig, noise = v.params(g, hEll, hSig)
+	return input(g, "x", v.x), ell, sig, noise
+}
+
+// params are nodes' parameters alone.
+func (v kernelValues) params(g *G.ExprGraph, hEll, hSig float64) (ell, sig, noise *G.Node) {
 	scalar := func(name string, f float64) *G.Node {
 		if v.dt == tensor.Float32 {
 			return G.NewScalar(g, v.dt, G.WithName(name), G.WithValue(float32(f)))
 		}
 		return G.NewScalar(g, v.dt, G.WithName(name), G.WithValue(f))
 	}
-	x = input(g, "x", v.x)
 	e := v.ell.Clone().(*tensor.Dense)
 	switch d := e.Data().(type) {
 	case []float64:
@@ -113,7 +118,7 @@ func (v kernelValues) nodes(g *G.ExprGraph, hEll, hSig float64) (x, ell, sig, no
 	if v.withNoise {
 		noise = scalar("noise", v.noise)
 	}
-	return x, ell, sig, noise
+	return ell, sig, noise
 }
 
 func floatOf(f any) float64 {
@@ -375,4 +380,50 @@ func TestGridKernelErrors(t *testing.T) {
 
 func containsText(err error, text string) bool {
 	return err != nil && strings.Contains(err.Error(), text)
+}
+
+// TestGridKernelConstantPoints: points given as a constant (of no graph)
+// join the parameters' graph on the grid as on a mesh (they were refused
+// on the grid), with the same cost and parameters' gradients.
+func TestGridKernelConstantPoints(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 67))
+	c := kernelCase{n: 5, d: 2, nb: 2, noise: true}
+	v := newKernelValues[float64](rng, c)
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		for _, m := range []machine{tape, lisp} {
+			build := func(on *distops.Ops) func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+				return func(g *G.ExprGraph) (outs, wrt []*G.Node, cost *G.Node, err error) {
+					ell, sig, noise := v.params(g, 0, 0)
+					x := G.NewConstant(v.x.Clone())
+					var opts []mgla.Option
+					gather := ops.Gather
+					if on != nil {
+						opts = []mgla.Option{mgla.WithGrid(on), mgla.WithTile(c.nb)}
+						gather = func(n *G.Node) (*G.Node, error) { return on.Gather(n, -1) }
+					}
+					k, err := mgla.Matern32(x, ell, sig, noise, opts...)
+					if err != nil {
+						return nil, nil, nil, err
+					}
+					cost = G.Must(G.Sum(G.Must(G.HadamardProd(G.Must(gather(k)), G.NewConstant(v.w.Clone())))))
+					return []*G.Node{cost}, []*G.Node{ell, sig, noise}, cost, nil
+				}
+			}
+			name := fmt.Sprintf("%s %v", gridName(grid), m)
+			got, grads, err := run(m, build(on))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			want, wgrads, err := run(tape, build(nil))
+			if err != nil {
+				t.Fatalf("%s: on a mesh: %v", name, err)
+			}
+			for i, c := range [][2]G.Value{{got[0], want[0]}, {grads[0], wgrads[0]}, {grads[1], wgrads[1]}, {grads[2], wgrads[2]}} {
+				if ok, j := near(c128(c[0]), c128(c[1]), 1e-9); !ok {
+					t.Errorf("%s: value %d [%d] = %v, on a mesh %v", name, i, j, c128(c[0])[j], c128(c[1])[j])
+				}
+			}
+		}
+	}
 }
