@@ -56,4 +56,21 @@ func TestSameAsOneProcess(t *testing.T) {
 	if _, _, err := train(world, grid, demo, "rows", 7, 0, nil); err == nil {
 		t.Error("-kernel rows: no error")
 	}
+	// Fewer points than processes: the grid kernel takes them (ranks
+	// holding no row of K), the bands need a row on every rank.
+	demo.Data.N, demo.Iters = 2, 3
+	single, err = demo.Run(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	learned, _, err := train(world, grid, demo, "grid", 1, 0, nil)
+	if err != nil {
+		t.Fatalf("grid, N = 2: %v", err)
+	}
+	if diff := learned.MaxRelErr(single.Learned); !(diff <= 1e-9) {
+		t.Errorf("grid, N = 2 on %d processes: learned %v, one process %v", world.Size(), learned, single.Learned)
+	}
+	if _, _, err := train(world, grid, demo, "bands", 1, 0, nil); (err == nil) != (world.Size() <= 2) {
+		t.Errorf("bands, N = 2 on %d processes: %v", world.Size(), err)
+	}
 }
