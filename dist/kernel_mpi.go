@@ -20,7 +20,8 @@ type Real interface{ float32 | float64 }
 // (nb = 0: DefaultBlock): each rank computes its own blocks from x and the
 // parameters (sharding.KernelBlock), in float64 rounded to T, so no rank
 // holds more than its blocks and no element moves. Its elements are those
-// of the kernel matrix that package ops makes on a mesh, bit for bit.
+// of the kernel matrix that package ops makes on a CPU mesh, bit for bit
+// (a GPU mesh's differ from those by an exponential's rounding).
 // Bad parameters or points (ErrBadInput, ErrNonFinite: each rank checks
 // all of x), a diagonal σ² + σₙ² beyond T (ErrNonFinite) and ranks that
 // disagree on n, d, nb or T (ErrMismatch) are errors on every rank.
@@ -69,9 +70,11 @@ func KernelMatrix[T Real](g *Grid, x []float64, n, d, nb int, p sharding.KernelP
 // xbar (row-major n×d) and the parameters' gradients in pbar, in float64
 // and the same on every rank, by sharding.KernelMatrixGrad's formulas.
 // Each rank sums over its own blocks (sharding.KernelBlockGrad) and one
-// AllReduce adds up the ranks' shares, O(n·d) numbers. NaN or Inf in K̄,
-// and a result beyond float64, are ErrNonFinite on every rank; bad
-// parameters or points as KernelMatrix's. Collective.
+// AllReduce adds up the ranks' shares, O(n·d) numbers. NaN or Inf in K̄
+// (named by its first global row and column), and a result beyond
+// float64 (on any rank's share, or in the sum), are ErrNonFinite with the
+// same message on every rank; bad parameters or points as KernelMatrix's.
+// Collective.
 func KernelMatrixGrad[T Real](kbar *Matrix[T], x []float64, d int, p sharding.KernelParams) (xbar []float64, pbar sharding.KernelParams, err error) {
 	defer exclusive()()
 	const op = "KernelMatrixGrad"
@@ -80,14 +83,16 @@ func KernelMatrixGrad[T Real](kbar *Matrix[T], x []float64, d int, p sharding.Ke
 	}
 	n, nb := kbar.Layout.Rows, kbar.Layout.MB
 	var local error
+	var rows, cols []int
+	var kb []float64
 	// −(the column-major global index of the first NaN or Inf of K̄ here),
 	// whose maximum over the ranks names the first one on every rank.
 	badAt := math.Inf(-1)
 	if !square(kbar) || d < 1 {
 		local = fmt.Errorf("%w: dist: %s: a %d×%d gradient for points of dimension %d", ErrBadInput, op, n, kbar.Layout.Cols, d)
-	} else {
-		rows, cols := kbar.globalIndices()
-		kb := make([]float64, len(rows)*len(cols))
+	} else if local = sharding.CheckKernelOperands(x, n, d, p); local == nil {
+		rows, cols = kbar.globalIndices()
+		kb = make([]float64, len(rows)*len(cols))
 		for j, c := range cols {
 			for i, r := range rows {
 				v := float64(kbar.Local[i+j*kbar.LLD()])
@@ -97,7 +102,9 @@ func KernelMatrixGrad[T Real](kbar *Matrix[T], x []float64, d int, p sharding.Ke
 				kb[i+j*len(rows)] = v
 			}
 		}
-		xbar, pbar, local = sharding.KernelBlockGrad(kb, x, n, d, rows, cols, p)
+		if badAt > math.Inf(-1) {
+			local = fmt.Errorf("%w: dist: %s: the gradient K̄ holds NaN or Inf", ErrNonFinite, op)
+		}
 	}
 	at := []float64{badAt}
 	if err := agreeLocal(kbar.Grid, op, local, at, append(matrixNums(n, kbar.Layout.Cols, nb, dtypeCode[T]()), num{"dimension", d})...); err != nil {
@@ -107,24 +114,37 @@ func KernelMatrixGrad[T Real](kbar *Matrix[T], x []float64, d int, p sharding.Ke
 		}
 		return nil, sharding.KernelParams{}, err
 	}
-	ells := pbar.LengthScales
-	if ells == nil {
-		ells = []float64{pbar.LengthScale}
+	// The operands passed on every rank: a share can fail only by going
+	// beyond float64 here, which its NaNs carry into every rank's sum.
+	nells := 1
+	if p.LengthScales != nil {
+		nells = d
 	}
-	share := append(append(xbar, ells...), pbar.SignalVar, pbar.NoiseVar)
+	share := make([]float64, 0, n*d+nells+2)
+	if xbar, pbar, err = sharding.KernelBlockGrad(kb, x, n, d, rows, cols, p); err != nil {
+		for range cap(share) {
+			share = append(share, math.NaN())
+		}
+	} else {
+		ells := pbar.LengthScales
+		if ells == nil {
+			ells = []float64{pbar.LengthScale}
+		}
+		share = append(append(append(share, xbar...), ells...), pbar.SignalVar, pbar.NoiseVar)
+	}
 	sum, err := allReduceNamed(kbar.Grid.comm, collective.Sum, share, "dist: "+op)
 	if err != nil {
 		return nil, sharding.KernelParams{}, fmt.Errorf("dist: %s: %w", op, err)
 	}
 	for _, v := range sum { // the same sums on every rank: the same verdict
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, sharding.KernelParams{}, fmt.Errorf("%w: dist: %s: the gradient holds %v", ErrNonFinite, op, v)
+			return nil, sharding.KernelParams{}, fmt.Errorf("%w: dist: %s: the gradient is beyond float64", ErrNonFinite, op)
 		}
 	}
-	nd := len(xbar)
+	nd := n * d
 	pbar = sharding.KernelParams{Family: p.Family, SignalVar: sum[len(sum)-2], NoiseVar: sum[len(sum)-1]}
 	if p.LengthScales != nil {
-		pbar.LengthScales = sum[nd : nd+len(ells)]
+		pbar.LengthScales = sum[nd : nd+nells]
 	} else {
 		pbar.LengthScale = sum[nd]
 	}

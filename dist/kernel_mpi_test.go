@@ -114,6 +114,21 @@ func TestKernelMatrixErrors(t *testing.T) {
 		}
 		errorsAgree(t, err)
 
+		// A finite K̄ whose gradient share goes beyond float64 on the rank
+		// holding K̄'s first blocks only (a review's finding: that rank
+		// said so, the others blamed the input).
+		whole := make([]float64, n*n)
+		whole[0], whole[1+n] = 1e308, 1e308
+		big1, err := dist.FromReplicated(g, n, n, nb, whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = dist.KernelMatrixGrad(big1, x, d, p)
+		if !errors.Is(err, dist.ErrNonFinite) || !strings.Contains(err.Error(), "beyond float64") {
+			t.Errorf("%s: a share beyond float64: %v, want ErrNonFinite beyond float64", name, err)
+		}
+		errorsAgree(t, err)
+
 		bad := p
 		bad.LengthScale = -1
 		_, err = dist.KernelMatrix[float64](g, x, n, d, nb, bad)

@@ -8,8 +8,8 @@ import (
 // KernelBlock returns the block of the kernel matrix (KernelParams) of the
 // n rows of x (row-major n×d) at the global rows and columns given, in
 // float64, column-major: K[rows[i], cols[j]] at i + j·len(rows). Its
-// elements are SetKernelMatrix's, bit for bit (before a float32 tensor's
-// rounding), the noise where a row is the column; a process of a 2-D grid
+// elements are SetKernelMatrix's on a CPU mesh, bit for bit (before a
+// float32 tensor's rounding), the noise where a row is the column; a process of a 2-D grid
 // computes its own blocks of K with it. Bad parameters, indices or points
 // (all n, whichever the block reads) are errors, so that every process
 // that holds x gives the same verdict.
@@ -57,6 +57,15 @@ func KernelBlockGrad(kbar, x []float64, n, d int, rows, cols []int, p KernelPara
 		return nil, KernelParams{}, err
 	}
 	return total.xbar, pbar, nil
+}
+
+// CheckKernelOperands reports what KernelBlock and KernelBlockGrad would
+// refuse in the points x (row-major n×d) and the parameters p, whatever
+// the block: bad parameters (ErrBadInput), NaN or Inf points
+// (ErrNonFinite). Processes that hold the same operands get the same
+// verdict.
+func CheckKernelOperands(x []float64, n, d int, p KernelParams) error {
+	return checkKernelBlock("CheckKernelOperands", x, n, d, nil, nil, p)
 }
 
 // checkKernelBlock checks KernelBlock's and KernelBlockGrad's operands.

@@ -22,7 +22,7 @@ import (
 // in block×block blocks (0: dist.DefaultBlock), each rank computing its
 // own blocks from x and the parameters (dist.KernelMatrix): no rank holds
 // K, and its elements are those of the kernel matrix package ops makes on
-// a mesh, bit for bit. The operands are package ops' (ops.KernelOperands):
+// a CPU mesh, bit for bit. The operands are package ops' (ops.KernelOperands):
 // host nodes of float32 or float64, the points n×d (or a length-n vector),
 // the length scale ℓ a scalar or a length-d vector (ARD), the variances σ²
 // and σₙ² (nil for none) scalars. They are replicated: every rank passes
