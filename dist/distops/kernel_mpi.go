@@ -26,8 +26,9 @@ import (
 // host nodes of float32 or float64, the points n×d (or a length-n vector),
 // the length scale ℓ a scalar or a length-d vector (ARD), the variances σ²
 // and σₙ² (nil for none) scalars. They are replicated: every rank passes
-// the same values (the op compares a hash of them across the ranks, as
-// the other ops do theirs: ErrMismatch).
+// the same values (the op compares the family and a hash of every point
+// and parameter across the ranks, where the other ops hash a sample of
+// their inputs: ErrMismatch).
 //
 // K feeds this package's ops (Potrs, LogDet, …) as any grid value, and
 // its gradient, a grid value, comes back to the points and the

@@ -344,6 +344,12 @@ func TestGridKernelErrors(t *testing.T) {
 			{"negative signal variance", func(v *kernelValues) { v.sig = -1 }, mgla.ErrBadInput, "variance"},
 			// Every rank passes its own σ²: the ranks' values hash apart.
 			{"σ² by rank", func(v *kernelValues) { v.sig += float64(world.Rank()) }, dist.ErrMismatch, "values"},
+			// One coordinate of one rank's points differs: every point is
+			// hashed (a sample of 4096 missed most of them past 8192).
+			{"a point by rank", func(v *kernelValues) {
+				v.x = v.x.Clone().(*tensor.Dense)
+				v.x.Data().([]float64)[c.n*c.d-1] += 1e-9 * float64(world.Rank())
+			}, dist.ErrMismatch, "values"},
 			// A NaN weight: K̄'s distribution finds it (dist's
 			// KernelMatrixGrad has its own test).
 			{"NaN gradient", func(v *kernelValues) {
@@ -351,7 +357,7 @@ func TestGridKernelErrors(t *testing.T) {
 				v.w.Data().([]float64)[c.n*c.n-1] = math.NaN()
 			}, mgla.ErrNonFinite, "NaN"},
 		} {
-			if bad.name == "σ² by rank" && world.Size() == 1 {
+			if strings.HasSuffix(bad.name, "by rank") && world.Size() == 1 {
 				continue
 			}
 			v := good
@@ -425,5 +431,38 @@ func TestGridKernelConstantPoints(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGridKernelRanksDisagree: ranks that build K of different families,
+// or from points of which one coordinate among many differs, get
+// ErrMismatch on every rank (both ran silently: the family was not in the
+// ranks' comparison, and only a sample of 4096 coordinates was).
+func TestGridKernelRanksDisagree(t *testing.T) {
+	if world.Size() == 1 {
+		t.Skip("one rank agrees with itself")
+	}
+	rng := rand.New(rand.NewPCG(seed(t), 71))
+	grid := grids(t)[0]
+	on := distops.On(grid)
+	c := kernelCase{n: 2731, d: 3, nb: 64}
+	v := newKernelValues[float64](rng, c)
+	v.w = tensor.New(tensor.WithShape(c.n, c.n), tensor.WithBacking(make([]float64, c.n*c.n)))
+	build := mgla.SquaredExponential
+	if world.Rank() == 1 {
+		build = mgla.Matern32
+	}
+	_, _, err := run(tape, kernelGraph(v, build, on, c.nb, 0, 0))
+	if !errors.Is(err, dist.ErrMismatch) || !containsText(err, "Matérn 3/2") {
+		t.Errorf("families by rank: %v, want ErrMismatch naming the family", err)
+	}
+	w := v
+	w.x = v.x.Clone().(*tensor.Dense)
+	if world.Rank() == 1 {
+		w.x.Data().([]float64)[3001] += 0.05
+	}
+	_, _, err = run(tape, kernelGraph(w, mgla.SquaredExponential, on, c.nb, 0, 0))
+	if !errors.Is(err, dist.ErrMismatch) {
+		t.Errorf("coordinate 3001 by rank: %v, want ErrMismatch", err)
 	}
 }

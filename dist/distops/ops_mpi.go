@@ -538,10 +538,10 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 		for j, v := range vals {
 			switch x := v.(type) {
 			case *G.F64: // a kernel matrix's parameters
-				sampleHash(h, tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{float64(*x)})))
+				sampleHash(h, tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{float64(*x)})), false)
 				replicated = true
 			case *G.F32:
-				sampleHash(h, tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{float64(*x)})))
+				sampleHash(h, tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{float64(*x)})), false)
 				replicated = true
 			}
 			d, ok := v.(*tensor.Dense)
@@ -551,12 +551,18 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 			// In its node's shape, as the op reads it (a (c) value of a
 			// (1, c) node, say); an error is the op's to report.
 			if w, err := o.inNodeShape(j, d); err == nil {
-				sampleHash(h, w.(*tensor.Dense))
+				// A kernel matrix's points are all hashed: O(n·d) numbers
+				// that make O(n²) elements, where one point that differs
+				// changes a row and a column of K.
+				sampleHash(h, w.(*tensor.Dense), o.kind == kKernel)
 				replicated = true
 			}
 		}
 	}
 	name += "; " + names[o.kind]
+	if o.kind == kKernel {
+		name += "(" + o.kern.family.String() + ")"
+	}
 	if replicated {
 		sum := h.Sum64()
 		name += fmt.Sprintf(", values %08x", uint32(sum^sum>>32))
@@ -586,11 +592,11 @@ func (o *op) replicatedInputs() bool {
 // tell apart two matrices that differ throughout, for some microseconds.
 const sampleHashElems = 4096
 
-// sampleHash writes d's shape and a sample of its values by their logical
-// index to h (a view, a transposed or column-major tensor hashes as its
-// values do), -0 as +0 and every NaN alike, so that equal matrices hash
-// alike whatever their memory.
-func sampleHash(h hash.Hash64, d *tensor.Dense) {
+// sampleHash writes d's shape and a sample of its values (all of them
+// with every) by their logical index to h (a view, a transposed or
+// column-major tensor hashes as its values do), -0 as +0 and every NaN
+// alike, so that equal matrices hash alike whatever their memory.
+func sampleHash(h hash.Hash64, d *tensor.Dense, every bool) {
 	var word [8]byte
 	mix := func(w uint64) {
 		binary.LittleEndian.PutUint64(word[:], w)
@@ -638,6 +644,9 @@ func sampleHash(h hash.Hash64, d *tensor.Dense) {
 		}
 	}
 	step := max(1, n/sampleHashElems)
+	if every {
+		step = 1
+	}
 	for k := 0; k < n; k += step {
 		at(k)
 	}
