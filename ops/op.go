@@ -110,16 +110,28 @@ func applyOp(op gorgonia.Op, in ...*gorgonia.Node) (*gorgonia.Node, error) {
 // (SubgraphRoots) that leaves a Gorgonia reader out, or one compiled before
 // the reader was added, is refused too; and Gorgonia's Clone of a graph
 // shares its ops, which keep the node of the graph they were built in.
+//
+// A node holding a grid value (OnGrid: a grid distributor's, package
+// dist/distops) is refused alike, naming the distributor's Gather; its ops
+// call it too.
 func CheckReaders(n *gorgonia.Node) error {
-	if n == nil || n.Graph() == nil || !IsSharded(n) {
+	if n == nil || n.Graph() == nil {
+		return nil
+	}
+	sharded, grid := IsSharded(n), OnGrid(n)
+	if !sharded && !grid {
 		return nil
 	}
 	g := n.Graph()
 	for it := g.To(n.ID()); it.Next(); {
 		to := it.Node().(*gorgonia.Node)
-		if hostOnly(to.Op()) {
-			return fmt.Errorf("%w: ops: %v is a sharded node and feeds %v, one of Gorgonia's ops, which read host tensors only: give that op ops.Gather(%v)", sharding.ErrBadInput, n.Name(), to.Name(), n.Name())
+		if !hostOnly(to.Op()) {
+			continue
 		}
+		if grid {
+			return fmt.Errorf("%w: ops: %v holds a grid value and feeds %v, one of Gorgonia's ops, which read host tensors only: give that op the grid's Gather of it (distops.Ops.Gather)", sharding.ErrBadInput, n.Name(), to.Name())
+		}
+		return fmt.Errorf("%w: ops: %v is a sharded node and feeds %v, one of Gorgonia's ops, which read host tensors only: give that op ops.Gather(%v)", sharding.ErrBadInput, n.Name(), to.Name(), n.Name())
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ var tokens atomic.Int64
 func (o *op) token(g *G.Node) (*G.Node, error) {
 	p := o.derived(kToken)
 	p.arity, p.id = 1, int(tokens.Add(1))
-	return G.ApplyOp(p, g)
+	return applyOp(p, g)
 }
 
 // resolve is the grid gradient that grad stands for: grad is a token, or
@@ -175,7 +175,7 @@ func (o *op) resolve(grad *G.Node) (*G.Node, error) {
 	}
 	p := o.derived(kGridSum)
 	p.arity, p.onGrid = len(parts), true
-	return G.ApplyOp(p, parts...)
+	return applyOp(p, parts...)
 }
 
 // children are the inputs of n, in order.
@@ -217,7 +217,7 @@ func (o *op) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	res, err := backward(o, in, output, grad, func(p *op, args ...*G.Node) (*G.Node, error) {
 		p.arity = len(args)
 		p.in = nodeShapes(args...)
-		return G.ApplyOp(p, args...)
+		return applyOp(p, args...)
 	})
 	if err != nil {
 		return nil, err

@@ -59,7 +59,7 @@ func (o *Ops) KernelMatrix(f sharding.KernelFamily, x, lengthScale, signalVar, n
 	}
 	k := &op{kind: kKernel, dt: ks.Dtype, arity: len(ins), g: o.grid, nb: block, onGrid: true, root: -1,
 		in: nodeShapes(ins...), graph: ins[0].Graph(), kern: &kernelSpec{family: f, shape: ks}}
-	return G.ApplyOp(k, ins...)
+	return applyOp(k, ins...)
 }
 
 // KernelMatrixOf makes the op a KernelSource of package ops (its inputs

@@ -466,3 +466,64 @@ func TestGridKernelRanksDisagree(t *testing.T) {
 		t.Errorf("coordinate 3001 by rank: %v, want ErrMismatch", err)
 	}
 }
+
+// TestGridValueFeedsGorgoniaOp: a grid value (a kernel matrix, a solve, a
+// band put on the grid) given to one of Gorgonia's own ops is ErrBadInput
+// of the run on every rank, naming the grid's Gather; the process used to
+// panic in Gorgonia ("*distops.Value is not tensor.Tensor").
+func TestGridValueFeedsGorgoniaOp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(t), 73))
+	c := kernelCase{n: 5, d: 1, nb: 2, vec: true, noise: true}
+	v := newKernelValues[float64](rng, c)
+	for _, grid := range grids(t) {
+		on := distops.On(grid)
+		opts := mgla.Options(mgla.WithGrid(on), mgla.WithTile(c.nb))
+		for _, bad := range []struct {
+			name  string
+			build func(g *G.ExprGraph) (*G.Node, error)
+		}{
+			{"Sum of K", func(g *G.ExprGraph) (*G.Node, error) {
+				x, ell, sig, noise := v.nodes(g, 0, 0)
+				k, err := mgla.SquaredExponential(x, ell, sig, noise, opts)
+				if err != nil {
+					return nil, err
+				}
+				return G.Sum(k)
+			}},
+			{"C times a grid solve", func(g *G.ExprGraph) (*G.Node, error) {
+				x, ell, sig, noise := v.nodes(g, 0, 0)
+				k, err := mgla.SquaredExponential(x, ell, sig, noise, opts)
+				if err != nil {
+					return nil, err
+				}
+				alpha, err := mgla.Potrs(k, input(g, "y", v.y), opts)
+				if err != nil {
+					return nil, err
+				}
+				return G.Sum(G.Must(G.Mul(G.Must(mgla.CrossKernel(k, input(g, "xs", v.xs))), alpha)))
+			}},
+			{"Exp of a band on the grid", func(g *G.ExprGraph) (*G.Node, error) {
+				r0, r1 := band(c.n, true)
+				rows, err := on.FromRowBlocks(input(g, "band", rowsOf(v.w, r0, r1)), c.n, c.nb)
+				if err != nil {
+					return nil, err
+				}
+				return G.Sum(G.Must(G.Exp(rows)))
+			}},
+		} {
+			for _, m := range []machine{tape, lisp} {
+				name := fmt.Sprintf("%s %s %v", gridName(grid), bad.name, m)
+				_, _, err := run(m, func(g *G.ExprGraph) ([]*G.Node, []*G.Node, *G.Node, error) {
+					out, err := bad.build(g)
+					if err != nil {
+						return nil, nil, nil, err
+					}
+					return []*G.Node{out}, nil, nil, nil
+				})
+				if !errors.Is(err, mgla.ErrBadInput) || !errors.Is(err, dist.ErrBadInput) || !containsText(err, "Gather") {
+					t.Errorf("%s: %v, want ErrBadInput naming Gather", name, err)
+				}
+			}
+		}
+	}
+}

@@ -33,7 +33,7 @@ func (o *Ops) FromRowBlocks(band *G.Node, n, block int) (*G.Node, error) {
 	if block == 0 {
 		block = dist.DefaultBlock
 	}
-	return G.ApplyOp(&op{kind: kFromRowBlocks, dt: band.Dtype(), arity: 1, g: o.grid, nb: block, onGrid: true, n: n, root: -1, in: nodeShapes(band), graph: band.Graph()}, band)
+	return applyOp(&op{kind: kFromRowBlocks, dt: band.Dtype(), arity: 1, g: o.grid, nb: block, onGrid: true, n: n, root: -1, in: nodeShapes(band), graph: band.Graph()}, band)
 }
 
 // Distribute is the grid value of the host matrix (or vector) full that
@@ -57,7 +57,7 @@ func (o *Ops) Distribute(full *G.Node, block int) (*G.Node, error) {
 // distribute is the Distribute node of the host node full: every rank's
 // copy (root < 0) or root's.
 func (o *Ops) distribute(full *G.Node, block, root int) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: kDistribute, dt: full.Dtype(), arity: 1, g: o.grid, nb: block, onGrid: true, root: root, in: nodeShapes(full), graph: full.Graph()}, full)
+	return applyOp(&op{kind: kDistribute, dt: full.Dtype(), arity: 1, g: o.grid, nb: block, onGrid: true, root: root, in: nodeShapes(full), graph: full.Graph()}, full)
 }
 
 // Gather is the host value of the grid value x: on every rank for root <
@@ -79,9 +79,9 @@ func (o *Ops) Gather(x *G.Node, root int) (*G.Node, error) {
 	}
 	if x.Op() == nil {
 		var err error
-		if x, err = G.ApplyOp(&op{kind: kGridInput, dt: x.Dtype(), arity: 1, g: o.grid, nb: nb, onGrid: true, root: -1, graph: x.Graph()}, x); err != nil {
+		if x, err = applyOp(&op{kind: kGridInput, dt: x.Dtype(), arity: 1, g: o.grid, nb: nb, onGrid: true, root: -1, graph: x.Graph()}, x); err != nil {
 			return nil, err
 		}
 	}
-	return G.ApplyOp(&op{kind: kGather, dt: x.Dtype(), arity: 1, g: o.grid, nb: nb, onGrid: true, root: max(root, -1), graph: x.Graph()}, x)
+	return applyOp(&op{kind: kGather, dt: x.Dtype(), arity: 1, g: o.grid, nb: nb, onGrid: true, root: max(root, -1), graph: x.Graph()}, x)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mgla/mgla/dist"
 	"github.com/mgla/mgla/internal/failedruns"
 	"github.com/mgla/mgla/kernels"
+	"github.com/mgla/mgla/ops"
 	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -95,6 +96,23 @@ type op struct {
 	// some, a timeout on others, the communicator broken).
 	graph *G.ExprGraph
 	ranAt uint64
+
+	// node is the op's node in graph (applyOp), whose readers a run with a
+	// grid output checks (ops.CheckReaders); nil for an op run without
+	// one (the LispMachine's backward steps).
+	node *G.Node
+}
+
+// applyOp is gorgonia.ApplyOp that tells the op its node (the node's own
+// op: Gorgonia hands back an existing node for an op of the same hash).
+func applyOp(p *op, in ...*G.Node) (*G.Node, error) {
+	n, err := G.ApplyOp(p, in...)
+	if err == nil {
+		if q, ok := n.Op().(*op); ok {
+			q.node = n
+		}
+	}
+	return n, err
 }
 
 // fromFactor is the node of kind k reading A and A's factor node (which
@@ -187,7 +205,7 @@ func (o *Ops) apply(k kind, block int, ins ...*G.Node) (*G.Node, error) {
 
 // applyOn applies op k to prepared inputs.
 func (o *Ops) applyOn(k kind, nb int, onGrid bool, ins ...*G.Node) (*G.Node, error) {
-	return G.ApplyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, in: nodeShapes(ins...), graph: ins[0].Graph()}, ins...)
+	return applyOp(&op{kind: k, dt: ins[0].Dtype(), arity: len(ins), g: o.grid, nb: nb, onGrid: onGrid, root: -1, in: nodeShapes(ins...), graph: ins[0].Graph()}, ins...)
 }
 
 // nodeShapes is the shapes of the (first 4) nodes.
@@ -481,6 +499,11 @@ func (o *op) Hashcode() uint32 {
 // Do runs the op on the grid; every rank returns the same value or error.
 func (o *op) Do(vals ...G.Value) (v G.Value, err error) {
 	defer func() { failedruns.Record(o.graph, err, &o.ranAt) }()
+	// A grid value given to one of Gorgonia's ops panics there: refused
+	// first, on every rank alike (every rank builds the same graph).
+	if err := ops.CheckReaders(o.node); err != nil {
+		return nil, fmt.Errorf("%w: distops: %w", dist.ErrBadInput, err)
+	}
 	if err := o.agreeOnRun(vals); err != nil {
 		return nil, fmt.Errorf("distops: %s: %w", o, err)
 	}
