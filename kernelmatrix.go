@@ -45,10 +45,14 @@ import (
 // With WithGrid, K is made on the distributor's process grid instead
 // (distops.Ops.KernelMatrix: a grid value, each process computing its own
 // blocks of it from x and the parameters, which every process passes
-// alike; WithTile sets the block size) for the grid's ops: Potrs, LogDet,
-// Cholesky, Potri and Syevd with the same WithGrid. Gradients come back to
-// x and the parameters on every process, the processes' shares of them
-// added by one AllReduce; no process holds K or its gradient whole.
+// alike; WithTile sets the block size) for the grid's ops:
+// GaussianLogDensity, Potrs, LogDet, Cholesky, Potri and Syevd with the
+// same WithGrid, and CrossKernel. Gradients come back to x and the
+// parameters on every process, the processes' shares of them added by one
+// AllReduce; no process holds K or its gradient whole. K and the grid ops'
+// matrix results (Potrs's K⁻¹y) are grid values, which Gorgonia's own ops
+// cannot read (ErrBadInput of the run, naming Gather): bring them back
+// with the distributor's Gather (distops.Ops.Gather) first.
 func SquaredExponential(x, lengthScale, signalVar, noiseVar *gorgonia.Node, opts ...Option) (*gorgonia.Node, error) {
 	return kernelMatrix("SquaredExponential", sharding.SquaredExp, x, lengthScale, signalVar, noiseVar, opts)
 }
@@ -109,8 +113,9 @@ func kernelMatrix(name string, f sharding.KernelFamily, x, lengthScale, signalVa
 // k's noise: C_ij = σ²·v(‖x*ᵢ − xⱼ‖²/ℓ²) for the family's profile v of
 // s = r² (with k's ARD length scales, Σₖ ((x*ᵢₖ − xⱼₖ)/ℓₖ)²). It is
 // what a Gaussian process predicts with: the posterior mean at xStar is
-// C·K⁻¹·y (gorgonia.Mul of C and Potrs(k, y)), the posterior variance
-// σ² − diag(C·K⁻¹·Cᵀ) (add σₙ² for a new observation).
+// C·K⁻¹·y (gorgonia.Mul of C and Potrs(k, y); for a k made WithGrid,
+// of C and the grid's Gather of Potrs(k, y, WithGrid(...))), the
+// posterior variance σ² − diag(C·K⁻¹·Cᵀ) (add σₙ² for a new observation).
 //
 // xStar is a host node of k's dtype (or a gorgonia.NewConstant, which
 // joins k's graph): M×D rows of k's dimension D, or a length-M vector when

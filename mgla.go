@@ -167,7 +167,9 @@ func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, tr
 // Distributor runs the builders' ops across processes instead of on a
 // mesh: WithGrid(d) makes each builder, after checking its inputs, ask d
 // for the node. The inputs are host nodes whose values every process holds
-// (every process builds the same graph), and so are the outputs. block is
+// (every process builds the same graph), and so are the outputs, but for
+// the kernel matrix builders' K, a grid value made from host points and
+// parameters (KernelMatrix). block is
 // the size of the square blocks of the 2-D block-cyclic distribution (0: the
 // distributor's default); vectors asks Syevd for eigenvectors (v is nil
 // otherwise). Gradients flow as through the builders without it.
@@ -176,8 +178,10 @@ func WithTile(t int) Option { return func(c *config) { c.tile, c.tileSet = t, tr
 // distops.Value: only this process's blocks of the matrix, from
 // distops.Ops.FromRowBlocks and friends); the builders pass it to d as
 // they do host nodes, and the op's matrix result is then a grid value
-// too (GaussianLogDensity, built from d's Potrs and LogDet, takes host
-// values only).
+// too (GaussianLogDensity takes a grid K, whose K⁻¹y d's Gather brings
+// back, and a host y). Gorgonia's own ops cannot read a grid value: a
+// graph where one does is ErrBadInput of the run, naming the
+// distributor's Gather, which brings it back first.
 //
 // mgla keeps MPI out of its own build: the distributor mgla has is
 // distops.On(grid) in package dist/distops, on a ScaLAPACK process grid

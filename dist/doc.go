@@ -14,7 +14,9 @@
 // p?potrf, p?potrs, p?potri, p?syevd and p?heevd, for float32, float64,
 // complex64 and complex128; the inverse and LogDet's gradient also from a
 // Cholesky factor already on the grid (InverseFromFactor,
-// LogDetGradFromFactor), with no second factorization.
+// LogDetGradFromFactor), with no second factorization; and a Gaussian
+// process's kernel matrix made block by block on the grid from points
+// every rank holds, with its gradient (KernelMatrix, KernelMatrixGrad).
 //
 // Every call is collective: all ranks of the grid call it with the same
 // shapes, and every rank returns the same error (wrapping ErrMismatch for
@@ -44,7 +46,8 @@
 // collective.ErrUnavailable. go doc and pkg.go.dev read the build without
 // tags, which has only Grid, NewGrid and Close: the rest of the API is
 // documented in the mpi-tagged files (grid_mpi.go, matrix_mpi.go,
-// moves_mpi.go, rowblock_mpi.go, ops_mpi.go and grad_mpi.go).
+// moves_mpi.go, rowblock_mpi.go, ops_mpi.go, grad_mpi.go and
+// kernel_mpi.go).
 //
 // The package owns the process grid, the distributed matrix and the
 // ScaLAPACK calls. It may import cyclic (the layout), collective and

@@ -1,6 +1,7 @@
 // Package distops is the Gorgonia face of package dist: the graph ops
 // Cholesky, CholSolve, Potrs, Potri, LogDet and Syevd computed on a
-// dist.Grid through ScaLAPACK, the grid-resident graph value (Value) and
+// dist.Grid through ScaLAPACK, a Gaussian process's KernelMatrix made on
+// it, the grid-resident graph value (Value) and
 // the ops that move data onto the grid and back (FromRowBlocks,
 // Distribute, Gather), for float32, float64, complex64 and
 // complex128, with gradients (real dtypes, as on one process) computed on
@@ -39,6 +40,12 @@
 // processes, where that is faster than p?gemr2d, for matrices up to 512
 // MiB (dist's move rule); a larger one, or on 4 processes or more, moves by
 // p?gemr2d, each rank holding its blocks and its band only.
+//
+// Gorgonia's own ops read host tensors only: an op here whose grid output
+// feeds one of them (gorgonia.Sum of K, gorgonia.Mul of a matrix and a
+// grid Potrs) refuses to run, ErrBadInput naming Gather, on every rank
+// (ops.CheckReaders; it panicked in Gorgonia before). A grid Input node,
+// which has no op of this package, is not checked.
 //
 // Gradients of grid values in gorgonia.Grad: Gorgonia sums the gradients
 // of a node with several consumers (A in Potrs(A, y) and LogDet(A)) with
@@ -85,7 +92,7 @@
 // reads that build, where the methods of Ops say only that they need the
 // tag: their documentation (arguments, block 0 for dist.DefaultBlock,
 // Gather's root, Syevd's vectors, the gradients) is in the mpi-tagged files
-// ops_mpi.go and moves_mpi.go.
+// ops_mpi.go, moves_mpi.go and kernel_mpi.go.
 //
 // It owns the graph ops and the grid value; it may import dist, kernels (the
 // error types), sharding (host tensors in row-major order), ops (the

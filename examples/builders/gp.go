@@ -240,7 +240,8 @@ func IdentityRows(n, r0, r1 int) *tensor.Dense {
 //	K(θ)   = σ²·exp(−(x_i − x_j)²/(2ℓ²)) + σₙ²·[i = j],
 //
 // with θ = (log ℓ, log σ², log σₙ²). K is mgla.SquaredExponential of x and
-// the parameters: made on the mesh, never on the host. The NLL is
+// the parameters: made on the mesh, never on the host (or on a process
+// grid with mgla.WithGrid, each process its blocks). The NLL is
 // −mgla.GaussianLogDensity(K, Y), whose gradient of K is one N×N
 // computation from the forward factor, which stays on the mesh too: the
 // gradient of θ that comes back is three numbers.
@@ -249,7 +250,7 @@ type GPModel struct {
 	// Params are the scalar input nodes log ℓ, log σ², log σₙ².
 	Params [3]*G.Node
 	// K is the N×N kernel matrix, a sharded node (ops.Gather brings it to
-	// the host).
+	// the host), or with WithGrid a grid value (distops.Ops.Gather).
 	K *G.Node
 	// NLL is the loss and Grads its derivatives with respect to Params.
 	NLL   *G.Node
@@ -262,7 +263,8 @@ type GPModel struct {
 
 // NewGPModel builds the graph and its machine for training inputs x and
 // observations y (N×R, or a length-N vector for one path), starting at
-// init. The options choose the mesh and tile width of the mgla ops.
+// init. The options choose the mesh and tile width of the mgla ops, or
+// WithGrid's process grid and its block size.
 func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option) (model *GPModel, err error) {
 	n := len(x)
 	if y == nil || y.Dims() < 1 || y.Dims() > 2 || y.Shape()[0] != n || y.Dtype() != tensor.Float64 {
