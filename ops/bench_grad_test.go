@@ -212,7 +212,7 @@ func gpKernelBackward(b *testing.B, ard bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ld, err := mgla.GaussianLogDensity(k, yn, mgla.WithMesh(mesh))
+	ld, err := mgla.GaussianLogDensity(k, yn, mgla.WithMesh(mesh), backwardDispatch(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -229,7 +229,17 @@ func gpKernelBackward(b *testing.B, ard bool) {
 var (
 	backwardMesh = flag.String("ops.backward-mesh", "cpu", "mesh of the backward benchmarks: cpu (one device) or gpu (every visible GPU)")
 	backwardN    = flag.Int("ops.backward-n", 1000, "matrix order of the backward benchmarks")
+	backwardDisp = flag.String("ops.backward-dispatch", "auto", "BenchmarkGPKernelBackward's dispatch on a GPU mesh of several devices: auto, mesh or single")
 )
+
+// backwardDispatch is -ops.backward-dispatch as an option.
+func backwardDispatch(b *testing.B) mgla.Option {
+	d, ok := map[string]mgla.Dispatch{"auto": mgla.DispatchAuto, "mesh": mgla.DispatchMesh, "single": mgla.DispatchSingle}[*backwardDisp]
+	if !ok {
+		b.Fatalf("-ops.backward-dispatch %q: want auto, mesh or single", *backwardDisp)
+	}
+	return mgla.WithDispatch(d)
+}
 
 // backwardInputs starts a backward benchmark: its mesh (-ops.backward-mesh),
 // a new graph with A (n×n, diagonally dominant; n = -ops.backward-n) and y
