@@ -39,15 +39,8 @@ import (
 // the same number of iterations: run it with a fixed -test.benchtime=Nx.
 // Rank 0 prints graph/direct, one line per path.
 func BenchmarkPotrs(b *testing.B) {
-	n, k := 2000, 16
-	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
-		n = v
-	}
-	grid, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer grid.Close()
+	n, grid := benchGrid(b)
+	k := 16
 	// The Kac–Murdock–Szegő matrix A_ij = ½^|i−j|: symmetric positive
 	// definite, condition number below 9, and column-major as it is.
 	am := make([]float64, n*n)
@@ -125,6 +118,21 @@ func BenchmarkPotrs(b *testing.B) {
 	b.Run(fmt.Sprintf("N=%d/P=%d/control", n, world.Size()), func(b *testing.B) {
 		timePair(b, grid, "Potrs", "control, the direct path from row-major bands against itself: first", "direct dist calls", n, gridDirectRM, gridDirectRM)
 	})
+}
+
+// benchGrid is a benchmark's N (MGLA_DIST_BENCH_N, default 2000) and the
+// near-square grid of the world, closed when the benchmark ends.
+func benchGrid(b *testing.B) (int, *dist.Grid) {
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
+		n = v
+	}
+	grid, err := dist.NewGrid(world, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { grid.Close() })
+	return n, grid
 }
 
 // runner is a run of a TapeMachine on g (built once), reading x out.
@@ -207,15 +215,8 @@ func timePair(b *testing.B, grid *dist.Grid, op, what, base string, n int, graph
 // float64, points in one dimension, N from MGLA_DIST_BENCH_N (default
 // 2000), 64×64 blocks. Run it with a fixed -test.benchtime=Nx.
 func BenchmarkKernelGP(b *testing.B) {
-	n, nb := 2000, 64
-	if v, err := strconv.Atoi(os.Getenv("MGLA_DIST_BENCH_N")); err == nil {
-		n = v
-	}
-	grid, err := dist.NewGrid(world, 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer grid.Close()
+	n, grid := benchGrid(b)
+	nb := 64
 	rng := rand.New(rand.NewPCG(3, 4))
 	x, y := make([]float64, n), make([]float64, n)
 	for i := range x {
