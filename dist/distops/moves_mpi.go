@@ -79,7 +79,10 @@ func (o *Ops) Gather(x *G.Node, root int) (*G.Node, error) {
 	}
 	if x.Op() == nil {
 		var err error
-		if x, err = applyOp(&op{kind: kGridInput, dt: x.Dtype(), arity: 1, g: o.grid, nb: nb, onGrid: true, root: -1, graph: x.Graph()}, x); err != nil {
+		// The GridInput node prepare makes (the same op, so one node):
+		// a grid input read by Gather and by another op has one consumer,
+		// whose gradient is the sum of theirs.
+		if x, err = o.applyOn(kGridInput, nb, true, x); err != nil {
 			return nil, err
 		}
 	}

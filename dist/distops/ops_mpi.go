@@ -500,12 +500,15 @@ func (o *op) Hashcode() uint32 {
 func (o *op) Do(vals ...G.Value) (v G.Value, err error) {
 	defer func() { failedruns.Record(o.graph, err, &o.ranAt) }()
 	// A grid value given to one of Gorgonia's ops panics there: refused
-	// first, on every rank alike (every rank builds the same graph).
-	if err := ops.CheckReaders(o.node); err != nil {
-		return nil, fmt.Errorf("%w: distops: %w", dist.ErrBadInput, err)
-	}
-	if err := o.agreeOnRun(vals); err != nil {
+	// before any grid call, on every rank alike where every rank built the
+	// same graph, and where the ranks' verdicts differ (a reader added on
+	// some ranks only) ErrMismatch of the ranks' barrier on every rank.
+	readers := ops.CheckReaders(o.node)
+	if err := o.agreeOnRun(vals, readers != nil); err != nil {
 		return nil, fmt.Errorf("distops: %s: %w", o, err)
+	}
+	if readers != nil {
+		return nil, fmt.Errorf("%w: distops: %w", dist.ErrBadInput, readers)
 	}
 	switch o.dt {
 	case tensor.Float32:
@@ -537,8 +540,10 @@ func (o *op) Do(vals ...G.Value) (v G.Value, err error) {
 // whole matrix), so that ranks holding different matrices get ErrMismatch
 // too: a rank that skipped a run of the graph (its next run paired with
 // the others' run before, on other values, silently), or that built its
-// copy differently (another seed, say).
-func (o *op) agreeOnRun(vals []G.Value) error {
+// copy differently (another seed, say). refused (the op's node feeds one
+// of Gorgonia's ops: ops.CheckReaders) joins the name, so that ranks that
+// built that reader and ranks that did not disagree here.
+func (o *op) agreeOnRun(vals []G.Value, refused bool) error {
 	if !slices.Contains(o.DiffWRT(o.arity), true) {
 		return nil
 	}
@@ -589,6 +594,9 @@ func (o *op) agreeOnRun(vals []G.Value) error {
 	if replicated {
 		sum := h.Sum64()
 		name += fmt.Sprintf(", values %08x", uint32(sum^sum>>32))
+	}
+	if refused {
+		name += ", read by a Gorgonia op"
 	}
 	err := o.g.Meet(name, o.differentiated)
 	if replicated && errors.Is(err, dist.ErrMismatch) {
