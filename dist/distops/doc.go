@@ -44,8 +44,9 @@
 // Gorgonia's own ops read host tensors only: an op here whose grid output
 // feeds one of them (gorgonia.Sum of K, gorgonia.Mul of a matrix and a
 // grid Potrs) refuses to run, ErrBadInput naming Gather, on every rank
-// (ops.CheckReaders; it panicked in Gorgonia before). A grid Input node,
-// which has no op of this package, is not checked.
+// (ops.CheckReaders; it panicked in Gorgonia before), or ErrMismatch on
+// every rank where only some ranks' graphs have that reader. A grid Input
+// node, which has no op of this package, is not checked.
 //
 // Gradients of grid values in gorgonia.Grad: Gorgonia sums the gradients
 // of a node with several consumers (A in Potrs(A, y) and LogDet(A)) with
