@@ -5,6 +5,7 @@ package mgla_test
 // set MGLA_GRAPH_SEED to replay one.
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mgla/mgla"
 	"github.com/mgla/mgla/examples/builders"
+	"github.com/mgla/mgla/sharding"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -43,10 +45,15 @@ func gpMeshes(t *testing.T) map[string][]mgla.Option {
 }
 
 func smallGP(t *testing.T, seed uint64) *builders.GPData {
+	return smallGPOf(t, seed, sharding.SquaredExp)
+}
+
+// smallGPOf is smallGP's data drawn from a GP of kernel family f.
+func smallGPOf(t *testing.T, seed uint64, f sharding.KernelFamily) *builders.GPData {
 	t.Helper()
 	data, err := builders.SynthesizeGP(builders.GPDataConfig{
 		N: 40, M: 60, Paths: 3, Domain: 8, // 60 test points: with 10, 1 seed in 100 failed TestGPPredictiveMean
-		True: builders.GPParams{LengthScale: 0.7, SignalVar: 1.5, NoiseVar: 0.2},
+		True: builders.GPParams{LengthScale: 0.7, SignalVar: 1.5, NoiseVar: 0.2, Family: f},
 		Seed: seed,
 	})
 	require.NoError(t, err, "seed %d", seed)
@@ -86,10 +93,16 @@ func TestGPGraphLossDecreases(t *testing.T) {
 
 func TestGPGraphGradientMatchesFiniteDifferences(t *testing.T) {
 	seed := graphSeed(t)
-	data := smallGP(t, seed)
-	init := builders.GPParams{LengthScale: 1.3, SignalVar: 0.8, NoiseVar: 0.5}
+	for _, f := range []sharding.KernelFamily{sharding.SquaredExp, sharding.Matern32, sharding.Matern52} {
+		gpGradientMatchesFiniteDifferences(t, seed, f)
+	}
+}
+
+func gpGradientMatchesFiniteDifferences(t *testing.T, seed uint64, f sharding.KernelFamily) {
+	data := smallGPOf(t, seed, f)
+	init := builders.GPParams{LengthScale: 1.3, SignalVar: 0.8, NoiseVar: 0.5, Family: f}
 	for name, opts := range gpMeshes(t) {
-		t.Run(name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/%s", f, name), func(t *testing.T) {
 			model, err := builders.NewGPModel(data.X, data.Y, init, opts...)
 			require.NoError(t, err)
 			defer model.Close()
@@ -128,12 +141,36 @@ func TestGPGraphGradientMatchesFiniteDifferences(t *testing.T) {
 
 func TestGPPredictiveMean(t *testing.T) {
 	seed := graphSeed(t)
-	data := smallGP(t, seed)
-	mean, err := builders.PredictGP(data.X, data.Y, data.XTest, data.True)
+	for _, f := range []sharding.KernelFamily{sharding.SquaredExp, sharding.Matern32, sharding.Matern52} {
+		data := smallGPOf(t, seed, f)
+		mean, err := builders.PredictGP(data.X, data.Y, data.XTest, data.True)
+		require.NoError(t, err)
+		require.Equal(t, data.FTest.Shape(), mean.Shape())
+		// The predictive mean is closer to the function than the prior mean 0.
+		require.Less(t, builders.RMSE(mean, data.FTest), 0.8*builders.RMSE(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(mean.Shape()...)), data.FTest), "%v seed %d", f, seed)
+	}
+}
+
+// TestGPKernelFlag: examples/gp's -kernel names a family, which the data,
+// the model and the learned parameters carry.
+func TestGPKernelFlag(t *testing.T) {
+	for name, want := range map[string]sharding.KernelFamily{"se": sharding.SquaredExp, "matern32": sharding.Matern32, "matern52": sharding.Matern52} {
+		f, err := builders.KernelFamilyNamed(name)
+		require.NoError(t, err)
+		require.Equal(t, want, f)
+	}
+	_, err := builders.KernelFamilyNamed("rbf")
+	require.ErrorContains(t, err, "want se, matern32 or matern52")
+	seed := graphSeed(t)
+	data := smallGPOf(t, seed, sharding.Matern32)
+	init := builders.GPParams{LengthScale: 1, SignalVar: 1, NoiseVar: 1, Family: sharding.Matern32}
+	model, err := builders.NewGPModel(data.X, data.Y, init)
 	require.NoError(t, err)
-	require.Equal(t, data.FTest.Shape(), mean.Shape())
-	// The predictive mean is closer to the function than the prior mean 0.
-	require.Less(t, builders.RMSE(mean, data.FTest), 0.8*builders.RMSE(tensor.New(tensor.Of(tensor.Float64), tensor.WithShape(mean.Shape()...)), data.FTest), "seed %d", seed)
+	defer model.Close()
+	learned, _, err := model.Fit(init, builders.FitConfig{Iters: 2, LR: 0.05})
+	require.NoError(t, err)
+	require.Equal(t, sharding.Matern32, learned.Family)
+	require.Contains(t, learned.String(), "Matérn 3/2")
 }
 
 // TestGPDefaultRunRecoversTruth runs what `make demo` runs (examples/gp
@@ -145,7 +182,16 @@ func TestGPDefaultRunRecoversTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the full default GP run (several seconds); run without -short")
 	}
+	for _, f := range []sharding.KernelFamily{sharding.SquaredExp, sharding.Matern32, sharding.Matern52} {
+		t.Run(f.String(), func(t *testing.T) { gpDefaultRunRecoversTruth(t, f) })
+	}
+}
+
+// gpDefaultRunRecoversTruth is the default run with data and model of
+// kernel family f (examples/gp -kernel).
+func gpDefaultRunRecoversTruth(t *testing.T, f sharding.KernelFamily) {
 	demo := builders.DefaultGPDemo()
+	demo.Data.True.Family, demo.Init.Family = f, f
 	start := time.Now()
 	res, err := demo.Run(nil, 0)
 	elapsed := time.Since(start)

@@ -7,15 +7,48 @@ import (
 	"math/rand/v2"
 
 	"github.com/mgla/mgla"
+	"github.com/mgla/mgla/sharding"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// GPParams are the hyperparameters of the squared-exponential (RBF) kernel
+// GPParams are a GP's kernel family and its hyperparameters: for the
+// squared-exponential (RBF) kernel, the zero Family,
 //
-//	k(x, x') = SignalVar·exp(−(x−x')²/(2·LengthScale²)) + NoiseVar·[x = x'].
+//	k(x, x') = SignalVar·exp(−(x−x')²/(2·LengthScale²)) + NoiseVar·[x = x'],
+//
+// and for the Matérn kernels (sharding.Matern32, Matern52) the same
+// parameters in their profiles (mgla.Matern32, Matern52).
 type GPParams struct {
 	LengthScale, SignalVar, NoiseVar float64
+	Family                           sharding.KernelFamily
+}
+
+// kernelBuilder is the mgla builder of the kernel matrix of family f.
+func kernelBuilder(f sharding.KernelFamily) (func(x, ell, sig, noise *G.Node, opts ...mgla.Option) (*G.Node, error), error) {
+	switch f {
+	case sharding.SquaredExp:
+		return mgla.SquaredExponential, nil
+	case sharding.Matern32:
+		return mgla.Matern32, nil
+	case sharding.Matern52:
+		return mgla.Matern52, nil
+	}
+	return nil, fmt.Errorf("gp: unknown kernel family %v", f)
+}
+
+// KernelFamilyNamed is the family a -kernel flag names: se (the squared
+// exponential), matern32 or matern52.
+func KernelFamilyNamed(name string) (sharding.KernelFamily, error) {
+	switch name {
+	case "se":
+		return sharding.SquaredExp, nil
+	case "matern32":
+		return sharding.Matern32, nil
+	case "matern52":
+		return sharding.Matern52, nil
+	}
+	return 0, fmt.Errorf("kernel %q: want se, matern32 or matern52", name)
 }
 
 // Log returns (log ℓ, log σ², log σₙ²), the unconstrained coordinates the
@@ -24,13 +57,24 @@ func (p GPParams) Log() [3]float64 {
 	return [3]float64{math.Log(p.LengthScale), math.Log(p.SignalVar), math.Log(p.NoiseVar)}
 }
 
-// ParamsFromLog is the inverse of Log.
+// ParamsFromLog is the inverse of Log, for the squared exponential.
 func ParamsFromLog(t [3]float64) GPParams {
 	return GPParams{LengthScale: math.Exp(t[0]), SignalVar: math.Exp(t[1]), NoiseVar: math.Exp(t[2])}
 }
 
+// withLog is p's family with the parameters of θ = (log ℓ, log σ², log σₙ²).
+func (p GPParams) withLog(t [3]float64) GPParams {
+	q := ParamsFromLog(t)
+	q.Family = p.Family
+	return q
+}
+
 func (p GPParams) String() string {
-	return fmt.Sprintf("ℓ=%.4f σ²=%.4f σₙ²=%.4f", p.LengthScale, p.SignalVar, p.NoiseVar)
+	s := fmt.Sprintf("ℓ=%.4f σ²=%.4f σₙ²=%.4f", p.LengthScale, p.SignalVar, p.NoiseVar)
+	if p.Family != sharding.SquaredExp {
+		s = p.Family.String() + " " + s
+	}
+	return s
 }
 
 // MaxRelErr is the largest relative error of p's three parameters against
@@ -143,9 +187,9 @@ func SynthesizeGP(cfg GPDataConfig, opts ...mgla.Option) (data *GPData, err erro
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
-	k := SquaredDistances(all, all)
-	for i := range k {
-		k[i] = p.SignalVar * math.Exp(-k[i]/(2*p.LengthScale*p.LengthScale))
+	k, err := sharding.CrossKernel(all, n+m, all, n+m, 1, sharding.KernelParams{Family: p.Family, LengthScale: p.LengthScale, SignalVar: p.SignalVar})
+	if err != nil {
+		return nil, fmt.Errorf("gp data: %w", err)
 	}
 	for i := range n + m {
 		k[i*(n+m)+i] += 1e-6 * p.SignalVar
@@ -239,7 +283,9 @@ func IdentityRows(n, r0, r1 int) *tensor.Dense {
 //	NLL(θ) = ½·tr(Yᵀ·K⁻¹·Y) + (R/2)·log det K + (N·R/2)·log 2π,
 //	K(θ)   = σ²·exp(−(x_i − x_j)²/(2ℓ²)) + σₙ²·[i = j],
 //
-// with θ = (log ℓ, log σ², log σₙ²). K is mgla.SquaredExponential of x and
+// with θ = (log ℓ, log σ², log σₙ²) (for the initial parameters' Family;
+// the Matérn kernels use mgla.Matern32 and Matern52). K is
+// mgla.SquaredExponential of x and
 // the parameters: made on the mesh, never on the host (or on a process
 // grid with mgla.WithGrid, each process its blocks). The NLL is
 // −mgla.GaussianLogDensity(K, Y), whose gradient of K is one N×N
@@ -281,7 +327,11 @@ func NewGPModel(x []float64, y *tensor.Dense, init GPParams, opts ...mgla.Option
 	xn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(dense(append([]float64(nil), x...), n)))
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
 
-	m.K = G.Must(mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], opts...))
+	build, err := kernelBuilder(init.Family)
+	if err != nil {
+		return nil, err
+	}
+	m.K = G.Must(build(xn, positive[0], positive[1], positive[2], opts...))
 	m.NLL = G.Must(G.Neg(G.Must(mgla.GaussianLogDensity(m.K, yn, opts...))))
 	if m.Grads, err = G.Grad(m.NLL, m.Params[:]...); err != nil {
 		return nil, fmt.Errorf("gp model: gradient: %w", err)
@@ -407,13 +457,13 @@ func FitLoop(init GPParams, cfg FitConfig, eval func(theta [3]float64) (float64,
 	for it := 0; ; it++ {
 		nll, grad, err := eval(theta)
 		if err != nil {
-			return ParamsFromLog(theta), nll, fmt.Errorf("gp fit: step %d at %v: %w", it, ParamsFromLog(theta), err)
+			return init.withLog(theta), nll, fmt.Errorf("gp fit: step %d at %v: %w", it, init.withLog(theta), err)
 		}
 		if cfg.Progress != nil && (it == 0 || it == cfg.Iters || (cfg.Every > 0 && it%cfg.Every == 0)) {
-			cfg.Progress(it, nll, ParamsFromLog(theta))
+			cfg.Progress(it, nll, init.withLog(theta))
 		}
 		if it == cfg.Iters {
-			return ParamsFromLog(theta), nll, nil
+			return init.withLog(theta), nll, nil
 		}
 		frac := float64(it) / float64(max(cfg.Iters-1, 1))
 		lr := final + (cfg.LR-final)*(1+math.Cos(math.Pi*frac))/2
@@ -422,9 +472,9 @@ func FitLoop(init GPParams, cfg FitConfig, eval func(theta [3]float64) (float64,
 }
 
 // PredictGP is the predictive mean K(x*, x)·K⁻¹·Y of a GP with parameters
-// p at the inputs xTest, from a second small graph: K from
-// mgla.SquaredExponential on the mesh, K(x*, x) from mgla.CrossKernel,
-// mgla.Potrs and a matrix product.
+// p (and p's family) at the inputs xTest, from a second small graph: K
+// from mgla.SquaredExponential (or p's Matérn builder) on the mesh,
+// K(x*, x) from mgla.CrossKernel, mgla.Potrs and a matrix product.
 func PredictGP(x []float64, y *tensor.Dense, xTest []float64, p GPParams, opts ...mgla.Option) (mean *tensor.Dense, err error) {
 	n, m := len(x), len(xTest)
 	if y == nil || y.Shape()[0] != n {
@@ -442,7 +492,11 @@ func PredictGP(x []float64, y *tensor.Dense, xTest []float64, p GPParams, opts .
 	xn := G.NewVector(g, tensor.Float64, G.WithShape(n), G.WithName("x"), G.WithValue(dense(append([]float64(nil), x...), n)))
 	xs := G.NewVector(g, tensor.Float64, G.WithShape(m), G.WithName("xTest"), G.WithValue(dense(append([]float64(nil), xTest...), m)))
 	yn := G.NodeFromAny(g, y.Clone().(*tensor.Dense), G.WithName("Y"))
-	k := G.Must(mgla.SquaredExponential(xn, positive[0], positive[1], positive[2], opts...))
+	build, err := kernelBuilder(p.Family)
+	if err != nil {
+		return nil, err
+	}
+	k := G.Must(build(xn, positive[0], positive[1], positive[2], opts...))
 	alpha := G.Must(mgla.Potrs(k, yn, opts...))
 	mu := G.Must(G.Mul(G.Must(mgla.CrossKernel(k, xs)), alpha)) // K*·K⁻¹Y
 	var out G.Value

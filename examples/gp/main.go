@@ -4,8 +4,8 @@
 //	½·tr(Yᵀ·K⁻¹·Y) + (R/2)·log det K + (N·R/2)·log 2π
 //
 // of R sample paths Y at N inputs is one Gorgonia graph, −mgla.GaussianLogDensity
-// of Y under N(0, K(θ)), K(θ) = σ²·exp(−D/(2ℓ²)) + σₙ²·I, and its gradient
-// by gorgonia.Grad. Adam
+// of Y under N(0, K(θ)), K(θ) = σ²·exp(−D/(2ℓ²)) + σₙ²·I (or a Matérn
+// kernel: -kernel matern32, matern52), and its gradient by gorgonia.Grad. Adam
 // runs over θ = (log ℓ, log σ², log σₙ²), re-running one TapeMachine per
 // step. The data are drawn in the program from a GP with known parameters,
 // so the output compares what was learned with the truth, and the
@@ -14,6 +14,7 @@
 //	go run ./examples/gp                           # the embedded default: one CPU device
 //	go run ./examples/gp -mesh cpu:4 -tile 64      # four virtual CPU devices
 //	go run -tags mglacuda ./examples/gp -mesh gpu  # every GPU
+//	go run ./examples/gp -kernel matern52          # data and model of the Matérn 5/2 kernel
 //
 // Its graphs are built in examples/builders; it may import that, mgla and
 // sharding (the meshes) only.
@@ -44,9 +45,16 @@ func main() {
 		mesh   = flag.String("mesh", "default", builders.MeshUsage)
 		tile   = flag.Int("tile", 0, "tile width of the block-cyclic layout (0: mgla.DefaultTile)")
 		domain = flag.Float64("domain", def.Data.Domain, "inputs are uniform on [0, domain)")
+		kernel = flag.String("kernel", "se", "kernel family of the data and the model: se (squared exponential), matern32 or matern52")
 	)
 	flag.Parse()
+	family, err := builders.KernelFamilyNamed(*kernel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gp:", err)
+		os.Exit(2)
+	}
 	demo := def
+	demo.Data.True.Family, demo.Init.Family = family, family
 	demo.Data.N, demo.Data.M, demo.Data.Paths, demo.Data.Seed, demo.Data.Domain = *n, *m, *paths, *seed, *domain
 	demo.Iters, demo.LR = *iters, *lr
 	if err := run(demo, *every, *mesh, *tile); err != nil {
