@@ -19,9 +19,11 @@ import (
 )
 
 // Importing gorgonia.org/cu runs its init, which calls cuInit and EXITS the
-// process (printing the CUDA error) when no driver is installed: a cuda-tagged
-// binary only starts on a machine with the NVIDIA driver. With a driver but no
-// GPU, GPUMesh returns ErrNoGPU and DefaultMesh falls back to the CPU.
+// process (printing the CUDA error) on any failure: with no driver, and with
+// a driver but no GPU (NoDevice, also when CUDA_VISIBLE_DEVICES hides every
+// GPU). A cuda-tagged binary only starts on a machine with a GPU; build
+// without the tag for machines without one. GPUMesh's ErrNoGPU covers GPUs
+// asked for that do not exist (gpu:3 of 2).
 
 func init() {
 	defaultGPUMesh = func() (*Mesh, error) { return GPUMesh() }

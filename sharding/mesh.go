@@ -84,8 +84,9 @@ var (
 	defaultErr  error
 )
 
-// DefaultMesh is every visible GPU when the CUDA backend is built and a GPU is
-// present, otherwise a CPU mesh of one device. It is made once per process,
+// DefaultMesh is every visible GPU when the CUDA backend is built (a
+// mglacuda binary starts only where a GPU is: see gpu_cuda.go), otherwise
+// a CPU mesh of one device. It is made once per process,
 // so solver handles cached for it are reused by every graph.
 func DefaultMesh() (*Mesh, error) {
 	defaultOnce.Do(func() {
