@@ -69,7 +69,9 @@ var ErrNonFinite = kernels.ErrNonFinite
 var ErrWrongResult = kernels.ErrWrongResult
 
 // ErrComplexGradient is matched by the error for a gradient through a
-// complex-valued op (complex dtypes are forward only).
+// complex-valued op (complex dtypes are forward only): gorgonia.Grad's
+// error when it builds the backward pass (through Cause), or the
+// LispMachine's run.
 var ErrComplexGradient = ops.ErrComplexGradient
 
 // ErrRepeatedEigenvalues is matched by the run-time error of Syevd's

@@ -135,3 +135,33 @@ func TestKernelBlockBadInput(t *testing.T) {
 	require.True(t, errors.Is(err, ErrBadInput), "%v", err)
 	require.ErrorContains(t, err, "1 values for a 2×1 block")
 }
+
+// TestKernelParamsCheck: every bad parameter is ErrBadInput; NaN and Inf
+// ones match ErrNonFinite too (a diverged training step), the others not.
+func TestKernelParamsCheck(t *testing.T) {
+	good := KernelParams{Family: Matern32, LengthScale: 1, SignalVar: 1, NoiseVar: 0.1}
+	for _, c := range []struct {
+		name      string
+		change    func(p *KernelParams)
+		nonFinite bool
+		text      string
+	}{
+		{"NaN length scale", func(p *KernelParams) { p.LengthScale = math.NaN() }, true, "length scale must be positive"},
+		{"zero length scale", func(p *KernelParams) { p.LengthScale = 0 }, false, "length scale must be positive"},
+		{"Inf signal variance", func(p *KernelParams) { p.SignalVar = math.Inf(1) }, true, "signal variance must be ≥ 0"},
+		{"negative signal variance", func(p *KernelParams) { p.SignalVar = -1 }, false, "signal variance"},
+		{"NaN noise variance", func(p *KernelParams) { p.NoiseVar = math.NaN() }, true, "noise variance"},
+		{"negative noise variance", func(p *KernelParams) { p.NoiseVar = -0.5 }, false, "noise variance"},
+		{"Inf ARD scale", func(p *KernelParams) { p.LengthScales = []float64{1, math.Inf(1)} }, true, "length scale of dimension 1"},
+		{"negative ARD scale", func(p *KernelParams) { p.LengthScales = []float64{-1, 1} }, false, "length scale of dimension 0"},
+		{"unknown family", func(p *KernelParams) { p.Family = 9 }, false, "unknown kernel family"},
+	} {
+		p := good
+		c.change(&p)
+		err := p.Check()
+		require.ErrorIs(t, err, ErrBadInput, c.name)
+		require.Equal(t, c.nonFinite, errors.Is(err, ErrNonFinite), "%s: %v", c.name, err)
+		require.ErrorContains(t, err, c.text, c.name)
+	}
+	require.NoError(t, good.Check())
+}

@@ -92,25 +92,35 @@ func (f KernelFamily) profile(s float64) (v, g float64) {
 
 // Check reports parameters that give no kernel matrix (ErrBadInput): an
 // unknown family, a length scale that is not positive, a negative
-// variance, NaN or Inf.
+// variance, NaN or Inf (which match ErrNonFinite too: a training step that
+// diverged, exp of a log-parameter overflowing, is both).
 func (p KernelParams) Check() error {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	// bad is the error of a parameter v that must be positive (or ≥ 0).
+	bad := func(v float64, what, want string) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %w: the %v kernel's %s must be %s and finite, got %v", ErrBadInput, ErrNonFinite, p.Family, what, want, v)
+		}
+		return fmt.Errorf("%w: the %v kernel's %s must be %s and finite, got %v", ErrBadInput, p.Family, what, want, v)
+	}
+	ok := func(v float64, positive bool) bool {
+		return !math.IsNaN(v) && !math.IsInf(v, 0) && (v > 0 || !positive && v == 0)
+	}
 	switch {
 	case p.Family < SquaredExp || p.Family > Matern52:
 		return fmt.Errorf("%w: unknown kernel family %v", ErrBadInput, p.Family)
-	case p.LengthScales == nil && (!finite(p.LengthScale) || p.LengthScale <= 0):
-		return fmt.Errorf("%w: the %v kernel's length scale must be positive and finite, got %v", ErrBadInput, p.Family, p.LengthScale)
-	case !finite(p.SignalVar) || p.SignalVar < 0:
-		return fmt.Errorf("%w: the %v kernel's signal variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.SignalVar)
-	case !finite(p.NoiseVar) || p.NoiseVar < 0:
-		return fmt.Errorf("%w: the %v kernel's noise variance must be finite and ≥ 0, got %v", ErrBadInput, p.Family, p.NoiseVar)
+	case p.LengthScales == nil && !ok(p.LengthScale, true):
+		return bad(p.LengthScale, "length scale", "positive")
+	case !ok(p.SignalVar, false):
+		return bad(p.SignalVar, "signal variance", "≥ 0")
+	case !ok(p.NoiseVar, false):
+		return bad(p.NoiseVar, "noise variance", "≥ 0")
 	}
 	if p.LengthScales != nil && len(p.LengthScales) == 0 {
 		return fmt.Errorf("%w: the %v kernel has an empty list of length scales", ErrBadInput, p.Family)
 	}
 	for k, l := range p.LengthScales {
-		if !finite(l) || l <= 0 {
-			return fmt.Errorf("%w: the %v kernel's length scale of dimension %d must be positive and finite, got %v", ErrBadInput, p.Family, k, l)
+		if !ok(l, true) {
+			return bad(l, fmt.Sprintf("length scale of dimension %d", k), "positive")
 		}
 	}
 	return nil
