@@ -288,6 +288,8 @@ func TestEigenExampleOrthonormal(t *testing.T) {
 			w := s.Values.Data().([]float64)
 			require.InDelta(t, 0, w[0], 1e-10*w[n-1], "a Laplacian has the eigenvalue 0")
 			require.Greater(t, w[ring.Cliques], 5*w[ring.Cliques-1], "spectral gap after %d eigenvalues: %v", ring.Cliques, w[:ring.Cliques+1])
+			k, ratio := builders.Eigengap(w, ring.Cliques+3)
+			require.Equal(t, ring.Cliques, k, "the eigengap's cluster count, ratio %v: %v", ratio, w[:ring.Cliques+3])
 			require.True(t, builders.RingOrder(builders.EmbeddingAngles(s, 1, 2, group)), "seed %d", seed)
 		})
 	}

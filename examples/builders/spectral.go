@@ -154,6 +154,24 @@ func EmbeddingAngles(s *Spectrum, a, b int, group []int) []GroupAngle {
 	return out
 }
 
+// Eigengap is the number of clusters the ascending eigenvalues w of a
+// graph's Laplacian show: the k ≥ 1 among the first max whose gap
+// w[k] − w[k−1] is the largest, and the ratio w[k]/w[k−1] there (+Inf
+// after a zero). A ratio near 1 means that there is no gap: the graph does
+// not split into clusters.
+func Eigengap(w []float64, max int) (k int, ratio float64) {
+	best := -1.0
+	for i := 1; i < min(max, len(w)); i++ {
+		if gap := w[i] - w[i-1]; gap > best {
+			best, k = gap, i
+		}
+	}
+	if k == 0 {
+		return 0, math.NaN()
+	}
+	return k, w[k] / w[k-1]
+}
+
 // RingOrder reports whether groups sorted by angle follow the ring, in
 // either direction: consecutive entries are neighbouring groups (mod the
 // number of groups).

@@ -101,8 +101,13 @@ func Train(comm collective.Comm, cfg Config) ([]float64, error) {
 		if err := vm.RunAll(); err != nil {
 			return nil, err
 		}
+		lv := loss.Value().Data().(float64)
 		if cfg.Progress != nil && (step%cfg.Every == 0 || step == cfg.Steps) {
-			fmt.Fprintf(cfg.Progress, "step %4d  loss %.6f\n", step, loss.Value().Data().(float64))
+			fmt.Fprintf(cfg.Progress, "step %4d  loss %.6f\n", step, lv)
+		}
+		// The summed loss is the same on every rank: so is this verdict.
+		if math.IsNaN(lv) || math.IsInf(lv, 0) {
+			return nil, fmt.Errorf("step %d: the loss is %v: training diverged (try a smaller -rate)", step, lv)
 		}
 		if step == cfg.Steps {
 			break

@@ -41,6 +41,9 @@ func TestTrainBadConfig(t *testing.T) {
 		{"negative steps", func(c *Config) { c.Steps = -1 }, "steps"},
 		{"zero rate", func(c *Config) { c.Rate = 0 }, "learning rate"},
 		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "learning rate"},
+		// A rate so large that the loss overflows: an error, not NaN
+		// weights printed as trained.
+		{"diverging rate", func(c *Config) { c.Rate = 1e10 }, "diverged"},
 	} {
 		cfg := defaultConfig()
 		cfg.Progress = nil

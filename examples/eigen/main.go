@@ -71,17 +71,29 @@ func run(ring builders.RingOfCliques, meshSpec string, tile int) error {
 		vals = append(vals, fmt.Sprintf("%.4g", x))
 	}
 	fmt.Printf("smallest %d eigenvalues: %s\n", lead, strings.Join(vals, " "))
-	k := ring.Cliques
-	fmt.Printf("spectral gap: λ%d = %.4g, λ%d = %.4g (ratio %.1f): %d clusters\n", k-1, w[k-1], k, w[k], w[k]/w[k-1], k)
+	// The largest gap among the leading eigenvalues counts the clusters;
+	// a ratio below 2 there is no gap at all.
+	k, ratio := builders.Eigengap(w, lead)
+	switch {
+	case k <= 1:
+		fmt.Printf("spectral gap after λ0 (ratio %.2g): one cluster (the ring has %d cliques)\n", ratio, ring.Cliques)
+	case ratio < 2:
+		fmt.Printf("no spectral gap (the largest, after λ%d, has ratio %.2g): the graph does not split into clusters (the ring has %d cliques)\n", k-1, ratio, ring.Cliques)
+	default:
+		fmt.Printf("spectral gap: λ%d = %.4g, λ%d = %.4g (ratio %.1f): %d clusters (the ring has %d cliques)\n", k-1, w[k-1], k, w[k], ratio, k, ring.Cliques)
+	}
 
 	angles := builders.EmbeddingAngles(s, 1, 2, group)
 	fmt.Println("embedding by eigenvectors 1 and 2 (clique: mean angle ± largest deviation):")
 	for _, a := range angles {
 		fmt.Printf("  clique %2d  %6.1f° ± %4.1f°\n", a.Group, a.Mean, a.Spread)
 	}
-	if builders.RingOrder(angles) {
+	switch {
+	case len(angles) <= 3:
+		fmt.Println("with 3 cliques or fewer every order around the circle is the ring's: nothing to check")
+	case builders.RingOrder(angles):
 		fmt.Println("the cliques sit around the circle in ring order")
-	} else {
+	default:
 		fmt.Println("the cliques are NOT in ring order around the circle")
 	}
 	return nil

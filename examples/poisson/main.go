@@ -37,7 +37,12 @@ func main() {
 	inv := flag.Int("inverse-n", 12, "grid points per direction of the inverse problem")
 	steps := flag.Int("steps", 100, "gradient steps of the inverse problem")
 	flag.Parse()
-	err := poisson(*n, *tol, *quiet)
+	var err error
+	if *steps < 0 { // every rank decides alike, before any solve
+		err = fmt.Errorf("-steps %d: want 0 or more", *steps)
+	} else {
+		err = poisson(*n, *tol, *quiet)
+	}
 	if err == nil {
 		err = inverse(*inv, *steps)
 	}
