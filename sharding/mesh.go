@@ -147,7 +147,23 @@ func (m *Mesh) Same(o *Mesh) bool {
 	return true
 }
 
-func (m *Mesh) String() string { return "mesh[" + m.DevicesKey() + "]" }
+func (m *Mesh) String() string {
+	if n := len(m.devices); n > meshStringDevices {
+		// A mesh of thousands of virtual devices (cpu:100000) would print
+		// them all into every message that names it.
+		parts := make([]string, 0, meshStringDevices/2+2)
+		for _, d := range m.devices[:meshStringDevices/2] {
+			parts = append(parts, d.String())
+		}
+		parts = append(parts, "…", m.devices[n-1].String())
+		return fmt.Sprintf("mesh[%s (%d devices)]", strings.Join(parts, ","), n)
+	}
+	return "mesh[" + m.DevicesKey() + "]"
+}
+
+// meshStringDevices is how many devices a mesh's String lists whole; a
+// larger mesh shows its first half of them, the last and the count.
+const meshStringDevices = 16
 
 // Key identifies the mesh in caches (stable for the mesh's lifetime).
 func (m *Mesh) Key() uint64 { return m.id }
