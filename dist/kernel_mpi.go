@@ -126,11 +126,7 @@ func KernelMatrixGrad[T Real](kbar *Matrix[T], x []float64, d int, p sharding.Ke
 			share = append(share, math.NaN())
 		}
 	} else {
-		ells := pbar.LengthScales
-		if ells == nil {
-			ells = []float64{pbar.LengthScale}
-		}
-		share = append(append(append(share, xbar...), ells...), pbar.SignalVar, pbar.NoiseVar)
+		share = sharding.KernelGradVector(xbar, pbar)
 	}
 	sum, err := allReduceNamed(kbar.Grid.comm, collective.Sum, share, "dist: "+op)
 	if err != nil {

@@ -199,5 +199,6 @@ func (o *crossKernelOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error) 
 	if err != nil {
 		return nil, err
 	}
-	return hostVector("the gradient of "+o.String(), append(append(append(xsbar, xbar...), lengthScalesGrad(pbar)...), pbar.SignalVar), o.dt)
+	all := sharding.KernelGradVector(append(xsbar, xbar...), pbar) // pbar.NoiseVar is 0: C has no noise
+	return hostVector("the gradient of "+o.String(), all[:len(all)-1], o.dt)
 }

@@ -410,17 +410,8 @@ func (o *kernelMatrixOp) gradients(vals []gorgonia.Value) (*tensor.Dense, error)
 	if err != nil {
 		return nil, err
 	}
-	all := append(append(xbar, lengthScalesGrad(pbar)...), pbar.SignalVar, pbar.NoiseVar)
+	all := sharding.KernelGradVector(xbar, pbar)
 	return hostVector("the gradient of "+o.String(), all[:len(all)+o.arity-4], o.dt)
-}
-
-// lengthScalesGrad is the gradient of the length scale, or of ARD's
-// length scales, in pbar.
-func lengthScalesGrad(pbar sharding.KernelParams) []float64 {
-	if pbar.LengthScales != nil {
-		return pbar.LengthScales
-	}
-	return []float64{pbar.LengthScale}
 }
 
 // hostVector is all, what computed in float64, as a host vector of dtype

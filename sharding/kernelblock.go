@@ -59,6 +59,19 @@ func KernelBlockGrad(kbar, x []float64, n, d int, rows, cols []int, p KernelPara
 	return total.xbar, pbar, nil
 }
 
+// KernelGradVector lays out a kernel gradient as one vector: xbar, then the
+// length scale's gradient (ARD's, one per dimension, when
+// pbar.LengthScales is set), σ̄² and σ̄ₙ² — the layout the kernel ops'
+// backward passes send (package ops, dist, dist/distops). A new slice.
+func KernelGradVector(xbar []float64, pbar KernelParams) []float64 {
+	ells := pbar.LengthScales
+	if ells == nil {
+		ells = []float64{pbar.LengthScale}
+	}
+	out := make([]float64, 0, len(xbar)+len(ells)+2)
+	return append(append(append(out, xbar...), ells...), pbar.SignalVar, pbar.NoiseVar)
+}
+
 // CheckKernelOperands reports what KernelBlock and KernelBlockGrad would
 // refuse in the points x (row-major n×d) and the parameters p, whatever
 // the block: bad parameters (ErrBadInput), NaN or Inf points

@@ -156,11 +156,7 @@ func kernelDo[T dist.Real](o *op, vals []G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	ells := pbar.LengthScales
-	if ells == nil {
-		ells = []float64{pbar.LengthScale}
-	}
-	all := append(append(xbar, ells...), pbar.SignalVar, pbar.NoiseVar)[:o.kern.gradLen(1+params)]
+	all := sharding.KernelGradVector(xbar, pbar)[:o.kern.gradLen(1+params)]
 	if realOf(o.dt) == tensor.Float32 {
 		for _, v := range all { // the same sums on every rank: the same verdict
 			if math.Abs(v) > math.MaxFloat32 {
